@@ -1,0 +1,144 @@
+"""Activation functions: names, parameters, JSON form, and their torch counterparts.
+
+Every activation cardinal accepts is non-decreasing (a leaky ReLU with a negative slope is
+rejected), so a network is monotone exactly when all its weights are non-negative.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from verify.errors import InputError
+
+PIECEWISE_LINEAR = ("identity", "relu", "leaky_relu", "hardtanh", "step")
+SMOOTH = ("sigmoid", "tanh", "softplus")
+NAMES = PIECEWISE_LINEAR + SMOOTH
+
+# Parameters each activation takes, with their defaults (torch's defaults where torch has one).
+_PARAMETERS: dict[str, dict[str, float]] = {
+    "leaky_relu": {"slope": 0.01},
+    "hardtanh": {"min": -1.0, "max": 1.0},
+    "step": {"at": 0.0},
+}
+
+
+class Step(nn.Module):
+    """Heaviside step: 1 where the input is ≥ `at`, else 0 (same shape and dtype as the input)."""
+
+    def __init__(self, at: float = 0.0) -> None:
+        super().__init__()
+        self.at = float(at)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        return (h >= self.at).to(h.dtype)
+
+    def extra_repr(self) -> str:
+        return f"at={self.at}"
+
+
+@dataclass(frozen=True)
+class Activation:
+    """One activation with its parameters; `params` holds (name, value) pairs in a fixed order."""
+
+    name: str
+    params: tuple[tuple[str, float], ...] = ()
+
+    @classmethod
+    def make(cls, name: str, **params: float) -> Activation:
+        """Build and validate an activation; missing parameters take their defaults."""
+        if name not in NAMES:
+            raise InputError(f"unknown activation {name!r} (known: {', '.join(NAMES)})")
+        defaults = _PARAMETERS.get(name, {})
+        unknown = set(params) - set(defaults)
+        if unknown:
+            raise InputError(f"activation {name!r} takes no parameter {sorted(unknown)[0]!r}")
+        values = {key: _finite(name, key, params.get(key, default)) for key, default in defaults.items()}
+        if name == "leaky_relu" and values["slope"] < 0:
+            raise InputError(f"leaky_relu slope {values['slope']} is negative (must be ≥ 0)")
+        if name == "hardtanh" and values["min"] > values["max"]:
+            raise InputError(f"hardtanh min {values['min']} exceeds max {values['max']}")
+        return cls(name, tuple(values.items()))
+
+    @classmethod
+    def from_json(cls, spec: Any) -> Activation:
+        """Parse `"relu"` or `{"name": "step", "at": 0.5}`."""
+        if isinstance(spec, str):
+            return cls.make(spec)
+        if isinstance(spec, dict) and isinstance(spec.get("name"), str):
+            params = {key: value for key, value in spec.items() if key != "name"}
+            for key, value in params.items():
+                if isinstance(value, bool) or not isinstance(value, (int, float)):
+                    raise InputError(f"activation {spec['name']!r}: parameter {key!r} must be a number")
+            return cls.make(spec["name"], **params)
+        raise InputError(f"activation must be a name or an object with a 'name', got {spec!r}")
+
+    def to_json(self) -> str | dict[str, Any]:
+        return {"name": self.name, **dict(self.params)} if self.params else self.name
+
+    def param(self, key: str) -> float:
+        return dict(self.params)[key]
+
+    @property
+    def is_piecewise_linear(self) -> bool:
+        return self.name in PIECEWISE_LINEAR
+
+    @property
+    def is_continuous(self) -> bool:
+        return self.name != "step"
+
+    def apply(self, h: torch.Tensor) -> torch.Tensor:
+        """Apply elementwise to a tensor of any shape."""
+        return self.module()(h)
+
+    def module(self) -> nn.Module:
+        """The torch module computing this activation."""
+        if self.name == "identity":
+            return nn.Identity()
+        if self.name == "relu":
+            return nn.ReLU()
+        if self.name == "leaky_relu":
+            return nn.LeakyReLU(self.param("slope"))
+        if self.name == "hardtanh":
+            return nn.Hardtanh(self.param("min"), self.param("max"))
+        if self.name == "step":
+            return Step(self.param("at"))
+        if self.name == "sigmoid":
+            return nn.Sigmoid()
+        if self.name == "tanh":
+            return nn.Tanh()
+        return nn.Softplus()
+
+    @classmethod
+    def from_module(cls, module: nn.Module) -> Activation:
+        """Inverse of `module()`; raises `InputError` for modules cardinal cannot represent."""
+        if isinstance(module, nn.Identity):
+            return cls.make("identity")
+        if isinstance(module, nn.ReLU):
+            return cls.make("relu")
+        if isinstance(module, nn.LeakyReLU):
+            return cls.make("leaky_relu", slope=module.negative_slope)
+        if isinstance(module, nn.Hardtanh):  # also nn.ReLU6
+            return cls.make("hardtanh", min=module.min_val, max=module.max_val)
+        if isinstance(module, Step):
+            return cls.make("step", at=module.at)
+        if isinstance(module, nn.Sigmoid):
+            return cls.make("sigmoid")
+        if isinstance(module, nn.Tanh):
+            return cls.make("tanh")
+        if isinstance(module, nn.Softplus):
+            if module.beta != 1:
+                raise InputError(f"Softplus with beta={module.beta} is not supported (only beta=1)")
+            return cls.make("softplus")
+        raise InputError(f"unsupported module {type(module).__name__} (known activations: {', '.join(NAMES)})")
+
+
+def _finite(name: str, key: str, value: float) -> float:
+    value = float(value)
+    if not math.isfinite(value):
+        raise InputError(f"activation {name!r}: parameter {key!r} is {value}")
+    return value

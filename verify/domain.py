@@ -1,0 +1,119 @@
+"""`Domain`: the box `[l, u]` that inputs and explanations range over.
+
+A *binary* domain allows only the two end points `l_i` and `u_i` in each feature (with l = 0 and
+u = 1 it is the Boolean cube). On monotone networks both kinds give the same explanations, since
+only the end points matter; on other networks they differ.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from verify.errors import InputError
+
+
+@dataclass(frozen=True, eq=False)
+class Domain:
+    """Bounds `lower`, `upper`: read-only float64 arrays [n] with lower ≤ upper."""
+
+    lower: np.ndarray
+    upper: np.ndarray
+    binary: bool = False
+
+    def __post_init__(self) -> None:
+        lower = np.array(self.lower, dtype=np.float64).reshape(-1)
+        upper = np.array(self.upper, dtype=np.float64).reshape(-1)
+        if lower.shape != upper.shape or lower.size == 0:
+            raise InputError(f"domain bounds have {lower.size} lower and {upper.size} upper entries")
+        for name, bound in (("lower", lower), ("upper", upper)):
+            bad = np.flatnonzero(~np.isfinite(bound))
+            if bad.size:
+                raise InputError(f"domain {name} bound of feature {bad[0]} is {bound[bad[0]]}")
+        crossed = np.flatnonzero(lower > upper)
+        if crossed.size:
+            i = crossed[0]
+            raise InputError(f"domain feature {i}: lower bound {lower[i]} exceeds upper bound {upper[i]}")
+        lower.setflags(write=False)
+        upper.setflags(write=False)
+        object.__setattr__(self, "lower", lower)
+        object.__setattr__(self, "upper", upper)
+
+    @classmethod
+    def unit(cls, n: int) -> Domain:
+        """The box [0, 1]^n."""
+        return cls(np.zeros(n), np.ones(n))
+
+    @classmethod
+    def boolean(cls, n: int) -> Domain:
+        """The Boolean cube {0, 1}^n."""
+        return cls(np.zeros(n), np.ones(n), binary=True)
+
+    @classmethod
+    def broadcast(cls, lower: float | list[float], upper: float | list[float], n: int, binary: bool = False) -> Domain:
+        """Scalars broadcast to all n features; lists must have n entries."""
+        low, high = np.asarray(lower, dtype=np.float64), np.asarray(upper, dtype=np.float64)
+        for name, bound in (("lower", low), ("upper", high)):
+            if bound.ndim and bound.size != n:
+                raise InputError(f"domain {name} bound has {bound.size} entries, the network has {n} inputs")
+        return cls(np.broadcast_to(low, (n,)), np.broadcast_to(high, (n,)), binary=binary)
+
+    @property
+    def n(self) -> int:
+        return self.lower.shape[0]
+
+    def to_json(self) -> dict[str, Any]:
+        document: dict[str, Any] = {"lower": self.lower.tolist(), "upper": self.upper.tolist()}
+        if self.binary:
+            document["binary"] = True
+        return document
+
+    @classmethod
+    def from_json(cls, document: Any, source: str = "domain") -> Domain:
+        if not isinstance(document, dict) or "lower" not in document or "upper" not in document:
+            raise InputError(f"{source}: expected an object with 'lower' and 'upper'")
+        try:
+            return cls(document["lower"], document["upper"], binary=bool(document.get("binary", False)))
+        except (TypeError, ValueError) as error:
+            raise InputError(f"{source}: {error}") from None
+
+    def check(self, X: np.ndarray, source: str = "inputs") -> np.ndarray:
+        """Validate inputs X [B, n] (or [n]) against the box; returns them as float64 [B, n].
+
+        Raises `InputError` naming the first offending row and feature.
+        """
+        X = np.asarray(X.cpu() if isinstance(X, torch.Tensor) else X, dtype=np.float64)
+        if X.ndim == 1:
+            X = X[None, :]
+        if X.ndim != 2 or X.shape[1] != self.n:
+            raise InputError(f"{source}: inputs have shape {list(X.shape)}, expected [B, {self.n}]")
+        bad = np.argwhere(~np.isfinite(X))
+        if len(bad):
+            row, feature = bad[0]
+            raise InputError(f"{source}: row {row}, feature {feature} is {float(X[row, feature])}")
+        outside = np.argwhere((X < self.lower) | (X > self.upper))
+        if len(outside):
+            row, feature = outside[0]
+            raise InputError(
+                f"{source}: row {row}, feature {feature} = {float(X[row, feature])!r} lies outside the domain "
+                f"[{float(self.lower[feature])!r}, {float(self.upper[feature])!r}]"
+            )
+        if self.binary:
+            off = np.argwhere((X != self.lower) & (X != self.upper))
+            if len(off):
+                row, feature = off[0]
+                raise InputError(
+                    f"{source}: row {row}, feature {feature} = {float(X[row, feature])!r} is not an end point of the "
+                    f"binary domain {{{float(self.lower[feature])!r}, {float(self.upper[feature])!r}}}"
+                )
+        return X
+
+    def counterpoint(self, predictions: np.ndarray) -> np.ndarray:
+        """x' of the monotone shortcut per row: `lower` where the prediction is 1, else `upper`.
+
+        predictions [B] of 0/1 → [B, n].
+        """
+        return np.where(np.asarray(predictions, dtype=bool)[:, None], self.lower[None, :], self.upper[None, :])

@@ -1,0 +1,278 @@
+"""`Network`: a fully connected network `h = W·z + b`, `z' = σ(h)`, whose last layer has width 1.
+
+Weights are kept as float64 numpy arrays, read as exact rationals by `verify.exact`. Networks load
+from and save to the JSON format `cardinal.network/1` (a round trip keeps every double exactly)
+and convert to and from `torch.nn.Sequential`. Loading never runs pickled code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from verify.activations import Activation
+from verify.errors import InputError
+from verify.io import read_json, write_atomic
+
+FORMAT = "cardinal.network/1"
+
+
+@dataclass(frozen=True, eq=False)
+class Layer:
+    """One layer: `weight` [out, in] and `bias` [out] as read-only float64 arrays."""
+
+    weight: np.ndarray
+    bias: np.ndarray
+    activation: Activation
+
+    @property
+    def width(self) -> int:
+        return self.weight.shape[0]
+
+
+class Network:
+    """A validated fully connected network; immutable once built."""
+
+    def __init__(self, layers: Sequence[Layer]) -> None:
+        if not layers:
+            raise InputError("network has no layers")
+        checked = []
+        fan_in = None
+        for number, layer in enumerate(layers, start=1):
+            weight = _matrix(layer.weight, f"layer {number}: weight")
+            bias = _vector(layer.bias, f"layer {number}: bias")
+            if fan_in is not None and weight.shape[1] != fan_in:
+                raise InputError(
+                    f"layer {number}: weight has {weight.shape[1]} columns but layer {number - 1} has {fan_in} outputs"
+                )
+            if bias.shape[0] != weight.shape[0]:
+                raise InputError(f"layer {number}: bias has {bias.shape[0]} entries but weight has {weight.shape[0]} rows")
+            fan_in = weight.shape[0]
+            checked.append(Layer(weight, bias, layer.activation))
+        if fan_in != 1:
+            raise InputError(f"layer {len(layers)} (the last) has width {fan_in}; the output layer must have width 1")
+        self.layers: tuple[Layer, ...] = tuple(checked)
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def n_inputs(self) -> int:
+        return self.layers[0].weight.shape[1]
+
+    @property
+    def widths(self) -> tuple[int, ...]:
+        """Widths of all layers, the last one being 1."""
+        return tuple(layer.width for layer in self.layers)
+
+    @property
+    def depth(self) -> int:
+        return len(self.layers)
+
+    def monotonicity_problems(self) -> list[str]:
+        """Why the network is not syntactically monotone (empty list when it is)."""
+        problems = []
+        for number, layer in enumerate(self.layers, start=1):
+            negative = np.argwhere(layer.weight < 0)
+            if len(negative):
+                row, col = negative[0]
+                problems.append(
+                    f"layer {number} has {len(negative)} negative weight(s), e.g. weight[{row}][{col}] = "
+                    f"{float(layer.weight[row, col])!r}"
+                )
+        return problems
+
+    @property
+    def is_monotone(self) -> bool:
+        """All weights ≥ 0 (every supported activation is non-decreasing)."""
+        return not self.monotonicity_problems()
+
+    @property
+    def is_admissible(self) -> bool:
+        """The paper's Definition 1: monotone with continuous activations (no `step`)."""
+        return self.is_monotone and all(layer.activation.is_continuous for layer in self.layers)
+
+    @property
+    def is_piecewise_linear(self) -> bool:
+        return all(layer.activation.is_piecewise_linear for layer in self.layers)
+
+    @property
+    def activation_names(self) -> tuple[str, ...]:
+        return tuple(layer.activation.name for layer in self.layers)
+
+    def hidden_activation(self) -> str:
+        """A short label for the network's hidden activations, e.g. `relu` or `relu+sigmoid`."""
+        hidden = self.layers[:-1] or self.layers
+        return "+".join(dict.fromkeys(layer.activation.name for layer in hidden))
+
+    # ------------------------------------------------------------------ evaluation
+    def forward(self, x: torch.Tensor | np.ndarray, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+        """Float forward pass: x [B, n] or [n] → f(x) [B] or scalar tensor."""
+        z = torch.as_tensor(np.asarray(x, dtype=np.float64)).to(dtype)
+        for weight, bias, activation in self.torch_layers(dtype=dtype):
+            z = activation(z @ weight.T + bias)
+        return z[..., 0]
+
+    def torch_layers(
+        self, dtype: torch.dtype = torch.float64, device: torch.device | str | None = None
+    ) -> list[tuple[torch.Tensor, torch.Tensor, nn.Module]]:
+        """(weight [out, in], bias [out], activation module) per layer, as tensors on `device`."""
+        return [
+            (
+                torch.tensor(layer.weight, dtype=dtype, device=device),
+                torch.tensor(layer.bias, dtype=dtype, device=device),
+                layer.activation.module(),
+            )
+            for layer in self.layers
+        ]
+
+    # ------------------------------------------------------------------ torch
+    @classmethod
+    def from_torch(cls, model: nn.Module) -> Network:
+        """Read an `nn.Sequential` of `Linear` and activation modules (a `Linear` not followed by
+        an activation gets `identity`)."""
+        modules = list(model) if isinstance(model, nn.Sequential) else [model]
+        layers: list[Layer] = []
+        pending: nn.Linear | None = None
+        for position, module in enumerate(modules):
+            if isinstance(module, nn.Linear):
+                if pending is not None:
+                    layers.append(_from_linear(pending, Activation.make("identity")))
+                pending = module
+                continue
+            if pending is None:
+                raise InputError(f"module {position} ({type(module).__name__}) is not preceded by a Linear layer")
+            try:
+                activation = Activation.from_module(module)
+            except InputError as error:
+                raise InputError(f"module {position}: {error}") from None
+            layers.append(_from_linear(pending, activation))
+            pending = None
+        if pending is not None:
+            layers.append(_from_linear(pending, Activation.make("identity")))
+        return cls(layers)
+
+    def to_torch(self, dtype: torch.dtype = torch.float64, device: torch.device | str | None = None) -> nn.Sequential:
+        """An equivalent `nn.Sequential` (Linear, activation, Linear, activation, ...)."""
+        modules: list[nn.Module] = []
+        for layer in self.layers:
+            linear = nn.Linear(layer.weight.shape[1], layer.width, dtype=dtype, device=device)
+            with torch.no_grad():
+                linear.weight.copy_(torch.tensor(layer.weight))
+                linear.bias.copy_(torch.tensor(layer.bias))
+            modules += [linear, layer.activation.module()]
+        return nn.Sequential(*modules)
+
+    # ------------------------------------------------------------------ JSON
+    @classmethod
+    def from_json(cls, document: Any, source: str = "network") -> Network:
+        """Build from a parsed `cardinal.network/1` document; errors name `source` and the layer."""
+        if not isinstance(document, dict):
+            raise InputError(f"{source}: expected a JSON object with 'format' and 'layers'")
+        if document.get("format") != FORMAT:
+            raise InputError(f"{source}: 'format' must be {FORMAT!r}, got {document.get('format')!r}")
+        specs = document.get("layers")
+        if not isinstance(specs, list) or not specs:
+            raise InputError(f"{source}: 'layers' must be a non-empty list")
+        layers = []
+        for number, spec in enumerate(specs, start=1):
+            where = f"{source}: layer {number}"
+            if not isinstance(spec, dict) or not {"weight", "bias", "activation"} <= set(spec):
+                raise InputError(f"{where}: needs 'weight', 'bias' and 'activation'")
+            try:
+                activation = Activation.from_json(spec["activation"])
+            except InputError as error:
+                raise InputError(f"{where}: {error}") from None
+            layers.append(
+                Layer(_json_matrix(spec["weight"], f"{where}: weight"), _json_vector(spec["bias"], f"{where}: bias"), activation)
+            )
+        try:
+            return cls(layers)
+        except InputError as error:
+            raise InputError(f"{source}: {error}") from None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "layers": [
+                {"weight": layer.weight.tolist(), "bias": layer.bias.tolist(), "activation": layer.activation.to_json()}
+                for layer in self.layers
+            ],
+        }
+
+    @classmethod
+    def load(cls, path: str | Path) -> Network:
+        return cls.from_json(read_json(path, "network file"), source=str(path))
+
+    def save(self, path: str | Path) -> None:
+        write_atomic(path, json.dumps(self.to_json()) + "\n")
+
+    @property
+    def hash(self) -> str:
+        """SHA-256 (first 16 hex digits) of the canonical JSON form."""
+        canonical = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+    def __repr__(self) -> str:
+        return f"Network(n={self.n_inputs}, widths={self.widths}, activations={self.activation_names})"
+
+
+def _from_linear(linear: nn.Linear, activation: Activation) -> Layer:
+    weight = linear.weight.detach().cpu().double().numpy()
+    bias = linear.bias.detach().cpu().double().numpy() if linear.bias is not None else np.zeros(weight.shape[0])
+    return Layer(weight, bias, activation)
+
+
+def _checked(array: np.ndarray, where: str) -> np.ndarray:
+    bad = np.argwhere(~np.isfinite(array))
+    if len(bad):
+        index = tuple(int(i) for i in bad[0])
+        raise InputError(f"{where} has a non-finite value {array[index]} at {list(index)}")
+    array = np.array(array, dtype=np.float64)
+    array.setflags(write=False)
+    return array
+
+
+def _matrix(value: Any, where: str) -> np.ndarray:
+    array = np.asarray(value, dtype=np.float64)
+    if array.ndim != 2 or 0 in array.shape:
+        raise InputError(f"{where} must be a non-empty 2-D array, got shape {list(array.shape)}")
+    return _checked(array, where)
+
+
+def _vector(value: Any, where: str) -> np.ndarray:
+    array = np.asarray(value, dtype=np.float64)
+    if array.ndim != 1:
+        raise InputError(f"{where} must be a 1-D array, got shape {list(array.shape)}")
+    return _checked(array, where)
+
+
+def _json_number(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(f"{where}: {value!r} is not a number")
+    if not math.isfinite(value):
+        raise InputError(f"{where}: {value} is not finite")
+    return float(value)
+
+
+def _json_vector(value: Any, where: str) -> np.ndarray:
+    if not isinstance(value, list):
+        raise InputError(f"{where} must be a list of numbers")
+    return np.array([_json_number(v, f"{where}[{i}]") for i, v in enumerate(value)], dtype=np.float64)
+
+
+def _json_matrix(value: Any, where: str) -> np.ndarray:
+    if not isinstance(value, list) or not value or not all(isinstance(row, list) for row in value):
+        raise InputError(f"{where} must be a non-empty list of rows")
+    rows = [_json_vector(row, f"{where}[{i}]") for i, row in enumerate(value)]
+    lengths = {len(row) for row in rows}
+    if len(lengths) != 1:
+        raise InputError(f"{where} is ragged: rows have lengths {sorted(lengths)}")
+    return np.stack(rows)
