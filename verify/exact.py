@@ -101,11 +101,10 @@ class ExactNetwork:
             )
         return layers
 
-    def outputs(self, X: np.ndarray) -> list[Enclosure]:
-        """Enclosures of f for inputs X [B, n] (float64, read exactly) → B enclosures."""
-        X = np.atleast_2d(np.asarray(X, dtype=np.float64))
-        low = Dyadic.from_floats(X)
-        high: Dyadic | None = None  # None: the enclosure is a point (high == low)
+    def _propagate(self, low: Dyadic, high: Dyadic | None) -> tuple[list[tuple[Dyadic, Dyadic]], Dyadic, Dyadic | None]:
+        """Interval forward pass from [low, high] (high None: a point). Returns the pre-activation
+        enclosure of every layer and the output enclosure (high None when it is a point)."""
+        pre_activations = []
         for weight, positive, negative, bias, activation in self._layers:
             if high is None:
                 low = _affine(low, weight, bias)
@@ -114,14 +113,30 @@ class ExactNetwork:
                     _add(_affine(low, positive, bias), _matmul(high, negative)),
                     _add(_affine(high, positive, bias), _matmul(low, negative)),
                 )
+            pre_activations.append((low, low if high is None else high))
             if activation.is_piecewise_linear:
                 low = _piecewise_linear(low, activation)
                 high = None if high is None else _piecewise_linear(high, activation)
             else:
                 low, high = _smooth(low, activation, outward=-1), _smooth(low if high is None else high, activation, outward=+1)
+        return pre_activations, low, high
+
+    def outputs(self, X: np.ndarray) -> list[Enclosure]:
+        """Enclosures of f for inputs X [B, n] (float64, read exactly) → B enclosures."""
+        X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+        _, low, high = self._propagate(Dyadic.from_floats(X), None)
         lows = low.fractions()[:, 0]
         highs = lows if high is None else high.fractions()[:, 0]
         return [Enclosure(lo, hi) for lo, hi in zip(lows, highs, strict=True)]
+
+    def layer_bounds(self, lower: np.ndarray, upper: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Exact interval bounds of every layer's pre-activation h over the box [lower, upper] [n]:
+        one (low [width], high [width]) pair of `Fraction` object arrays per layer. Sound for
+        every network (negative weights included); tight only as interval arithmetic is."""
+        low = Dyadic.from_floats(np.asarray(lower, dtype=np.float64)[None, :])
+        high = Dyadic.from_floats(np.asarray(upper, dtype=np.float64)[None, :])
+        pre_activations, _, _ = self._propagate(low, high)
+        return [(lo.fractions()[0], hi.fractions()[0]) for lo, hi in pre_activations]
 
     def predictions(self, X: np.ndarray, threshold: float) -> np.ndarray:
         """Exact predictions [B] as int8: 1, 0, or -1 where a smooth enclosure straddles t."""
