@@ -58,7 +58,7 @@ def _load_problem(args: argparse.Namespace):
         lower = 0.0 if args.lower is None else args.lower
         upper = 1.0 if args.upper is None else args.upper
         domain = Domain.broadcast(lower, upper, net.n_inputs, binary=args.binary)
-    X = domain.check(read_inputs(args.inputs), source=args.inputs)
+    X = domain.check(read_inputs(args.inputs, net.n_inputs), source=args.inputs)
     return net, domain, X
 
 

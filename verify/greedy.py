@@ -256,7 +256,7 @@ def explain_reference(
 def _float_call(module: nn.Module, dtype: torch.dtype):
     def call(y: np.ndarray) -> float:
         with torch.no_grad():
-            return float(module(torch.as_tensor(y, dtype=dtype)[None, :])[0, 0])
+            return float(module(torch.tensor(y, dtype=dtype)[None, :])[0, 0])
 
     return call
 

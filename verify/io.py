@@ -76,7 +76,8 @@ def read_inputs(path: str | Path, n_features: int | None = None) -> np.ndarray:
     values = np.empty((len(lines), width), dtype=np.float64)
     for row, cells in enumerate(lines):
         if len(cells) != width:
-            raise InputError(f"{path}: row {row} has {len(cells)} values, expected {width}")
+            expected = f"{width} (the network's inputs)" if n_features is not None else f"{width} (as row 0)"
+            raise InputError(f"{path}: row {row} has {len(cells)} values, expected {expected}")
         for feature, cell in enumerate(cells):
             try:
                 value = float(cell)

@@ -1,0 +1,45 @@
+"""Shared fixtures: the DESIGN §3 two-unit network and small helpers."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from verify.domain import Domain
+from verify.exact import ExactNetwork, check_monotone_explanation
+from verify.network import Network
+
+DESIGN_NETWORK = {
+    "format": "cardinal.network/1",
+    "layers": [
+        {"weight": [[1.0, 1.0, 0.0], [0.0, 0.0, 1.0]], "bias": [-1.0, 0.0], "activation": "relu"},
+        {"weight": [[1.0, 0.6]], "bias": [0.0], "activation": "identity"},
+    ],
+}
+
+
+@pytest.fixture
+def design_network() -> Network:
+    return Network.from_json(DESIGN_NETWORK)
+
+
+@pytest.fixture
+def design_network_file(tmp_path: Path) -> Path:
+    path = tmp_path / "net.json"
+    path.write_text(json.dumps(DESIGN_NETWORK))
+    return path
+
+
+def brute_force_minimum(net: Network, x: np.ndarray, kind: str, domain: Domain, threshold: float) -> int | None:
+    """Smallest |S| of a valid explanation on a monotone network (exact arithmetic), None if none."""
+    exact = ExactNetwork(net)
+    n = net.n_inputs
+    for size in range(n + 1):
+        for subset in itertools.combinations(range(n), size):
+            if check_monotone_explanation(exact, x, subset, kind, domain, threshold):
+                return size
+    return None

@@ -1,0 +1,229 @@
+"""Greedy explanations: batched = reference = one row at a time; answers valid exactly;
+minimal where minimality is proved (one-layer networks); known answers; bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from tests.conftest import brute_force_minimum
+from verify.activations import Activation
+from verify.domain import Domain
+from verify.errors import InputError
+from verify.exact import ExactNetwork, check_monotone_explanation
+from verify.generate import median_threshold, random_network
+from verify.greedy import KINDS, explain, explain_reference
+from verify.network import Layer, Network
+
+FAMILIES = ["relu", "leaky_relu", "hardtanh", "step", "sigmoid", "tanh", "softplus"]
+
+
+def _same(a, b) -> None:
+    assert torch.equal(a.predictions, b.predictions)
+    assert torch.equal(a.exists, b.exists)
+    assert torch.equal(a.sizes, b.sizes)
+    assert torch.equal(a.masks, b.masks)
+
+
+def _case(seed: int, family: str, n: int, hidden: tuple[int, ...], rows: int = 12):
+    rng = np.random.default_rng(seed)
+    net = random_network(rng, n, hidden, family)
+    X = rng.random((rows, n))
+    return net, X, median_threshold(net, X)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("kind", KINDS)
+def test_batched_equals_reference_and_row_by_row(family: str, kind: str) -> None:
+    for seed in range(3):
+        net, X, t = _case(seed, family, n=7, hidden=(6, 4))
+        batched = explain(net, X, kind=kind, threshold=t, device="cpu")
+        _same(batched, explain_reference(net, X, kind=kind, threshold=t))
+        for row in range(len(X)):
+            single = explain(net, X[row], kind=kind, threshold=t, device="cpu")
+            assert single.features(0) == batched.features(row)
+
+
+def _dyadic_case(seed: int, n: int, width: int, rows: int):
+    """Weights in quarters and inputs in halves: every float computation is exact, so equal
+    scores are genuine ties for every implementation."""
+    rng = np.random.default_rng(seed)
+    net = random_network(rng, n, (width,), "relu")
+    layers = [Layer(np.round(layer.weight * 4) / 4, np.round(layer.bias * 4) / 4, layer.activation) for layer in net.layers]
+    net = Network(layers)
+    X = np.round(rng.random((rows, n)) * 2) / 2
+    return net, X, median_threshold(net, X) + 0.125
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_ties_break_by_lower_index(kind: str) -> None:
+    ties = 0
+    for seed in range(4):
+        net, X, t = _dyadic_case(seed, n=8, width=5, rows=20)
+        batched = explain(net, X, kind=kind, threshold=t, device="cpu")
+        _same(batched, explain_reference(net, X, kind=kind, threshold=t))
+        _same(batched, explain_reference(net, X, kind=kind, threshold=t, exact=True))
+        ties += sum(len(set(row.tolist())) < len(row) for row in _scores(net, X, batched))
+    assert ties > 0  # the grid really produced tied scores
+
+
+def _scores(net: Network, X: np.ndarray, result) -> list[np.ndarray]:
+    from verify.exact import modified_inputs
+
+    rows = []
+    for x, prediction in zip(X, result.predictions.tolist(), strict=True):
+        target = np.zeros_like(x) if prediction == 1 else np.ones_like(x)
+        rows.append(net.forward(np.stack([modified_inputs(x, [j], target) for j in range(len(x))])).numpy())
+    return rows
+
+
+def test_chunking_does_not_change_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    net, X, t = _case(7, "relu", n=9, hidden=(8, 8), rows=40)
+    whole = explain(net, X, threshold=t, device="cpu")
+    import verify.greedy as greedy
+
+    monkeypatch.setattr(greedy, "_CPU_CHUNK_ELEMENTS", 1)  # one row per chunk
+    _same(whole, explain(net, X, threshold=t, device="cpu"))
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_answer_is_valid_in_exact_arithmetic(family: str, kind: str) -> None:
+    net, X, t = _case(11, family, n=6, hidden=(5, 5), rows=10)
+    result = explain(net, X, kind=kind, threshold=t, device="cpu")
+    exact = ExactNetwork(net)
+    domain = Domain.unit(6)
+    for row in range(len(X)):
+        features = result.features(row)
+        if features is None:  # no CXp: even x' keeps the prediction
+            assert check_monotone_explanation(exact, X[row], tuple(range(6)), kind, domain, t) is False
+        else:
+            assert check_monotone_explanation(exact, X[row], features, kind, domain, t) is True
+
+
+@pytest.mark.parametrize("family", ["identity", "leaky_relu", "sigmoid", "tanh", "softplus"])
+@pytest.mark.parametrize("kind", KINDS)
+def test_one_layer_strictly_increasing_greedy_is_minimum(family: str, kind: str) -> None:
+    """The proved case: f(x) = σ(w·x + b) with σ strictly increasing orders the single-feature
+    scores exactly as the moves w_j·(x'_j − x_j), so the greedy prefixes are the best ones."""
+    rng = np.random.default_rng(5)
+    for _ in range(15):
+        n = int(rng.integers(1, 8))
+        layer = random_network(rng, n, (), "identity").layers[0]
+        activation = random_network(rng, 1, (1,), family).layers[0].activation
+        net = Network([Layer(layer.weight, layer.bias, activation)])
+        X = rng.random((4, n))
+        t = median_threshold(net, X)
+        result = explain(net, X, kind=kind, threshold=t, device="cpu")
+        for row in range(len(X)):
+            minimum = brute_force_minimum(net, X[row], kind, Domain.unit(n), t)
+            features = result.features(row)
+            assert (features is None) if minimum is None else (len(features) == minimum)
+
+
+def test_one_layer_relu_flat_region_ties_mislead_greedy() -> None:
+    """Not every one-layer case: relu's flat part ties all scores at 0 (broken by index).
+
+    f = relu(x0 + x1 + 2·x2 − 2.2), x = 0, t = 0.5: every single raise leaves f = 0, so greedy
+    adds 0, 1, 2 (size 3) while {0, 2} gives f = 0.8 > 0.5 (size 2).
+    """
+    net = Network([Layer(np.array([[1.0, 1.0, 2.0]]), np.array([-2.2]), Activation.make("relu"))])
+    x = np.zeros(3)
+    assert explain(net, x, threshold=0.5, device="cpu").features(0) == (0, 1, 2)
+    assert brute_force_minimum(net, x, "contrastive", Domain.unit(3), 0.5) == 2
+
+
+def test_design_network_known_answers(design_network: Network) -> None:
+    """f = relu(x0 + x1 − 1) + 0.6·x2 at x = (1,1,1), t = 0.5: f = 1.6, prediction 1.
+
+    Single-feature drops give 0.6, 0.6, 1.0, so greedy takes 0, 1, then 2: the CXp {0,1,2}
+    (size 3), while {0,2} (size 2) already gives f = 0. The AXp is {2}: f(0,0,1) = 0.6 > 0.5.
+    """
+    x = np.ones(3)
+    cxp = explain(design_network, x, kind="contrastive", threshold=0.5, device="cpu")
+    assert cxp.features(0) == (0, 1, 2)
+    assert brute_force_minimum(design_network, x, "contrastive", Domain.unit(3), 0.5) == 2
+    axp = explain(design_network, x, kind="abductive", threshold=0.5, device="cpu")
+    assert axp.features(0) == (2,)
+    assert float(cxp.outputs[0]) == pytest.approx(1.6)
+
+
+def test_no_contrastive_explanation_and_empty_abductive() -> None:
+    # f = x0 + x1 + 1 > 0 everywhere on the unit box: prediction constant.
+    net = Network([Layer(np.array([[1.0, 1.0]]), np.array([1.0]), Activation.make("identity"))])
+    X = np.array([[0.2, 0.7], [0.0, 0.0]])
+    for implementation in (explain, explain_reference):
+        cxp = implementation(net, X, kind="contrastive")
+        assert not cxp.exists.any() and cxp.features(0) is None
+        axp = implementation(net, X, kind="abductive")
+        assert axp.exists.all() and axp.features(1) == ()
+
+
+def test_single_feature_single_row() -> None:
+    net = Network([Layer(np.array([[2.0]]), np.array([-1.0]), Activation.make("relu"))])
+    cxp = explain(net, np.array([0.9]), kind="contrastive", device="cpu")
+    assert cxp.features(0) == (0,) and int(cxp.predictions[0]) == 1
+    axp = explain(net, np.array([[0.2]]), kind="abductive", device="cpu")
+    assert axp.features(0) == (0,) and int(axp.predictions[0]) == 0
+
+
+def test_custom_domain_and_threshold() -> None:
+    net = Network([Layer(np.array([[1.0, 2.0]]), np.array([0.0]), Activation.make("identity"))])
+    domain = Domain(np.array([-1.0, -1.0]), np.array([3.0, 1.0]))
+    # f(0, 0) = 0 ≤ 0.5: to flip, raise x0 to 3 (f = 3) or x1 to 1 (f = 2); 3 is the bigger move.
+    cxp = explain(net, np.zeros(2), domain=domain, threshold=0.5, device="cpu")
+    assert cxp.features(0) == (0,)
+
+
+def test_float_rounding_is_repaired_when_verifying() -> None:
+    """f = x0 + 1e-17·x1 at x = (1, 1), t = 1: float says f = 1 (prediction 0), exactly f > 1."""
+    net = Network([Layer(np.array([[1.0, 1e-17]]), np.array([0.0]), Activation.make("identity"))])
+    x = np.ones(2)
+    fast = explain(net, x, threshold=1.0, device="cpu")
+    assert int(fast.predictions[0]) == 0  # float rounding
+    checked = explain(net, x, threshold=1.0, device="cpu", verify=True)
+    assert checked.checks == ("repaired",)
+    assert int(checked.predictions[0]) == 1
+    exact = ExactNetwork(net)
+    assert check_monotone_explanation(exact, x, checked.features(0), "contrastive", Domain.unit(2), 1.0)
+
+
+def test_verify_marks_exact_answers(design_network: Network) -> None:
+    result = explain(design_network, np.array([[1.0, 1.0, 1.0], [0.2, 0.9, 0.3]]), threshold=0.5, verify=True)
+    assert result.checks == ("exact", "exact")
+
+
+def test_float32_matches_float64_on_dyadic_network() -> None:
+    net, X, t = _dyadic_case(3, n=6, width=4, rows=16)
+    _same(explain(net, X, threshold=t, dtype=torch.float32), explain(net, X, threshold=t))
+
+
+# ---------------------------------------------------------------- bad input
+def test_non_monotone_network_is_refused() -> None:
+    net = Network([Layer(np.array([[1.0, -2.0]]), np.array([0.0]), Activation.make("identity"))])
+    with pytest.raises(InputError, match=r"monotone.*not.*layer 1.*weight\[0\]\[1\].*exact solvers"):
+        explain(net, np.zeros(2))
+
+
+def test_input_outside_box_names_row_and_feature(design_network: Network) -> None:
+    X = np.array([[0.5, 0.5, 0.5], [0.5, 1.5, 0.5]])
+    with pytest.raises(InputError, match=r"row 1, feature 1 = 1.5 lies outside"):
+        explain(design_network, X)
+
+
+def test_nan_input_and_wrong_shape(design_network: Network) -> None:
+    with pytest.raises(InputError, match=r"row 0, feature 2 is nan"):
+        explain(design_network, np.array([0.5, 0.5, np.nan]))
+    with pytest.raises(InputError, match=r"shape \[1, 2\], expected \[B, 3\]"):
+        explain(design_network, np.array([0.5, 0.5]))
+
+
+def test_unknown_kind_and_device(design_network: Network) -> None:
+    with pytest.raises(InputError, match="unknown kind"):
+        explain(design_network, np.zeros(3), kind="causal")  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="unknown device"):
+        explain(design_network, np.zeros(3), device="tpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(InputError, match="no CUDA"):
+            explain(design_network, np.zeros(3), device="cuda")

@@ -1,0 +1,71 @@
+"""Random networks and inputs for tests, benchmarks and campaigns, reproducible from a seed.
+
+Weights are drawn so that predictions vary over the unit box: |N(0, 1)|/√fan_in for monotone
+networks (signed for the others), hidden biases centred so that units switch inside the box,
+and optionally sparse weights and short decimals (which make ties and exact values common).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from verify.activations import Activation
+from verify.network import Layer, Network
+
+# Activation parameters that make each family behave over the unit box.
+_FAMILY_ACTIVATIONS = {
+    "relu": Activation.make("relu"),
+    "leaky_relu": Activation.make("leaky_relu", slope=0.1),
+    "hardtanh": Activation.make("hardtanh", min=0.0, max=1.0),
+    "step": Activation.make("step", at=0.0),
+    "sigmoid": Activation.make("sigmoid"),
+    "tanh": Activation.make("tanh"),
+    "softplus": Activation.make("softplus"),
+    "identity": Activation.make("identity"),
+}
+FAMILIES = tuple(_FAMILY_ACTIVATIONS)
+
+
+def random_network(
+    rng: np.random.Generator,
+    n_inputs: int,
+    hidden: Sequence[int],
+    activation: str = "relu",
+    monotone: bool = True,
+    density: float = 1.0,
+    decimals: int | None = None,
+) -> Network:
+    """A network n_inputs → hidden... → 1 with `activation` on hidden layers and identity output.
+
+    `density` < 1 zeroes weights at random (each unit keeps at least one input); `decimals`
+    rounds weights and biases to that many decimal places.
+    """
+    act = _FAMILY_ACTIVATIONS[activation]
+    widths = [*hidden, 1]
+    layers = []
+    fan_in = n_inputs
+    for position, width in enumerate(widths):
+        weight = rng.normal(size=(width, fan_in)) / np.sqrt(fan_in)
+        if monotone:
+            weight = np.abs(weight)
+        if density < 1.0:
+            keep = rng.random((width, fan_in)) < density
+            keep[np.arange(width), rng.integers(0, fan_in, size=width)] = True
+            weight = weight * keep
+        last = position == len(widths) - 1
+        # Centre hidden units on their mean input over the box (inputs ~ 0.5, activations ~ 0.5).
+        bias = -weight.sum(axis=1) * 0.5 + rng.normal(scale=0.3, size=width) if not last else rng.normal(scale=0.1, size=1)
+        if decimals is not None:
+            weight, bias = np.round(weight, decimals), np.round(bias, decimals)
+            if monotone:
+                weight = np.abs(weight)  # rounding keeps signs, but -0.0 → 0.0
+        layers.append(Layer(weight, bias, Activation.make("identity") if last else act))
+        fan_in = width
+    return Network(layers)
+
+
+def median_threshold(net: Network, X: np.ndarray) -> float:
+    """A threshold that splits the predictions on X [B, n] roughly in half: the median of f(X)."""
+    return float(np.median(net.forward(X).numpy()))
