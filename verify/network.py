@@ -115,7 +115,7 @@ class Network:
     # ------------------------------------------------------------------ evaluation
     def forward(self, x: torch.Tensor | np.ndarray, dtype: torch.dtype = torch.float64) -> torch.Tensor:
         """Float forward pass: x [B, n] or [n] → f(x) [B] or scalar tensor."""
-        z = torch.as_tensor(np.asarray(x, dtype=np.float64)).to(dtype)
+        z = torch.tensor(np.asarray(x.cpu() if isinstance(x, torch.Tensor) else x, dtype=np.float64), dtype=dtype)
         for weight, bias, activation in self.torch_layers(dtype=dtype):
             z = activation(z @ weight.T + bias)
         return z[..., 0]

@@ -1,0 +1,243 @@
+"""Fully monotone training, as in the paper: every weight ≥ 0, so f is non-decreasing in every input.
+
+The model is `Linear, ReLU, …, Linear` (identity output) trained with Adam; after every step all
+negative weights are set to 0 (projected Adam; biases are free). Regression minimises the mean
+squared error on the scaled target; classification minimises binary cross-entropy on the logit,
+and the prediction is `f(x) > 0`, i.e. cardinal's default threshold 0.
+
+Training is bit-for-bit reproducible for a seed: initialisation and shuffling draw from a seeded
+generator (the global torch RNG is left as it was) and the arithmetic runs on one CPU thread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import itertools
+import math
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm import tqdm
+
+from verify.datasets import Dataset, dataset_names, load_dataset
+from verify.errors import InputError
+from verify.network import Network
+
+
+@dataclass(frozen=True)
+class EpochStats:
+    """One epoch of training: its number (from 1), mean loss, test metric, and seconds since the start."""
+
+    epoch: int
+    loss: float  # mean training loss over the epoch's batches
+    test_metric: float
+    seconds: float
+
+
+@dataclass(frozen=True, eq=False)
+class TrainResult:
+    """A trained monotone network and its scores: `metric` is "rmse" (scaled target) or "accuracy";
+    `baseline` is the test metric of the best constant predictor fitted on the training part."""
+
+    network: Network
+    metric: str
+    test_metric: float
+    train_metric: float
+    baseline: float
+    seconds: float
+    history: tuple[EpochStats, ...]
+
+
+def build_model(hidden: Sequence[int], X: torch.Tensor, y: torch.Tensor, task: str, generator: torch.Generator) -> nn.Sequential:
+    """`Linear, ReLU, …, Linear` with non-negative weights, initialised on the training data X [N, n], y [N].
+
+    Weights start as |N(0, 1)|. Then, layer by layer over X, each unit's weights are scaled so
+    that its pre-activation has standard deviation 1, and its bias is minus the median, so every
+    ReLU is active on half of the training inputs (plain kaiming init clamped at 0 kills half the
+    weights and leaves every ReLU on). The output starts at the training mean of y (regression,
+    spread 0.1) or at the log-odds of the positive rate (classification, spread 1).
+    """
+    widths = [X.shape[1], *hidden, 1]
+    modules: list[nn.Module] = []
+    z = X
+    with torch.no_grad():
+        for layer, (fan_in, width) in enumerate(itertools.pairwise(widths), start=1):
+            linear = nn.Linear(fan_in, width)
+            linear.weight.copy_(torch.randn(width, fan_in, generator=generator).abs())
+            h = z @ linear.weight.T
+            spread = h.std(dim=0)
+            spread = torch.where(spread > 1e-12, spread, 1.0)  # a unit constant on X keeps its weights
+            if layer < len(widths) - 1:
+                linear.weight.div_(spread[:, None])
+                linear.bias.copy_(-(h / spread).median(dim=0).values)
+                z = torch.relu(linear(z))
+                modules += [linear, nn.ReLU()]
+            else:
+                scale = 0.1 if task == "regression" else 1.0
+                rate = float(y.mean().clamp(1e-3, 1 - 1e-3))
+                start = float(y.mean()) if task == "regression" else math.log(rate / (1 - rate))
+                linear.weight.mul_(scale / spread[:, None])
+                linear.bias.copy_(start - (h * scale / spread).mean(dim=0))
+                modules.append(linear)
+    return nn.Sequential(*modules)
+
+
+def score(network: Network, X: np.ndarray, y: np.ndarray, task: str) -> float:
+    """RMSE (regression) or accuracy of `f(x) > 0` (classification) of X [N, n] against y [N]."""
+    output = network.forward(np.array(X)).numpy()  # a writable copy: torch warns on read-only arrays
+    if task == "regression":
+        return float(np.sqrt(np.mean((output - y) ** 2)))
+    return float(np.mean((output > 0) == (y > 0.5)))
+
+
+def baseline_score(dataset: Dataset) -> float:
+    """Test metric of the training mean (regression) or the training majority class (classification)."""
+    if dataset.task == "regression":
+        return float(np.sqrt(np.mean((dataset.y_test - dataset.y_train.mean()) ** 2)))
+    majority = float(dataset.y_train.mean() >= 0.5)
+    return float(np.mean(dataset.y_test == majority))
+
+
+def train_monotone(
+    dataset: Dataset,
+    hidden: Sequence[int] = (64, 64),
+    epochs: int = 10,
+    seed: int = 0,
+    lr: float = 1e-3,
+    batch_size: int = 32,
+    progress: bool = True,
+) -> TrainResult:
+    """Train a fully monotone ReLU network on `dataset` (every feature treated as non-decreasing).
+
+    The bar (tqdm, on stderr) shows each epoch; it is off when `progress` is False or stderr is
+    not a terminal. Same arguments and data → the identical network (bit for bit).
+    """
+    if epochs < 1 or batch_size < 1 or lr <= 0 or any(width < 1 for width in hidden):
+        raise InputError(f"need epochs, batch size, lr and hidden widths > 0; got {epochs}, {batch_size}, {lr}, {tuple(hidden)}")
+    start = time.perf_counter()
+    generator = torch.Generator().manual_seed(seed)
+    X = torch.tensor(dataset.X_train, dtype=torch.float32)
+    y = torch.tensor(dataset.y_train, dtype=torch.float32)
+    history = []
+    with torch.random.fork_rng(devices=[]), _one_thread():
+        model = build_model(hidden, X, y, dataset.task, generator)
+        optimiser = torch.optim.Adam(model.parameters(), lr=lr)
+        loss_function = nn.MSELoss() if dataset.task == "regression" else nn.BCEWithLogitsLoss()
+        batches, show = (len(X) + batch_size - 1) // batch_size, progress and sys.stderr.isatty()
+        for epoch in range(1, epochs + 1):
+            with tqdm(total=batches, desc=f"epoch {epoch}/{epochs}", unit="batch", disable=not show) as bar:
+                order = torch.randperm(len(X), generator=generator)
+                loss = _epoch(model, optimiser, loss_function, X, y, order.split(batch_size), bar)
+                network = Network.from_torch(model)
+                test_metric = score(network, dataset.X_test, dataset.y_test, dataset.task)
+                bar.set_postfix(loss=f"{loss:.4g}", test=f"{test_metric:.4g}")
+            history.append(EpochStats(epoch, loss, test_metric, time.perf_counter() - start))
+    return TrainResult(
+        network=network,
+        metric="rmse" if dataset.task == "regression" else "accuracy",
+        test_metric=history[-1].test_metric,
+        train_metric=score(network, dataset.X_train, dataset.y_train, dataset.task),
+        baseline=baseline_score(dataset),
+        seconds=time.perf_counter() - start,
+        history=tuple(history),
+    )
+
+
+def _epoch(
+    model: nn.Sequential, optimiser: torch.optim.Optimizer, loss_function: nn.Module,
+    X: torch.Tensor, y: torch.Tensor, batches: Sequence[torch.Tensor], bar: tqdm,
+) -> float:  # fmt: skip
+    """One pass of projected Adam over the index batches; returns the mean training loss."""
+    linears = [module for module in model if isinstance(module, nn.Linear)]
+    total = 0.0
+    for batch in batches:
+        optimiser.zero_grad()
+        loss = loss_function(model(X[batch])[:, 0], y[batch])
+        loss.backward()
+        optimiser.step()
+        with torch.no_grad():
+            for linear in linears:
+                linear.weight.clamp_(min=0.0)
+        total += loss.item() * len(batch)
+        bar.update()
+    return total / len(X)
+
+
+@contextmanager
+def _one_thread() -> Iterator[None]:
+    """Run torch on one CPU thread, so the sums inside each step do not depend on the machine's core count."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+# ---------------------------------------------------------------------------- command line
+def _widths(text: str) -> tuple[int, ...]:
+    if text.strip().lower() in ("", "none"):
+        return ()
+    try:
+        widths = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of layer widths") from None
+    if any(width < 1 for width in widths):
+        raise argparse.ArgumentTypeError(f"layer widths must be ≥ 1, got {text!r}")
+    return widths
+
+
+def add_train_arguments(parser: argparse.ArgumentParser) -> None:
+    """Flags of `cardinal train`."""
+    parser.add_argument("--dataset", required=True, help=f"{', '.join(dataset_names())}, or csv:PATH (with --target)")
+    parser.add_argument("--out", required=True, help="network file to write (JSON, cardinal.network/1)")
+    parser.add_argument("--target", help="label column of a csv:PATH dataset")
+    parser.add_argument("--task", choices=("regression", "classification"), help="for csv:PATH (default: inferred)")
+    parser.add_argument("--data-dir", help="folder with the data files (default: $CARDINAL_DATA, else ../shared/data)")
+    parser.add_argument("--hidden", type=_widths, default=(64, 64), help="hidden widths, e.g. 64,64 or none (default 64,64)")
+    parser.add_argument("--epochs", type=int, default=10, help="training epochs (default 10)")
+    parser.add_argument("--seed", type=int, default=0, help="seed for initialisation and shuffling (default 0)")
+    parser.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate (default 1e-3)")
+    parser.add_argument("--batch-size", type=int, default=32, help="batch size (default 32)")
+    parser.add_argument("--export-test", metavar="FILE.csv", help="also write the test inputs (header: feature names)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def export_inputs(feature_names: Sequence[str], X: np.ndarray) -> str:
+    """CSV text for `cardinal explain --inputs`: a header of feature names, then X [B, n] with every
+    double written exactly (shortest round-trip repr)."""
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(feature_names)
+    writer.writerows([repr(float(value)) for value in row] for row in X)
+    return text.getvalue()
+
+
+def run_train(args: argparse.Namespace) -> int:
+    """`cardinal train`: load, train, save the network atomically, report the test metric."""
+    from verify.io import write_atomic
+
+    dataset = load_dataset(args.dataset, data_dir=args.data_dir, target=args.target, task=args.task)
+    result = train_monotone(dataset, args.hidden, args.epochs, args.seed, args.lr, args.batch_size, progress=not args.quiet)
+    result.network.save(args.out)
+    if args.export_test:
+        write_atomic(args.export_test, export_inputs(dataset.feature_names, dataset.X_test))
+    shape = ",".join(map(str, args.hidden)) or "none"
+    print(f"{dataset.name}: {dataset.n_features} inputs, hidden {shape}, {args.epochs} epochs, {result.seconds:.1f} s")
+    line = f"test {result.metric} {result.test_metric:.4f} on {len(dataset.y_test)} rows (train {result.train_metric:.4f}"
+    print(f"{line}; constant predictor {result.baseline:.4f})")
+    if dataset.target_range is not None:
+        low, high = dataset.target_range
+        raw = result.test_metric * (high - low)
+        print(f"target {dataset.target_name} was scaled from [{low:g}, {high:g}]: test rmse {raw:.4g} in its own units")
+    print(f"saved {Path(args.out)}" + (f" and test inputs {Path(args.export_test)}" if args.export_test else ""))
+    return 0
