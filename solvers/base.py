@@ -95,6 +95,8 @@ class Outcome:
             "exact": self.exact,
             "replayed": self.replayed,
         }
+        if self.witness is not None:
+            document["witness"] = list(self.witness)
         if self.raw_status:
             document["raw_status"] = self.raw_status
         if self.message:

@@ -12,6 +12,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +90,7 @@ class Network:
                 )
         return problems
 
-    @property
+    @cached_property
     def is_monotone(self) -> bool:
         """All weights ≥ 0 (every supported activation is non-decreasing)."""
         return not self.monotonicity_problems()

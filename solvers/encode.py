@@ -1,0 +1,369 @@
+"""One backend-neutral MILP for explanation problems (DESIGN §4), translated by `solvers.gurobi`
+and `solvers.highs`.
+
+Variables: `s_i ∈ {0,1}` (feature i is in the set), the input point `y` [n], and per layer the
+pre-activations `h` and post-activations `z`. Objective `min Σ s_i`; with `at_most=k` also
+`Σ s_i ≤ k`. Output goal: `f ≥ t + ε` to reach class 1, `f ≤ t` to reach class 0 (but see Margins).
+
+Inputs:
+- monotone networks, bound vectors with x' the counterpoint: CXp `y = x + (x' − x)·s` and the goal
+  is the other class; AXp `y = x' + (x − x')·s` and the goal is p(x);
+- any network, CXp (and the flip oracle of the hitting-set loop): `y` free in the box where
+  `s_i = 1`, tied to `x_i` where `s_i = 0`; on a binary domain `y_i = l_i + (u_i − l_i)·b_i` with
+  `b_i` binary. The flip oracle fixes `s` to its free set and has no objective.
+
+Margins. A continuous `y` ends on the boundary of the region it reaches, where float rounding
+decides its exact replay half the time. So where a value moves continuously with y (no step
+layer between them), class 0 means `f ≤ t − ε` and a step's `z = 1` means `h ≥ at + ε`; values
+fed by steps alone take finitely many values, and exact ties there keep the plain conditions.
+
+Bounds: exact interval propagation over the region y ranges over (`ExactNetwork.layer_bounds`),
+tightened where `at_most=k` < n by letting only the k largest single-feature moves act on the
+first layer (float bounds padded by `PAD`, then interval propagation). Float bounds are rounded
+outwards and padded; stability is decided on exact rationals, and a stable unit gets no binary.
+
+Hidden units: every PWL activation is a chain of stages: `max(w, a·w + c)` (relu, leaky_relu with
+slope < 1, hardtanh's lower clip), `min(w, a·w + c)` (leaky_relu with slope > 1, hardtanh's upper
+clip) or `step(at)` (`z = 1 ⇒ w ≥ at`, `z = 0 ⇒ w ≤ at − ε`, one binary). A straddling max/min
+stage gets its two hull rows (`z ≥` both pieces for max, `≤` for min) plus one binary δ with two
+big-M rows for the other side.
+
+Dropped binaries on monotone networks. All weights are ≥ 0 and every stage is non-decreasing.
+When the goal is `f ≤ t`, let each straddling max stage keep only its hull rows, `z ≥ σ(w)`, and
+encode every other stage exactly. By induction over the layers each MILP value is then ≥ the
+true value at the same y (a larger input to a non-negative weight or a non-decreasing stage
+never lowers what follows), so the true f is ≤ the MILP's f ≤ t: every MILP solution is a real
+one, and every real one satisfies all the rows. So relu, leaky_relu with slope < 1 and
+hardtanh's lower clip need no binary when f must fall; symmetrically min stages (hardtanh's upper
+clip, leaky_relu with slope > 1) need none when f must rise.
+
+Every row is an equality or one-sided, and every variable is bounded.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+import scipy.sparse as sp
+
+from solvers.base import Problem
+from verify.activations import Activation
+from verify.network import Layer
+
+PAD = 1e-7  # relative outward padding of the float bounds
+
+
+@dataclass(frozen=True, eq=False)
+class MilpModel:
+    """`min objective·v` s.t. `row_lower ≤ matrix·v ≤ row_upper`, `lower ≤ v ≤ upper`, and
+    `v_j ∈ ℤ` where `integer[j]`.
+
+    Shapes: V variables and R rows; `lower`, `upper`, `objective`, `integer` [V]; `matrix` CSR
+    [R, V]; `row_lower`, `row_upper` [R] (±inf on an open side; each row is an equality or
+    one-sided). `selectors` [n] and `inputs` [n] index s and y; `output` indexes f.
+    """
+
+    lower: np.ndarray
+    upper: np.ndarray
+    integer: np.ndarray
+    objective: np.ndarray
+    matrix: sp.csr_matrix
+    row_lower: np.ndarray
+    row_upper: np.ndarray
+    selectors: np.ndarray
+    inputs: np.ndarray
+    output: int
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(rows, variables)."""
+        return self.matrix.shape
+
+
+@dataclass(frozen=True)
+class Stage:
+    """`op` ∈ {max, min}: z = op(w, slope·w + offset); `op` = step: z = [w ≥ offset]."""
+
+    op: str
+    slope: Fraction = Fraction(0)
+    offset: Fraction = Fraction(0)
+
+
+def stages(activation: Activation) -> list[Stage]:
+    """The activation as a chain of stages (empty for identity)."""
+    name = activation.name
+    if name == "relu":
+        return [Stage("max")]
+    if name == "leaky_relu":
+        slope = Fraction(activation.param("slope"))
+        return [] if slope == 1 else [Stage("max" if slope < 1 else "min", slope)]
+    if name == "hardtanh":
+        return [Stage("max", offset=Fraction(activation.param("min"))), Stage("min", offset=Fraction(activation.param("max")))]
+    if name == "step":
+        return [Stage("step", offset=Fraction(activation.param("at")))]
+    if name == "identity":
+        return []
+    raise ValueError(f"activation {name!r} is not piecewise linear")
+
+
+class _Builder:
+    """Collects bounded variables and sparse rows, then freezes them into a `MilpModel`."""
+
+    def __init__(self) -> None:
+        self.bounds: list[tuple[np.ndarray, np.ndarray, bool]] = []
+        self.count = 0
+        self.entries: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self.sides: list[tuple[np.ndarray, np.ndarray]] = []
+        self.row_count = 0
+
+    def variables(self, lower: np.ndarray, upper: np.ndarray, integer: bool = False) -> np.ndarray:
+        """New variables with bounds lower, upper [m]; returns their indices [m]."""
+        lower, upper = np.asarray(lower, dtype=np.float64), np.asarray(upper, dtype=np.float64)
+        self.bounds.append((lower, upper, integer))
+        self.count += lower.size
+        return np.arange(self.count - lower.size, self.count)
+
+    def rows(self, lower: float | np.ndarray, upper: float | np.ndarray, *terms: tuple[np.ndarray, float | np.ndarray]) -> None:
+        """Rows r = 0..R−1: `lower[r] ≤ Σ_terms coefficient[r]·v[column[r]] ≤ upper[r]`; each term is
+        (columns [R], coefficients [R] or a scalar)."""
+        size = len(terms[0][0])
+        if size == 0:
+            return
+        index = np.arange(self.row_count, self.row_count + size)
+        for columns, coefficients in terms:
+            self.entries.append(
+                (index, np.asarray(columns), np.broadcast_to(np.asarray(coefficients, dtype=np.float64), (size,)))
+            )
+        self.sides.append(
+            (
+                np.broadcast_to(np.asarray(lower, dtype=np.float64), (size,)),
+                np.broadcast_to(np.asarray(upper, dtype=np.float64), (size,)),
+            )
+        )
+        self.row_count += size
+
+    def sum_row(self, columns: np.ndarray, lower: float, upper: float) -> None:
+        """One row `lower ≤ Σ v[columns] ≤ upper`."""
+        self.entries.append((np.full(len(columns), self.row_count), columns, np.ones(len(columns))))
+        self.sides.append((np.full(1, lower), np.full(1, upper)))
+        self.row_count += 1
+
+    def affine(self, out: np.ndarray, weight: np.ndarray, inputs: np.ndarray, bias: np.ndarray) -> None:
+        """Rows `out − weight·v[inputs] = bias` for out [m], weight [m, k], inputs [k], bias [m]."""
+        rows, cols = np.nonzero(weight)
+        index = np.arange(self.row_count, self.row_count + len(out))
+        self.entries.append((index, out, np.ones(len(out))))
+        self.entries.append((index[rows], inputs[cols], -weight[rows, cols]))
+        self.sides.append((bias, bias))
+        self.row_count += len(out)
+
+    def freeze(self, objective: np.ndarray, selectors: np.ndarray, inputs: np.ndarray, output: int) -> MilpModel:
+        rows, cols, values = (np.concatenate(part) for part in zip(*self.entries, strict=True))
+        matrix = sp.csr_matrix((values, (rows, cols)), shape=(self.row_count, self.count))
+        matrix.eliminate_zeros()
+        integer = np.concatenate([np.full(lo.size, flag) for lo, _, flag in self.bounds])
+        return MilpModel(
+            lower=np.concatenate([lo for lo, _, _ in self.bounds]),
+            upper=np.concatenate([hi for _, hi, _ in self.bounds]),
+            integer=integer,
+            objective=objective,
+            matrix=matrix,
+            row_lower=np.concatenate([lo for lo, _ in self.sides]),
+            row_upper=np.concatenate([hi for _, hi in self.sides]),
+            selectors=selectors,
+            inputs=inputs,
+            output=output,
+        )
+
+
+def encode(problem: Problem, at_most: int | None = None, free: frozenset[int] | None = None, relax: bool = True) -> MilpModel:
+    """The MILP of a problem (the network must be PWL).
+
+    `free` None: the minimization model (bound vectors on monotone networks, the free box
+    otherwise; the latter is contrastive only). `free` given: the flip oracle's feasibility model,
+    y free in the box on `free` and equal to x elsewhere. `relax`: drop the binaries that the
+    module docstring shows unnecessary on monotone networks.
+    """
+    n = problem.n
+    builder = _Builder()
+    if free is None:
+        selectors = builder.variables(np.zeros(n), np.ones(n), integer=True)
+    else:
+        chosen = np.isin(np.arange(n), sorted(free)).astype(np.float64)
+        selectors = builder.variables(chosen, chosen, integer=True)
+    free_box = free is not None or not problem.monotone
+    if free_box:
+        if free is None and problem.kind != "contrastive":
+            raise ValueError("the free-box encoding answers contrastive questions only")
+        low, high, center, z = _free_box(builder, problem, selectors, free)
+        goal = 1 - problem.prediction
+    else:
+        low, high, center, z = _bound_vectors(builder, problem, selectors)
+        goal = problem.prediction if problem.kind == "abductive" else 1 - problem.prediction
+    inputs = z
+    hull_only = {"max": goal == 0, "min": goal == 1} if relax and problem.monotone else {}
+    continuous = free_box and not problem.domain.binary  # values that move with a continuous y
+    moves = n if at_most is None or free is not None else min(at_most, n)
+    for index, (layer, box) in enumerate(zip(problem.net.layers, problem.exact.layer_bounds(low, high), strict=True)):
+        if index == 0:
+            z_low, z_high = _tighter(box, _first_layer(layer, center, low, high, moves))
+        else:
+            z_low, z_high = _tighter(box, _interval(layer, _outward(z_low, -1), _outward(z_high, +1)))
+        h = builder.variables(_outward(z_low, -1), _outward(z_high, +1))
+        builder.affine(h, layer.weight, z, layer.bias)
+        z = h
+        for stage in stages(layer.activation):
+            if stage.op == "step":
+                margin = problem.epsilon if continuous else 0.0
+                z, z_low, z_high = _encode_step(builder, stage.offset, z, z_low, z_high, problem.epsilon, margin)
+                continuous = False
+            else:
+                z, z_low, z_high = _encode_kink(builder, stage, z, z_low, z_high, hull_only.get(stage.op, False))
+    margin = problem.epsilon if continuous else 0.0
+    if goal == 1:
+        builder.rows(problem.threshold + problem.epsilon, math.inf, (z, 1.0))
+    else:
+        builder.rows(-math.inf, problem.threshold - margin, (z, 1.0))
+    if at_most is not None and free is None:
+        builder.sum_row(selectors, -math.inf, float(at_most))
+    objective = np.zeros(builder.count)
+    if free is None:
+        objective[selectors] = 1.0
+    return builder.freeze(objective, selectors, inputs, int(z[0]))
+
+
+def _bound_vectors(
+    builder: _Builder, problem: Problem, selectors: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Monotone: y = base + (other − base)·s. Returns the region's low, high [n], y at s = 0 [n]
+    and y's indices [n]."""
+    x, counter = problem.x, problem.counterpoint
+    base, other = (x, counter) if problem.kind == "contrastive" else (counter, x)
+    low, high = np.minimum(x, counter), np.maximum(x, counter)
+    y = builder.variables(low, high)
+    builder.rows(base, base, (y, 1.0), (selectors, -(other - base)))
+    return low, high, base, y
+
+
+def _free_box(
+    builder: _Builder, problem: Problem, selectors: np.ndarray, free: frozenset[int] | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """y in the box where s = 1, y = x where s = 0. Returns the region's low, high [n], y at s = 0
+    (that is x) [n] and y's indices [n]."""
+    x, lower, upper = problem.x, problem.domain.lower, problem.domain.upper
+    y = builder.variables(lower, upper)
+    if problem.domain.binary:
+        width = upper - lower
+        b = builder.variables(np.zeros(problem.n), (width > 0).astype(np.float64), integer=True)
+        builder.rows(lower, lower, (y, 1.0), (b, -width))
+        at_low, at_high = (x == lower) & (width > 0), (x == upper) & (width > 0)
+        builder.rows(-math.inf, 0.0, (b[at_low], 1.0), (selectors[at_low], -1.0))  # b ≤ s
+        builder.rows(1.0, math.inf, (b[at_high], 1.0), (selectors[at_high], 1.0))  # b ≥ 1 − s
+    else:
+        builder.rows(x, math.inf, (y, 1.0), (selectors, x - lower))  # y ≥ x − (x − l)·s
+        builder.rows(-math.inf, x, (y, 1.0), (selectors, -(upper - x)))  # y ≤ x + (u − x)·s
+    if free is None:
+        return lower, upper, x, y
+    movable = np.isin(np.arange(problem.n), sorted(free))
+    return np.where(movable, lower, x), np.where(movable, upper, x), x, y
+
+
+def _encode_kink(
+    builder: _Builder, stage: Stage, w: np.ndarray, low: list[Fraction], high: list[Fraction], hull_only: bool
+) -> tuple[np.ndarray, list[Fraction], list[Fraction]]:
+    """Encode z = op(w, a·w + c) for units w [m] with exact bounds low, high; returns z [m] and its
+    exact bounds. Stable units reuse w (identity piece) or get one equality row; a straddling unit
+    gets the hull rows and, unless `hull_only`, a binary δ (1: the piece right of the kink) with
+    two big-M rows."""
+    a, c, sign = stage.slope, stage.offset, 1.0 if stage.op == "max" else -1.0
+    kink = c / (1 - a)
+    identity_right = (stage.op == "max") == (a < 1)  # right of the kink: the steeper piece for max
+    z_low, z_high = [_apply(stage, value) for value in low], [_apply(stage, value) for value in high]
+    left_stable = np.array([value <= kink for value in high], dtype=bool)
+    right_stable = np.array([value >= kink for value in low], dtype=bool) & ~left_stable
+    on_piece = left_stable if identity_right else right_stable
+    cross = ~(left_stable | right_stable)
+    z = w.copy()  # units stable on the identity piece keep z = w
+    for mask in (on_piece, cross):
+        z[mask] = builder.variables(_outward(_pick(z_low, mask), -1), _outward(_pick(z_high, mask), +1))
+    builder.rows(float(c), float(c), (z[on_piece], 1.0), (w[on_piece], -float(a)))
+    zc, wc = z[cross], w[cross]
+    pieces = [(1.0, 0.0), (float(a), float(c))]  # (slope, offset) of the identity and the other piece
+    for slope, offset in pieces:  # sign·z ≥ sign·piece(w)
+        builder.rows(sign * offset, math.inf, (zc, sign), (wc, -sign * slope))
+    if hull_only:
+        return z, z_low, z_high
+    right, left = (pieces[0], pieces[1]) if identity_right else (pieces[1], pieces[0])
+    gap = abs(1.0 - float(a))
+    m_right = gap * (float(kink) - _outward(_pick(low, cross), -1))
+    m_left = gap * (_outward(_pick(high, cross), +1) - float(kink))
+    delta = builder.variables(np.zeros(len(zc)), np.ones(len(zc)), integer=True)
+    # sign·z ≤ sign·right(w) + M_right·(1 − δ) and sign·z ≤ sign·left(w) + M_left·δ
+    builder.rows(-math.inf, sign * right[1] + m_right, (zc, sign), (wc, -sign * right[0]), (delta, m_right))
+    builder.rows(-math.inf, sign * left[1], (zc, sign), (wc, -sign * left[0]), (delta, -m_left))
+    return z, z_low, z_high
+
+
+def _encode_step(
+    builder: _Builder, at: Fraction, w: np.ndarray, low: list[Fraction], high: list[Fraction], epsilon: float, margin: float
+) -> tuple[np.ndarray, list[Fraction], list[Fraction]]:
+    """z = [w ≥ at] for units w [m]: z binary (fixed where stable), z = 1 ⇒ w ≥ at + margin and
+    z = 0 ⇒ w ≤ at − ε. Returns z [m] and its exact bounds."""
+    z_low = [Fraction(int(value >= at)) for value in low]
+    z_high = [Fraction(int(value >= at)) for value in high]
+    z = builder.variables(np.array(z_low, dtype=np.float64), np.array(z_high, dtype=np.float64), integer=True)
+    cross = np.array([lo != hi for lo, hi in zip(z_low, z_high, strict=True)], dtype=bool)
+    zc, wc, at_float = z[cross], w[cross], float(at)
+    m_low = at_float + margin - _outward(_pick(low, cross), -1)
+    builder.rows(at_float + margin - m_low, math.inf, (wc, 1.0), (zc, -m_low))
+    m_high = _outward(_pick(high, cross), +1) - at_float + epsilon
+    builder.rows(-math.inf, at_float - epsilon, (wc, 1.0), (zc, -m_high))
+    return z, z_low, z_high
+
+
+def _first_layer(
+    layer: Layer, center: np.ndarray, low: np.ndarray, high: np.ndarray, moves: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Float bounds [width] of the first pre-activation when at most `moves` features leave
+    `center` [n], each within [low, high] [n]: h(center) plus the `moves` largest rises (falls)."""
+    weight = layer.weight
+    steps = np.stack([weight * (low - center), weight * (high - center)])
+    rises, falls = np.maximum(steps.max(axis=0), 0.0), np.minimum(steps.min(axis=0), 0.0)
+    rise = -np.sort(-rises, axis=1)[:, :moves].sum(axis=1)
+    fall = np.sort(falls, axis=1)[:, :moves].sum(axis=1)
+    middle = weight @ center + layer.bias
+    slack = PAD * (1.0 + np.abs(weight) @ np.abs(center) + np.abs(layer.bias) + rises.sum(axis=1) - falls.sum(axis=1))
+    return middle + fall - slack, middle + rise + slack
+
+
+def _interval(layer: Layer, low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Float interval bounds [width] of a pre-activation whose inputs lie in [low, high] [k]."""
+    positive, negative = np.maximum(layer.weight, 0.0), np.minimum(layer.weight, 0.0)
+    slack = PAD * (1.0 + np.abs(layer.weight) @ np.maximum(np.abs(low), np.abs(high)) + np.abs(layer.bias))
+    return positive @ low + negative @ high + layer.bias - slack, positive @ high + negative @ low + layer.bias + slack
+
+
+def _tighter(box: tuple[np.ndarray, np.ndarray], floats: tuple[np.ndarray, np.ndarray]) -> tuple[list[Fraction], list[Fraction]]:
+    """The tighter of the exact box bounds and sound float bounds, unit by unit, as Fractions."""
+    low = [max(exact, Fraction(value)) for exact, value in zip(box[0], floats[0], strict=True)]
+    high = [min(exact, Fraction(value)) for exact, value in zip(box[1], floats[1], strict=True)]
+    return low, high
+
+
+def _apply(stage: Stage, value: Fraction) -> Fraction:
+    other = stage.slope * value + stage.offset
+    return max(value, other) if stage.op == "max" else min(value, other)
+
+
+def _pick(values: list[Fraction], mask: np.ndarray) -> list[Fraction]:
+    return [value for value, keep in zip(values, mask, strict=True) if keep]
+
+
+def _outward(values: list[Fraction] | np.ndarray, direction: int) -> np.ndarray:
+    """Exact values [m] as floats moved outwards (direction −1: down, +1: up) by one ulp, which
+    covers the rounding of `float`, and then padded by PAD."""
+    rounded = np.nextafter(np.array([float(value) for value in values], dtype=np.float64), direction * math.inf)
+    return rounded + direction * PAD * (1.0 + np.abs(rounded))

@@ -1,0 +1,109 @@
+"""`HighsSolver`: the neutral MILP of `solvers.encode` solved by HiGHS (passed whole as a CSC
+`HighsLp`).
+
+Tolerances are tightened (MIP and primal feasibility 1e-9, relative gap 0, absolute gap 0.5 since
+the objective is integral) and all output is off. HiGHS prints a banner to stdout when the first
+`Highs` object of a process is made; that one construction runs with stdout sent to /dev/null,
+so that the JSON lines of `cardinal certify` stay clean.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import highspy
+import numpy as np
+
+from solvers.encode import MilpModel
+from solvers.milp import MilpRun, MilpSolver, RunState
+
+OPTIONS: dict[str, float | bool | str] = {
+    "output_flag": False,
+    "mip_feasibility_tolerance": 1e-9,
+    "primal_feasibility_tolerance": 1e-9,
+    "dual_feasibility_tolerance": 1e-9,
+    "mip_rel_gap": 0.0,
+    "mip_abs_gap": 0.5,
+}
+
+_Status = highspy.HighsModelStatus
+_STATES = {
+    _Status.kOptimal: RunState.OPTIMAL,
+    _Status.kInfeasible: RunState.INFEASIBLE,
+    _Status.kUnboundedOrInfeasible: RunState.INFEASIBLE,  # every variable is bounded
+    _Status.kTimeLimit: RunState.TIME_LIMIT,
+    _Status.kMemoryLimit: RunState.SIZE_LIMIT,
+}
+_banner_shown = False
+
+
+def run_state(status: highspy.HighsModelStatus) -> RunState:
+    """HiGHS's model status → the neutral run state."""
+    return _STATES.get(status, RunState.OTHER)
+
+
+@contextmanager
+def _quiet_stdout() -> Iterator[None]:
+    """Send file descriptor 1 to /dev/null for the duration (C-level prints included)."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "w") as sink:
+            os.dup2(sink.fileno(), 1)
+            yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _new_highs() -> highspy.Highs:
+    global _banner_shown
+    if _banner_shown:
+        return highspy.Highs()
+    with _quiet_stdout():
+        highs = highspy.Highs()
+    _banner_shown = True
+    return highs
+
+
+class HighsSolver(MilpSolver):
+    """HiGHS backend. Its thread count stays HiGHS's own: the option binds a process-wide
+    scheduler that cannot change once started."""
+
+    name = "highs"
+
+    def _optimize(self, model: MilpModel, time_limit: float) -> MilpRun:
+        highs = _new_highs()
+        try:
+            for key, value in OPTIONS.items():
+                highs.setOptionValue(key, value)
+            highs.setOptionValue("time_limit", float(time_limit))
+            if highs.passModel(_lp(model)) == highspy.HighsStatus.kError:
+                raise RuntimeError("HiGHS rejected the model")
+            if highs.run() == highspy.HighsStatus.kError:
+                raise RuntimeError(f"HiGHS failed: {highs.modelStatusToString(highs.getModelStatus())}")
+            status = highs.getModelStatus()
+            raw = highs.modelStatusToString(status)
+            feasible = highs.getInfo().primal_solution_status == highspy.kSolutionStatusFeasible
+            values = np.array(highs.getSolution().col_value, dtype=np.float64) if feasible else None
+            return MilpRun(run_state(status), raw, values)
+        finally:
+            highs.clear()
+
+
+def _lp(model: MilpModel) -> highspy.HighsLp:
+    """The model as a HighsLp with a column-wise matrix."""
+    rows, columns = model.shape
+    matrix = model.matrix.tocsc()
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = columns, rows
+    lp.col_cost_, lp.col_lower_, lp.col_upper_ = model.objective, model.lower, model.upper
+    lp.row_lower_, lp.row_upper_ = model.row_lower, model.row_upper
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = columns, rows
+    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = matrix.indptr, matrix.indices, matrix.data
+    lp.integrality_ = [highspy.HighsVarType.kInteger if flag else highspy.HighsVarType.kContinuous for flag in model.integer]
+    return lp

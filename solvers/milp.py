@@ -1,0 +1,156 @@
+"""The driver the MILP backends share: what to encode for a problem, how a backend's run becomes
+an `Outcome`, and the flip oracle of the hitting-set loop for AXps of non-monotone networks.
+
+A backend subclasses `MilpSolver` and implements only `_optimize(model, time_limit) → MilpRun`.
+Monotone networks are answered by the bound-vector MILP after the exact monotone shortcut:
+p(x') = p(x) means no CXp at all and the empty set as the minimum AXp. The answers are not
+replayed here; `solvers.base.solve_problem` does that.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from enum import StrEnum
+from fractions import Fraction
+
+import numpy as np
+
+from solvers.base import BaseSolver, Outcome, Problem, Status
+from solvers.encode import MilpModel, encode
+from solvers.hitting import OracleTimeout, minimum_abductive
+from verify.exact import modified_inputs
+
+
+class RunState(StrEnum):
+    """How one MILP run ended, in backend-neutral terms."""
+
+    OPTIMAL = "optimal"  # proved optimal (for a feasibility model: a feasible point)
+    INFEASIBLE = "infeasible"
+    TIME_LIMIT = "time_limit"  # `values` holds the incumbent if there is one
+    SIZE_LIMIT = "size_limit"  # licence or memory cap
+    OTHER = "other"  # numerical trouble, interruption, …: no verdict
+
+
+@dataclass(frozen=True)
+class MilpRun:
+    """The result of one MILP run: its state, the backend's own status string, and the values of
+    all V variables at the best point found ([V], or None when there is none)."""
+
+    state: RunState
+    raw_status: str
+    values: np.ndarray | None = None
+
+
+class _Stopped(Exception):
+    """A flip-oracle run ended without a verdict (size limit or other trouble)."""
+
+    def __init__(self, run: MilpRun) -> None:
+        super().__init__(run.raw_status)
+        self.run = run
+
+
+class MilpSolver(BaseSolver):
+    """A float-MILP backend: the shared front of `GurobiSolver` and `HighsSolver`."""
+
+    exact = False
+
+    def _optimize(self, model: MilpModel, time_limit: float) -> MilpRun:
+        """Solve `model` within `time_limit` seconds (> 0)."""
+        raise NotImplementedError
+
+    def solve(self, problem: Problem, at_most: int | None, time_limit: float) -> Outcome:
+        started = time.perf_counter()
+        deadline = started + time_limit
+        if not problem.net.is_piecewise_linear:
+            return self.outcome(Status.UNSUPPORTED, started, message=f"{problem.net.hidden_activation()} is not piecewise linear")
+        if problem.monotone:
+            early = self._monotone_shortcut(problem, started)
+            if early is not None:
+                return early
+        elif problem.kind == "abductive":
+            return self._hitting_sets(problem, at_most, started, deadline)
+        model = encode(problem, at_most)
+        run = self._optimize(model, max(deadline - time.perf_counter(), 1e-3))
+        return self._outcome(problem, model, run, at_most, started)
+
+    def _monotone_shortcut(self, problem: Problem, started: float) -> Outcome | None:
+        """The exact answers a monotone network gives without a MILP, or None."""
+        if not problem.flips(problem.counterpoint):
+            if problem.kind == "contrastive":
+                return self.outcome(Status.NONE_EXISTS, started, message="monotone shortcut: p(x') = p(x)")
+            return self.outcome(Status.OPTIMAL, started, solution=(), message="monotone shortcut: p(x') = p(x)")
+        # every set reaches at most the output of the full set's point; class 1 needs f ≥ t + ε
+        full = problem.counterpoint if problem.kind == "contrastive" else problem.x
+        goal = 1 - problem.prediction if problem.kind == "contrastive" else problem.prediction
+        reach = problem.exact.outputs(full[None, :])[0].upper
+        if goal == 1 and reach < problem.exact_threshold + Fraction(problem.epsilon):
+            return self.outcome(
+                Status.UNSUPPORTED, started, message=f"f reaches class 1 only within ε = {problem.epsilon} of the threshold"
+            )
+        return None
+
+    def _outcome(self, problem: Problem, model: MilpModel, run: MilpRun, at_most: int | None, started: float) -> Outcome:
+        """Map a run of the minimization model to an Outcome."""
+        solution = witness = None
+        if run.values is not None and run.state in (RunState.OPTIMAL, RunState.TIME_LIMIT):
+            solution = tuple(int(i) for i in np.flatnonzero(run.values[model.selectors] > 0.5))
+            if problem.kind == "contrastive":
+                witness = tuple(_witness(problem, model, run.values, solution).tolist())
+        if run.state is RunState.OPTIMAL and solution is not None:
+            return self.outcome(Status.OPTIMAL, started, solution=solution, witness=witness, raw_status=run.raw_status)
+        if run.state is RunState.INFEASIBLE:
+            if at_most is not None:
+                status = Status.NONE_WITHIN
+            elif problem.kind == "contrastive" and not problem.monotone:
+                status = Status.NONE_EXISTS
+            else:  # the full set is an explanation here, so the float MILP is wrong
+                return self.outcome(
+                    Status.ERROR, started, raw_status=run.raw_status, message="MILP infeasible though an explanation exists"
+                )
+            return self.outcome(status, started, raw_status=run.raw_status)
+        if run.state is RunState.TIME_LIMIT:
+            return self.outcome(Status.TIMEOUT, started, solution=solution, witness=witness, raw_status=run.raw_status)
+        if run.state is RunState.SIZE_LIMIT:
+            return self.outcome(Status.SIZE_LIMIT, started, raw_status=run.raw_status)
+        return self.outcome(Status.ERROR, started, raw_status=run.raw_status, message="no verdict from the MILP")
+
+    def _hitting_sets(self, problem: Problem, at_most: int | None, started: float, deadline: float) -> Outcome:
+        """Minimum AXp of a non-monotone network by implicit hitting sets, this backend as oracle."""
+        last = [""]
+
+        def find_flip(free: frozenset[int], until: float) -> np.ndarray | None:
+            remaining = until - time.perf_counter()
+            if remaining <= 0:
+                raise OracleTimeout
+            model = encode(problem, free=free)
+            run = self._optimize(model, remaining)
+            last[0] = run.raw_status
+            if run.state is RunState.OPTIMAL and run.values is not None:
+                return _witness(problem, model, run.values, tuple(sorted(free)))
+            if run.state is RunState.INFEASIBLE:
+                return None
+            if run.state is RunState.TIME_LIMIT:
+                raise OracleTimeout
+            raise _Stopped(run)
+
+        try:
+            result = minimum_abductive(problem, find_flip, at_most, deadline)
+        except _Stopped as stop:
+            status = Status.SIZE_LIMIT if stop.run.state is RunState.SIZE_LIMIT else Status.ERROR
+            return self.outcome(status, started, raw_status=stop.run.raw_status, message="flip oracle stopped")
+        message = f"{result.oracle_calls} oracle calls" + (f"; {result.message}" if result.message else "")
+        return self.outcome(result.status, started, solution=result.solution, raw_status=last[0], message=message)
+
+
+def _witness(problem: Problem, model: MilpModel, values: np.ndarray, features: tuple[int, ...]) -> np.ndarray:
+    """A point y [n] equal to x outside `features`, from the MILP's y there: the exact
+    counterpoint on monotone networks, else snapped into the box (to an end point on a binary
+    domain)."""
+    if problem.monotone:
+        return modified_inputs(problem.x, features, problem.counterpoint)
+    lower, upper = problem.domain.lower, problem.domain.upper
+    raw = np.clip(values[model.inputs], lower, upper)
+    if problem.domain.binary:
+        raw = np.where(raw - lower < upper - raw, lower, upper)
+    return modified_inputs(problem.x, features, raw)
