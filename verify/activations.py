@@ -91,9 +91,23 @@ class Activation:
     def is_continuous(self) -> bool:
         return self.name != "step"
 
-    def apply(self, h: torch.Tensor) -> torch.Tensor:
-        """Apply elementwise to a tensor of any shape."""
-        return self.module()(h)
+    def apply_(self, h: torch.Tensor) -> torch.Tensor:
+        """Apply elementwise in place (where torch allows; softplus returns a new tensor)."""
+        if self.name == "relu":
+            return h.relu_()
+        if self.name == "leaky_relu":
+            return torch.nn.functional.leaky_relu_(h, self.param("slope"))
+        if self.name == "hardtanh":
+            return h.clamp_(self.param("min"), self.param("max"))
+        if self.name == "step":
+            return h.ge_(self.param("at"))
+        if self.name == "sigmoid":
+            return h.sigmoid_()
+        if self.name == "tanh":
+            return h.tanh_()
+        if self.name == "softplus":
+            return torch.nn.functional.softplus(h)
+        return h
 
     def module(self) -> nn.Module:
         """The torch module computing this activation."""

@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from verify.errors import InputError
@@ -105,6 +106,173 @@ def _explain(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------- certify
+def _certify(args: argparse.Namespace) -> int:
+    from collections import Counter
+
+    from tabulate import tabulate
+
+    from solvers.base import Problem
+    from verify.certify import SolverPool, case_of, certify_row, greedy_answers
+
+    net, domain, X = _load_problem(args)
+    names = [name.strip() for name in args.solvers.split(",") if name.strip()]
+    if not names:
+        raise InputError("--solvers needs at least one solver name")
+    if not args.time_limit > 0:
+        raise InputError(f"--time-limit must be positive, got {args.time_limit}")
+    cases_dir = Path(args.cases) if args.cases else (Path(args.out).with_suffix(".cases") if args.out else Path("cardinal-cases"))
+    lines, verdicts, saved = [], Counter(), []
+    with SolverPool(names) as pool:
+        for kind in _kinds(args):
+            answers = greedy_answers(net, X, kind, domain, args.threshold)[1] if net.is_monotone else [None] * len(X)
+            for row, (x, answer) in enumerate(zip(X, answers, strict=True)):
+                problem = Problem.make(net, x, kind, domain, args.threshold, args.epsilon)
+                certificate = certify_row(pool, problem, answer, args.time_limit, row)
+                verdicts[(kind, certificate.verdict)] += 1
+                lines.append(certificate.to_json())
+                if certificate.verdict in ("solver_disagreement", "greedy_suboptimal"):
+                    saved.append(case_of(problem, certificate).save(cases_dir))
+                if certificate.verdict == "solver_disagreement":
+                    where = f"row {row} ({kind}): {_statuses(certificate)}"
+                    print(f"!!! SOLVER DISAGREEMENT on {where} — case saved to {saved[-1]}", file=sys.stderr)
+    _emit(lines, args.out)
+    table = [[kind, verdict, count] for (kind, verdict), count in sorted(verdicts.items())]
+    print(tabulate(table, headers=["kind", "verdict", "count"], tablefmt="simple"), file=sys.stderr)
+    if saved:
+        print(f"{len(saved)} case file(s) in {cases_dir}/", file=sys.stderr)
+    return 0
+
+
+def _statuses(certificate) -> str:
+    parts = []
+    for name, outcome in certificate.solvers.items():
+        found = "" if outcome.solution is None else f" {list(outcome.solution)}"
+        parts.append(f"{name}: {outcome.status.value}{found}")
+    return ", ".join(parts)
+
+
+# ---------------------------------------------------------------------------- crosscheck
+def _crosscheck(args: argparse.Namespace) -> int:
+    from verify.campaign import default_solvers, run_campaign
+
+    solvers = default_solvers() if args.solvers is None else tuple(n.strip() for n in args.solvers.split(",") if n.strip())
+    if args.solvers is not None:
+        from solvers.base import get_solver
+
+        for name in solvers:
+            get_solver(name).close()  # fail early on an unknown or missing backend
+    if not solvers:
+        raise InputError("no exact solver is installed: pip install 'cardinal[solvers]'")
+    if args.workers < 1 or not args.time_limit > 0:
+        raise InputError("--workers must be ≥ 1 and --time-limit positive")
+    out = Path(args.out)
+    print(
+        f"cardinal crosscheck: suite {args.suite} → {out}/ (solvers {', '.join(solvers)}, {args.workers} worker(s))",
+        file=sys.stderr,
+    )
+    bar, report = _progress(args.suite)
+    try:
+        result = run_campaign(args.suite, out, solvers, args.time_limit, args.workers, args.resume, progress=report)
+    finally:
+        if bar is not None:
+            bar.close()
+    if args.suite == "paper" and not result.interrupted:
+        from verify.io import JsonLines
+        from verify.paper import greedy_statistics, paper_models, write_paper_report
+
+        models = list(paper_models(out))
+        stats = greedy_statistics(models)
+        written = write_paper_report(Path(args.paper_report), models, stats, JsonLines(out / "records.jsonl").read())
+        print(f"paper report: {', '.join(map(str, written))}", file=sys.stderr)
+    state = "interrupted" if result.interrupted else "done"
+    print(
+        f"{state}: {result.new} new record(s), {result.records} in {out / 'records.jsonl'}; {result.cases} new case file(s); "
+        f"summary {out / 'summary.md'}; {result.seconds:.0f} s",
+        file=sys.stderr,
+    )
+    return 130 if result.interrupted else 0
+
+
+def _progress(label: str):
+    """A tqdm bar on a terminal, plain progress lines otherwise: (bar or None, callback)."""
+    if sys.stderr.isatty():
+        from tqdm import tqdm
+
+        bar = tqdm(total=0, desc=label, unit="expl", file=sys.stderr)
+
+        def report(done: int, total: int, key: str) -> None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+        return bar, report
+    step = [0]
+
+    def plain(done: int, total: int, key: str) -> None:
+        if done == total or done >= step[0]:
+            print(f"[{done}/{total}] {key}", file=sys.stderr, flush=True)
+            step[0] = done + max(1, total // 20)
+
+    return None, plain
+
+
+# ---------------------------------------------------------------------------- hunt
+def _hunt(args: argparse.Namespace) -> int:
+    from tabulate import tabulate
+
+    from verify.hunt import hunt
+
+    if args.max_features < 3 or not args.seconds > 0:
+        raise InputError("--max-features must be ≥ 3 and --seconds positive")
+    bar, report = _progress(f"hunt {args.activation}")
+    try:
+        result = hunt(
+            args.activation, args.max_features, args.seconds, args.seed, progress=lambda t, f: report(t, t, f"{f} found")
+        )
+    finally:
+        if bar is not None:
+            bar.close()
+    out = Path(args.out)
+    rows = []
+    for found in result.smallest:
+        path = found.case().save(out)
+        rows.append(
+            [
+                found.kind,
+                found.source,
+                "yes" if found.tie_decided else "no",
+                found.net.n_inputs,
+                "-".join(map(str, found.net.widths)),
+                len(found.greedy),
+                len(found.minimum),
+                str(path),
+            ]
+        )
+    checked = f"{result.tried} instance/kind pairs checked in {result.seconds:.0f} s"
+    print(f"hunt {args.activation}: {checked}, {result.raw_finds} counterexample(s) found")
+    if rows:
+        headers = ["kind", "source", "tie decided", "n", "widths", "greedy", "minimum", "case file"]
+        print(tabulate(rows, headers=headers, tablefmt="simple"))
+    else:
+        print(f"no instance where greedy is not minimal was found for {args.activation} (that is not a proof that none exists)")
+    return 0
+
+
+# ---------------------------------------------------------------------------- replay
+def _replay(args: argparse.Namespace) -> int:
+    from verify.cases import Case, replay
+
+    case = Case.load(args.case)
+    report = replay(case)
+    for check in report.checks:
+        print(f"ok: {check}")
+    if report.holds:
+        print(f"{args.case}: the case holds")
+        return 0
+    print(f"{args.case}: the case does NOT hold: {report.reason}")
+    return 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cardinal",
@@ -125,6 +293,67 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-verify", action="store_true", help="skip the exact re-check of each answer (faster, float decisions only)"
     )
     explain.set_defaults(handler=_explain)
+
+    certify = commands.add_parser(
+        "certify",
+        parents=[problem],
+        help="greedy vs exact solvers, with a verdict per input and kind (JSON lines)",
+        description="Certify greedy explanations with exact solvers. One JSON line per input and kind: "
+        '{"row", "kind", "prediction", "greedy", "solvers", "verdict", "certified", "minimum"}. '
+        "Verdicts: greedy_minimal, greedy_suboptimal, none_exists, solver_disagreement, unknown, exact_only.",
+    )
+    certify.add_argument("--solvers", default="enumerate", help="comma-separated: gurobi,highs,z3,enumerate (default enumerate)")
+    certify.add_argument("--time-limit", type=float, default=60.0, help="seconds per solver call (default 60)")
+    certify.add_argument("--epsilon", type=float, default=1e-6, help="MILP margin to reach class 1: f ≥ t + ε (default 1e-6)")
+    certify.add_argument("--cases", help="directory for case files (default: OUT.cases/ or ./cardinal-cases/)")
+    certify.set_defaults(handler=_certify)
+
+    crosscheck = commands.add_parser(
+        "crosscheck",
+        help="the main job: certify greedy explanations over a suite, log agreement, keep counterexamples",
+        description="Run a suite: greedy (batched) then every exact solver on every explanation. Writes DIR/records.jsonl "
+        "(one JSON line per explanation), DIR/summary.md, DIR/figures/*.png and DIR/cases/*.json.",
+    )
+    crosscheck.add_argument(
+        "--suite", choices=("quick", "standard", "paper"), default="quick", help="default quick (no data files)"
+    )
+    crosscheck.add_argument("--out", default="crosscheck", help="output directory (default ./crosscheck)")
+    crosscheck.add_argument("--workers", type=int, default=1, help="parallel solver processes (default 1)")
+    crosscheck.add_argument(
+        "--resume", action="store_true", help="continue an interrupted run in --out, skipping finished records"
+    )
+    crosscheck.add_argument("--solvers", help="comma-separated backends (default: every installed one)")
+    crosscheck.add_argument("--time-limit", type=float, default=10.0, help="seconds per solver call (default 10)")
+    crosscheck.add_argument(
+        "--paper-report", default="bench/results/paper.md", help="where --suite paper writes its report (default: %(default)s)"
+    )
+    crosscheck.set_defaults(handler=_crosscheck)
+
+    hunt = commands.add_parser(
+        "hunt",
+        help="search random and SET-COVER networks for instances where greedy is not minimal; shrink and save them",
+    )
+    hunt.add_argument("--activation", choices=("relu", "hardtanh", "step", "sigmoid"), default="relu")
+    hunt.add_argument("--max-features", type=int, default=8, help="largest random network input size (default 8)")
+    hunt.add_argument("--seconds", type=float, default=60.0, help="search time (default 60)")
+    hunt.add_argument("--seed", type=int, default=0)
+    hunt.add_argument("--out", required=True, help="directory for the case files")
+    hunt.set_defaults(handler=_hunt)
+
+    from verify.train import add_train_arguments, run_train
+
+    train = commands.add_parser(
+        "train",
+        help="train a fully monotone network on a dataset (projected Adam, as in the paper)",
+        description="Fully monotone ReLU network: Adam, negative weights clamped to 0 after every step; "
+        "prints the test RMSE (regression) or accuracy (classification).",
+    )
+    add_train_arguments(train)
+    train.set_defaults(handler=run_train)
+
+    replay = commands.add_parser("replay", help="re-verify a case file in exact arithmetic (exit 0: holds, 1: does not)")
+    replay.add_argument("case", help="case file (cardinal.case/1)")
+    replay.set_defaults(handler=_replay)
     return parser
 
 

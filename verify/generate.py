@@ -67,5 +67,10 @@ def random_network(
 
 
 def median_threshold(net: Network, X: np.ndarray) -> float:
-    """A threshold that splits the predictions on X [B, n] roughly in half: the median of f(X)."""
-    return float(np.median(net.forward(X).numpy()))
+    """A threshold that splits the predictions on X [B, n] roughly in half: midway between the
+    lower median of f(X) and the next larger output, so that no row sits on the threshold (an
+    output equal to t up to rounding makes float and exact arithmetic disagree)."""
+    values = np.sort(net.forward(X).numpy())
+    median = values[(len(values) - 1) // 2]
+    above = values[values > median]
+    return float((median + above[0]) / 2) if above.size else float(median) + 0.5

@@ -119,80 +119,87 @@ def explain(
     """
     X_checked, domain = _validated(net, X, kind, domain)
     torch_device = resolve_device(device)
-    worker = _BatchedGreedy(net, domain, threshold, torch_device, dtype)
     limit = _CUDA_CHUNK_ELEMENTS if torch_device.type == "cuda" else _CPU_CHUNK_ELEMENTS
-    rows = max(1, limit // (net.n_inputs * max(net.widths)))
+    rows = min(len(X_checked), max(1, limit // (net.n_inputs * max(net.widths))))
+    worker = _BatchedGreedy(net, domain, threshold, torch_device, dtype, max_rows=rows)
     parts = [worker.run(torch.as_tensor(X_checked[i : i + rows]), kind) for i in range(0, len(X_checked), rows)]
     result = ExplainResult(kind, *(torch.cat(column) for column in zip(*parts, strict=True)))
     return _verified(net, X_checked, result, domain, threshold) if verify else result
 
 
 class _BatchedGreedy:
-    """The batched worker: one chunk of rows at a time, on one device and dtype."""
+    """The batched worker: one chunk of rows at a time, on one device and dtype.
 
-    def __init__(self, net: Network, domain: Domain, threshold: float, device: torch.device, dtype: torch.dtype) -> None:
-        self.layers = net.torch_layers(dtype=dtype, device=device)
-        self.first_weight_t = self.layers[0][0].T.contiguous()  # [n, d1]
+    The B·n single-feature variants of a chunk flow through preallocated buffers (one per layer)
+    with in-place activations, so the hot loop allocates nothing.
+    """
+
+    def __init__(
+        self, net: Network, domain: Domain, threshold: float, device: torch.device, dtype: torch.dtype, max_rows: int
+    ) -> None:
+        self.weights_t = [torch.tensor(layer.weight.T, dtype=dtype, device=device) for layer in net.layers]  # [in, out]
+        self.biases = [torch.tensor(layer.bias, dtype=dtype, device=device) for layer in net.layers]
+        self.activations = [layer.activation for layer in net.layers]
         self.lower = torch.tensor(domain.lower, dtype=dtype, device=device)
         self.upper = torch.tensor(domain.upper, dtype=dtype, device=device)
         self.threshold = threshold
         self.device, self.dtype = device, dtype
+        variant_rows = max_rows * net.n_inputs
+        self.buffers = [torch.empty(variant_rows, width, dtype=dtype, device=device) for width in net.widths]
 
-    def _after_first(self, h1: torch.Tensor) -> torch.Tensor:
-        """Layers from the first activation on: pre-activations [..., d1] → outputs [...]."""
-        z = self.layers[0][2](h1)
-        for weight, bias, activation in self.layers[1:]:
-            z = activation(torch.addmm(bias, z.reshape(-1, z.shape[-1]), weight.T).reshape(*z.shape[:-1], -1))
-        return z[..., 0]
+    def _tail(self, h1: torch.Tensor, buffers: list[torch.Tensor] | None = None) -> torch.Tensor:
+        """From the first activation on: pre-activations h1 [m, d1] → outputs [m]. With
+        `buffers`, h1 is overwritten and layer ℓ writes into buffers[ℓ][:m]."""
+        z = self.activations[0].apply_(h1)
+        for layer in range(1, len(self.weights_t)):
+            out = None if buffers is None else buffers[layer][: z.shape[0]]
+            h = torch.addmm(self.biases[layer], z, self.weights_t[layer], out=out)
+            z = self.activations[layer].apply_(h)
+        return z[:, 0]
 
     def _first(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.addmm(self.layers[0][1], x, self.first_weight_t)
+        return torch.addmm(self.biases[0], x, self.weights_t[0])
 
     def _predict(self, x: torch.Tensor) -> torch.Tensor:
-        return self._after_first(self._first(x)) > self.threshold
+        return self._tail(self._first(x)) > self.threshold
 
     @torch.no_grad()
     def run(self, X: torch.Tensor, kind: Kind) -> tuple[torch.Tensor, ...]:
         X = X.to(device=self.device, dtype=self.dtype)
         b, n = X.shape
         h1 = self._first(X)
-        outputs = self._after_first(h1)
+        base_h1 = h1.clone() if kind == "contrastive" else None
+        outputs = self._tail(h1)
         predictions = outputs > self.threshold
         counterpoint = torch.where(predictions[:, None], self.lower, self.upper)
         base, target = (X, counterpoint) if kind == "contrastive" else (counterpoint, X)
-        base_h1 = h1 if kind == "contrastive" else self._first(base)
-        delta = target - base  # [b, n]
+        if base_h1 is None:
+            base_h1 = self._first(base)
         # Scores: f at every single-feature variant, each a rank-one update of base_h1.
-        variants = torch.addcmul(base_h1[:, None, :], delta[:, :, None], self.first_weight_t[None, :, :])
-        scores = self._after_first(variants)  # [b, n]
+        variants = self.buffers[0][: b * n].view(b, n, -1)
+        torch.addcmul(base_h1[:, None, :], (target - base)[:, :, None], self.weights_t[0][None, :, :], out=variants)
+        scores = self._tail(variants.view(b * n, -1), self.buffers).view(b, n)
         ascending = predictions ^ (kind == "abductive")
-        keys = torch.where(ascending[:, None], scores, -scores)
-        order = torch.sort(keys, dim=1, stable=True).indices
+        order = torch.sort(torch.where(ascending[:, None], scores, -scores), dim=1, stable=True).indices
         rank = torch.empty_like(order)
         rank.scatter_(1, order, torch.arange(n, device=self.device).expand(b, n))
         # goal: the prediction a prefix must reach — the other class (CXp) or x's class (AXp).
         goal = ~predictions if kind == "contrastive" else predictions
-        at_target = self._predict(target) == goal  # prefix of length n (CXp) ...
-        if kind == "contrastive":
-            exists, lo, hi = (
-                at_target,
-                torch.zeros(b, dtype=torch.long, device=self.device),
-                torch.full((b,), n, device=self.device),
-            )
-        else:  # ... or the AXp's starting point base = counterpoint, a prefix of length 0
+        lo = torch.zeros(b, dtype=torch.long, device=self.device)
+        if kind == "contrastive":  # no CXp unless the whole counterpoint (prefix n) flips
+            exists = self._predict(target) == goal
+            hi = torch.full((b,), n, dtype=torch.long, device=self.device)
+        else:  # the AXp is empty when the counterpoint (prefix 0) already predicts p(x)
             exists = torch.ones(b, dtype=torch.bool, device=self.device)
-            empty = self._predict(base) == goal
-            lo = torch.zeros(b, dtype=torch.long, device=self.device)
-            hi = torch.where(empty, 0, n)
-        # Invariant: prefix lo misses the goal (or lo = 0 for an empty AXp), prefix hi reaches it.
+            hi = torch.where(self._predict(base) == goal, 0, n)
+        # Binary search. Invariant: prefix hi reaches the goal, prefix lo does not (or lo = hi = 0).
         active = exists & (hi - lo > 1)
         while bool(active.any()):
-            rows = torch.nonzero(active).flatten()
-            middle = (lo[rows] + hi[rows]) // 2
-            prefix = base[rows] + delta[rows] * (rank[rows] < middle[:, None])
-            reached = self._predict(prefix) == goal[rows]
-            hi[rows] = torch.where(reached, middle, hi[rows])
-            lo[rows] = torch.where(reached, lo[rows], middle)
+            middle = (lo + hi) // 2
+            prefix = torch.where(rank < middle[:, None], target, base)
+            reached = self._predict(prefix) == goal
+            hi = torch.where(active & reached, middle, hi)
+            lo = torch.where(active & ~reached, middle, lo)
             active = exists & (hi - lo > 1)
         sizes = torch.where(exists, hi, 0)
         masks = (rank < sizes[:, None]) & exists[:, None]

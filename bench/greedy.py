@@ -1,0 +1,182 @@
+"""Benchmark: batched greedy explanations vs the paper's one-call-at-a-time reference.
+
+Monotone ReLU networks n → 64 → 64 → 1 with n = 28 (the paper's Loan Defaulter width) and
+n = 276 (BlogFeedback), B = 4,096 inputs uniform in [0, 1]^n, threshold at the median output,
+both kinds. For each: explanations per second of `verify.explain` (median of repeated runs) and
+of `verify.explain_reference` on a row sample, in the same run and dtype; the FLOP rate of the
+batched run against this machine's measured float32 matmul peak.
+
+Counted FLOPs (multiply-add = 2) cover the rank-one variants and the layers they pass through,
+plus the full forward passes of x and of the counterpoint; the binary search's passes are left
+out, so the reported rate is a lower bound. Before timing, the batched answers are checked
+against the reference on the sample rows (the same masks) and for validity on every row.
+
+    python -m bench.greedy [--rows 4096] [--repeats 5] [--out bench/results/greedy.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import itertools
+import math
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from tabulate import tabulate
+
+from verify.domain import Domain
+from verify.generate import median_threshold, random_network
+from verify.greedy import explain, explain_reference
+from verify.network import Network
+
+HIDDEN = (64, 64)
+
+
+def machine() -> str:
+    model = platform.processor() or "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{model}, {torch.get_num_threads()} torch threads, torch {torch.__version__}, Python {platform.python_version()}"
+
+
+def matmul_peak(size: int = 2048, repeats: int = 10) -> float:
+    """Float32 GFLOP/s of a square matmul: the best of `repeats` warm runs."""
+    a, b = torch.randn(size, size), torch.randn(size, size)
+    out = torch.empty(size, size)
+    torch.mm(a, b, out=out)
+    best = math.inf
+    for _ in range(repeats):
+        started = time.perf_counter()
+        torch.mm(a, b, out=out)
+        best = min(best, time.perf_counter() - started)
+    return 2 * size**3 / best / 1e9
+
+
+def counted_flops(net: Network, rows: int, kind: str) -> float:
+    """FLOPs certainly executed by `explain` for `rows` inputs (binary search excluded)."""
+    n, widths = net.n_inputs, net.widths
+    tail = sum(2 * a * b for a, b in itertools.pairwise(widths))
+    forward = 2 * n * widths[0] + tail
+    full_passes = 2 if kind == "contrastive" else 3  # x and the counterpoint (AXp: also its first layer)
+    variants = n * (2 * widths[0] + tail)
+    return rows * (full_passes * forward + variants)
+
+
+def _timed(function, repeats: int, *args, **kwargs) -> tuple[float, object]:
+    """Median seconds of `repeats` calls of function(*args, **kwargs), and the last result."""
+    times, result = [], None
+    for _ in range(repeats):
+        started = time.perf_counter()
+        result = function(*args, **kwargs)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times), result
+
+
+def run(rows: int, repeats: int, sample: dict[int, int]) -> tuple[list[list], float]:
+    peak = matmul_peak()
+    table = []
+    for n in (28, 276):
+        rng = np.random.default_rng(n)
+        net = random_network(rng, n, HIDDEN, "relu")
+        X = rng.random((rows, n))
+        t = median_threshold(net, X)
+        for kind in ("contrastive", "abductive"):
+            # Correctness first (untimed, float64): batched = reference on the sample rows.
+            ref64 = explain_reference(net, X[: sample[n]], kind=kind, threshold=t)
+            fast64 = explain(net, X[: sample[n]], kind=kind, threshold=t, device="cpu")
+            assert torch.equal(ref64.masks, fast64.masks) and torch.equal(ref64.exists, fast64.exists)
+            for dtype in (torch.float32, torch.float64):
+                explain(net, X[:256], kind=kind, threshold=t, device="cpu", dtype=dtype)  # warm-up
+                seconds, result = _timed(explain, repeats, net, X, kind=kind, threshold=t, device="cpu", dtype=dtype)
+                _check_valid(net, X, result, kind, t)
+                ref_seconds, _ = _timed(explain_reference, 1, net, X[: sample[n]], kind=kind, threshold=t, dtype=dtype)
+                rate, ref_rate = rows / seconds, sample[n] / ref_seconds
+                gflops = counted_flops(net, rows, kind) / seconds / 1e9
+                table.append(
+                    [
+                        n,
+                        kind,
+                        str(dtype).removeprefix("torch."),
+                        f"{float(result.sizes[result.exists].float().mean()):.1f}",
+                        f"{seconds * 1e3:.1f}",
+                        f"{rate:,.0f}",
+                        f"{ref_rate:,.0f}",
+                        f"{rate / ref_rate:,.0f}×",
+                        f"{gflops:.1f}",
+                        f"{100 * gflops / peak:.0f}%" if dtype == torch.float32 else "–",
+                    ]
+                )
+                print(" | ".join(str(cell) for cell in table[-1]), flush=True)
+    return table, peak
+
+
+def _check_valid(net: Network, X: np.ndarray, result, kind: str, threshold: float) -> None:
+    """Every answer flips (CXp) or keeps (AXp) the prediction at the monotone shortcut point
+    (float64 forward passes; the exact check lives in the tests)."""
+    domain = Domain.unit(net.n_inputs)
+    predictions = result.predictions.numpy().astype(bool)
+    counterpoint = domain.counterpoint(predictions)
+    mask = result.masks.numpy()
+    probe = np.where(mask, counterpoint, X) if kind == "contrastive" else np.where(mask, X, counterpoint)
+    reached = net.forward(probe).numpy() > threshold
+    exists = result.exists.numpy()
+    expected = ~predictions if kind == "contrastive" else predictions
+    assert (reached[exists] == expected[exists]).mean() > 0.999  # float32 runs may sit on the threshold
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=4096)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "greedy.md"))
+    args = parser.parse_args()
+    sample = {28: 512, 276: 64}
+    table, peak = run(args.rows, args.repeats, sample)
+    headers = [
+        "n",
+        "kind",
+        "dtype",
+        "mean size",
+        "batched ms",
+        "batched expl/s",
+        "reference expl/s",
+        "speed-up",
+        "GFLOP/s",
+        "of peak",
+    ]
+    text = "\n".join(
+        [
+            "# Greedy explanations: batched vs reference",
+            "",
+            f"Run {datetime.date.today().isoformat()} with `python -m bench.greedy --rows {args.rows} --repeats {args.repeats}`",
+            f"on {machine()}.",
+            "",
+            f"Measured float32 matmul peak (2048² `torch.mm`, best of 10): **{peak:.1f} GFLOP/s**.",
+            "",
+            f"Networks n → {' → '.join(map(str, HIDDEN))} → 1, ReLU, monotone random weights; B = {args.rows} inputs uniform "
+            "in [0,1]^n; threshold = median output. Batched: median of the repeats for all B rows. Reference "
+            f"(Algorithm 1 one model call at a time): {sample[28]} rows for n = 28, {sample[276]} rows for n = 276, "
+            "same dtype. GFLOP/s counts the variant and full forward passes only (binary search left out: a lower "
+            "bound).",
+            "",
+            tabulate(table, headers=headers, tablefmt="github"),
+            "",
+        ]
+    )
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(text)
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,364 @@
+"""z3 backend: exact answers over the rationals (piecewise-linear networks only).
+
+Every weight, bias, bound, input and threshold is a double read as an exact rational; class 1 is
+`f > t` and class 0 is `f ≤ t`, with no ε. Two strategies:
+
+**lazy** (monotone networks; the default there). By the monotone shortcut a set S is judged by
+one exact evaluation of `base with S set to target` (CXp: x → x'; AXp: x' → x), and validity is
+upward closed. z3 (the `QF_FD` SAT core with native cardinality) proposes a set S under
+`AtMost(s, k)` and the clauses learned so far; a valid S is shrunk to an inclusion-minimal one; an
+invalid S is grown to a maximal invalid set M and the clause `OR_{i ∉ M} s_i` (every valid set
+leaves M) is added. Evaluations are rigorous (`solvers.enumerate.Evaluator`: float64 with a
+forward error bound, exact dyadic arithmetic near the threshold). Measured: the full encoding
+below cannot certify the 28-32-32 benchmark nets at all, because z3's exact simplex chokes on the
+dense rationals of double weights (a single LP relaxation did not finish in 30 s).
+
+**encode** (non-monotone networks always; monotone ones with `strategy="encode"`). The whole
+network as linear real arithmetic: one real term per unit, with exact interval bounds
+(`ExactNetwork.layer_bounds`) over the region — the box, or for monotone problems the box
+between x and x' — so stable units are plain linear terms. An unstable unit gets one Boolean
+phase per breakpoint inside its bounds (`a ↔ h ≥ c`, a step's `¬a` being `h < at`) and linear
+constraints per phase; a size search uses one guarded `AtMost` per bound, checked under an
+assumption, on one incremental solver.
+
+*One-sided relaxation* (monotone encode). Say the goal is to *decrease* f to ≤ t. Replace every
+unit's `z = σ(h)` by `z ≥ σ(h)`. Claim: for each s, the relaxed system is feasible iff the exact
+one is. (⇐) the exact point is feasible. (⇒) take a relaxed solution and the true values h*, z*
+of the same y. By induction over layers h* ≤ h and z* ≤ z: the first layer's h is the same
+affine function of y; z* = σ(h*) ≤ σ(h) ≤ z as σ is non-decreasing; the next h* = W z* + b ≤
+W z + b = h as W ≥ 0. So f* = z*_L ≤ z_L ≤ t. Where σ is convex on the unit's bounds (relu,
+leaky relu with slope ≤ 1, hardtanh with only its lower corner inside), `z ≥ σ(h)` is the
+conjunction `z ≥ ℓ_j(h)` over its linear pieces: no Boolean at all. Symmetrically, to *increase*
+f above t use `z ≤ σ(h)`, and concave pieces need no Boolean.
+
+*Witnesses* (non-monotone CXp on a real box). z3's model is exact but may hold rationals that are
+no doubles (1/3, say). The model's point is taken when it is made of doubles; else it is rounded
+to the nearest doubles and kept if `problem.flips` confirms it exactly; else the query is asked
+again with each y_i either x_i or on the grid of doubles around the model's value (`y_i = k·ulp`,
+k an integer with |k| ≤ 2^53: every double of that binade and below), whose model is exact in
+doubles. Failing that the backend reports ERROR (no double point was found, though a rational one
+exists).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from fractions import Fraction
+
+import numpy as np
+import torch
+import z3
+
+from solvers import hitting
+from solvers.base import BaseSolver, Outcome, Problem, Status
+from solvers.enumerate import Evaluator
+from verify.activations import Activation
+from verify.errors import InputError
+
+STRATEGIES = ("auto", "encode")
+Check = tuple[str, tuple[int, ...] | None, np.ndarray | None]  # (z3 result, solution, witness y [n])
+
+
+class _NoDoubleWitness(Exception):
+    """z3 found a rational flipping point, but no flipping point made of doubles was found."""
+
+
+class Z3Solver(BaseSolver):
+    """`strategy`: "auto" (lazy on monotone networks, encode otherwise) or "encode" (always)."""
+
+    name = "z3"
+    exact = True
+
+    def __init__(self, strategy: str = "auto") -> None:
+        if strategy not in STRATEGIES:
+            raise InputError(f"unknown z3 strategy {strategy!r} (use {' or '.join(STRATEGIES)})")
+        self.strategy = strategy
+        self.context: z3.Context | None = z3.Context()
+
+    def close(self) -> None:
+        """Drop the z3 context (and with it every solver and term of this backend)."""
+        self.context = None
+
+    def solve(self, problem: Problem, at_most: int | None, time_limit: float) -> Outcome:
+        started = time.perf_counter()
+        if not problem.net.is_piecewise_linear:
+            return self.outcome(Status.UNSUPPORTED, started, message="z3 needs piecewise-linear activations")
+        self.context = self.context or z3.Context()
+        deadline = started + time_limit
+        try:
+            fields = self._dispatch(problem, at_most, deadline)
+        except _NoDoubleWitness as error:
+            fields = {"status": Status.ERROR, "message": str(error)}
+        return self.outcome(fields.pop("status"), started, **fields)
+
+    def _dispatch(self, problem: Problem, at_most: int | None, deadline: float) -> dict:
+        if not problem.monotone:
+            encoding = _Encoding(problem, self.context)
+            if problem.kind == "contrastive":
+                return _descend(encoding.check, problem.n, at_most, None, deadline)
+            result = hitting.minimum_abductive(problem, encoding.find_flip, at_most, deadline)
+            return {"status": result.status, "solution": result.solution, "raw_status": encoding.raw, "message": result.message}
+        flips = problem.flips(problem.counterpoint)
+        if problem.kind == "contrastive" and not flips:
+            return {"status": Status.NONE_EXISTS}
+        if problem.kind == "abductive" and not flips:
+            return {"status": Status.OPTIMAL, "solution": ()}
+        base, target = (problem.x, problem.counterpoint) if problem.kind == "contrastive" else (problem.counterpoint, problem.x)
+        if self.strategy == "encode":
+            return _descend(_Encoding(problem, self.context, base, target).check, problem.n, at_most, None, deadline)
+        lazy = _Lazy(problem, self.context, base, target)
+        return _descend(lazy.check, problem.n, at_most, lazy.first_solution(), deadline)
+
+
+def _descend(
+    check: Callable[[int, float], Check], n: int, at_most: int | None, best: tuple[int, ...] | None, deadline: float
+) -> dict:
+    """Search sizes downwards from `at_most` (or n): each solution of size j asks next for one of
+    size ≤ j − 1, until unsat proves the last one minimum. `check(bound, deadline) -> (result,
+    solution, witness)`; `best` is a solution known already. The empty set is never a solution
+    here. A timeout after a solution within `at_most` answers that question: FEASIBLE."""
+    if best is not None and at_most is not None and len(best) > at_most:
+        best = None
+    bound = min(n if best is None else len(best) - 1, n if at_most is None else at_most)
+    witness, raw = None, ""
+    while bound >= 1:
+        raw, solution, y = check(bound, deadline)
+        if raw == "sat":
+            best, witness, bound = solution, y, len(solution) - 1
+        elif raw == "unsat":
+            break
+        else:
+            status = Status.FEASIBLE if at_most is not None and best is not None else Status.TIMEOUT
+            return {"status": status, "solution": best, "witness": _floats(witness), "raw_status": raw}
+    if best is None:
+        status = Status.NONE_EXISTS if at_most is None or at_most >= n else Status.NONE_WITHIN
+        return {"status": status, "raw_status": raw}
+    return {"status": Status.OPTIMAL, "solution": best, "witness": _floats(witness), "raw_status": raw}
+
+
+def _floats(y: np.ndarray | None) -> tuple[float, ...] | None:
+    return None if y is None else tuple(float(v) for v in y)
+
+
+def _run(solver: z3.Solver, assumptions: Sequence[z3.BoolRef], deadline: float) -> str:
+    """One check under the time left; "sat", "unsat" or "unknown (reason)"."""
+    left = deadline - time.perf_counter()
+    if left <= 0:
+        return "unknown (deadline)"
+    solver.set("timeout", max(1, int(left * 1000)))
+    result = solver.check(*assumptions)
+    return str(result) if result != z3.unknown else f"unknown ({solver.reason_unknown()})"
+
+
+class _Lazy:
+    """Monotone networks: z3 proposes sets, exact evaluation judges them (module docstring)."""
+
+    def __init__(self, problem: Problem, context: z3.Context, base: np.ndarray, target: np.ndarray) -> None:
+        self.evaluator = Evaluator(problem)
+        self.base, self.target = torch.as_tensor(base), torch.as_tensor(target)
+        self.valid_when = 1 if problem.kind == "contrastive" else 0
+        self.n = problem.n
+        self.solver = z3.SolverFor("QF_FD", ctx=context)
+        self.chosen = [z3.Bool(f"s{i}", context) for i in range(self.n)]
+        self.guards: dict[int, z3.BoolRef] = {}
+        # Σ 2^i·s_i: one model evaluation reads the whole proposal (reading each s_i is far slower).
+        self.code = z3.Sum([z3.If(s, z3.IntVal(1 << i, context), z3.IntVal(0, context)) for i, s in enumerate(self.chosen)])
+        # Heuristic order, least helpful feature first: f with one feature moved (floats suffice).
+        single = problem.net.forward(np.where(np.eye(self.n, dtype=bool), target, base)).numpy()
+        goal_is_one = (self.valid_when == 1) != (problem.prediction == 1)
+        self.order = [int(i) for i in np.argsort(single if goal_is_one else -single, kind="stable")]
+
+    def valid(self, masks: np.ndarray) -> np.ndarray:
+        """masks [B, n] bool → [B] bool: is `base with the mask set to target` valid, exactly."""
+        flips = self.evaluator.flips(torch.where(torch.as_tensor(masks), self.target, self.base))
+        if bool((flips < 0).any()):
+            raise ArithmeticError("an exact evaluation was undecided")  # impossible for PWL networks
+        return (flips == self.valid_when).numpy()
+
+    def walk(self, chosen: np.ndarray, setting: bool) -> np.ndarray:
+        """Set features to `setting` in `order` unless that changes validity: grows an invalid set
+        (True) to a maximal one, or shrinks a valid one (False) to a minimal one. One batch per
+        round: the prefixes of the remaining order (the longest unchanged one is taken, the feature
+        after it skipped) and each remaining feature alone (one that changes validity alone never
+        fits later, validity being monotone, and is dropped)."""
+        chosen = chosen.copy()
+        rest = np.array([i for i in self.order if chosen[i] != setting], dtype=np.int64)
+        while len(rest):
+            rows = np.repeat(chosen[None, :], 2 * len(rest), axis=0)
+            rows[np.arange(len(rest)), rest] = setting
+            rows[len(rest) :, rest] = np.where(np.tril(np.ones((len(rest), len(rest)), dtype=bool)), setting, chosen[rest])
+            changed = self.valid(rows) == setting
+            alone, prefixes = changed[: len(rest)], changed[len(rest) :]
+            first = int(np.argmax(prefixes)) if prefixes.any() else len(rest)
+            chosen[rest[:first]] = setting
+            rest = rest[first + 1 :][~alone[first + 1 :]]
+        return chosen
+
+    def first_solution(self) -> tuple[int, ...]:
+        return tuple(int(i) for i in np.flatnonzero(self.walk(np.ones(self.n, dtype=bool), False)))
+
+    def check(self, bound: int, deadline: float) -> Check:
+        if bound not in self.guards:
+            self.guards[bound] = z3.Bool(f"at_most_{bound}", self.solver.ctx)
+            self.solver.add(z3.Implies(self.guards[bound], z3.AtMost(*self.chosen, bound)))
+        while True:
+            raw = _run(self.solver, [self.guards[bound]], deadline)
+            if raw != "sat":
+                return raw, None, None
+            code = self.solver.model().eval(self.code, model_completion=True).as_long()
+            proposal = np.array([code >> i & 1 == 1 for i in range(self.n)])
+            if self.valid(proposal[None, :])[0]:
+                minimal = self.walk(proposal, False)
+                y = np.where(minimal, self.target.numpy(), self.base.numpy())
+                return raw, tuple(int(i) for i in np.flatnonzero(minimal)), y
+            invalid = self.walk(proposal, True)
+            self.solver.add(z3.Or([self.chosen[i] for i in np.flatnonzero(~invalid)]))
+
+
+def _pieces(activation: Activation) -> tuple[list[Fraction], list[tuple[Fraction, Fraction]]]:
+    """Breakpoints c_1 ≤ … ≤ c_m and pieces ℓ_0..ℓ_m as (slope, offset): σ = ℓ_j between c_j and c_{j+1}."""
+    zero, one = Fraction(0), Fraction(1)
+    name = activation.name
+    if name == "identity":
+        return [], [(one, zero)]
+    if name in ("relu", "leaky_relu"):
+        slope = zero if name == "relu" else Fraction(activation.param("slope"))
+        return [zero], [(slope, zero), (one, zero)]
+    if name == "hardtanh":
+        low, high = Fraction(activation.param("min")), Fraction(activation.param("max"))
+        return [low, high], [(zero, low), (one, zero), (zero, high)]
+    return [Fraction(activation.param("at"))], [(zero, zero), (zero, one)]  # step
+
+
+class _Encoding:
+    """The network, the input region and the goal as exact z3 constraints over s [n] Booleans.
+
+    Monotone (base, target given): y = base + (target − base)·s, one-sided units. Otherwise y [n]
+    reals in the box (its end points on a binary domain), y_i = x_i unless s_i, exact units."""
+
+    def __init__(self, problem: Problem, context: z3.Context, base: np.ndarray | None = None, target: np.ndarray | None = None):
+        self.problem, self.context = problem, context
+        self.solver = z3.Solver(ctx=context)
+        self.chosen = [z3.Bool(f"s{i}", context) for i in range(problem.n)]
+        self.guards: dict[int, z3.BoolRef] = {}
+        self.raw, self.units = "", 0
+        goal = 1 - problem.prediction if problem.kind == "contrastive" or base is None else problem.prediction
+        self.mode = "exact" if base is None else ("above" if goal == 0 else "below")
+        layers = problem.net.layers
+        weights = [[[Fraction(w) for w in row] for row in layer.weight.tolist()] for layer in layers]
+        biases = [[Fraction(b) for b in layer.bias.tolist()] for layer in layers]
+        if base is None:
+            lower, upper = problem.domain.lower, problem.domain.upper
+            self.points = [z3.Real(f"y{i}", context) for i in range(problem.n)]
+            self._tie_inputs()
+            inputs: list[z3.ArithRef] = self.points
+        else:
+            lower, upper = np.minimum(base, target), np.maximum(base, target)
+            start = [Fraction(v) for v in base.tolist()]
+            move = [Fraction(t) - s for t, s in zip(target.tolist(), start, strict=True)]
+            biases[0] = [
+                b + sum(w * v for w, v in zip(row, start, strict=True)) for b, row in zip(biases[0], weights[0], strict=True)
+            ]
+            weights[0] = [[w * d for w, d in zip(row, move, strict=True)] for row in weights[0]]
+            inputs = [z3.If(s, self._value(Fraction(1)), self._value(Fraction(0))) for s in self.chosen]
+        z = inputs
+        for number, (layer, (low, high)) in enumerate(zip(layers, problem.exact.layer_bounds(lower, upper), strict=True)):
+            z = [
+                self._unit(layer.activation, self._linear(weights[number][j], z, biases[number][j]), low[j], high[j])
+                for j in range(layer.width)
+            ]
+        threshold = self._value(Fraction(problem.threshold))
+        self.solver.add(z[0] > threshold if goal == 1 else z[0] <= threshold)
+
+    def _value(self, value: Fraction) -> z3.ArithRef:
+        return z3.RealVal(value, self.context)
+
+    def _linear(self, coefficients: list[Fraction], terms: Sequence[z3.ArithRef], constant: Fraction) -> z3.ArithRef:
+        parts = [self._value(c) * term for c, term in zip(coefficients, terms, strict=True) if c != 0]
+        return z3.Sum([*parts, self._value(constant)]) if parts else self._value(constant)
+
+    def _tie_inputs(self) -> None:
+        domain, x = self.problem.domain, self.problem.x
+        for i, (y, s) in enumerate(zip(self.points, self.chosen, strict=True)):
+            low, high, here = (self._value(Fraction(v)) for v in (domain.lower[i], domain.upper[i], x[i]))
+            self.solver.add(z3.Or(y == low, y == high) if domain.binary else z3.And(low <= y, y <= high))
+            self.solver.add(z3.Or(s, y == here))
+
+    def _unit(self, activation: Activation, h: z3.ArithRef, low: Fraction, high: Fraction) -> z3.ArithRef:
+        """z for one unit with pre-activation h ∈ [low, high]: a linear term when the unit is stable."""
+        breaks, pieces = _pieces(activation)
+        step = activation.name == "step"
+        first = sum(c <= low for c in breaks)
+        inside = [c for c in breaks if low < c and (c <= high if step else c < high)]
+        pieces = pieces[first : first + len(inside) + 1]
+        terms = [h if (a, b) == (1, 0) else self._value(b) if a == 0 else self._value(a) * h + self._value(b) for a, b in pieces]
+        if not inside:
+            return terms[0]
+        self.units += 1
+        z = z3.Real(f"z{self.units}", self.context)
+        slopes = [a for a, _ in pieces]
+        convex, concave = slopes == sorted(slopes), slopes == sorted(slopes, reverse=True)
+        if not step and ((self.mode == "above" and convex) or (self.mode == "below" and concave)):
+            self.solver.add(*[z >= t if self.mode == "above" else z <= t for t in terms])
+            return z
+        phases = [z3.Bool(f"a{self.units}_{j}", self.context) for j in range(len(inside))]
+        for j, (a, c) in enumerate(zip(phases, inside, strict=True)):
+            self.solver.add(z3.Implies(a, h >= self._value(c)), z3.Or(a, h < self._value(c) if step else h <= self._value(c)))
+            if j:
+                self.solver.add(z3.Implies(a, phases[j - 1]))
+        for j, term in enumerate(terms):
+            active = z3.And(*([phases[j - 1]] if j else []), *([z3.Not(phases[j])] if j < len(phases) else []))
+            if self.mode != "below":
+                self.solver.add(z3.Implies(active, z >= term))
+            if self.mode != "above":
+                self.solver.add(z3.Implies(active, z <= term))
+        return z
+
+    def check(self, bound: int, deadline: float, assumptions: Sequence[z3.BoolRef] = ()) -> Check:
+        if bound not in self.guards:
+            self.guards[bound] = z3.Bool(f"at_most_{bound}", self.context)
+            self.solver.add(z3.Implies(self.guards[bound], z3.AtMost(*self.chosen, bound)))
+        self.raw = _run(self.solver, [self.guards[bound], *assumptions], deadline)
+        if self.raw != "sat":
+            return self.raw, None, None
+        model = self.solver.model()
+        if self.mode != "exact":
+            solution = tuple(i for i, s in enumerate(self.chosen) if z3.is_true(model.eval(s, model_completion=True)))
+            return self.raw, solution, None
+        y = self._witness(model, [self.guards[bound], *assumptions], deadline)
+        return self.raw, tuple(int(i) for i in np.flatnonzero(y != self.problem.x)), y
+
+    def find_flip(self, free: frozenset[int], deadline: float) -> np.ndarray | None:
+        """The flip oracle of `hitting.minimum_abductive`: a flipping y agreeing with x off `free`."""
+        raw, _, y = self.check(self.problem.n, deadline, [z3.Not(s) for i, s in enumerate(self.chosen) if i not in free])
+        if raw.startswith("unknown"):
+            raise hitting.OracleTimeout(raw)
+        return y
+
+    def _witness(self, model: z3.ModelRef, assumptions: list[z3.BoolRef], deadline: float) -> np.ndarray:
+        """A flipping point made of doubles (module docstring): the model, rounded, or on a grid."""
+        values = [_fraction(model.eval(y, model_completion=True)) for y in self.points]
+        rounded = np.array([float(v) for v in values])
+        if all(Fraction(r) == v for r, v in zip(rounded.tolist(), values, strict=True)) or self.problem.flips(rounded):
+            return rounded
+        self.solver.push()
+        for i, (y, value) in enumerate(zip(self.points, rounded.tolist(), strict=True)):
+            # every k·ulp with |k| ≤ 2^53 is a double: all doubles of the model's binade and below
+            bounds = self.problem.domain.lower[i], self.problem.domain.upper[i]
+            k = z3.Int(f"k{i}", self.context)
+            spacing = self._value(Fraction(math.ulp(abs(value) if value else max(map(abs, bounds)))))
+            self.solver.add(z3.Or(y == self._value(Fraction(self.problem.x[i])), y == spacing * z3.ToReal(k)))
+            self.solver.add(k >= -(2**53), k <= 2**53)
+        raw = _run(self.solver, assumptions, deadline)
+        grid_model = self.solver.model() if raw == "sat" else None
+        self.solver.pop()
+        if grid_model is None:
+            raise _NoDoubleWitness(f"z3 found a flipping point with non-double coordinates, none on a grid of doubles ({raw})")
+        return np.array([float(_fraction(grid_model.eval(y, model_completion=True))) for y in self.points])
+
+
+def _fraction(value: z3.ExprRef) -> Fraction:
+    """An exact z3 rational numeral as a Fraction."""
+    return Fraction(value.numerator_as_long(), value.denominator_as_long())

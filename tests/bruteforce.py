@@ -1,0 +1,72 @@
+"""Brute-force references for the backend tests: every subset or vertex, decided exactly.
+
+Kept deliberately naive (one exact evaluation per point, no shortcuts beyond the definitions) so
+that the backends are checked against something independent of their own code.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from solvers.base import Problem
+from verify.activations import Activation
+from verify.network import Layer, Network
+
+
+def random_network(
+    rng: np.random.Generator, n: int, widths: tuple[int, ...], activation: Activation, monotone: bool = True, grain: int = 0
+) -> Network:
+    """Random weights (|N(0,1)| when monotone, else N(0,1)) scaled by 1/sqrt(fan-in), negative-ish
+    biases, identity output. `grain` > 0 rounds every number to a multiple of 2^-grain."""
+    layers, fan_in = [], n
+    for width in (*widths, 1):
+        weight = rng.normal(size=(width, fan_in)) / np.sqrt(fan_in)
+        weight = np.abs(weight) if monotone else weight
+        bias = rng.normal(size=width) * 0.5 - (0.3 if monotone else 0.0)
+        if grain:
+            weight, bias = np.round(weight * 2**grain) / 2**grain, np.round(bias * 2**grain) / 2**grain
+        layers.append(Layer(weight, bias, activation if width != 1 else Activation.make("identity")))
+        fan_in = width
+    return Network(layers)
+
+
+def _masks(n: int) -> np.ndarray:
+    """All 2^n subsets as bool rows [2^n, n], row m holding the bits of m."""
+    return (np.arange(2**n)[:, None] >> np.arange(n)[None, :]) & 1 == 1
+
+
+def _flips(problem: Problem, points: np.ndarray) -> np.ndarray:
+    predicted = problem.exact.predictions(points, problem.threshold)
+    assert (predicted >= 0).all(), "brute force met an undecided point"
+    return predicted != problem.prediction
+
+
+def monotone_minimum(problem: Problem) -> int | None:
+    """Minimum explanation size on a monotone network by the shortcut over all 2^n subsets (None: no CXp)."""
+    masks = _masks(problem.n)
+    x, counterpoint = problem.x, problem.counterpoint
+    if problem.kind == "contrastive":
+        valid = _flips(problem, np.where(masks, counterpoint, x))
+    else:
+        valid = ~_flips(problem, np.where(masks, x, counterpoint))
+    sizes = masks.sum(axis=1)[valid]
+    return int(sizes.min()) if len(sizes) else None
+
+
+def vertex_minimum(problem: Problem) -> int | None:
+    """Minimum explanation size over the binary domain (vertices of the box), any network."""
+    masks = _masks(problem.n)
+    x, lower, upper = problem.x, problem.domain.lower, problem.domain.upper
+    toggled = np.where(x == lower, upper, lower)
+    flipping = _flips(problem, np.where(masks, toggled, x))
+    sizes = masks.sum(axis=1)
+    if problem.kind == "contrastive":
+        return int(sizes[flipping].min()) if flipping.any() else None
+    flipping_sets = masks[flipping]  # S is an AXp iff it meets every flipping toggle set
+    for size in range(problem.n + 1):
+        for chosen in itertools.combinations(range(problem.n), size):
+            if flipping_sets[:, list(chosen)].any(axis=1).all():
+                return size
+    raise AssertionError("the full set is always an AXp")

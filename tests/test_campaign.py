@@ -1,0 +1,200 @@
+"""Campaigns end to end: records, summary, figures, cases; kill and resume; workers; replay;
+the paper's SET-COVER construction."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from verify.campaign import run_campaign
+from verify.cases import Case, replay
+from verify.cli import main
+from verify.domain import Domain
+from verify.generate import median_threshold, random_network
+from verify.hunt import minimum_set_cover, random_set_cover, set_cover_network, set_cover_problem
+from verify.io import JsonLines
+from verify.suites import Instance
+
+pytest.importorskip("torch")
+
+
+def tiny_instances() -> list[Instance]:
+    """Small random relu/step networks plus the DESIGN network (a known counterexample)."""
+    rng = np.random.default_rng(3)
+    instances = []
+    for activation in ("relu", "step"):
+        net = random_network(rng, 6, (4, 3), activation)
+        X = rng.random((3, 6))
+        instances.append(Instance(f"tiny-{activation}", "random", net, X, median_threshold(net, X), Domain.unit(6)))
+    from tests.conftest import DESIGN_NETWORK
+    from verify.network import Network
+
+    design = Network.from_json(DESIGN_NETWORK)
+    instances.append(Instance("design", "hand-built", design, np.array([[1.0, 1.0, 1.0]]), 0.5, Domain.unit(3)))
+    return instances
+
+
+def _comparable(records: list[dict]) -> list[dict]:
+    """Records without measured times, in key order."""
+    cleaned = []
+    for record in sorted(records, key=lambda r: r["key"]):
+        record = json.loads(json.dumps(record))
+        if record["greedy"]:
+            record["greedy"].pop("seconds")
+        for outcome in record["solvers"].values():
+            outcome.pop("seconds")
+        cleaned.append(record)
+    return cleaned
+
+
+def test_end_to_end_campaign(tmp_path: Path) -> None:
+    result = run_campaign("tiny", tmp_path, ("enumerate",), 30.0, instances=tiny_instances())
+    records = JsonLines(tmp_path / "records.jsonl").read()
+    assert result.records == len(records) == 2 * (3 + 3 + 1)
+    keys = {
+        "instance",
+        "family",
+        "activation",
+        "network_hash",
+        "n",
+        "kind",
+        "prediction",
+        "margin",
+        "greedy",
+        "solvers",
+        "verdict",
+    }
+    assert all(keys <= set(record) for record in records)
+    design = {r["kind"]: r for r in records if r["instance"] == "design"}
+    assert design["contrastive"]["verdict"] == "greedy_suboptimal" and design["contrastive"]["gap"] == 1
+    assert design["contrastive"]["certified"] is True
+    assert design["abductive"]["verdict"] == "greedy_minimal"
+    assert all(r["verdict"] in ("greedy_minimal", "greedy_suboptimal", "none_exists") for r in records)
+    summary = (tmp_path / "summary.md").read_text()
+    assert "greedy_suboptimal" in summary and "## Solver runtimes" in summary
+    assert (tmp_path / "figures" / "gap_histogram.png").stat().st_size > 0
+    assert (tmp_path / "figures" / "certification_time.png").stat().st_size > 0
+    cases = sorted((tmp_path / "cases").glob("*.json"))
+    assert len(cases) == sum(r["verdict"] == "greedy_suboptimal" for r in records) >= 1
+    assert all(replay(Case.load(path)).holds for path in cases)
+
+
+def test_interrupted_then_resumed_equals_uninterrupted(tmp_path: Path) -> None:
+    whole = tmp_path / "whole"
+    run_campaign("tiny", whole, ("enumerate",), 30.0, instances=tiny_instances())
+
+    def stop_after_five(done: int, total: int, key: str) -> None:
+        if done == 5:
+            raise KeyboardInterrupt
+
+    parts = tmp_path / "parts"
+    first = run_campaign("tiny", parts, ("enumerate",), 30.0, instances=tiny_instances(), progress=stop_after_five)
+    assert first.interrupted and first.records == 5
+    with pytest.raises(ValueError, match="pass --resume"):
+        run_campaign("tiny", parts, ("enumerate",), 30.0, instances=tiny_instances())
+    second = run_campaign("tiny", parts, ("enumerate",), 30.0, resume=True, instances=tiny_instances())
+    assert second.new == second.records - 5
+    assert _comparable(JsonLines(parts / "records.jsonl").read()) == _comparable(JsonLines(whole / "records.jsonl").read())
+
+
+KILL_SCRIPT = """
+import sys, time
+sys.path.insert(0, {root!r})
+from pathlib import Path
+from tests.test_campaign import tiny_instances
+from verify.campaign import run_campaign
+
+def slow(done, total, key):
+    time.sleep(0.3)  # leave time for the kill to land mid-run
+
+run_campaign("tiny", Path({out!r}), ("enumerate",), 30.0, resume=True, instances=tiny_instances(), progress=slow)
+"""
+
+
+def test_killed_run_loses_no_finished_record(tmp_path: Path) -> None:
+    out = tmp_path / "killed"
+    root = str(Path(__file__).resolve().parents[1])
+    script = KILL_SCRIPT.format(root=root, out=str(out))
+    process = subprocess.Popen([sys.executable, "-c", script], cwd=root)
+    log = out / "records.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and (not log.exists() or len(log.read_text().splitlines()) < 3):
+        time.sleep(0.05)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    finished = JsonLines(log).read()
+    assert 3 <= len(finished) < 14  # every line whole, and the run really was cut short
+    run_campaign("tiny", out, ("enumerate",), 30.0, resume=True, instances=tiny_instances())
+    whole = tmp_path / "whole"
+    run_campaign("tiny", whole, ("enumerate",), 30.0, instances=tiny_instances())
+    assert _comparable(JsonLines(log).read()) == _comparable(JsonLines(whole / "records.jsonl").read())
+
+
+def test_two_workers_equal_one(tmp_path: Path) -> None:
+    run_campaign("tiny", tmp_path / "one", ("enumerate",), 30.0, workers=1, instances=tiny_instances())
+    run_campaign("tiny", tmp_path / "two", ("enumerate",), 30.0, workers=2, instances=tiny_instances())
+    one = _comparable(JsonLines(tmp_path / "one" / "records.jsonl").read())
+    two = _comparable(JsonLines(tmp_path / "two" / "records.jsonl").read())
+    assert one == two and len(one) == 14
+
+
+def test_replay_accepts_a_case_and_rejects_tampering(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    run_campaign("tiny", tmp_path, ("enumerate",), 30.0, instances=tiny_instances()[2:])
+    [path] = (tmp_path / "cases").glob("*.json")
+    assert main(["replay", str(path)]) == 0
+    assert "the case holds" in capsys.readouterr().out
+    document = json.loads(path.read_text())
+    tampered = {
+        "minimum-not-valid": {**document, "minimum": [0]},
+        "bias-changed": {
+            **document,
+            "network": {
+                **document["network"],
+                "layers": [{**document["network"]["layers"][0], "bias": [0.0, 0.0]}, document["network"]["layers"][1]],
+            },
+        },
+        "greedy-enlarged": {**document, "greedy": [0, 1, 2], "minimum": [0, 2], "threshold": 0.7},
+        "greedy-not-valid": {**document, "greedy": [0, 1]},
+    }
+    for name, changed in tampered.items():
+        target = tmp_path / f"{name}.json"
+        target.write_text(json.dumps(changed))
+        assert main(["replay", str(target)]) == 1, name
+        assert "does NOT hold" in capsys.readouterr().out
+    target = tmp_path / "broken.json"
+    target.write_text("{")
+    assert main(["replay", str(target)]) == 2
+
+
+@pytest.mark.parametrize("activation", ["step", "hardtanh"])
+def test_set_cover_network_gives_exactly_the_minimum_cover(activation: str) -> None:
+    """Theorems 1 and 2: the minimum CXp of x = 0 and the minimum AXp of x = 1 are minimum covers."""
+    from solvers.base import solve_minimum
+
+    rng = np.random.default_rng(11)
+    for _ in range(4):
+        sets = random_set_cover(rng, universe=5, n_sets=7)
+        cover = minimum_set_cover(sets, 5)
+        for kind in ("contrastive", "abductive"):
+            net, x = set_cover_problem(sets, 5, kind, activation)
+            outcome = solve_minimum(net, x, kind, threshold=0.5, solver="enumerate")
+            assert outcome.size == cover
+            chosen = [sets[i] for i in outcome.features]
+            assert len(frozenset().union(*chosen)) == 5  # the explanation is a cover
+
+
+def test_set_cover_network_computes_coverage_on_the_cube() -> None:
+    sets = [frozenset({0, 1}), frozenset({1, 2}), frozenset({2})]
+    for activation in ("step", "hardtanh"):
+        net = set_cover_network(sets, 3, activation)
+        for bits in np.ndindex(2, 2, 2):
+            covered = frozenset().union(*(sets[i] for i in range(3) if bits[i]))
+            assert float(net.forward(np.array(bits, dtype=float))) == (1.0 if len(covered) == 3 else 0.0)

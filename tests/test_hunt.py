@@ -1,0 +1,47 @@
+"""`cardinal hunt`: finds, shrinks and saves counterexamples that replay; tie analysis."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from solvers.base import Problem
+from verify.activations import Activation
+from verify.cases import Case, replay
+from verify.cli import main
+from verify.hunt import hunt, tie_decided
+from verify.network import Layer, Network
+
+
+def test_design_network_is_a_tie_independent_counterexample(design_network: Network) -> None:
+    """Scores 0.6, 0.6, 1.0 tie, but every order of the tied pair gives the same size 3 > 2."""
+    problem = Problem.make(design_network, np.ones(3), "contrastive", threshold=0.5)
+    assert tie_decided(problem, (0, 1, 2)) is False
+
+
+def test_flat_relu_counterexample_is_decided_by_ties() -> None:
+    net = Network([Layer(np.array([[1.0, 1.0, 2.0]]), np.array([-2.2]), Activation.make("relu"))])
+    problem = Problem.make(net, np.zeros(3), "contrastive", threshold=0.5)
+    assert tie_decided(problem, (0, 1, 2)) is True  # taking 2 first (a tie at 0) gives {0, 2}
+
+
+@pytest.mark.parametrize("activation", ["relu", "hardtanh"])
+def test_hunt_finds_shrinks_and_saves_replayable_cases(activation: str, tmp_path: Path) -> None:
+    report = hunt(activation, max_features=6, seconds=6, seed=1)
+    assert report.raw_finds >= 1 and report.smallest
+    for found in report.smallest:
+        assert len(found.minimum) < len(found.greedy)
+        assert found.net.is_monotone and (found.net.is_admissible or activation == "step")
+        path = found.case().save(tmp_path)
+        assert replay(Case.load(path)).holds
+    assert any(found.net.n_inputs <= 4 for found in report.smallest)  # shrinking got somewhere
+
+
+def test_hunt_command(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    assert main(["hunt", "--activation", "step", "--seconds", "4", "--max-features", "5", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "counterexample(s) found" in out and "set-cover" in out
+    assert list(tmp_path.glob("greedy_suboptimal-*.json"))
+    assert main(["hunt", "--activation", "step", "--seconds", "0", "--out", str(tmp_path)]) == 2

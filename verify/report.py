@@ -1,0 +1,218 @@
+"""`summary.md` and `figures/*.png` of a campaign, rebuilt from its records alone."""
+
+from __future__ import annotations
+
+import datetime
+import platform
+import statistics
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+from tabulate import tabulate
+
+from verify.io import write_atomic
+
+VERDICT_COLUMNS = ("greedy_minimal", "greedy_suboptimal", "none_exists", "solver_disagreement", "unknown", "exact_only")
+ADMISSIBLE = {"relu", "leaky_relu", "hardtanh", "sigmoid", "tanh", "softplus", "identity"}
+
+
+def _quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def verdict_table(records: list[dict[str, Any]]) -> list[list[Any]]:
+    groups: dict[tuple[str, str, str], Counter] = defaultdict(Counter)
+    certified: Counter = Counter()
+    for record in records:
+        key = (record["family"], record["activation"], record["kind"])
+        groups[key][record["verdict"]] += 1
+        certified[key] += bool(record["certified"])
+    rows = []
+    for key in sorted(groups):
+        counts = groups[key]
+        total = sum(counts.values())
+        rows.append([*key, total, *(counts.get(v, 0) for v in VERDICT_COLUMNS), f"{100 * certified[key] / total:.0f}%"])
+    return rows
+
+
+def gap_table(records: list[dict[str, Any]]) -> list[list[Any]]:
+    gaps: dict[str, Counter] = defaultdict(Counter)
+    for record in records:
+        if record.get("gap") is not None:
+            gaps[f"{record['family']} / {record['activation']}"][record["gap"]] += 1
+    largest = max((gap for counter in gaps.values() for gap in counter), default=0)
+    return [[group, *(gaps[group].get(gap, 0) for gap in range(largest + 1))] for group in sorted(gaps)]
+
+
+def runtime_table(records: list[dict[str, Any]]) -> list[list[Any]]:
+    times: dict[str, list[float]] = defaultdict(list)
+    statuses: dict[str, Counter] = defaultdict(Counter)
+    for record in records:
+        for name, outcome in record["solvers"].items():
+            times[name].append(outcome["seconds"])
+            statuses[name][outcome["status"]] += 1
+    rows = []
+    for name in sorted(times):
+        values = times[name]
+        status_text = ", ".join(f"{status} {count}" for status, count in statuses[name].most_common())
+        rows.append(
+            [
+                name,
+                len(values),
+                f"{statistics.median(values) * 1e3:.1f}",
+                f"{_quantile(values, 0.9) * 1e3:.1f}",
+                f"{max(values) * 1e3:.1f}",
+                status_text,
+            ]
+        )
+    greedy = [record["greedy"]["seconds"] for record in records if record.get("greedy")]
+    if greedy:
+        rows.append(
+            [
+                "greedy (batched, per row)",
+                len(greedy),
+                f"{statistics.median(greedy) * 1e3:.2f}",
+                f"{_quantile(greedy, 0.9) * 1e3:.2f}",
+                f"{max(greedy) * 1e3:.2f}",
+                "",
+            ]
+        )
+    return rows
+
+
+def claim_summary(records: list[dict[str, Any]]) -> list[str]:
+    """What the records say about 'greedy is minimal on admissible monotone networks'."""
+    lines = []
+    for label, admissible in (("admissible (continuous activations)", True), ("step (not admissible)", False)):
+        chosen = [
+            r for r in records if r.get("greedy") is not None and (set(r["activation"].split("+")) <= ADMISSIBLE) == admissible
+        ]
+        decided = [r for r in chosen if r["verdict"] in ("greedy_minimal", "greedy_suboptimal")]
+        suboptimal = [r for r in decided if r["verdict"] == "greedy_suboptimal"]
+        certified = [r for r in decided if r["certified"]]
+        if not chosen:
+            continue
+        lines.append(
+            f"- {label}: {len(chosen)} greedy explanations, {len(decided)} decided by the solvers "
+            f"({len(certified)} certified in exact arithmetic); greedy was **not minimal in {len(suboptimal)}**"
+            + (f" (largest gap {max(r['gap'] for r in suboptimal)})" if suboptimal else "")
+            + "."
+        )
+    return lines
+
+
+def write_report(
+    out: Path, records: list[dict[str, Any]], suite: str, solvers: tuple[str, ...], time_limit: float, seconds: float
+) -> None:
+    """Write `out/summary.md` and `out/figures/*.png` from the records."""
+    disagreements = [r for r in records if r["verdict"] == "solver_disagreement"]
+    cases = sorted(p.name for p in (out / "cases").glob("*.json")) if (out / "cases").exists() else []
+    figures = write_figures(out / "figures", records)
+    gap_rows = gap_table(records)
+    largest_gap = len(gap_rows[0]) - 2 if gap_rows else 0
+    parts = [
+        f"# crosscheck — suite `{suite}`",
+        "",
+        f"{len(records)} records; solvers {', '.join(solvers) or 'none'}; time limit {time_limit:g} s per call; "
+        f"this run {seconds:.0f} s on {platform.node() or 'this machine'} ({platform.machine()}, {_cpus()} CPUs), "
+        f"{datetime.date.today().isoformat()}.",
+        "",
+        "## The paper's claim, as measured",
+        "",
+        *claim_summary(records),
+        "",
+        "## Verdicts per family, activation and kind",
+        "",
+        tabulate(
+            verdict_table(records),
+            headers=["family", "activation", "kind", "records", *VERDICT_COLUMNS, "certified"],
+            tablefmt="github",
+        ),
+        "",
+        "## Greedy gap (greedy size − minimum), where a minimum is known",
+        "",
+        tabulate(gap_rows, headers=["family / activation", *(f"gap {g}" for g in range(largest_gap + 1))], tablefmt="github")
+        if gap_rows
+        else "No minimum known yet.",
+        "",
+        "## Solver runtimes (ms per certification call)",
+        "",
+        tabulate(runtime_table(records), headers=["solver", "calls", "median", "p90", "max", "statuses"], tablefmt="github"),
+        "",
+        "## Solver disagreements",
+        "",
+        *(
+            [
+                f"- `{r['key']}`: " + ", ".join(f"{n} {o['status']} {o['features']}" for n, o in r["solvers"].items())
+                for r in disagreements
+            ]
+            or ["None."]
+        ),
+        "",
+        f"## Cases ({len(cases)} in `cases/`, replay with `cardinal replay FILE`)",
+        "",
+        *([f"- `{name}`" for name in cases[:50]] + ([f"- … and {len(cases) - 50} more"] if len(cases) > 50 else []) or ["None."]),
+        "",
+        "## Figures",
+        "",
+        *[f"![{name}](figures/{name})" for name in figures],
+        "",
+    ]
+    write_atomic(out / "summary.md", "\n".join(parts))
+
+
+def _cpus() -> int:
+    import os
+
+    return os.cpu_count() or 1
+
+
+def write_figures(directory: Path, records: list[dict[str, Any]]) -> list[str]:
+    """gap_histogram.png and certification_time.png; returns the file names written."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    gaps: dict[str, list[int]] = defaultdict(list)
+    for record in records:
+        if record.get("gap") is not None:
+            gaps[record["family"]].append(record["gap"])
+    if gaps:
+        figure, axis = plt.subplots(figsize=(6, 3.5))
+        largest = max(max(values) for values in gaps.values())
+        bins = [b - 0.5 for b in range(largest + 2)]
+        axis.hist(list(gaps.values()), bins=bins, label=list(gaps), stacked=True)
+        axis.set_xlabel("greedy size − minimum size")
+        axis.set_ylabel("explanations")
+        axis.set_yscale("log")
+        axis.set_xticks(range(largest + 1))
+        axis.legend(fontsize=8)
+        axis.set_title("Greedy gap")
+        figure.tight_layout()
+        figure.savefig(directory / "gap_histogram.png", dpi=120)
+        plt.close(figure)
+        written.append("gap_histogram.png")
+    times: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for record in records:
+        for name, outcome in record["solvers"].items():
+            times[name][record["n"]].append(outcome["seconds"])
+    if times:
+        figure, axis = plt.subplots(figsize=(6, 3.5))
+        for name, by_n in sorted(times.items()):
+            sizes = sorted(by_n)
+            axis.plot(sizes, [statistics.median(by_n[n]) for n in sizes], marker="o", label=f"{name} (median)")
+        axis.set_xlabel("features n")
+        axis.set_ylabel("seconds per call")
+        axis.set_yscale("log")
+        axis.legend(fontsize=8)
+        axis.set_title("Certification time vs features")
+        figure.tight_layout()
+        figure.savefig(directory / "certification_time.png", dpi=120)
+        plt.close(figure)
+        written.append("certification_time.png")
+    return written
