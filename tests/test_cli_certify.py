@@ -1,0 +1,97 @@
+"""`cardinal certify`: verdicts per input and kind, disagreements loud and saved, bad input."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+import solvers.base as base
+from solvers.base import BaseSolver, Outcome, Problem, Status
+from verify.cli import main
+
+
+def _run(args: list[str], capsys: pytest.CaptureFixture) -> tuple[int, list[dict], str]:
+    code = main(args)
+    captured = capsys.readouterr()
+    return code, [json.loads(line) for line in captured.out.splitlines()], captured.err
+
+
+def test_design_network_all_solvers(design_network_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    inputs = tmp_path / "x.csv"
+    inputs.write_text("1,1,1\n")
+    names = ",".join(base.available_solvers())
+    code, lines, err = _run(["certify", str(design_network_file), "--inputs", str(inputs), "--threshold", "0.5", "--solvers", names, "--cases", str(tmp_path / "cases")], capsys)
+    assert code == 0
+    by_kind = {line["kind"]: line for line in lines}
+    cxp, axp = by_kind["contrastive"], by_kind["abductive"]
+    assert cxp["greedy"]["features"] == [0, 1, 2] and cxp["verdict"] == "greedy_suboptimal" and cxp["certified"]
+    assert len(cxp["minimum"]) == 2
+    assert set(cxp["solvers"]) == set(base.available_solvers())
+    assert all(o["status"] == "optimal" and o["size"] == 2 for o in cxp["solvers"].values())
+    assert axp["greedy"]["features"] == [2] and axp["verdict"] == "greedy_minimal"
+    assert all(o["status"] == "none_within" for o in axp["solvers"].values())
+    assert len(list((tmp_path / "cases").glob("greedy_suboptimal-*.json"))) == 1
+    assert "greedy_suboptimal" in err  # the verdict table
+
+
+def test_non_monotone_network_is_exact_only(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    network = tmp_path / "net.json"
+    layers = [{"weight": [[1.0, -1.0, 0.5]], "bias": [0.0], "activation": "relu"}, {"weight": [[1.0]], "bias": [-0.25], "activation": "identity"}]
+    network.write_text(json.dumps({"format": "cardinal.network/1", "layers": layers}))
+    inputs = tmp_path / "x.csv"
+    inputs.write_text("0,1,0\n")
+    code, lines, _ = _run(["certify", str(network), "--inputs", str(inputs), "--binary", "--solvers", "enumerate"], capsys)
+    assert code == 0
+    # f = relu(x0 − x1 + 0.5·x2) − 0.25 is −0.25 at (0,1,0): class 0. Each single change keeps
+    # relu(·) = 0; {x1, x2} (y = (0,0,1)) gives 0.25 > 0: the minimum CXp has size 2.
+    cxp = next(line for line in lines if line["kind"] == "contrastive")
+    assert cxp["greedy"] is None and cxp["verdict"] == "exact_only" and cxp["solvers"]["enumerate"]["size"] == 2
+
+
+class LiarSolver(BaseSolver):
+    """Claims that nothing smaller than greedy exists, whatever the question."""
+
+    name = "liar"
+
+    def solve(self, problem: Problem, at_most: int | None, time_limit: float) -> Outcome:
+        return self.outcome(Status.NONE_WITHIN, time.perf_counter())
+
+
+def test_disagreement_is_loud_and_saved(design_network_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(base._REGISTRY, "liar", (__name__, "LiarSolver", None))
+    inputs = tmp_path / "x.csv"
+    inputs.write_text("1,1,1\n")
+    out = tmp_path / "certified.jsonl"
+    code, _, err = _run(["certify", str(design_network_file), "--inputs", str(inputs), "--threshold", "0.5", "--kind", "contrastive", "--solvers", "enumerate,liar", "--out", str(out)], capsys)
+    assert code == 0
+    [line] = [json.loads(text) for text in out.read_text().splitlines()]
+    assert line["verdict"] == "solver_disagreement"
+    assert "!!! SOLVER DISAGREEMENT on row 0 (contrastive)" in err
+    [case] = (tmp_path / "certified.cases").glob("solver_disagreement-*.json")
+    assert main(["replay", str(case)]) == 0  # the exactly replayed minimum {0,2} (or {1,2}) stands
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--solvers", "cplex"], r"unknown solver 'cplex'"),
+        (["--solvers", ""], r"--solvers needs at least one solver"),
+        (["--time-limit", "0"], r"--time-limit must be positive"),
+    ],
+)
+def test_bad_solver_flags(design_network_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture, extra: list[str], message: str) -> None:
+    inputs = tmp_path / "x.csv"
+    inputs.write_text("1,1,1\n")
+    code, lines, err = _run(["certify", str(design_network_file), "--inputs", str(inputs), *extra], capsys)
+    assert code == 2 and lines == []
+    assert re.search(message, err), err
+
+
+def test_missing_backend_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(base._REGISTRY, "ghost", ("solvers.no_such_module", "Ghost", "ghost"))
+    with pytest.raises(ValueError, match=r"solver 'ghost' is not installed .*pip install 'cardinal\[ghost\]'"):
+        base.get_solver("ghost")
