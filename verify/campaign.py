@@ -28,7 +28,9 @@ from verify.errors import InputError
 from verify.io import JsonLines
 from verify.suites import SUITES, Instance
 
-ENUMERATE_MAX_FEATURES = 20  # exhaustive enumeration runs only up to this many features
+# Backends that run only up to this many features (beyond, exhaustive enumeration is hopeless and
+# z3's exact search rarely finishes within a campaign's time limit).
+MAX_FEATURES = {"enumerate": 20, "z3": 40}
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,7 @@ def units_of(instance: Instance, solvers: tuple[str, ...], time_limit: float, do
     """Greedy for every row and kind of an instance (batched, exactly re-checked), as units."""
     from verify.certify import greedy_answers
 
-    names = tuple(name for name in solvers if name != "enumerate" or instance.net.n_inputs <= ENUMERATE_MAX_FEATURES)
+    names = tuple(name for name in solvers if instance.net.n_inputs <= MAX_FEATURES.get(name, instance.net.n_inputs))
     outputs = instance.net.forward(instance.X).numpy()
     units = []
     for kind in instance.kinds:
@@ -97,7 +99,7 @@ def _worker_init() -> None:
 def certify_unit(unit: Unit) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """Certify one unit: its record, and its case file document when it is worth keeping."""
     from solvers.base import Problem
-    from verify.certify import GreedyAnswer, SolverPool, case_of, certify_row
+    from verify.certify import GreedyAnswer, SolverPool, case_of, certify_row, tie_decided
     from verify.domain import Domain
     from verify.network import Network
 
@@ -135,7 +137,9 @@ def certify_unit(unit: Unit) -> tuple[dict[str, Any], dict[str, Any] | None]:
         "verdict": certificate.verdict,
         "certified": certificate.certified,
         "minimum": body["minimum"],
+        "minimum_proved": certificate.minimum_proved,
         "gap": gap,
+        "tie_decided": tie_decided(problem, certificate.greedy.features) if certificate.verdict == "greedy_suboptimal" else None,
         "notes": body["notes"],
     }
     case = None

@@ -17,6 +17,8 @@ MILP's "no smaller" alone gives the verdict but not the certificate.
 
 from __future__ import annotations
 
+import itertools
+import math
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -27,6 +29,7 @@ import numpy as np
 from solvers.base import Outcome, Problem, Solver, Status, get_solver, solve_problem
 from verify.cases import Case
 from verify.domain import Domain
+from verify.exact import modified_inputs
 from verify.greedy import ExplainResult, explain
 from verify.network import Network
 
@@ -62,6 +65,7 @@ class Certificate:
     certified: bool
     minimum: tuple[int, ...] | None = None  # the smallest explanation known (exactly replayed)
     notes: tuple[str, ...] = field(default=())
+    minimum_proved: bool = False  # a solver proved no smaller one exists (else `minimum` is an upper bound)
 
     def to_json(self) -> dict[str, Any]:
         greedy = None if self.greedy is None else self.greedy.to_json()
@@ -75,6 +79,7 @@ class Certificate:
             "verdict": self.verdict,
             "certified": self.certified,
             "minimum": None if self.minimum is None else list(self.minimum),
+            "minimum_proved": self.minimum_proved,
             "notes": list(self.notes),
         }
 
@@ -146,7 +151,11 @@ def certify_row(
     if greedy is not None and greedy.check == "undecided":
         certified = False
         notes.append("greedy answer undecided in exact arithmetic (smooth network within its margin)")
-    return Certificate(row, problem.kind, problem.prediction, greedy, outcomes, verdict, certified, minimum, tuple(notes))
+    proved = minimum is not None and (
+        verdict == "greedy_minimal"
+        or any(o.status == Status.OPTIMAL and o.replayed and o.size == len(minimum) for o in outcomes.values())
+    )
+    return Certificate(row, problem.kind, problem.prediction, greedy, outcomes, verdict, certified, minimum, tuple(notes), proved)
 
 
 def certify(
@@ -227,3 +236,37 @@ def case_of(problem: Problem, certificate: Certificate, note: str = "") -> Case:
         note or "; ".join(certificate.notes),
         witness,
     )
+
+
+def tie_decided(problem: Problem, greedy: tuple[int, ...], limit: int = 100_000) -> bool:
+    """Whether another way of breaking exact ties in the scores gives greedy a smaller answer.
+
+    The paper breaks ties "arbitrarily"; cardinal by lower index. This tries every order that
+    sorts the scores the same way (ties permuted; exact values for PWL networks, enclosure
+    midpoints for smooth ones) and memoises the exact check of each prefix set. With more than
+    `limit` orders it answers True (it cannot rule a rescue out).
+    """
+    base, target = (problem.x, problem.counterpoint) if problem.kind == "contrastive" else (problem.counterpoint, problem.x)
+    variants = np.stack([modified_inputs(base, [j], target) for j in range(problem.n)])
+    scores = [(e.lower + e.upper) / 2 for e in problem.exact.outputs(variants)]
+    ascending = (problem.prediction == 1) == (problem.kind == "contrastive")
+    groups: dict[object, list[int]] = {}
+    for j in sorted(range(problem.n), key=lambda j: scores[j] if ascending else -scores[j]):
+        groups.setdefault(scores[j], []).append(j)
+    if math.prod(math.factorial(len(g)) for g in groups.values()) > limit:
+        return True
+    goal = 1 - problem.prediction if problem.kind == "contrastive" else problem.prediction
+    reached: dict[frozenset[int], bool] = {}
+
+    def reaches(prefix: frozenset[int]) -> bool:
+        if prefix not in reached:
+            y = modified_inputs(base, sorted(prefix), target)
+            reached[prefix] = int(problem.exact.predictions(y[None, :], problem.threshold)[0]) == goal
+        return reached[prefix]
+
+    for order in itertools.product(*(itertools.permutations(g) for g in groups.values())):
+        flat = [j for group in order for j in group]
+        size = next(k for k in range(1, problem.n + 1) if reaches(frozenset(flat[:k])))
+        if size < len(greedy):
+            return True
+    return False

@@ -24,8 +24,8 @@ import numpy as np
 from solvers.base import Problem, Status, get_solver, solve_problem
 from verify.activations import Activation
 from verify.cases import Case
+from verify.certify import tie_decided
 from verify.domain import Domain
-from verify.exact import modified_inputs
 from verify.greedy import KINDS, explain
 from verify.network import Layer, Network
 
@@ -155,42 +155,6 @@ class Checker:
             ties = tie_decided(problem, greedy)
             return Counterexample(net, x, threshold, kind, greedy, outcome.features, source, ties)
         return None
-
-
-def tie_decided(problem: Problem, greedy: tuple[int, ...], limit: int = 100_000) -> bool:
-    """Whether another way of breaking exact ties in the scores gives greedy a smaller answer.
-
-    The paper breaks ties "arbitrarily"; cardinal by lower index. This tries every order that
-    sorts the scores the same way (ties permuted; exact values for PWL networks, enclosure
-    midpoints for smooth ones) and memoises the exact check of each prefix set. With more than
-    `limit` orders it answers True (it cannot rule a rescue out).
-    """
-    import math
-
-    base, target = (problem.x, problem.counterpoint) if problem.kind == "contrastive" else (problem.counterpoint, problem.x)
-    variants = np.stack([modified_inputs(base, [j], target) for j in range(problem.n)])
-    scores = [(e.lower + e.upper) / 2 for e in problem.exact.outputs(variants)]
-    ascending = (problem.prediction == 1) == (problem.kind == "contrastive")
-    groups: dict[object, list[int]] = {}
-    for j in sorted(range(problem.n), key=lambda j: scores[j] if ascending else -scores[j]):
-        groups.setdefault(scores[j], []).append(j)
-    if math.prod(math.factorial(len(g)) for g in groups.values()) > limit:
-        return True
-    goal = 1 - problem.prediction if problem.kind == "contrastive" else problem.prediction
-    reached: dict[frozenset[int], bool] = {}
-
-    def reaches(prefix: frozenset[int]) -> bool:
-        if prefix not in reached:
-            y = modified_inputs(base, sorted(prefix), target)
-            reached[prefix] = int(problem.exact.predictions(y[None, :], problem.threshold)[0]) == goal
-        return reached[prefix]
-
-    for order in itertools.product(*(itertools.permutations(g) for g in groups.values())):
-        flat = [j for group in order for j in group]
-        size = next(k for k in range(1, problem.n + 1) if reaches(frozenset(flat[:k])))
-        if size < len(greedy):
-            return True
-    return False
 
 
 # ---------------------------------------------------------------------------- shrinking

@@ -94,10 +94,16 @@ def claim_summary(records: list[dict[str, Any]]) -> list[str]:
         certified = [r for r in decided if r["certified"]]
         if not chosen:
             continue
+        robust = [r for r in suboptimal if r.get("tie_decided") is False]
         lines.append(
             f"- {label}: {len(chosen)} greedy explanations, {len(decided)} decided by the solvers "
             f"({len(certified)} certified in exact arithmetic); greedy was **not minimal in {len(suboptimal)}**"
-            + (f" (largest gap {max(r['gap'] for r in suboptimal)})" if suboptimal else "")
+            + (
+                f" (largest gap {max(r['gap'] for r in suboptimal)}; in {len(robust)} of them no other way of "
+                "breaking ties in the scores would have given greedy a smaller answer)"
+                if suboptimal
+                else ""
+            )
             + "."
         )
     return lines
