@@ -11,7 +11,7 @@ median and p90 are lower bounds when there are timeouts; the table shows how man
 timed loop the backends' verdicts are checked against each other: two decided backends that
 disagree stop the run.
 
-    python -m bench.solvers [--inputs 8] [--time-limit 10] [--solvers gurobi,highs,z3,enumerate]
+    python -m bench.solvers [--networks 3] [--inputs 4] [--time-limit 5] [--solvers gurobi,highs,z3,enumerate]
 """
 
 from __future__ import annotations
@@ -38,20 +38,28 @@ SWEEPS = {
     "width": [(28, (w, w)) for w in (8, 16, 32, 64, 128)],
     "depth": [(28, (32,) * d) for d in (1, 2, 3)],
 }
-ENUMERATE_MAX_FEATURES = 28
+MAX_FEATURES = {"enumerate": 28, "z3": 64}  # beyond these, every call times out
 
 
 def certify_config(
-    n: int, hidden: tuple[int, ...], inputs: int, solvers: list[str], time_limit: float
+    n: int, hidden: tuple[int, ...], networks: int, inputs: int, solvers: list[str], time_limit: float
 ) -> dict[str, list[tuple[float, str]]]:
-    """(seconds, status) per backend for `inputs` rows × both kinds of one network."""
-    rng = np.random.default_rng(1000 * n + 10 * len(hidden) + hidden[0])
-    net = random_network(rng, n, hidden, "relu")
-    X = rng.random((inputs, n))
+    """(seconds, status) per backend for `networks` random networks × `inputs` rows × both kinds."""
+    results: dict[str, list[tuple[float, str]]] = defaultdict(list)
+    for index in range(networks):
+        rng = np.random.default_rng([n, len(hidden), hidden[0], index])
+        net = random_network(rng, n, hidden, "relu")
+        _certify_network(net, rng.random((inputs, n)), solvers, time_limit, results)
+    return results
+
+
+def _certify_network(
+    net, X: np.ndarray, solvers: list[str], time_limit: float, results: dict[str, list[tuple[float, str]]]
+) -> None:
+    n, inputs = net.n_inputs, len(X)
     threshold = median_threshold(net, X)
     domain = Domain.unit(n)
-    results: dict[str, list[tuple[float, str]]] = defaultdict(list)
-    backends = {name: get_solver(name) for name in solvers if name != "enumerate" or n <= ENUMERATE_MAX_FEATURES}
+    backends = {name: get_solver(name) for name in solvers if n <= MAX_FEATURES.get(name, n)}
     try:
         for kind in ("contrastive", "abductive"):
             greedy = explain(net, X, kind=kind, domain=domain, threshold=threshold, device="cpu", verify=True)
@@ -70,11 +78,10 @@ def certify_config(
                     elif outcome.status in (Status.OPTIMAL, Status.FEASIBLE) and outcome.replayed:
                         verdicts[name] = "suboptimal"
                 if len(set(verdicts.values())) > 1:
-                    sys.exit(f"backends disagree on n={n} hidden={hidden} row={row} {kind}: {verdicts}")
+                    sys.exit(f"backends disagree on n={n} widths={net.widths} row={row} {kind}: {verdicts}")
     finally:
         for backend in backends.values():
             backend.close()
-    return results
 
 
 def _row(sweep: str, n: int, hidden: tuple[int, ...], name: str, calls: list[tuple[float, str]]) -> list:
@@ -116,8 +123,9 @@ def plot(rows: list[list], path: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--inputs", type=int, default=8, help="inputs per network (each certified for both kinds)")
-    parser.add_argument("--time-limit", type=float, default=10.0)
+    parser.add_argument("--networks", type=int, default=3, help="random networks per configuration")
+    parser.add_argument("--inputs", type=int, default=4, help="inputs per network (each certified for both kinds)")
+    parser.add_argument("--time-limit", type=float, default=5.0)
     parser.add_argument("--solvers", help="comma-separated (default: every installed backend)")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "solvers.md"))
     args = parser.parse_args()
@@ -127,7 +135,7 @@ def main() -> None:
     for sweep, configs in SWEEPS.items():
         for n, hidden in configs:
             if (n, hidden) not in done:
-                done[n, hidden] = certify_config(n, hidden, args.inputs, solvers, args.time_limit)
+                done[n, hidden] = certify_config(n, hidden, args.networks, args.inputs, solvers, args.time_limit)
             for name, calls in sorted(done[n, hidden].items()):
                 rows.append(_row(sweep, n, hidden, name, calls))
                 print(" | ".join(map(str, rows[-1])), flush=True)
@@ -140,13 +148,15 @@ def main() -> None:
             "# Certification time per exact backend",
             "",
             f"Run {datetime.date.today().isoformat()} with "
-            f"`python -m bench.solvers --inputs {args.inputs} --time-limit {args.time_limit:g}` "
+            f"`python -m bench.solvers --networks {args.networks} --inputs {args.inputs} --time-limit {args.time_limit:g}` "
             f"on {machine()}. Gurobi runs on one thread.",
             "",
             "Monotone ReLU networks, inputs uniform in [0,1]^n, threshold midway around the median output; each call "
             "certifies greedy's answer of size g by asking for an explanation of size ≤ g − 1 (both kinds; inputs "
             "whose greedy answer is empty or absent need no call). Timeouts count at the limit. `other` counts "
-            f"unsupported / size_limit / error / refuted answers. enumerate runs up to n = {ENUMERATE_MAX_FEATURES}.",
+            "unsupported / size_limit / error / refuted answers. "
+            + ", ".join(f"{name} runs up to n = {limit}" for name, limit in MAX_FEATURES.items())
+            + ".",
             "",
             tabulate(rows, headers=headers, tablefmt="github"),
             "",

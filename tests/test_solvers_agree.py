@@ -16,10 +16,9 @@ import itertools
 import numpy as np
 import pytest
 
-from solvers.base import SOLVER_NAMES, Problem, Status, get_solver, solve_problem
+from solvers.base import Problem, Status, available_solvers, get_solver, solve_problem
 from tests.conftest import brute_force_minimum
 from verify.domain import Domain
-from verify.errors import InputError
 from verify.exact import ExactNetwork
 from verify.generate import median_threshold, random_network
 
@@ -39,18 +38,7 @@ CONFIGS = [  # (activation, monotone, binary domain)
 PIECEWISE_LINEAR = {"relu", "hardtanh", "step", "leaky_relu"}
 
 
-def _installed() -> list[str]:
-    names = []
-    for name in SOLVER_NAMES:
-        try:
-            get_solver(name).close()
-        except InputError:
-            continue
-        names.append(name)
-    return names
-
-
-INSTALLED = _installed()
+INSTALLED = available_solvers()
 
 
 def _instances(activation: str, monotone: bool, binary: bool):
