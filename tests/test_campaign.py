@@ -136,6 +136,18 @@ def test_killed_run_loses_no_finished_record(tmp_path: Path) -> None:
     whole = tmp_path / "whole"
     run_campaign("tiny", whole, ("enumerate",), 30.0, instances=tiny_instances())
     assert _comparable(JsonLines(log).read()) == _comparable(JsonLines(whole / "records.jsonl").read())
+    assert sorted(p.name for p in (out / "cases").glob("*.json")) == sorted(p.name for p in (whole / "cases").glob("*.json"))
+
+
+def test_torn_last_line_is_dropped_and_cut_before_the_next_append(tmp_path: Path) -> None:
+    log = JsonLines(tmp_path / "records.jsonl")
+    log.append({"key": "a"})
+    with log.path.open("a") as stream:
+        stream.write('{"key": "b", "trunc')
+    assert log.read() == [{"key": "a"}]
+    log.append({"key": "c"})
+    assert log.read() == [{"key": "a"}, {"key": "c"}]
+    assert log.path.read_text() == '{"key": "a"}\n{"key": "c"}\n'
 
 
 def test_two_workers_equal_one(tmp_path: Path) -> None:

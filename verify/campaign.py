@@ -94,6 +94,7 @@ def _worker_init() -> None:
 
     torch.set_num_threads(1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops us
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's handler, inherited through fork
 
 
 def certify_unit(unit: Unit) -> tuple[dict[str, Any], dict[str, Any] | None]:
@@ -188,12 +189,13 @@ def run_campaign(
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         for record, case in _execute(units, workers):
-            log.append(record)
+            # The case file first: a record in the log is finished work that --resume skips.
             if case is not None:
                 from verify.cases import Case
 
                 Case.from_json(case).save(out / "cases")
                 cases += 1
+            log.append(record)
             new += 1
             if progress is not None:
                 progress(new, len(units), record["key"])
@@ -219,6 +221,7 @@ def _execute(units: list[Unit], workers: int):
             yield certify_unit(unit)
         return
     executor = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init)
+    finished_all = False
     try:
         pending: set[Future] = set()
         queue = iter(units)
@@ -233,12 +236,15 @@ def _execute(units: list[Unit], workers: int):
                 following = next(queue, None)
                 if following is not None:
                     pending.add(executor.submit(certify_unit, following))
+        finished_all = True
     finally:
-        # On an interrupt, do not wait for solver calls in flight: stop the workers outright.
-        workers_running = list((executor._processes or {}).values())
-        executor.shutdown(wait=False, cancel_futures=True)
-        for process in workers_running:
-            process.terminate()
+        if finished_all:
+            executor.shutdown(wait=True)
+        else:  # interrupted: do not wait for solver calls in flight, stop the workers outright
+            workers_running = list((executor._processes or {}).values())
+            executor.shutdown(wait=False, cancel_futures=True)
+            for process in workers_running:
+                process.terminate()
 
 
 def default_solvers() -> tuple[str, ...]:

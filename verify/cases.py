@@ -95,8 +95,11 @@ class Case:
 
     @property
     def name(self) -> str:
-        """A stable file name: verdict, kind, n and a hash of the content."""
-        digest = hashlib.sha256(json.dumps(self.to_json(), sort_keys=True).encode()).hexdigest()[:12]
+        """A stable file name: verdict, kind, n and a hash of the problem and the two sets (not of
+        solver timings), so a rerun or a resumed campaign writes the same case to the same file."""
+        document = self.to_json()
+        problem = {key: document[key] for key in ("network", "domain", "threshold", "input", "kind", "greedy", "minimum")}
+        digest = hashlib.sha256(json.dumps(problem, sort_keys=True).encode()).hexdigest()[:12]
         return f"{self.verdict or 'case'}-{self.kind}-n{self.network.n_inputs}-{digest}.json"
 
     def save(self, directory: str | Path) -> Path:

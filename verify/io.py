@@ -120,12 +120,14 @@ class JsonLines:
 
     def _repair(self) -> None:
         """Cut a torn final line so the next append starts on a fresh line."""
-        if not self.path.exists():
+        if not self.path.exists() or self.path.stat().st_size == 0:
             return
-        data = self.path.read_bytes()
-        if data and not data.endswith(b"\n"):
-            with self.path.open("r+b") as stream:
-                stream.truncate(data.rfind(b"\n") + 1)
+        with self.path.open("r+b") as stream:
+            stream.seek(-1, os.SEEK_END)
+            if stream.read(1) == b"\n":
+                return
+            data = self.path.read_bytes()
+            stream.truncate(data.rfind(b"\n") + 1)
 
     def append(self, record: dict[str, Any]) -> None:
         self.append_many([record])
