@@ -1,8 +1,12 @@
 """`HighsSolver`: the neutral MILP of `solvers.encode` solved by HiGHS (passed whole as a CSC
 `HighsLp`).
 
-Tolerances are tightened (MIP and primal feasibility 1e-9, relative gap 0, absolute gap 0.5 since
-the objective is integral) and all output is off. HiGHS prints a banner to stdout when the first
+The gap is closed (relative gap 0, absolute gap 0.5 since the objective is integral) and the
+feasibility tolerances are 1e-8: well below the model's margin ε (1e-6), which HiGHS's defaults
+(1e-6 / 1e-7) are not, so that step units and strict class margins hold in its solutions; and not
+1e-9, at which HiGHS's presolve declared feasible models infeasible (two COMPAS abductive
+instances of the paper suite; one is `tests/data/highs_tight_tolerance_case.json`) — a wrong
+"infeasible" is the one error an exact replay cannot catch. All output is off. HiGHS prints a banner to stdout when the first
 `Highs` object of a process is made; that one construction runs with stdout sent to /dev/null,
 so that the JSON lines of `cardinal certify` stay clean.
 """
@@ -22,9 +26,9 @@ from solvers.milp import MilpRun, MilpSolver, RunState
 
 OPTIONS: dict[str, float | bool | str] = {
     "output_flag": False,
-    "mip_feasibility_tolerance": 1e-9,
-    "primal_feasibility_tolerance": 1e-9,
-    "dual_feasibility_tolerance": 1e-9,
+    "mip_feasibility_tolerance": 1e-8,
+    "primal_feasibility_tolerance": 1e-8,
+    "dual_feasibility_tolerance": 1e-8,
     "mip_rel_gap": 0.0,
     "mip_abs_gap": 0.5,
 }

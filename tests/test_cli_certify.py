@@ -95,3 +95,24 @@ def test_missing_backend_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setitem(base._REGISTRY, "ghost", ("solvers.no_such_module", "Ghost", "ghost"))
     with pytest.raises(ValueError, match=r"solver 'ghost' is not installed .*pip install 'cardinal\[ghost\]'"):
         base.get_solver("ghost")
+
+
+def test_float_solver_alone_certifies_only_size_one() -> None:
+    """HiGHS's "no smaller" is a float claim: it certifies a greedy answer of size 1 (the empty
+    set is checked exactly), not one of size 2."""
+    pytest.importorskip("highspy")
+    import numpy as np
+
+    from verify.activations import Activation
+    from verify.certify import certify
+    from verify.network import Layer, Network
+
+    single = Network([Layer(np.array([[1.0, 1.0]]), np.array([-0.5]), Activation.make("relu"))])
+    (size_one,) = certify(single, np.ones(2), "contrastive", threshold=0.6, solvers=("highs",))
+    assert size_one.verdict == "greedy_minimal" and size_one.greedy.size == 1 and size_one.certified
+    assert any("empty set" in note for note in size_one.notes)
+    both = Network([Layer(np.array([[1.0, 1.0]]), np.array([0.0]), Activation.make("identity"))])
+    (size_two,) = certify(both, np.ones(2), "contrastive", threshold=0.5, solvers=("highs",))
+    assert size_two.verdict == "greedy_minimal" and size_two.greedy.size == 2 and not size_two.certified
+    (by_enumeration,) = certify(both, np.ones(2), "contrastive", threshold=0.5, solvers=("highs", "enumerate"))
+    assert by_enumeration.certified

@@ -27,6 +27,17 @@ def test_flat_relu_counterexample_is_decided_by_ties() -> None:
     assert tie_decided(problem, (0, 1, 2)) is True  # taking 2 first (a tie at 0) gives {0, 2}
 
 
+@pytest.mark.parametrize(("weights", "bias", "rescued"), [([1.0, 1.0, 2.0], -2.2, True), ([1.0, 1.0, 1.0], -2.5, False)])
+def test_tie_analysis_decides_large_tie_groups(weights: list[float], bias: float, rescued: bool) -> None:
+    """30 zero-weight features join the tie at score 0 (30! orders); checking subsets of the tied
+    group still decides: {0, 2} rescues greedy in the first network, nothing smaller than 3 exists
+    in the second."""
+    net = Network([Layer(np.array([weights + [0.0] * 30]), np.array([bias]), Activation.make("relu"))])
+    problem = Problem.make(net, np.zeros(33), "contrastive", threshold=0.4)
+    assert tie_decided(problem, (0, 1, 2)) is rescued
+    assert tie_decided(problem, (0, 1, 2), limit=100) is None  # C(33, 2) = 528 sets: over the limit
+
+
 @pytest.mark.parametrize("activation", ["relu", "hardtanh"])
 def test_hunt_finds_shrinks_and_saves_replayable_cases(activation: str, tmp_path: Path) -> None:
     report = hunt(activation, max_features=6, seconds=6, seed=1)

@@ -120,6 +120,18 @@ def test_design_network(backend: MilpSolver) -> None:
     assert _verdict_size(solve_problem(backend, abductive, None, 30.0)) == brute_force_minimum(net, x, "abductive", domain, 0.5)
 
 
+def test_trained_compas_abductive_certification(backend: MilpSolver) -> None:
+    """A COMPAS model of the paper suite on which HiGHS, with feasibility tolerances of 1e-9, called
+    "size ≤ 12" infeasible although the set {0, 4, 5, 12} is an AXp (margin 0.011)."""
+    from verify.cases import Case
+
+    case = Case.load(Path(__file__).parent / "data" / "highs_tight_tolerance_case.json")
+    problem = Problem.make(case.network, case.x, case.kind, case.domain, case.threshold)
+    certified = solve_problem(backend, problem, len(case.greedy) - 1, 30.0)
+    assert certified.status == Status.OPTIMAL and certified.replayed and certified.size == 4
+    assert solve_problem(backend, problem, 3, 30.0).status == Status.NONE_WITHIN
+
+
 def test_monotone_shortcuts(backend: MilpSolver) -> None:
     net = Network([Layer(np.array([[1.0, 1.0]]), np.array([0.0]), Activation.make("relu"))])
     x, domain = np.array([0.8, 0.9]), Domain.unit(2)

@@ -11,8 +11,9 @@ per solver asking "is there an explanation of size ≤ g − 1?". The verdicts:
 * `exact_only`         — the network is not monotone: no greedy, solvers give the minimum.
 
 `certified` is true when the verdict rests on exact arithmetic: a smaller set or a none-exists
-claim replayed exactly, or a "no smaller" claim by an exact backend (z3, enumerate). A float
-MILP's "no smaller" alone gives the verdict but not the certificate.
+claim replayed exactly, a "no smaller" claim by an exact backend (z3, enumerate), or, for a
+greedy answer of size 1, an exact check that the empty set is no explanation. A float MILP's
+"no smaller" alone gives the verdict but not the certificate.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import numpy as np
 from solvers.base import Outcome, Problem, Solver, Status, get_solver, solve_problem
 from verify.cases import Case
 from verify.domain import Domain
-from verify.exact import modified_inputs
+from verify.exact import check_monotone_explanation, modified_inputs
 from verify.greedy import ExplainResult, explain
 from verify.network import Network
 
@@ -148,6 +149,12 @@ def certify_row(
         outcomes, notes = pool.solve(problem, len(greedy.features) - 1, time_limit)
         verdict, certified, minimum = _judge_greedy(outcomes, greedy.features)
     notes += [f"{name}: {outcome.message}" for name, outcome in outcomes.items() if outcome.message]
+    if verdict == "greedy_minimal" and not certified and greedy is not None and len(greedy.features or ()) == 1:
+        # Size 1 is minimal iff the empty set is no explanation: one exact evaluation decides it.
+        empty = check_monotone_explanation(problem.exact, problem.x, (), problem.kind, problem.domain, problem.threshold)
+        if empty is False:
+            certified = True
+            notes.append("size 1: the empty set is not an explanation (exact check)")
     if greedy is not None and greedy.check == "undecided":
         certified = False
         notes.append("greedy answer undecided in exact arithmetic (smooth network within its margin)")
@@ -238,13 +245,17 @@ def case_of(problem: Problem, certificate: Certificate, note: str = "") -> Case:
     )
 
 
-def tie_decided(problem: Problem, greedy: tuple[int, ...], limit: int = 100_000) -> bool:
-    """Whether another way of breaking exact ties in the scores gives greedy a smaller answer.
+def tie_decided(problem: Problem, greedy: tuple[int, ...], limit: int = 200_000) -> bool | None:
+    """Whether another way of breaking exact ties in the scores gives greedy a smaller answer:
+    True (an order that does was found), False (no order does), None (more than `limit` sets to
+    check: undetermined).
 
-    The paper breaks ties "arbitrarily"; cardinal by lower index. This tries every order that
-    sorts the scores the same way (ties permuted; exact values for PWL networks, enclosure
-    midpoints for smooth ones) and memoises the exact check of each prefix set. With more than
-    `limit` orders it answers True (it cannot rule a rescue out).
+    The paper breaks ties "arbitrarily"; cardinal by lower index. An order that sorts the scores
+    the same way (exact values for PWL networks, enclosure midpoints for smooth ones) takes whole
+    groups of tied features and then part of one group. On a monotone network the prefix sets
+    that reach the goal are closed upwards, so greedy can stop below size g in some order iff, for
+    some group G with the groups before it B, `B ∪ T` reaches the goal for a subset T of G of size
+    min(|G|, g − 1 − |B|); each candidate is checked exactly.
     """
     base, target = (problem.x, problem.counterpoint) if problem.kind == "contrastive" else (problem.counterpoint, problem.x)
     variants = np.stack([modified_inputs(base, [j], target) for j in range(problem.n)])
@@ -253,20 +264,20 @@ def tie_decided(problem: Problem, greedy: tuple[int, ...], limit: int = 100_000)
     groups: dict[object, list[int]] = {}
     for j in sorted(range(problem.n), key=lambda j: scores[j] if ascending else -scores[j]):
         groups.setdefault(scores[j], []).append(j)
-    if math.prod(math.factorial(len(g)) for g in groups.values()) > limit:
-        return True
     goal = 1 - problem.prediction if problem.kind == "contrastive" else problem.prediction
-    reached: dict[frozenset[int], bool] = {}
-
-    def reaches(prefix: frozenset[int]) -> bool:
-        if prefix not in reached:
-            y = modified_inputs(base, sorted(prefix), target)
-            reached[prefix] = int(problem.exact.predictions(y[None, :], problem.threshold)[0]) == goal
-        return reached[prefix]
-
-    for order in itertools.product(*(itertools.permutations(g) for g in groups.values())):
-        flat = [j for group in order for j in group]
-        size = next(k for k in range(1, problem.n + 1) if reaches(frozenset(flat[:k])))
-        if size < len(greedy):
-            return True
-    return False
+    before: list[int] = []
+    undetermined = False
+    for group in groups.values():
+        budget = len(greedy) - 1 - len(before)
+        if budget <= 0:
+            break
+        take = min(budget, len(group))
+        if math.comb(len(group), take) > limit:
+            undetermined = True
+        else:
+            for subset in itertools.combinations(group, take):
+                y = modified_inputs(base, [*before, *subset], target)
+                if int(problem.exact.predictions(y[None, :], problem.threshold)[0]) == goal:
+                    return True
+        before += group
+    return None if undetermined else False

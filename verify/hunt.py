@@ -113,10 +113,14 @@ class Counterexample:
     greedy: tuple[int, ...]
     minimum: tuple[int, ...]
     source: str
-    tie_decided: bool  # an exactly tied score decided which features greedy took
+    tie_decided: bool  # another way of breaking exact score ties would rescue greedy (or it is undetermined)
 
     def case(self) -> Case:
-        ties = "an exact tie in the scores decided greedy's choice" if self.tie_decided else "no tie in the scores decided it"
+        ties = (
+            "another way of breaking exact ties in the scores may give greedy a smaller answer"
+            if self.tie_decided
+            else "no way of breaking ties in the scores gives greedy a smaller answer"
+        )
         note = f"found by cardinal hunt ({self.source}); greedy size {len(self.greedy)}, minimum {len(self.minimum)}; {ties}"
         return Case(
             self.net,
@@ -152,7 +156,7 @@ class Checker:
         problem = Problem.make(net, x, kind, domain, threshold)
         outcome = solve_problem(self.backend, problem, len(greedy) - 1, self.time_limit)
         if outcome.status in (Status.OPTIMAL, Status.FEASIBLE) and outcome.replayed:
-            ties = tie_decided(problem, greedy)
+            ties = tie_decided(problem, greedy) is not False  # undetermined counts as tie-dependent
             return Counterexample(net, x, threshold, kind, greedy, outcome.features, source, ties)
         return None
 

@@ -6,9 +6,11 @@ import datetime
 import platform
 import statistics
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from tabulate import tabulate
 
 from verify.io import write_atomic
@@ -37,13 +39,28 @@ def verdict_table(records: list[dict[str, Any]]) -> list[list[Any]]:
     return rows
 
 
-def gap_table(records: list[dict[str, Any]]) -> list[list[Any]]:
-    gaps: dict[str, Counter] = defaultdict(Counter)
+# Greedy-gap bins: (label, smallest gap, largest gap)
+GAP_BINS = (
+    ("0", 0, 0), ("1", 1, 1), ("2", 2, 2), ("3", 3, 3), ("4", 4, 4),
+    ("5–9", 5, 9), ("10–19", 10, 19), ("20–49", 20, 49), ("50–99", 50, 99), ("≥ 100", 100, 10**9),
+)  # fmt: skip
+
+
+def _gap_bins(records: list[dict[str, Any]], group_of: Callable[[dict[str, Any]], str]) -> tuple[list[str], dict[str, list[int]]]:
+    """Bin labels up to the largest non-empty bin, and each group's count per bin."""
+    counts: dict[str, list[int]] = defaultdict(lambda: [0] * len(GAP_BINS))
     for record in records:
         if record.get("gap") is not None:
-            gaps[f"{record['family']} / {record['activation']}"][record["gap"]] += 1
-    largest = max((gap for counter in gaps.values() for gap in counter), default=0)
-    return [[group, *(gaps[group].get(gap, 0) for gap in range(largest + 1))] for group in sorted(gaps)]
+            index = next(i for i, (_, low, high) in enumerate(GAP_BINS) if low <= record["gap"] <= high)
+            counts[group_of(record)][index] += 1
+    used = max((i for row in counts.values() for i, c in enumerate(row) if c), default=0) + 1
+    return [label for label, _, _ in GAP_BINS[:used]], {group: row[:used] for group, row in sorted(counts.items())}
+
+
+def gap_table(records: list[dict[str, Any]]) -> tuple[list[str], list[list[Any]]]:
+    """Headers and rows: per family / activation, explanations per greedy-gap bin."""
+    labels, counts = _gap_bins(records, lambda r: f"{r['family']} / {r['activation']}")
+    return ["family / activation", *(f"gap {label}" for label in labels)], [[group, *row] for group, row in counts.items()]
 
 
 def runtime_table(records: list[dict[str, Any]]) -> list[list[Any]]:
@@ -94,13 +111,15 @@ def claim_summary(records: list[dict[str, Any]]) -> list[str]:
         certified = [r for r in decided if r["certified"]]
         if not chosen:
             continue
-        robust = [r for r in suboptimal if r.get("tie_decided") is False]
+        robust = sum(r.get("tie_decided") is False for r in suboptimal)
+        rescued = sum(r.get("tie_decided") is True for r in suboptimal)
         lines.append(
             f"- {label}: {len(chosen)} greedy explanations, {len(decided)} decided by the solvers "
             f"({len(certified)} certified in exact arithmetic); greedy was **not minimal in {len(suboptimal)}**"
             + (
-                f" (largest gap {max(r['gap'] for r in suboptimal)}; in {len(robust)} of them no other way of "
-                "breaking ties in the scores would have given greedy a smaller answer)"
+                f" (largest gap {max(r['gap'] for r in suboptimal)}). Ties in the scores: in {robust} of them no way of "
+                f"breaking ties would have given greedy a smaller answer, in {rescued} another tie order would have, "
+                f"{len(suboptimal) - robust - rescued} undetermined (too many tie orders to check)"
                 if suboptimal
                 else ""
             )
@@ -116,8 +135,7 @@ def write_report(
     disagreements = [r for r in records if r["verdict"] == "solver_disagreement"]
     cases = sorted(p.name for p in (out / "cases").glob("*.json")) if (out / "cases").exists() else []
     figures = write_figures(out / "figures", records)
-    gap_rows = gap_table(records)
-    largest_gap = len(gap_rows[0]) - 2 if gap_rows else 0
+    gap_headers, gap_rows = gap_table(records)
     parts = [
         f"# crosscheck — suite `{suite}`",
         "",
@@ -139,7 +157,7 @@ def write_report(
         "",
         "## Greedy gap (greedy size − minimum), where a minimum is known",
         "",
-        tabulate(gap_rows, headers=["family / activation", *(f"gap {g}" for g in range(largest_gap + 1))], tablefmt="github")
+        tabulate(gap_rows, headers=gap_headers, tablefmt="github")
         if gap_rows
         else "No minimum known yet.",
         "",
@@ -184,19 +202,16 @@ def write_figures(directory: Path, records: list[dict[str, Any]]) -> list[str]:
 
     directory.mkdir(parents=True, exist_ok=True)
     written = []
-    gaps: dict[str, list[int]] = defaultdict(list)
-    for record in records:
-        if record.get("gap") is not None:
-            gaps[record["family"]].append(record["gap"])
+    labels, gaps = _gap_bins(records, lambda r: r["family"])
     if gaps:
         figure, axis = plt.subplots(figsize=(6, 3.5))
-        largest = max(max(values) for values in gaps.values())
-        bins = [b - 0.5 for b in range(largest + 2)]
-        axis.hist(list(gaps.values()), bins=bins, label=list(gaps), stacked=True)
+        bottom = np.zeros(len(labels))
+        for family, row in gaps.items():
+            axis.bar(labels, row, bottom=bottom, label=family)
+            bottom += row
         axis.set_xlabel("greedy size − minimum size")
         axis.set_ylabel("explanations")
         axis.set_yscale("log")
-        axis.set_xticks(range(largest + 1))
         axis.legend(fontsize=8)
         axis.set_title("Greedy gap")
         figure.tight_layout()

@@ -1,0 +1,83 @@
+"""The paper suite on small slices: Heart (classification, its sample topped up with training rows)
+and Auto-MPG (regression, a threshold sweep) — models, greedy statistics, certification, report.
+
+Skipped when the data folder ($CARDINAL_DATA or ../shared/data) lacks the files.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from verify.campaign import run_campaign
+from verify.datasets import data_directory
+from verify.greedy import explain
+from verify.io import JsonLines
+from verify.paper import (
+    REGRESSION_THRESHOLDS,
+    certification_rows,
+    greedy_statistics,
+    paper_instances,
+    paper_models,
+    write_paper_report,
+)
+
+FILES = ("COMET/Heart/train_data.csv", "COMET/Auto-MPG/train_data.csv")
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    missing = [name for name in FILES if not (data_directory() / name).is_file()]
+    if missing:
+        pytest.skip(f"{', '.join(missing)} not in {data_directory()}")
+    return tmp_path_factory.mktemp("paper")
+
+
+def test_models_are_cached_monotone_and_reloaded_identically(workdir: Path) -> None:
+    first = list(paper_models(workdir, ("heart", "auto-mpg")))
+    assert (workdir / "models" / "heart.json").is_file()
+    again = list(paper_models(workdir, ("heart", "auto-mpg")))
+    for model, cached in zip(first, again, strict=True):
+        assert model.net.is_monotone and cached.net.hash == model.net.hash
+    heart, auto = first
+    assert heart.thresholds == (0.0,) and auto.thresholds == REGRESSION_THRESHOLDS
+    assert heart.test_metric > heart.baseline  # accuracy above the constant predictor
+    assert auto.test_metric < auto.baseline  # RMSE below the mean predictor's
+
+
+def test_sample_tops_up_a_small_test_set_with_training_rows(workdir: Path) -> None:
+    (heart,) = paper_models(workdir, ("heart",))
+    test_part, train_part = paper_instances(workdir, ("heart",), sample=len(heart.X_test) + 9)
+    assert test_part.id == "paper-heart" and len(test_part.X) == len(heart.X_test)
+    assert train_part.id == "paper-heart-train" and len(train_part.X) == 9
+    assert all(any(np.array_equal(row, x) for x in heart.X_train) for row in train_part.X)
+    sweep = list(paper_instances(workdir, ("auto-mpg",), sample=18))
+    assert [i.threshold for i in sweep] == list(REGRESSION_THRESHOLDS) and all(len(i.X) == 2 for i in sweep)
+
+
+def test_statistics_certification_and_report(workdir: Path) -> None:
+    models = list(paper_models(workdir, ("heart", "auto-mpg")))
+    stats = greedy_statistics(models)
+    for row in stats:
+        model = next(m for m in models if m.name == row["dataset"])
+        result = explain(model.net, model.X_test, kind=row["kind"], threshold=row["threshold"], device="cpu")
+        assert row["exists"] == int(result.exists.sum()) and row["sizes"] == result.sizes[result.exists].tolist()
+        assert row["positive"] == int(result.predictions.sum())
+    out = workdir / "campaign"
+    instances = [*paper_instances(workdir, ("heart",), sample=8), *paper_instances(workdir, ("auto-mpg",), sample=9)]
+    run_campaign("paper", out, ("enumerate",), 30.0, instances=instances)
+    records = JsonLines(out / "records.jsonl").read()
+    assert len(records) == 2 * (8 + 9)
+    assert all(r["certified"] and r["verdict"] != "solver_disagreement" for r in records)
+    written = write_paper_report(workdir / "report" / "paper.md", models, stats, records)
+    text = written[0].read_text()
+    assert all(path.is_file() for path in written) and [p.name for p in written[1:]] == ["paper_heart.png", "paper_auto-mpg.png"]
+    heart_rows = [line for line in text.splitlines() if line.startswith("| heart ")]
+    assert heart_rows and "accuracy" in heart_rows[0]
+    assert "| auto-mpg  |         0.5 |" in text.replace("0.50", "0.5")  # the sweep table
+    rows = {(row[0], row[1]): row for row in certification_rows(records)}
+    for kind in ("contrastive", "abductive"):
+        _, _, sample, minimal, suboptimal, none_exists, disagreement, unknown, *_ = rows["heart", kind]
+        assert sample == 8 and minimal + suboptimal + none_exists + disagreement + unknown == 8
