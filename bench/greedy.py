@@ -22,6 +22,7 @@ import math
 import platform
 import statistics
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -133,12 +134,12 @@ def _check_valid(net: Network, X: np.ndarray, result, kind: str, threshold: floa
     assert (reached[exists] == expected[exists]).mean() > 0.999  # float32 runs may sit on the threshold
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog=f"cardinal bench {__name__.rsplit('.', 1)[-1]}", description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=4096)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "greedy.md"))
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     sample = {28: 512, 276: 64}
     table, peak = run(args.rows, args.repeats, sample)
     headers = [

@@ -21,6 +21,7 @@ import datetime
 import statistics
 import sys
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -121,14 +122,14 @@ def plot(rows: list[list], path: Path) -> None:
     plt.close(figure)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog=f"cardinal bench {__name__.rsplit('.', 1)[-1]}", description=__doc__.splitlines()[0])
     parser.add_argument("--networks", type=int, default=3, help="random networks per configuration")
     parser.add_argument("--inputs", type=int, default=4, help="inputs per network (each certified for both kinds)")
     parser.add_argument("--time-limit", type=float, default=5.0)
     parser.add_argument("--solvers", help="comma-separated (default: every installed backend)")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "solvers.md"))
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     solvers = args.solvers.split(",") if args.solvers else list(available_solvers())
     rows = []
     done: dict[tuple[int, tuple[int, ...]], dict[str, list[tuple[float, str]]]] = {}

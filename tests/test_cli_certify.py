@@ -24,7 +24,21 @@ def test_design_network_all_solvers(design_network_file: Path, tmp_path: Path, c
     inputs = tmp_path / "x.csv"
     inputs.write_text("1,1,1\n")
     names = ",".join(base.available_solvers())
-    code, lines, err = _run(["certify", str(design_network_file), "--inputs", str(inputs), "--threshold", "0.5", "--solvers", names, "--cases", str(tmp_path / "cases")], capsys)
+    code, lines, err = _run(
+        [
+            "certify",
+            str(design_network_file),
+            "--inputs",
+            str(inputs),
+            "--threshold",
+            "0.5",
+            "--solvers",
+            names,
+            "--cases",
+            str(tmp_path / "cases"),
+        ],
+        capsys,
+    )
     assert code == 0
     by_kind = {line["kind"]: line for line in lines}
     cxp, axp = by_kind["contrastive"], by_kind["abductive"]
@@ -40,7 +54,10 @@ def test_design_network_all_solvers(design_network_file: Path, tmp_path: Path, c
 
 def test_non_monotone_network_is_exact_only(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     network = tmp_path / "net.json"
-    layers = [{"weight": [[1.0, -1.0, 0.5]], "bias": [0.0], "activation": "relu"}, {"weight": [[1.0]], "bias": [-0.25], "activation": "identity"}]
+    layers = [
+        {"weight": [[1.0, -1.0, 0.5]], "bias": [0.0], "activation": "relu"},
+        {"weight": [[1.0]], "bias": [-0.25], "activation": "identity"},
+    ]
     network.write_text(json.dumps({"format": "cardinal.network/1", "layers": layers}))
     inputs = tmp_path / "x.csv"
     inputs.write_text("0,1,0\n")
@@ -61,12 +78,30 @@ class LiarSolver(BaseSolver):
         return self.outcome(Status.NONE_WITHIN, time.perf_counter())
 
 
-def test_disagreement_is_loud_and_saved(design_network_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_disagreement_is_loud_and_saved(
+    design_network_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setitem(base._REGISTRY, "liar", (__name__, "LiarSolver", None))
     inputs = tmp_path / "x.csv"
     inputs.write_text("1,1,1\n")
     out = tmp_path / "certified.jsonl"
-    code, _, err = _run(["certify", str(design_network_file), "--inputs", str(inputs), "--threshold", "0.5", "--kind", "contrastive", "--solvers", "enumerate,liar", "--out", str(out)], capsys)
+    code, _, err = _run(
+        [
+            "certify",
+            str(design_network_file),
+            "--inputs",
+            str(inputs),
+            "--threshold",
+            "0.5",
+            "--kind",
+            "contrastive",
+            "--solvers",
+            "enumerate,liar",
+            "--out",
+            str(out),
+        ],
+        capsys,
+    )
     assert code == 0
     [line] = [json.loads(text) for text in out.read_text().splitlines()]
     assert line["verdict"] == "solver_disagreement"
@@ -83,7 +118,9 @@ def test_disagreement_is_loud_and_saved(design_network_file: Path, tmp_path: Pat
         (["--time-limit", "0"], r"--time-limit must be positive"),
     ],
 )
-def test_bad_solver_flags(design_network_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture, extra: list[str], message: str) -> None:
+def test_bad_solver_flags(
+    design_network_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture, extra: list[str], message: str
+) -> None:
     inputs = tmp_path / "x.csv"
     inputs.write_text("1,1,1\n")
     code, lines, err = _run(["certify", str(design_network_file), "--inputs", str(inputs), *extra], capsys)

@@ -111,3 +111,22 @@ def test_bad_input_exits_2_with_message_and_no_output(
 def test_missing_inputs_file(design_network_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     assert main(["explain", str(design_network_file), "--inputs", str(tmp_path / "none.csv")]) == 2
     assert "inputs file" in capsys.readouterr().err
+
+
+def test_examples_folder_holds_the_design_network(capsys: pytest.CaptureFixture) -> None:
+    """The README's first command: examples/design.json at x = (1, 1, 1), t = 0.5."""
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    assert (
+        main(["explain", str(examples / "design.json"), "--inputs", str(examples / "design_inputs.csv"), "--threshold", "0.5"])
+        == 0
+    )
+    first = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert first["row"] == 0 and first["features"] == [0, 1, 2] and first["check"] == "exact"
+
+
+@pytest.mark.parametrize("name", ["greedy", "solvers"])
+def test_bench_passes_its_arguments_on(name: str, capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main(["bench", name, "--help"])
+    assert stop.value.code == 0
+    assert f"usage: cardinal bench {name}" in capsys.readouterr().out

@@ -55,7 +55,12 @@ def test_default_data_directory_is_shared_data_beside_the_repository(monkeypatch
 def test_shapes_box_and_monotone_bookkeeping(name: str) -> None:
     data = dataset(name)
     n_train, n_test, n, task, monotone, flipped = EXPECTED[name]
-    assert (data.X_train.shape, data.X_test.shape, data.y_train.shape, data.y_test.shape) == ((n_train, n), (n_test, n), (n_train,), (n_test,))
+    assert (data.X_train.shape, data.X_test.shape, data.y_train.shape, data.y_test.shape) == (
+        (n_train, n),
+        (n_test, n),
+        (n_train,),
+        (n_test,),
+    )
     assert data.task == task and len(data.feature_names) == n == data.n_features
     for X in (data.X_train, data.X_test):
         assert X.dtype == np.float64 and not X.flags.writeable

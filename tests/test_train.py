@@ -91,7 +91,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 def test_train_command_saves_network_and_exact_test_inputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     model, inputs = tmp_path / "model.json", tmp_path / "test.csv"
-    args = parse(["--dataset", "breast-cancer", "--out", str(model), "--epochs", "1", "--hidden", "4", "--export-test", str(inputs)])
+    args = parse(
+        ["--dataset", "breast-cancer", "--out", str(model), "--epochs", "1", "--hidden", "4", "--export-test", str(inputs)]
+    )
     assert run_train(args) == 0
     printed = capsys.readouterr().out
     assert "test accuracy" in printed and "on 114 rows" in printed

@@ -216,6 +216,19 @@ def _progress(label: str):
     return None, plain
 
 
+# ---------------------------------------------------------------------------- bench
+def _bench(args: argparse.Namespace) -> int:
+    import importlib
+
+    checkout = Path(__file__).resolve().parents[1]
+    if not (checkout / "bench" / f"{args.name}.py").is_file():
+        raise InputError(f"no bench/{args.name}.py beside {checkout / 'verify'}: the benchmarks run from a source checkout")
+    if str(checkout) not in sys.path:
+        sys.path.insert(0, str(checkout))
+    importlib.import_module(f"bench.{args.name}").main(args.arguments)
+    return 0
+
+
 # ---------------------------------------------------------------------------- hunt
 def _hunt(args: argparse.Namespace) -> int:
     from tabulate import tabulate
@@ -350,6 +363,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_train_arguments(train)
     train.set_defaults(handler=run_train)
+
+    bench = commands.add_parser(
+        "bench",
+        help="run a benchmark script of the source checkout (bench/greedy.py, bench/solvers.py)",
+        description="Run bench/NAME.py with the arguments that follow (see `cardinal bench NAME --help`); "
+        "it writes its table to bench/results/.",
+    )
+    bench.add_argument("name", choices=("greedy", "solvers"))
+    bench.add_argument("arguments", nargs=argparse.REMAINDER, help="passed to the benchmark")
+    bench.set_defaults(handler=_bench)
 
     replay = commands.add_parser("replay", help="re-verify a case file in exact arithmetic (exit 0: holds, 1: does not)")
     replay.add_argument("case", help="case file (cardinal.case/1)")
