@@ -79,5 +79,5 @@ def test_statistics_certification_and_report(workdir: Path) -> None:
     assert "| auto-mpg  |         0.5 |" in text.replace("0.50", "0.5")  # the sweep table
     rows = {(row[0], row[1]): row for row in certification_rows(records)}
     for kind in ("contrastive", "abductive"):
-        _, _, sample, minimal, suboptimal, none_exists, disagreement, unknown, *_ = rows["heart", kind]
+        _, _, sample, minimal, suboptimal, _, none_exists, disagreement, unknown, *_ = rows["heart", kind]
         assert sample == 8 and minimal + suboptimal + none_exists + disagreement + unknown == 8

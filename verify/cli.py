@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -229,6 +230,29 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ticker(label: str, every: float = 5.0):
+    """For an open-ended search: a counting tqdm bar on a terminal, else a line every `every` s.
+    Returns (bar or None, callback(checked, found))."""
+    if sys.stderr.isatty():
+        from tqdm import tqdm
+
+        bar = tqdm(desc=label, unit="pair", file=sys.stderr)
+
+        def count(checked: int, found: int) -> None:
+            bar.set_postfix(found=found, refresh=False)
+            bar.update(checked - bar.n)
+
+        return bar, count
+    last = [time.monotonic()]
+
+    def plain(checked: int, found: int) -> None:
+        if time.monotonic() - last[0] >= every:
+            print(f"{label}: {checked} checked, {found} found", file=sys.stderr, flush=True)
+            last[0] = time.monotonic()
+
+    return None, plain
+
+
 # ---------------------------------------------------------------------------- hunt
 def _hunt(args: argparse.Namespace) -> int:
     from tabulate import tabulate
@@ -237,11 +261,9 @@ def _hunt(args: argparse.Namespace) -> int:
 
     if args.max_features < 3 or not args.seconds > 0:
         raise InputError("--max-features must be ≥ 3 and --seconds positive")
-    bar, report = _progress(f"hunt {args.activation}")
+    bar, report = _ticker(f"hunt {args.activation}")
     try:
-        result = hunt(
-            args.activation, args.max_features, args.seconds, args.seed, progress=lambda t, f: report(t, t, f"{f} found")
-        )
+        result = hunt(args.activation, args.max_features, args.seconds, args.seed, progress=report)
     finally:
         if bar is not None:
             bar.close()
@@ -253,7 +275,7 @@ def _hunt(args: argparse.Namespace) -> int:
             [
                 found.kind,
                 found.source,
-                "yes" if found.tie_decided else "no",
+                "yes" if found.tie_decided else "no",  # another tie order rescues greedy (or undetermined)
                 found.net.n_inputs,
                 "-".join(map(str, found.net.widths)),
                 len(found.greedy),
@@ -264,7 +286,7 @@ def _hunt(args: argparse.Namespace) -> int:
     checked = f"{result.tried} instance/kind pairs checked in {result.seconds:.0f} s"
     print(f"hunt {args.activation}: {checked}, {result.raw_finds} counterexample(s) found")
     if rows:
-        headers = ["kind", "source", "tie decided", "n", "widths", "greedy", "minimum", "case file"]
+        headers = ["kind", "source", "tie rescue", "n", "widths", "greedy", "minimum", "case file"]
         print(tabulate(rows, headers=headers, tablefmt="simple"))
     else:
         print(f"no instance where greedy is not minimal was found for {args.activation} (that is not a proof that none exists)")

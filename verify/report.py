@@ -157,9 +157,7 @@ def write_report(
         "",
         "## Greedy gap (greedy size − minimum), where a minimum is known",
         "",
-        tabulate(gap_rows, headers=gap_headers, tablefmt="github")
-        if gap_rows
-        else "No minimum known yet.",
+        tabulate(gap_rows, headers=gap_headers, tablefmt="github") if gap_rows else "No minimum known yet.",
         "",
         "## Solver runtimes (ms per certification call)",
         "",
