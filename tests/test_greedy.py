@@ -78,13 +78,17 @@ def _scores(net: Network, X: np.ndarray, result) -> list[np.ndarray]:
     return rows
 
 
-def test_chunking_does_not_change_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("chunk", "block"), [(1, 1 << 22), (8 * 9 * 3, 1 << 22), (8 * 9 * 3, 9 * 7), (1, 1)])
+@pytest.mark.parametrize("kind", KINDS)
+def test_chunking_does_not_change_answers(monkeypatch: pytest.MonkeyPatch, kind: str, chunk: int, block: int) -> None:
+    """Variants of 1 or 3 rows at a time; sort and search over blocks of 40, 7 or 1 rows."""
     net, X, t = _case(7, "relu", n=9, hidden=(8, 8), rows=40)
-    whole = explain(net, X, threshold=t, device="cpu")
+    whole = explain(net, X, kind=kind, threshold=t, device="cpu")
     import verify.greedy as greedy
 
-    monkeypatch.setattr(greedy, "_CPU_CHUNK_ELEMENTS", 1)  # one row per chunk
-    _same(whole, explain(net, X, threshold=t, device="cpu"))
+    monkeypatch.setattr(greedy, "_CPU_CHUNK_ELEMENTS", chunk)
+    monkeypatch.setattr(greedy, "_SEARCH_BLOCK_ELEMENTS", block)
+    _same(whole, explain(net, X, kind=kind, threshold=t, device="cpu"))
 
 
 @pytest.mark.parametrize("family", FAMILIES)

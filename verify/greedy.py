@@ -41,6 +41,8 @@ KINDS: tuple[Kind, ...] = ("contrastive", "abductive")
 # enough to keep a GPU busy.
 _CPU_CHUNK_ELEMENTS = 1 << 20
 _CUDA_CHUNK_ELEMENTS = 1 << 27
+# Elements of the [rows, n] tensors of the sort and the binary search processed at once.
+_SEARCH_BLOCK_ELEMENTS = 1 << 22
 
 
 @dataclass(frozen=True)
@@ -122,17 +124,20 @@ def explain(
     torch_device = resolve_device(device)
     limit = _CUDA_CHUNK_ELEMENTS if torch_device.type == "cuda" else _CPU_CHUNK_ELEMENTS
     rows = min(len(X_checked), max(1, limit // (net.n_inputs * max(net.widths))))
+    # Sort and search run on larger blocks than the variants: fewer, larger calls.
+    block = min(len(X_checked), max(rows, _SEARCH_BLOCK_ELEMENTS // net.n_inputs))
     worker = _BatchedGreedy(net, domain, threshold, torch_device, dtype, max_rows=rows)
-    parts = [worker.run(torch.as_tensor(X_checked[i : i + rows]), kind) for i in range(0, len(X_checked), rows)]
+    parts = [worker.run(torch.as_tensor(X_checked[i : i + block]), kind) for i in range(0, len(X_checked), block)]
     result = ExplainResult(kind, *(torch.cat(column) for column in zip(*parts, strict=True)))
     return _verified(net, X_checked, result, domain, threshold) if verify else result
 
 
 class _BatchedGreedy:
-    """The batched worker: one chunk of rows at a time, on one device and dtype.
+    """The batched worker: one block of rows at a time, on one device and dtype.
 
-    The B·n single-feature variants of a chunk flow through preallocated buffers (one per layer)
-    with in-place activations, so the hot loop allocates nothing.
+    The single-feature variants of `max_rows` rows at a time flow through preallocated buffers
+    (one per layer) with in-place activations, so the hot loop allocates nothing; the sort and
+    the binary search then run on the whole block.
     """
 
     def __init__(
@@ -145,6 +150,7 @@ class _BatchedGreedy:
         self.upper = torch.tensor(domain.upper, dtype=dtype, device=device)
         self.threshold = threshold
         self.device, self.dtype = device, dtype
+        self.max_rows = max_rows
         variant_rows = max_rows * net.n_inputs
         self.buffers = [torch.empty(variant_rows, width, dtype=dtype, device=device) for width in net.widths]
 
@@ -176,10 +182,16 @@ class _BatchedGreedy:
         base, target = (X, counterpoint) if kind == "contrastive" else (counterpoint, X)
         if base_h1 is None:
             base_h1 = self._first(base)
-        # Scores: f at every single-feature variant, each a rank-one update of base_h1.
-        variants = self.buffers[0][: b * n].view(b, n, -1)
-        torch.addcmul(base_h1[:, None, :], (target - base)[:, :, None], self.weights_t[0][None, :, :], out=variants)
-        scores = self._tail(variants.view(b * n, -1), self.buffers).view(b, n)
+        # Scores: f at every single-feature variant, each a rank-one update of base_h1; the
+        # variants of at most `max_rows` rows at a time.
+        scores = torch.empty(b, n, dtype=self.dtype, device=self.device)
+        for start in range(0, b, self.max_rows):
+            stop = min(b, start + self.max_rows)
+            variants = self.buffers[0][: (stop - start) * n].view(stop - start, n, -1)
+            torch.addcmul(
+                base_h1[start:stop, None, :], (target - base)[start:stop, :, None], self.weights_t[0][None], out=variants
+            )
+            scores[start:stop] = self._tail(variants.view((stop - start) * n, -1), self.buffers).view(stop - start, n)
         ascending = predictions ^ (kind == "abductive")
         order = torch.sort(torch.where(ascending[:, None], scores, -scores), dim=1, stable=True).indices
         rank = torch.empty_like(order)

@@ -41,6 +41,15 @@ def read_json(path: str | Path, what: str = "file") -> Any:
         raise InputError(f"{path}: malformed JSON: {error}") from None
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _umask()
+
+
 def write_atomic(path: str | Path, text: str) -> None:
     """Write `text` to `path` so that readers see either the old file or the whole new one."""
     path = Path(path)
@@ -49,6 +58,7 @@ def write_atomic(path: str | Path, text: str) -> None:
     try:
         with os.fdopen(handle, "w") as stream:
             stream.write(text)
+        os.chmod(temporary, 0o666 & ~_UMASK)  # mkstemp makes the file private; give it the usual mode
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
