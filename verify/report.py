@@ -207,15 +207,8 @@ def write_figures(directory: Path, records: list[dict[str, Any]]) -> list[str]:
         for family, row in gaps.items():
             axis.bar(labels, row, bottom=bottom, label=family)
             bottom += row
-        axis.set_xlabel("greedy size − minimum size")
-        axis.set_ylabel("explanations")
-        axis.set_yscale("log")
-        axis.legend(fontsize=8)
-        axis.set_title("Greedy gap")
-        figure.tight_layout()
-        figure.savefig(directory / "gap_histogram.png", dpi=120)
-        plt.close(figure)
-        written.append("gap_histogram.png")
+        axis.set(xlabel="greedy size − minimum size", ylabel="explanations", yscale="log", title="Greedy gap")
+        written.append(_finish(figure, axis, directory / "gap_histogram.png"))
     times: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     for record in records:
         for name, outcome in record["solvers"].items():
@@ -225,13 +218,17 @@ def write_figures(directory: Path, records: list[dict[str, Any]]) -> list[str]:
         for name, by_n in sorted(times.items()):
             sizes = sorted(by_n)
             axis.plot(sizes, [statistics.median(by_n[n]) for n in sizes], marker="o", label=f"{name} (median)")
-        axis.set_xlabel("features n")
-        axis.set_ylabel("seconds per call")
-        axis.set_yscale("log")
-        axis.legend(fontsize=8)
-        axis.set_title("Certification time vs features")
-        figure.tight_layout()
-        figure.savefig(directory / "certification_time.png", dpi=120)
-        plt.close(figure)
-        written.append("certification_time.png")
+        axis.set(xlabel="features n", ylabel="seconds per call", yscale="log", title="Certification time vs features")
+        written.append(_finish(figure, axis, directory / "certification_time.png"))
     return written
+
+
+def _finish(figure: Any, axis: Any, path: Path) -> str:
+    """Legend, layout, save and close; returns the file name."""
+    import matplotlib.pyplot as plt
+
+    axis.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path.name
