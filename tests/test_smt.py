@@ -63,6 +63,46 @@ def test_monotone_matches_brute_force(strategy: str, activation: Activation) -> 
                 _check_against(backend, problem, monotone_minimum(problem))
 
 
+@pytest.mark.parametrize("activation", PWL[:3], ids=lambda a: f"{a.name}{dict(a.params)}")
+def test_lazy_batch_of_random_maximal_sets_keeps_answers(activation: Activation, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The batch of maximal invalid sets, forced from the first round on, changes no minimum."""
+    import solvers.smt as smt
+
+    monkeypatch.setattr(smt, "_ROUNDS_BEFORE_BATCH", 1)
+    monkeypatch.setattr(smt, "_BATCH_SETS", 50)
+    batches = []
+    grow = smt._Lazy.grow_random
+    monkeypatch.setattr(smt._Lazy, "grow_random", lambda self, count: batches.append(count) or grow(self, count))
+    rng = np.random.default_rng(23)
+    with Z3Solver() as backend:
+        for _ in range(6):
+            n = int(rng.integers(4, 8))
+            net = random_network(rng, n, (int(rng.integers(2, 5)), 3), activation)
+            x = rng.uniform(size=n)
+            threshold = float(net.forward(x)) + 0.2 * rng.uniform(-1, 1)
+            for kind in ("contrastive", "abductive"):
+                problem = Problem.make(net, x, kind, Domain.unit(n), threshold)
+                _check_against(backend, problem, monotone_minimum(problem))
+    assert batches  # the batch really ran
+
+
+def test_grown_random_sets_are_maximal_and_invalid() -> None:
+    from solvers.smt import _Lazy
+
+    rng = np.random.default_rng(3)
+    net = random_network(rng, 7, (4, 3), PWL[0])
+    x = rng.uniform(size=7)
+    problem = Problem.make(net, x, "contrastive", Domain.unit(7), float(net.forward(x)) - 0.3)
+    lazy = _Lazy(problem, z3.Context(), x, problem.counterpoint)
+    grown = lazy.grow_random(40)
+    assert not lazy.valid(grown).any()
+    for row in grown:
+        for i in np.flatnonzero(~row):
+            extended = row.copy()
+            extended[i] = True
+            assert lazy.valid(extended[None, :])[0]  # adding any feature makes it valid
+
+
 def _phases(net: Network, x: np.ndarray, kind: str, threshold: float) -> int:
     """Phase Booleans in the monotone encoding of a problem."""
     problem = Problem.make(net, x, kind, Domain.unit(net.n_inputs), threshold)
