@@ -231,3 +231,13 @@ def test_unknown_kind_and_device(design_network: Network) -> None:
     if not torch.cuda.is_available():
         with pytest.raises(InputError, match="no CUDA"):
             explain(design_network, np.zeros(3), device="cuda")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("kind", KINDS)
+def test_cuda_equals_cpu_in_float64(kind: str) -> None:
+    """On a GPU machine: the same answers on the device as on the CPU, and valid exactly."""
+    net, X, t = _case(31, "relu", n=20, hidden=(16, 16), rows=300)
+    _same(explain(net, X, kind=kind, threshold=t, device="cpu"), explain(net, X, kind=kind, threshold=t, device="cuda"))
+    on_gpu = explain(net, X, kind=kind, threshold=t, device="cuda", verify=True)
+    assert on_gpu.checks == explain(net, X, kind=kind, threshold=t, device="cpu", verify=True).checks
