@@ -225,20 +225,25 @@ class _Lazy:
             self._learn(invalid)
             self.rounds += 1
             if self.rounds == _ROUNDS_BEFORE_BATCH:
-                for grown in np.unique(self.grow_random(_BATCH_SETS), axis=0):
+                for grown in np.unique(self.grow_random(_BATCH_SETS, deadline), axis=0):
+                    if time.perf_counter() > deadline:
+                        break
                     self._learn(grown)
 
     def _learn(self, invalid: np.ndarray) -> None:
         """Every valid set leaves the invalid set `invalid` [n] bool: a clause over the rest."""
         self.solver.add(z3.Or([self.chosen[i] for i in np.flatnonzero(~invalid)]))
 
-    def grow_random(self, count: int) -> np.ndarray:
+    def grow_random(self, count: int, deadline: float = math.inf) -> np.ndarray:
         """`count` maximal invalid sets [count, n] bool, grown from ∅ along random feature orders
         (fixed seed) in one batch: step t tries each set's t-th feature and keeps it unless that
-        makes the set valid."""
+        makes the set valid. Past the deadline the sets stop growing (still invalid, so their
+        clauses stay sound)."""
         orders = np.argsort(np.random.default_rng(0).random((count, self.n)), axis=1)
         grown = np.zeros((count, self.n), dtype=bool)
         for step in range(self.n):
+            if time.perf_counter() > deadline:
+                break
             trial = grown.copy()
             trial[np.arange(count), orders[:, step]] = True
             still_invalid = ~self.valid(trial)

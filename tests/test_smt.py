@@ -72,7 +72,7 @@ def test_lazy_batch_of_random_maximal_sets_keeps_answers(activation: Activation,
     monkeypatch.setattr(smt, "_BATCH_SETS", 50)
     batches = []
     grow = smt._Lazy.grow_random
-    monkeypatch.setattr(smt._Lazy, "grow_random", lambda self, count: batches.append(count) or grow(self, count))
+    monkeypatch.setattr(smt._Lazy, "grow_random", lambda self, *args: batches.append(args) or grow(self, *args))
     rng = np.random.default_rng(23)
     with Z3Solver() as backend:
         for _ in range(6):
