@@ -185,3 +185,15 @@ def test_csv_task_and_option_errors(tmp_path: Path) -> None:
         load_dataset("breast-cancer", target="label")
     with pytest.raises(InputError, match="unknown dataset"):
         load_dataset("mnist")
+
+
+def test_paper_suite_with_a_data_folder_lacking_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    from verify.cli import main
+
+    monkeypatch.setenv("CARDINAL_DATA", str(tmp_path / "elsewhere"))  # restored after the test
+    out = tmp_path / "out"
+    args = ["crosscheck", "--suite", "paper", "--data-dir", str(tmp_path), "--out", str(out), "--solvers", "enumerate"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "loan_data.csv not found" in err and str(tmp_path) in err
+    assert not (out / "records.jsonl").exists()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -167,6 +168,8 @@ def _crosscheck(args: argparse.Namespace) -> int:
         raise InputError("no exact solver is installed: pip install 'cardinal[solvers]'")
     if args.workers < 1 or not args.time_limit > 0:
         raise InputError("--workers must be ≥ 1 and --time-limit positive")
+    if args.data_dir is not None:  # through the environment, so that worker processes see it too
+        os.environ["CARDINAL_DATA"] = str(Path(args.data_dir).resolve())
     out = Path(args.out)
     print(
         f"cardinal crosscheck: suite {args.suite} → {out}/ (solvers {', '.join(solvers)}, {args.workers} worker(s))",
@@ -359,6 +362,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     crosscheck.add_argument("--solvers", help="comma-separated backends (default: every installed one)")
     crosscheck.add_argument("--time-limit", type=float, default=10.0, help="seconds per solver call (default 10)")
+    crosscheck.add_argument(
+        "--data-dir", help="folder with the data files for --suite paper (default: $CARDINAL_DATA, else ../shared/data)"
+    )
     crosscheck.add_argument(
         "--paper-report", default="bench/results/paper.md", help="where --suite paper writes its report (default: %(default)s)"
     )
