@@ -245,6 +245,9 @@ def case_of(problem: Problem, certificate: Certificate, note: str = "") -> Case:
     )
 
 
+_TIE_CHUNK = 256  # candidate sets evaluated exactly in one batch by `tie_decided`
+
+
 def tie_decided(problem: Problem, greedy: tuple[int, ...], limit: int = 200_000) -> bool | None:
     """Whether another way of breaking exact ties in the scores gives greedy a smaller answer:
     True (an order that does was found), False (no order does), None (more than `limit` sets to
@@ -275,9 +278,10 @@ def tie_decided(problem: Problem, greedy: tuple[int, ...], limit: int = 200_000)
         if math.comb(len(group), take) > limit:
             undetermined = True
         else:
-            for subset in itertools.combinations(group, take):
-                y = modified_inputs(base, [*before, *subset], target)
-                if int(problem.exact.predictions(y[None, :], problem.threshold)[0]) == goal:
+            subsets = itertools.combinations(group, take)
+            while chunk := list(itertools.islice(subsets, _TIE_CHUNK)):  # one exact batch per chunk
+                Y = np.stack([modified_inputs(base, [*before, *subset], target) for subset in chunk])
+                if bool((problem.exact.predictions(Y, problem.threshold) == goal).any()):
                     return True
         before += group
     return None if undetermined else False
