@@ -20,24 +20,17 @@ def _run(args: list[str], capsys: pytest.CaptureFixture) -> tuple[int, list[dict
     return code, [json.loads(line) for line in captured.out.splitlines()], captured.err
 
 
-def test_design_network_all_solvers(design_network_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def _certify_design(network: Path, tmp_path: Path, capsys: pytest.CaptureFixture, *flags: str) -> tuple[int, list[dict], str]:
+    """`cardinal certify NETWORK --inputs (1,1,1) FLAGS…`."""
     inputs = tmp_path / "x.csv"
     inputs.write_text("1,1,1\n")
+    return _run(["certify", str(network), "--inputs", str(inputs), *flags], capsys)
+
+
+def test_design_network_all_solvers(design_network_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     names = ",".join(base.available_solvers())
-    code, lines, err = _run(
-        [
-            "certify",
-            str(design_network_file),
-            "--inputs",
-            str(inputs),
-            "--threshold",
-            "0.5",
-            "--solvers",
-            names,
-            "--cases",
-            str(tmp_path / "cases"),
-        ],
-        capsys,
+    code, lines, err = _certify_design(
+        design_network_file, tmp_path, capsys, "--threshold", "0.5", "--solvers", names, "--cases", str(tmp_path / "cases")
     )
     assert code == 0
     by_kind = {line["kind"]: line for line in lines}
@@ -82,26 +75,9 @@ def test_disagreement_is_loud_and_saved(
     design_network_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(base._REGISTRY, "liar", (__name__, "LiarSolver", None))
-    inputs = tmp_path / "x.csv"
-    inputs.write_text("1,1,1\n")
     out = tmp_path / "certified.jsonl"
-    code, _, err = _run(
-        [
-            "certify",
-            str(design_network_file),
-            "--inputs",
-            str(inputs),
-            "--threshold",
-            "0.5",
-            "--kind",
-            "contrastive",
-            "--solvers",
-            "enumerate,liar",
-            "--out",
-            str(out),
-        ],
-        capsys,
-    )
+    flags = ["--threshold", "0.5", "--kind", "contrastive", "--solvers", "enumerate,liar", "--out", str(out)]
+    code, _, err = _certify_design(design_network_file, tmp_path, capsys, *flags)
     assert code == 0
     [line] = [json.loads(text) for text in out.read_text().splitlines()]
     assert line["verdict"] == "solver_disagreement"
@@ -121,9 +97,7 @@ def test_disagreement_is_loud_and_saved(
 def test_bad_solver_flags(
     design_network_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture, extra: list[str], message: str
 ) -> None:
-    inputs = tmp_path / "x.csv"
-    inputs.write_text("1,1,1\n")
-    code, lines, err = _run(["certify", str(design_network_file), "--inputs", str(inputs), *extra], capsys)
+    code, lines, err = _certify_design(design_network_file, tmp_path, capsys, *extra)
     assert code == 2 and lines == []
     assert re.search(message, err), err
 
