@@ -8,12 +8,18 @@ one exact evaluation of `base with S set to target` (CXp: x → x'; AXp: x' → 
 upward closed. z3 (the `QF_FD` SAT core with native cardinality) proposes a set S under
 `AtMost(s, k)` and the clauses learned so far; a valid S is shrunk to an inclusion-minimal one; an
 invalid S is grown to a maximal invalid set M and the clause `OR_{i ∉ M} s_i` (every valid set
-leaves M) is added. When an instance needs many such rounds, one batch of maximal invalid sets
-grown along random orders (evaluated together) adds its clauses at once. Evaluations are
-rigorous (`solvers.enumerate.Evaluator`: float64 with a forward error bound, exact dyadic
-arithmetic near the threshold). Measured: the full encoding
-below cannot certify the 28-32-32 benchmark nets at all, because z3's exact simplex chokes on the
-dense rationals of double weights (a single LP relaxation did not finish in 30 s).
+leaves M) is added. Linear pseudo-Boolean cuts from exact linear bounds on f
+(`solvers.cuts`) carry what one clause cannot: when valid means f ≤ t, each maximal invalid set
+also adds its tangent cut (Kelley's cutting plane: f is convex in s on ReLU networks), which
+excludes all of its subsets at once; when valid means f > t, each size bound k adds, under its
+guard, the cut from an upper bound on f over the sets within k. A cut that no set within k
+satisfies refutes k outright. When an instance with the goal f > t needs many rounds, one batch
+of maximal invalid sets grown along random orders (evaluated together) adds its clauses at once.
+Evaluations are rigorous (`solvers.enumerate.Evaluator`: float64 with a forward error bound,
+exact dyadic arithmetic near the threshold). Measured on the 28-feature 32×32 benchmark nets:
+the cuts took the median certification from 1.6 s to tens of milliseconds; the full encoding
+below cannot certify these nets at all, because z3's exact simplex chokes on the dense
+rationals of double weights (a single LP relaxation did not finish in 30 s).
 
 **encode** (non-monotone networks always; monotone ones with `strategy="encode"`). The whole
 network as linear real arithmetic: one real term per unit, with exact interval bounds
@@ -55,14 +61,17 @@ import z3
 
 from solvers import hitting
 from solvers.base import BaseSolver, Outcome, Problem, Status
+from solvers.cuts import Cut, LinearBounds
 from solvers.enumerate import Evaluator
+from solvers.subsets import SubsetBounds
 from verify.activations import Activation
 from verify.errors import InputError
 
 STRATEGIES = ("auto", "encode")
-# Lazy strategy: after this many invalid proposals the instance counts as hard, and one batch of
-# maximal invalid sets grown along random orders is learned at once (measured on the 28-feature
-# 32×32 benchmark networks: median certification 4.5 s → 1.7 s; easy instances never pay for it).
+# Lazy strategy, goal f > t: after this many invalid proposals the instance counts as hard, and one
+# batch of maximal invalid sets grown along random orders is learned at once (measured on the
+# 28-feature 32×32 benchmark networks before the cuts: median certification 4.5 s → 1.7 s; easy
+# instances never pay for it).
 _ROUNDS_BEFORE_BATCH = 64
 _BATCH_SETS = 2000
 Check = tuple[str, tuple[int, ...] | None, np.ndarray | None]  # (z3 result, solution, witness y [n])
@@ -166,11 +175,15 @@ class _Lazy:
         self.evaluator = Evaluator(problem)
         self.base, self.target = torch.as_tensor(base), torch.as_tensor(target)
         self.valid_when = 1 if problem.kind == "contrastive" else 0
+        self.goal_below = (self.valid_when == 1) == (problem.prediction == 1)  # valid iff f ≤ t
+        self.bounds = LinearBounds(problem.net, base, target, problem.threshold)
+        self.subsets = SubsetBounds(problem.net, base, target, problem.threshold)
         self.n = problem.n
         self.solver = z3.SolverFor("QF_FD", ctx=context)
         self.chosen = [z3.Bool(f"s{i}", context) for i in range(self.n)]
         self.literals = [s.as_ast() for s in self.chosen]
         self.guards: dict[int, z3.BoolRef] = {}
+        self.cuts: list[Cut] = []  # the cuts that hold for every size bound
         self.rounds = 0  # invalid proposals so far
         # Σ 2^i·s_i: one model evaluation reads the whole proposal (reading each s_i is far slower).
         self.code = z3.Sum([z3.If(s, z3.IntVal(1 << i, context), z3.IntVal(0, context)) for i, s in enumerate(self.chosen)])
@@ -212,8 +225,12 @@ class _Lazy:
         if bound not in self.guards:
             self.guards[bound] = z3.Bool(f"at_most_{bound}", self.solver.ctx)
             self.solver.add(z3.Implies(self.guards[bound], z3.AtMost(*self.chosen, bound)))
-        while True:
-            raw = _run(self.solver, [self.guards[bound]], deadline)
+            for cut in self.cuts:
+                self._add_pb(cut.within(bound), self.guards[bound])
+            if not self.goal_below:
+                self._add_cut(self.bounds.cardinality_cut(bound), bound)
+        while True:  # every guard ≥ bound holds too: what was learned for larger bounds stays
+            raw = _run(self.solver, [guard for limit, guard in self.guards.items() if limit >= bound], deadline)
             if raw != "sat":
                 return raw, None, None
             code = self.solver.model().eval(self.code, model_completion=True).as_long()
@@ -223,22 +240,66 @@ class _Lazy:
                 y = np.where(minimal, self.target.numpy(), self.base.numpy())
                 return raw, tuple(int(i) for i in np.flatnonzero(minimal)), y
             invalid = self.walk(proposal, True)
-            self._learn(invalid)
+            if self.goal_below:
+                self._learn(invalid)
+                self._add_cut(self.bounds.tangent_cut(invalid), bound, guarded=False)
+            elif self.subsets.supported:
+                self._learn(self._widen(invalid, bound), self.guards[bound])
+            else:
+                self._learn(invalid)
             self.rounds += 1
-            if self.rounds == _ROUNDS_BEFORE_BATCH:
+            if self.rounds == _ROUNDS_BEFORE_BATCH and not self.goal_below and not self.subsets.supported:
                 for grown in np.unique(self.grow_random(_BATCH_SETS, deadline), axis=0):
                     if time.perf_counter() > deadline:
                         break
                     self._learn(grown)
 
-    def _learn(self, invalid: np.ndarray) -> None:
-        """Every valid set leaves the invalid set `invalid` [n] bool: a clause over the rest.
-        Built through z3's C API: the Python `z3.Or` re-checks every argument's sort, which
-        cost more than the solving itself at thousands of clauses."""
+    def _learn(self, invalid: np.ndarray, guard: z3.BoolRef | None = None) -> None:
+        """Every valid set (within the bound of `guard`, if given) leaves `invalid` [n] bool: a
+        clause over the rest. Built through z3's C API: the Python `z3.Or` re-checks every
+        argument's sort, which cost more than the solving itself at thousands of clauses."""
         rest = np.flatnonzero(~invalid)
-        literals = (z3.Ast * len(rest))(*(self.literals[i] for i in rest))
-        clause = z3.BoolRef(z3.Z3_mk_or(self.solver.ctx.ref(), len(rest), literals), self.solver.ctx)
-        self.solver.add(clause)
+        literals = [self.literals[i] for i in rest] + ([z3.Not(guard).as_ast()] if guard is not None else [])
+        clause = z3.Z3_mk_or(self.solver.ctx.ref(), len(literals), (z3.Ast * len(literals))(*literals))
+        self.solver.add(z3.BoolRef(clause, self.solver.ctx))
+
+    def _widen(self, invalid: np.ndarray, bound: int) -> np.ndarray:
+        """The invalid set [n] bool widened by features taken in `order` while no set inside it
+        within `bound` can be valid: screened with `SubsetBounds.likely_refutes`, one batch per
+        step as in `walk` (every prefix of the remaining order, and each remaining feature alone:
+        one that fails alone is dropped, a wider set having looser bounds), then proved once by
+        `SubsetBounds.refutes`; unproved, the set stays as it was."""
+        widened = invalid.copy()
+        rest = np.array([i for i in self.order if not widened[i]], dtype=np.int64)
+        while len(rest):
+            rows = np.repeat(widened[None, :], 2 * len(rest), axis=0)
+            rows[np.arange(len(rest)), rest] = True
+            rows[len(rest) :, rest] = np.tril(np.ones((len(rest), len(rest)), dtype=bool))
+            screened = self.subsets.likely_refutes(bound, rows)
+            alone, prefixes = screened[: len(rest)], screened[len(rest) :]
+            taken = int(np.argmin(prefixes)) if not prefixes.all() else len(rest)
+            widened[rest[:taken]] = True
+            rest = rest[taken + 1 :][alone[taken + 1 :]]
+        if widened.sum() > invalid.sum() and self.subsets.refutes(bound, widened[None, :])[0]:
+            return widened
+        return invalid
+
+    def _add_cut(self, cut: Cut, bound: int, guarded: bool = True) -> None:
+        """Add the cut Σ c_i s_i ≤ b: under the guard of `bound` if `guarded` (it holds for sets
+        within `bound` only), else for good and kept for later bounds. Under the guard goes also
+        its combination with the cardinality row (`Cut.within`), and where no set within `bound`
+        satisfies the cut, the guard's negation."""
+        if not guarded:
+            self.cuts.append(cut)
+            self._add_pb(cut)
+        self._add_pb(cut.within(bound), self.guards[bound])
+
+    def _add_pb(self, cut: Cut, guard: z3.BoolRef | None = None) -> None:
+        if cut.trivial:
+            return
+        terms = [(self.chosen[i], c) for i, c in enumerate(cut.coefficients) if c]
+        constraint = z3.PbLe(terms, cut.bound) if terms else z3.BoolVal(False, self.solver.ctx)  # 0 ≤ b < 0
+        self.solver.add(constraint if guard is None else z3.Implies(guard, constraint))
 
     def grow_random(self, count: int, deadline: float = math.inf) -> np.ndarray:
         """`count` maximal invalid sets [count, n] bool, grown from ∅ along random feature orders
@@ -255,21 +316,6 @@ class _Lazy:
             still_invalid = ~self.valid(trial)
             grown[still_invalid] = trial[still_invalid]
         return grown
-
-
-def _pieces(activation: Activation) -> tuple[list[Fraction], list[tuple[Fraction, Fraction]]]:
-    """Breakpoints c_1 ≤ … ≤ c_m and pieces ℓ_0..ℓ_m as (slope, offset): σ = ℓ_j between c_j and c_{j+1}."""
-    zero, one = Fraction(0), Fraction(1)
-    name = activation.name
-    if name == "identity":
-        return [], [(one, zero)]
-    if name in ("relu", "leaky_relu"):
-        slope = zero if name == "relu" else Fraction(activation.param("slope"))
-        return [zero], [(slope, zero), (one, zero)]
-    if name == "hardtanh":
-        low, high = Fraction(activation.param("min")), Fraction(activation.param("max"))
-        return [low, high], [(zero, low), (one, zero), (zero, high)]
-    return [Fraction(activation.param("at"))], [(zero, zero), (zero, one)]  # step
 
 
 class _Encoding:
@@ -329,7 +375,7 @@ class _Encoding:
 
     def _unit(self, activation: Activation, h: z3.ArithRef, low: Fraction, high: Fraction) -> z3.ArithRef:
         """z for one unit with pre-activation h ∈ [low, high]: a linear term when the unit is stable."""
-        breaks, pieces = _pieces(activation)
+        breaks, pieces = activation.pieces()
         step = activation.name == "step"
         first = sum(c <= low for c in breaks)
         inside = [c for c in breaks if low < c and (c <= high if step else c < high)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import time
+import types
 from fractions import Fraction
 
 import numpy as np
@@ -12,7 +13,7 @@ from bruteforce import monotone_minimum, random_network, vertex_minimum
 
 from solvers.base import Problem, Status, solve_problem
 from solvers.enumerate import EnumerateSolver
-from verify import Domain, Layer, Network, explain
+from verify import Domain, Layer, Network, explain, generate
 from verify.activations import Activation
 from verify.errors import InputError
 
@@ -65,9 +66,12 @@ def test_monotone_matches_brute_force(strategy: str, activation: Activation) -> 
 
 @pytest.mark.parametrize("activation", PWL[:3], ids=lambda a: f"{a.name}{dict(a.params)}")
 def test_lazy_batch_of_random_maximal_sets_keeps_answers(activation: Activation, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The batch of maximal invalid sets, forced from the first round on, changes no minimum."""
+    """The batch of maximal invalid sets, forced from the first round on, changes no minimum
+    (with the linear cuts off, which would otherwise settle most of these instances first)."""
     import solvers.smt as smt
 
+    monkeypatch.setattr(smt._Lazy, "_add_cut", lambda *args, **kwargs: None)
+    monkeypatch.setattr(smt, "SubsetBounds", lambda *args: types.SimpleNamespace(supported=False))  # no widening
     monkeypatch.setattr(smt, "_ROUNDS_BEFORE_BATCH", 1)
     monkeypatch.setattr(smt, "_BATCH_SETS", 50)
     batches = []
@@ -84,6 +88,36 @@ def test_lazy_batch_of_random_maximal_sets_keeps_answers(activation: Activation,
                 problem = Problem.make(net, x, kind, Domain.unit(n), threshold)
                 _check_against(backend, problem, monotone_minimum(problem))
     assert batches  # the batch really ran
+
+
+def test_widened_sets_hold_no_valid_set_within_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every clause the lazy strategy learns from a widened set is checked by brute force (no
+    valid set within the bound inside it), and the minima stay those of brute force."""
+    import solvers.smt as smt
+
+    widened = []
+    widen = smt._Lazy._widen
+    monkeypatch.setattr(
+        smt._Lazy, "_widen", lambda self, *args: widened.append((self, *args, widen(self, *args))) or widened[-1][-1]
+    )
+    rng = np.random.default_rng(10)
+    with Z3Solver() as backend:
+        for _ in range(6):  # networks of the benchmark's kind, which need rounds
+            n = 10
+            net = generate.random_network(rng, n, (16, 16), "relu")
+            x = rng.uniform(size=n)
+            threshold = float(net.forward(x)) + 0.5 * rng.uniform()  # p(x) = 0: the CXp must raise f
+            problem = Problem.make(net, x, "contrastive", Domain.unit(n), threshold)
+            _check_against(backend, problem, monotone_minimum(problem))
+    grown = 0
+    for lazy, invalid, bound, wide in widened:
+        grown += int(wide.sum() - invalid.sum())
+        for size in range(1, bound + 1):
+            for subset in itertools.combinations(np.flatnonzero(wide), size):
+                mask = np.zeros(lazy.n, dtype=bool)
+                mask[list(subset)] = True
+                assert not lazy.valid(mask[None, :])[0]
+    assert grown > 0
 
 
 def test_grown_random_sets_are_maximal_and_invalid() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import torch
@@ -90,6 +91,22 @@ class Activation:
     @property
     def is_continuous(self) -> bool:
         return self.name != "step"
+
+    def pieces(self) -> tuple[list[Fraction], list[tuple[Fraction, Fraction]]]:
+        """Piecewise-linear activations only: breakpoints c_1 ≤ … ≤ c_m and the pieces ℓ_0..ℓ_m
+        as exact (slope, offset) pairs, σ = ℓ_j between c_j and c_{j+1} (a step is ℓ_1 from c_1 on)."""
+        zero, one = Fraction(0), Fraction(1)
+        if self.name == "identity":
+            return [], [(one, zero)]
+        if self.name in ("relu", "leaky_relu"):
+            slope = zero if self.name == "relu" else Fraction(self.param("slope"))
+            return [zero], [(slope, zero), (one, zero)]
+        if self.name == "hardtanh":
+            low, high = Fraction(self.param("min")), Fraction(self.param("max"))
+            return [low, high], [(zero, low), (one, zero), (zero, high)]
+        if self.name == "step":
+            return [Fraction(self.param("at"))], [(zero, zero), (zero, one)]
+        raise ValueError(f"{self.name} is not piecewise linear")
 
     def apply_(self, h: torch.Tensor) -> torch.Tensor:
         """Apply elementwise in place (where torch allows; softplus returns a new tensor)."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
+from typing import Any
 
 import mpmath
 import numpy as np
@@ -53,10 +54,43 @@ class Dyadic:
         """The integers of this batch expressed at a lower exponent `exp ≤ self.exp`."""
         return self.ints * (2 ** (self.exp - exp)) if self.exp != exp else self.ints
 
+    @classmethod
+    def from_fractions(cls, values: np.ndarray | list[Fraction]) -> Dyadic:
+        """Exact conversion of dyadic `Fraction`s (denominators powers of 2) of any shape."""
+        values = np.asarray(values, dtype=object)
+        shifts = [value.denominator.bit_length() - 1 for value in values.ravel()]
+        if any(value.denominator != 1 << shift for value, shift in zip(values.ravel(), shifts, strict=True)):
+            raise ValueError("not a dyadic rational")
+        top = max(shifts, default=0)
+        ints = np.empty(values.size, dtype=object)
+        ints[:] = [value.numerator << (top - shift) for value, shift in zip(values.ravel(), shifts, strict=True)]
+        return cls(ints.reshape(values.shape), -top)
+
     def fractions(self) -> np.ndarray:
         """The values as an object array of `Fraction`."""
         scale = Fraction(2) ** self.exp
         return np.vectorize(lambda i: Fraction(i) * scale, otypes=[object])(self.ints)
+
+    def __getitem__(self, index: Any) -> Dyadic:
+        return Dyadic(self.ints[index], self.exp)
+
+    def __add__(self, other: Dyadic) -> Dyadic:
+        exp, (x, y) = _aligned(self, other)
+        return Dyadic(x + y, exp)
+
+    def __sub__(self, other: Dyadic) -> Dyadic:
+        return self + Dyadic(-other.ints, other.exp)
+
+    def __mul__(self, other: Dyadic) -> Dyadic:
+        """Elementwise, with numpy broadcasting."""
+        return Dyadic(self.ints * other.ints, self.exp + other.exp)
+
+    def __matmul__(self, other: Dyadic) -> Dyadic:
+        return Dyadic(self.ints.dot(other.ints), self.exp + other.exp)
+
+    def floor(self, exp: int) -> np.ndarray:
+        """⌊value / 2^exp⌋ elementwise, as an object array of Python ints."""
+        return self.ints >> (exp - self.exp) if exp >= self.exp else self.ints << (self.exp - exp)
 
 
 def _aligned(*values: Dyadic) -> tuple[int, list[np.ndarray]]:
@@ -110,8 +144,8 @@ class ExactNetwork:
                 low = _affine(low, weight, bias)
             else:
                 low, high = (
-                    _add(_affine(low, positive, bias), _matmul(high, negative)),
-                    _add(_affine(high, positive, bias), _matmul(low, negative)),
+                    _affine(low, positive, bias) + _matmul(high, negative),
+                    _affine(high, positive, bias) + _matmul(low, negative),
                 )
             pre_activations.append((low, low if high is None else high))
             if activation.is_piecewise_linear:
@@ -150,13 +184,8 @@ def _matmul(z: Dyadic, weight: Dyadic) -> Dyadic:
     return Dyadic(z.ints.dot(weight.ints.T), z.exp + weight.exp)
 
 
-def _add(a: Dyadic, b: Dyadic) -> Dyadic:
-    exp, (x, y) = _aligned(a, b)
-    return Dyadic(x + y, exp)
-
-
 def _affine(z: Dyadic, weight: Dyadic, bias: Dyadic) -> Dyadic:
-    return _add(_matmul(z, weight), Dyadic(bias.ints[None, :], bias.exp))
+    return _matmul(z, weight) + bias[None, :]
 
 
 def _piecewise_linear(h: Dyadic, activation: Activation) -> Dyadic:
@@ -169,7 +198,7 @@ def _piecewise_linear(h: Dyadic, activation: Activation) -> Dyadic:
         slope = Dyadic.scalar(activation.param("slope"))
         positive = Dyadic(np.where(h.ints > 0, h.ints, 0), h.exp)
         negative = Dyadic(np.where(h.ints < 0, h.ints, 0) * slope.ints, h.exp + slope.exp)
-        return _add(positive, negative)
+        return positive + negative
     if name == "hardtanh":
         exp, (ints, low, high) = _aligned(h, Dyadic.scalar(activation.param("min")), Dyadic.scalar(activation.param("max")))
         return Dyadic(np.where(ints < low, low, np.where(ints > high, high, ints)), exp)

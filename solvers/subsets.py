@@ -1,0 +1,194 @@
+"""Rigorous float64 bounds of a monotone ReLU network's output over the sets inside a given set.
+
+For the lazy z3 strategy with the goal g > t (`solvers.smt`). Its clause from an invalid set M
+says "leave M"; but only sets within the size bound k matter, and a set C ⊋ M can be such that no
+s ⊆ C with Σ s ≤ k reaches g > t although C itself does. Then "leave C" is a shorter, stronger
+clause. `SubsetBounds.refutes(k, C)` proves that: the bound of `solvers.cuts.LinearBounds` over
+{s ⊆ C, Σ s ≤ k} (back-substitution, chords of the unstable units, every layer's bounds maximised
+over the sets), with the moves outside C set to zero, which makes every layer's bounds tighter.
+It runs for every candidate feature of every round, so it runs in float64, not in exact
+arithmetic, and carries a rigorous error bound instead.
+
+Error bound (midpoint-radius arithmetic). Every computed array q̂ comes with a radius r ≥ 0 such
+that the exact value q of the same formula with the same inputs lies in [q̂ − r, q̂ + r]. With
+u = 2^-53 and γ_m = m·u/(1 − m·u): a product or sum of m terms, rounded in any order (FMA
+included), is within γ_m·Σ|terms| of the exact one; so a matrix product of (Â ± r_A)(B̂ ± r_B)
+gets the radius r_A·|B̂| + |Â|·r_B + r_A·r_B + γ_{m+1}·|Â|·|B̂|, and a sum a + b the radius
+r_a + r_b + u·|a + b|. Radii are computed in float64 too and then scaled by 1 + 2^-20 and raised
+by 2^-1000, far more than the rounding and underflow of their own computation. The lines of the
+unstable units are doubles chosen outwards from the rigorous bounds: a chord slope
+fl(hi / (hi − lo))·(1 + 2^-50) ≥ hi / (hi − lo) exactly, and its offset −slope·lo rounded up the
+same way, so each line is a valid upper line in exact arithmetic. The final upper bound ĝ + r
+is then ≥ the exact bound of `LinearBounds` with these lines, itself ≥ every g(s) in the set.
+
+Networks: hidden layers relu, output identity (`supported`); for others the clauses stay plain.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+from verify.network import Network
+
+_U = 2.0**-53
+_SAFETY = 1.0 + 2.0**-20
+_TINY = 2.0**-1000
+_SLOPE_UP = 1.0 + 2.0**-50
+
+
+def _gamma(m: int) -> float:
+    return m * _U / (1 - m * _U)
+
+
+Radius = np.ndarray | None  # None: not tracked (a screening estimate, not a bound)
+
+
+class _Form:
+    """coefficients [B, r, w] and constant [B, r], each with its radius (or None): B linear forms
+    of r rows over z or s (B, the batch, may be broadcast from 1)."""
+
+    def __init__(self, coefficients: np.ndarray, coefficients_radius: Radius, constant: np.ndarray, constant_radius: Radius):
+        self.coefficients, self.coefficients_radius = coefficients, coefficients_radius
+        self.constant, self.constant_radius = constant, constant_radius
+
+    def extreme(self, k: int, largest: bool) -> tuple[np.ndarray, Radius]:
+        """[B, r] max (largest) or min of each row over s ∈ {0,1}^n with Σ s ≤ k, as (value,
+        radius): the k largest positive (or most negative) coefficients plus the constant; every
+        coefficient's radius counts, whether picked or not."""
+        signed = np.clip(self.coefficients, 0, None) if largest else np.clip(self.coefficients, None, 0)
+        ordered = np.sort(signed, axis=-1)
+        picked = (ordered[..., ::-1] if largest else ordered)[..., :k]
+        value = self.constant + picked.sum(axis=-1)
+        if self.coefficients_radius is None:
+            return value, None
+        sizes = np.abs(picked).sum(axis=-1) + np.abs(self.constant)
+        radius = self.constant_radius + self.coefficients_radius.sum(axis=-1) + _gamma(k + 1) * sizes
+        return value, _outwards(radius)
+
+
+def _outwards(radius: np.ndarray) -> np.ndarray:
+    return radius * _SAFETY + _TINY
+
+
+def _product(
+    a: np.ndarray, a_radius: Radius, b: np.ndarray, b_radius: Radius = None, vector: bool = False
+) -> tuple[np.ndarray, Radius]:
+    """(Â ± r_A)(B̂ ± r_B), a [B, r, w] times a matrix b [w, m] or [B, w, m], or with `vector` a
+    vector b [w] or [B, w]: (product, radius); b_radius None means b is exact."""
+
+    def times(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+        return (left @ right[..., None])[..., 0] if vector else left @ right
+
+    if a_radius is None:
+        return times(a, b), None
+    radius = times(a_radius, np.abs(b)) + _gamma(a.shape[-1] + 1) * times(np.abs(a), np.abs(b))
+    if b_radius is not None:
+        radius = radius + times(np.abs(a) + a_radius, b_radius)
+    return times(a, b), _outwards(radius)
+
+
+def _sum(a: np.ndarray, a_radius: Radius, b: np.ndarray, b_radius: Radius) -> tuple[np.ndarray, Radius]:
+    total = a + b
+    return total, None if a_radius is None else _outwards(a_radius + b_radius + _U * np.abs(total))
+
+
+class SubsetBounds:
+    """g(s) = f(base + (target − base)⊙s) on a monotone network with relu hidden layers and an
+    identity output; `base`, `target` [n] float64, class 1 when f > threshold."""
+
+    def __init__(self, net: Network, base: np.ndarray, target: np.ndarray, threshold: float) -> None:
+        names = [layer.activation.name for layer in net.layers]
+        self.supported = all(name == "relu" for name in names[:-1]) and names[-1] == "identity"
+        self.layers = [(layer.weight, layer.bias) for layer in net.layers]
+        self.threshold = threshold
+        weight, bias = self.layers[0]
+        self.move = target - base  # radius u·|target − base| (one rounding)
+        self.move_radius = _outwards(_U * np.abs(self.move))
+        constant, constant_radius = _product(weight, np.zeros_like(weight), base, vector=True)
+        self.first_constant = constant + bias
+        self.first_constant_radius = _outwards(constant_radius + _U * np.abs(self.first_constant))
+
+    def refutes(self, k: int, allowed: np.ndarray) -> np.ndarray:
+        """allowed [B, n] bool → [B] bool, True only where no s ∈ {0,1}^n with s ⊆ allowed and
+        Σ s ≤ k has g(s) > t."""
+        value, radius = self.upper_bound(k, allowed)
+        t = Fraction(self.threshold)
+        return np.array([Fraction(v) + Fraction(r) <= t for v, r in zip(value.tolist(), radius.tolist(), strict=True)])
+
+    def likely_refutes(self, k: int, allowed: np.ndarray) -> np.ndarray:
+        """allowed [B, n] bool → [B] bool: the same test on the float bound without its radius,
+        about a third of the work: a screen to be confirmed by `refutes`."""
+        return self.upper_bound(k, allowed, rigorous=False)[0] <= self.threshold
+
+    def upper_bound(self, k: int, allowed: np.ndarray, rigorous: bool = True) -> tuple[np.ndarray, Radius]:
+        """allowed [B, n] bool → (ĝ [B], r [B]): ĝ + r ≥ g(s) for every s ⊆ allowed with Σ s ≤ k
+        (r None if not `rigorous`)."""
+        weight, _ = self.layers[0]
+        move = self.move * allowed
+        coefficients = weight[None, :, :] * move[:, None, :]
+        first = _Form(coefficients, None, self.first_constant, None)
+        if rigorous:
+            first.coefficients_radius = _outwards(
+                weight[None, :, :] * (self.move_radius * allowed)[:, None, :] + _U * np.abs(coefficients)
+            )
+            first.constant_radius = self.first_constant_radius
+        uppers: list[tuple[np.ndarray, np.ndarray]] = []  # per hidden layer: chord (slopes, offsets)
+        lowers: list[tuple[np.ndarray, np.ndarray]] = []
+        for depth in range(len(self.layers)):
+            if depth == 0:
+                upper = lower = first
+            else:
+                upper = self._substitute(depth, uppers, first)
+                lower = self._substitute(depth, lowers, first)
+            high, high_radius = upper.extreme(k, largest=True)
+            if depth == len(self.layers) - 1:
+                return high[:, 0], None if high_radius is None else high_radius[:, 0]
+            low, low_radius = lower.extreme(k, largest=False)
+            if rigorous:
+                uppers.append(_chords(low - low_radius, high + high_radius))
+            else:
+                uppers.append(_chords(low, high))
+            lowers.append(((low + high > 0).astype(np.float64), np.zeros_like(low)))
+        raise AssertionError("unreachable: the loop returns at the output layer")
+
+    def _substitute(self, depth: int, lines: list[tuple[np.ndarray, np.ndarray]], first: _Form) -> _Form:
+        """Layer `depth`'s pre-activation as a form over s, through `lines` (exact doubles)."""
+        weight, bias = self.layers[depth]
+        rigorous = first.coefficients_radius is not None
+        coefficients, constant = weight[None, :, :], bias[None, :]
+        coefficients_radius = np.zeros((1, *weight.shape)) if rigorous else None
+        constant_radius = np.zeros((1, len(bias))) if rigorous else None
+        for below in range(depth - 1, -1, -1):
+            slopes, offsets = lines[below]
+            added, added_radius = _product(coefficients, coefficients_radius, offsets, vector=True)
+            constant, constant_radius = _sum(constant, constant_radius, added, added_radius)
+            coefficients = coefficients * slopes[:, None, :]
+            if rigorous:
+                coefficients_radius = _outwards(coefficients_radius * slopes[:, None, :] + _U * np.abs(coefficients))
+            if below == 0:
+                added, added_radius = _product(
+                    coefficients, coefficients_radius, first.constant, first.constant_radius, vector=True
+                )
+                coefficients, coefficients_radius = _product(
+                    coefficients, coefficients_radius, first.coefficients, first.coefficients_radius
+                )
+            else:
+                next_weight, next_bias = self.layers[below]
+                added, added_radius = _product(coefficients, coefficients_radius, next_bias, vector=True)
+                coefficients, coefficients_radius = _product(coefficients, coefficients_radius, next_weight)
+            constant, constant_radius = _sum(constant, constant_radius, added, added_radius)
+        return _Form(coefficients, coefficients_radius, constant, constant_radius)
+
+
+def _chords(low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Upper lines of relu over [low, high] [B, w] (rigorous bounds) as exact doubles (slopes, offsets):
+    the unit itself where stable, else a chord rounded outwards (module docstring)."""
+    unstable = (low < 0) & (high > 0)
+    safe_low = np.where(unstable, low, -1.0)
+    slopes = np.where(
+        unstable, (np.where(unstable, high, 1.0) / (np.where(unstable, high, 1.0) - safe_low)) * _SLOPE_UP, (low >= 0) * 1.0
+    )
+    offsets = np.where(unstable, (-slopes * safe_low) * _SLOPE_UP, 0.0)
+    return slopes, offsets
