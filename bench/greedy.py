@@ -11,7 +11,10 @@ the rank-one multiply-adds that build the variants. Before timing, the batched a
 checked against the reference on the sample rows (the same masks), and every timed result is
 checked for validity.
 
-    python -m bench.greedy [--rows 4096] [--repeats 5] [--out bench/results/greedy.md]
+With `--device cuda` the batched runs (and the peak) are on the GPU; the reference stays the
+one-call loop on the CPU, as the paper ran it on one device at a time.
+
+    python -m bench.greedy [--rows 4096] [--repeats 5] [--device cpu] [--out bench/results/greedy.md]
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from verify.network import Network
 HIDDEN = (64, 64)
 
 
-def machine() -> str:
+def machine(device: str = "cpu") -> str:
     model = platform.processor() or "unknown CPU"
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -46,33 +49,44 @@ def machine() -> str:
                 break
     except OSError:
         pass
-    return f"{model}, {torch.get_num_threads()} torch threads, torch {torch.__version__}, Python {platform.python_version()}"
+    gpu = f"{torch.cuda.get_device_name()} with " if torch.device(device).type == "cuda" else ""
+    return f"{gpu}{model}, {torch.get_num_threads()} torch threads, torch {torch.__version__}, Python {platform.python_version()}"
 
 
-def matmul_peak(size: int = 2048, repeats: int = 10) -> float:
-    """Float32 GFLOP/s of a square matmul: the best of `repeats` warm runs."""
-    a, b = torch.randn(size, size), torch.randn(size, size)
-    out = torch.empty(size, size)
+def matmul_peak(device: str = "cpu", repeats: int = 10) -> float:
+    """Float32 GFLOP/s of a square matmul (2048² on the CPU, 8192² on a GPU): the best of
+    `repeats` warm runs."""
+    size = 8192 if torch.device(device).type == "cuda" else 2048
+    a, b = torch.randn(size, size, device=device), torch.randn(size, size, device=device)
+    out = torch.empty(size, size, device=device)
     torch.mm(a, b, out=out)
     best = math.inf
     for _ in range(repeats):
+        _synchronize(device)
         started = time.perf_counter()
         torch.mm(a, b, out=out)
+        _synchronize(device)
         best = min(best, time.perf_counter() - started)
     return 2 * size**3 / best / 1e9
 
 
-def measured_flops(net: Network, X: np.ndarray, kind: str, threshold: float, dtype: torch.dtype) -> float:
+def _synchronize(device: str) -> None:
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize()
+
+
+def measured_flops(net: Network, X: np.ndarray, kind: str, threshold: float, dtype: torch.dtype, device: str) -> float:
     """FLOPs of one `explain` run: every matmul as counted by torch.profiler (with_flops), plus
     the rank-one multiply-adds that build the variants (2 per element of [B, n, d1])."""
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], with_flops=True) as profile:
-        explain(net, X, kind=kind, threshold=threshold, device="cpu", dtype=dtype)
+        explain(net, X, kind=kind, threshold=threshold, device=device, dtype=dtype)
     matmul = sum(event.flops for event in profile.key_averages() if event.flops)
     return matmul + 2 * len(X) * net.n_inputs * net.widths[0]
 
 
 def _timed(function, repeats: int, *args, **kwargs) -> tuple[float, object]:
-    """Median seconds of `repeats` calls of function(*args, **kwargs), and the last result."""
+    """Median seconds of `repeats` calls of function(*args, **kwargs), and the last result (whose
+    tensors are on the CPU: the time includes the copy back)."""
     times, result = [], None
     for _ in range(repeats):
         started = time.perf_counter()
@@ -81,8 +95,8 @@ def _timed(function, repeats: int, *args, **kwargs) -> tuple[float, object]:
     return statistics.median(times), result
 
 
-def run(rows: int, repeats: int, sample: dict[int, int]) -> tuple[list[list], float]:
-    peak = matmul_peak()
+def run(rows: int, repeats: int, sample: dict[int, int], device: str = "cpu") -> tuple[list[list], float]:
+    peak = matmul_peak(device)
     table = []
     for n in (28, 276):
         rng = np.random.default_rng(n)
@@ -92,16 +106,16 @@ def run(rows: int, repeats: int, sample: dict[int, int]) -> tuple[list[list], fl
         for kind in ("contrastive", "abductive"):
             # Correctness first (untimed, float64): batched = reference on the sample rows.
             ref64 = explain_reference(net, X[: sample[n]], kind=kind, threshold=t)
-            fast64 = explain(net, X[: sample[n]], kind=kind, threshold=t, device="cpu")
+            fast64 = explain(net, X[: sample[n]], kind=kind, threshold=t, device=device)
             assert torch.equal(ref64.masks, fast64.masks) and torch.equal(ref64.exists, fast64.exists)
             for dtype in (torch.float32, torch.float64):
-                explain(net, X[:256], kind=kind, threshold=t, device="cpu", dtype=dtype)  # warm-up
-                seconds, result = _timed(explain, repeats, net, X, kind=kind, threshold=t, device="cpu", dtype=dtype)
+                explain(net, X[:256], kind=kind, threshold=t, device=device, dtype=dtype)  # warm-up
+                seconds, result = _timed(explain, repeats, net, X, kind=kind, threshold=t, device=device, dtype=dtype)
                 _check_valid(net, X, result, kind, t)
                 explain_reference(net, X[:8], kind=kind, threshold=t, dtype=dtype)  # warm-up
                 ref_seconds, _ = _timed(explain_reference, 3, net, X[: sample[n]], kind=kind, threshold=t, dtype=dtype)
                 rate, ref_rate = rows / seconds, sample[n] / ref_seconds
-                gflops = measured_flops(net, X, kind, t, dtype) / seconds / 1e9
+                gflops = measured_flops(net, X, kind, t, dtype, device) / seconds / 1e9
                 table.append(
                     [
                         n,
@@ -138,10 +152,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog=f"cardinal bench {__name__.rsplit('.', 1)[-1]}", description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=4096)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--device", default="cpu", help="where the batched runs go: cpu or cuda")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "greedy.md"))
     args = parser.parse_args(argv)
     sample = {28: 512, 276: 64}
-    table, peak = run(args.rows, args.repeats, sample)
+    table, peak = run(args.rows, args.repeats, sample, args.device)
     headers = [
         "n",
         "kind",
@@ -158,10 +173,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         [
             "# Greedy explanations: batched vs reference",
             "",
-            f"Run {datetime.date.today().isoformat()} with `python -m bench.greedy --rows {args.rows} --repeats {args.repeats}`",
-            f"on {machine()}.",
+            f"Run {datetime.date.today().isoformat()} with `python -m bench.greedy --rows {args.rows} --repeats {args.repeats}"
+            f" --device {args.device}` on {machine(args.device)}.",
             "",
-            f"Measured float32 matmul peak (2048² `torch.mm`, best of 10): **{peak:.1f} GFLOP/s**.",
+            f"Measured float32 matmul peak ({'8192' if args.device == 'cuda' else '2048'}² `torch.mm` on {args.device}, "
+            f"best of 10): **{peak:.1f} GFLOP/s**.",
             "",
             f"Networks n → {' → '.join(map(str, HIDDEN))} → 1, ReLU, monotone random weights; B = {args.rows} inputs uniform "
             "in [0,1]^n; threshold midway around the median output. Batched: median of the repeats for all B rows. Reference "

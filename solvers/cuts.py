@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import cached_property
 
 import numpy as np
 
@@ -160,7 +161,11 @@ class LinearBounds:
         move = Dyadic.from_floats(target) - start
         self.first = weight * move[None, :], weight @ start + bias  # h_0 = coefficients [w0, n]·s + constant [w0]
         self.base, self.move = np.asarray(base, dtype=np.float64), np.asarray(target, dtype=np.float64) - base
-        self.region = self._lines(self.n)  # over all of [0,1]^n
+
+    @cached_property
+    def region(self) -> list[_Lines]:
+        """Every layer's lines over all of [0,1]^n (what `tangent_form` needs)."""
+        return self._lines(self.n)
 
     def tangent_form(self, chosen: np.ndarray) -> tuple[Dyadic, Dyadic]:
         """chosen [n] bool (s0) → (a [n], c): g(s) ≥ a·s + c on [0,1]^n, tight at s0 where σ is convex."""

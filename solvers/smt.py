@@ -8,18 +8,29 @@ one exact evaluation of `base with S set to target` (CXp: x → x'; AXp: x' → 
 upward closed. z3 (the `QF_FD` SAT core with native cardinality) proposes a set S under
 `AtMost(s, k)` and the clauses learned so far; a valid S is shrunk to an inclusion-minimal one; an
 invalid S is grown to a maximal invalid set M and the clause `OR_{i ∉ M} s_i` (every valid set
-leaves M) is added. Linear pseudo-Boolean cuts from exact linear bounds on f
-(`solvers.cuts`) carry what one clause cannot: when valid means f ≤ t, each maximal invalid set
-also adds its tangent cut (Kelley's cutting plane: f is convex in s on ReLU networks), which
-excludes all of its subsets at once; when valid means f > t, each size bound k adds, under its
-guard, the cut from an upper bound on f over the sets within k. A cut that no set within k
-satisfies refutes k outright. When an instance with the goal f > t needs many rounds, one batch
-of maximal invalid sets grown along random orders (evaluated together) adds its clauses at once.
+leaves M) is added. Each size bound k has a guard literal; the search for size ≤ k assumes
+the guards of k and of every larger bound, so what was learned for sets within a larger bound
+stays in force. Three things carry what one clause per round cannot:
+
+- *Tangent cuts* (valid means f ≤ t; `solvers.cuts`). Each maximal invalid set also adds the
+  pseudo-Boolean cut of an exact linear lower bound on f that touches f there (Kelley's cutting
+  plane: f is convex in s on ReLU networks). It excludes all subsets of M at once.
+- *Cardinality cuts* (valid means f > t; `solvers.cuts`). Each bound k adds, under its guard, the
+  cut of an exact linear upper bound on f over the sets within k.
+  Every cut goes in also combined with the size row (`Cut.within`): on the plain knapsack next
+  to `AtMost(s, k)` z3's pseudo-Boolean propagation stalls for seconds. A cut that no set within
+  k satisfies refutes k at once.
+- *Widened clauses* (valid means f > t, ReLU networks; `solvers.subsets`). M is widened to a set
+  C ⊋ M, inside which rigorous float bounds prove that no set within k is valid. The clause "leave
+  C", guarded by k, is shorter than "leave M". Elsewhere, an instance that needs many rounds gets
+  one batch of maximal invalid sets grown along random orders, evaluated together.
+
 Evaluations are rigorous (`solvers.enumerate.Evaluator`: float64 with a forward error bound,
 exact dyadic arithmetic near the threshold). Measured on the 28-feature 32×32 benchmark nets:
-the cuts took the median certification from 1.6 s to tens of milliseconds; the full encoding
-below cannot certify these nets at all, because z3's exact simplex chokes on the dense
-rationals of double weights (a single LP relaxation did not finish in 30 s).
+these took the median certification from 1.6 s (clauses alone) to 22 ms, and the slowest of 24
+from over 5 s to 1.7 s (`bench/results/solvers.md`). The full encoding below cannot certify these
+nets at all, because z3's exact simplex chokes on the dense rationals of double weights (a single
+LP relaxation did not finish in 30 s).
 
 **encode** (non-monotone networks always; monotone ones with `strategy="encode"`). The whole
 network as linear real arithmetic: one real term per unit, with exact interval bounds
@@ -244,7 +255,7 @@ class _Lazy:
                 self._learn(invalid)
                 self._add_cut(self.bounds.tangent_cut(invalid), bound, guarded=False)
             elif self.subsets.supported:
-                self._learn(self._widen(invalid, bound), self.guards[bound])
+                self._learn(self._widen(invalid, bound, deadline), self.guards[bound])
             else:
                 self._learn(invalid)
             self.rounds += 1
@@ -263,15 +274,15 @@ class _Lazy:
         clause = z3.Z3_mk_or(self.solver.ctx.ref(), len(literals), (z3.Ast * len(literals))(*literals))
         self.solver.add(z3.BoolRef(clause, self.solver.ctx))
 
-    def _widen(self, invalid: np.ndarray, bound: int) -> np.ndarray:
+    def _widen(self, invalid: np.ndarray, bound: int, deadline: float = math.inf) -> np.ndarray:
         """The invalid set [n] bool widened by features taken in `order` while no set inside it
         within `bound` can be valid: screened with `SubsetBounds.likely_refutes`, one batch per
         step as in `walk` (every prefix of the remaining order, and each remaining feature alone:
         one that fails alone is dropped, a wider set having looser bounds), then proved once by
-        `SubsetBounds.refutes`; unproved, the set stays as it was."""
+        `SubsetBounds.refutes`; unproved, or past the deadline, the set stays as it was."""
         widened = invalid.copy()
         rest = np.array([i for i in self.order if not widened[i]], dtype=np.int64)
-        while len(rest):
+        while len(rest) and time.perf_counter() < deadline:
             rows = np.repeat(widened[None, :], 2 * len(rest), axis=0)
             rows[np.arange(len(rest)), rest] = True
             rows[len(rest) :, rest] = np.tril(np.ones((len(rest), len(rest)), dtype=bool))
@@ -280,7 +291,7 @@ class _Lazy:
             taken = int(np.argmin(prefixes)) if not prefixes.all() else len(rest)
             widened[rest[:taken]] = True
             rest = rest[taken + 1 :][alone[taken + 1 :]]
-        if widened.sum() > invalid.sum() and self.subsets.refutes(bound, widened[None, :])[0]:
+        if len(rest) == 0 and widened.sum() > invalid.sum() and self.subsets.refutes(bound, widened[None, :])[0]:
             return widened
         return invalid
 

@@ -57,9 +57,14 @@ class _Form:
         """[B, r] max (largest) or min of each row over s ∈ {0,1}^n with Σ s ≤ k, as (value,
         radius): the k largest positive (or most negative) coefficients plus the constant; every
         coefficient's radius counts, whether picked or not."""
-        signed = np.clip(self.coefficients, 0, None) if largest else np.clip(self.coefficients, None, 0)
-        ordered = np.sort(signed, axis=-1)
-        picked = (ordered[..., ::-1] if largest else ordered)[..., :k]
+        signed = np.maximum(self.coefficients, 0.0) if largest else np.minimum(self.coefficients, 0.0)
+        n = signed.shape[-1]
+        if k >= n or k == 0:
+            picked = signed[..., : n if k else 0]
+        elif largest:
+            picked = np.partition(signed, n - k, axis=-1)[..., n - k :]
+        else:
+            picked = np.partition(signed, k - 1, axis=-1)[..., :k]
         value = self.constant + picked.sum(axis=-1)
         if self.coefficients_radius is None:
             return value, None

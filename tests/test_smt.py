@@ -110,7 +110,7 @@ def test_widened_sets_hold_no_valid_set_within_the_bound(monkeypatch: pytest.Mon
             problem = Problem.make(net, x, "contrastive", Domain.unit(n), threshold)
             _check_against(backend, problem, monotone_minimum(problem))
     grown = 0
-    for lazy, invalid, bound, wide in widened:
+    for lazy, invalid, bound, *_, wide in widened:
         grown += int(wide.sum() - invalid.sum())
         for size in range(1, bound + 1):
             for subset in itertools.combinations(np.flatnonzero(wide), size):
