@@ -44,7 +44,7 @@ _COEFFICIENT_BITS = 16  # the largest cut coefficient is below 2^this
 
 @dataclass(frozen=True)
 class Cut:
-    """Σ coefficients[i]·s_i ≤ bound, over integers; `trivial` (always true) or `infeasible`."""
+    """Σ coefficients[i]·s_i ≤ bound, over integers."""
 
     coefficients: tuple[int, ...]
     bound: int
@@ -53,16 +53,13 @@ class Cut:
     def trivial(self) -> bool:
         return sum(c for c in self.coefficients if c > 0) <= self.bound
 
-    def infeasible(self, k: int) -> bool:
-        """No s ∈ {0,1}^n with Σ s ≤ k satisfies the cut (its k most negative coefficients fall short)."""
-        return sum(sorted(c for c in self.coefficients if c < 0)[:k]) > self.bound
-
     def within(self, k: int) -> Cut:
         """The cut plus λ·(Σ s − k) ≤ 0, implied by it for sets within k: Σ (c_i + λ) s_i ≤ b + λk
         with λ = −(the (k+1)-th most negative coefficient), the multiplier of the cardinality row in
         the relaxation min {c·s : Σ s ≤ k, 0 ≤ s ≤ 1}. Where few sets within k meet the cut, its
         coefficients and slack shrink to the differences that matter, which z3's pseudo-Boolean
-        propagation can use (on the plain cut next to `AtMost(s, k)` it stalls for seconds)."""
+        propagation can use (on the plain cut next to `AtMost(s, k)` it stalls for seconds); where
+        none does, even its negative coefficients together fall short of the bound."""
         ordered = sorted(self.coefficients)
         multiplier = -ordered[k] if k < len(ordered) and ordered[k] < 0 else 0
         return Cut(tuple(c + multiplier for c in self.coefficients), self.bound + multiplier * k)
@@ -246,4 +243,4 @@ def _integer_cut(coefficients: Dyadic, bound: Dyadic, n: int, strict: bool = Fal
         limit = int(bound.floor(exp))
     integer = tuple(int(c) for c in coefficients.floor(exp))
     low, high = sum(c for c in integer if c < 0), sum(c for c in integer if c > 0)
-    return Cut(integer, min(max(limit, low - 1), high))  # clamped: a cut beyond its range stays trivial/infeasible
+    return Cut(integer, min(max(limit, low - 1), high))  # clamped to the range of the left side

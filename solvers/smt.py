@@ -85,6 +85,9 @@ STRATEGIES = ("auto", "encode")
 # instances never pay for it).
 _ROUNDS_BEFORE_BATCH = 64
 _BATCH_SETS = 2000
+# Widening screens this many candidate features per batch (2 rows each), so that one batch stays
+# short on wide inputs (at 276 features a batch of every candidate took 0.5 s).
+_WIDEN_WINDOW = 32
 Check = tuple[str, tuple[int, ...] | None, np.ndarray | None]  # (z3 result, solution, witness y [n])
 
 
@@ -277,20 +280,22 @@ class _Lazy:
     def _widen(self, invalid: np.ndarray, bound: int, deadline: float = math.inf) -> np.ndarray:
         """The invalid set [n] bool widened by features taken in `order` while no set inside it
         within `bound` can be valid: screened with `SubsetBounds.likely_refutes`, one batch per
-        step as in `walk` (every prefix of the remaining order, and each remaining feature alone:
-        one that fails alone is dropped, a wider set having looser bounds), then proved once by
+        step as in `walk` (every prefix of the next `_WIDEN_WINDOW` features of the order, and
+        each of them alone: one that fails alone is dropped, a wider set having looser bounds),
+        then proved once by
         `SubsetBounds.refutes`; unproved, or past the deadline, the set stays as it was."""
         widened = invalid.copy()
         rest = np.array([i for i in self.order if not widened[i]], dtype=np.int64)
         while len(rest) and time.perf_counter() < deadline:
-            rows = np.repeat(widened[None, :], 2 * len(rest), axis=0)
-            rows[np.arange(len(rest)), rest] = True
-            rows[len(rest) :, rest] = np.tril(np.ones((len(rest), len(rest)), dtype=bool))
+            window, later = rest[:_WIDEN_WINDOW], rest[_WIDEN_WINDOW:]
+            rows = np.repeat(widened[None, :], 2 * len(window), axis=0)
+            rows[np.arange(len(window)), window] = True
+            rows[len(window) :, window] = np.tril(np.ones((len(window), len(window)), dtype=bool))
             screened = self.subsets.likely_refutes(bound, rows)
-            alone, prefixes = screened[: len(rest)], screened[len(rest) :]
-            taken = int(np.argmin(prefixes)) if not prefixes.all() else len(rest)
-            widened[rest[:taken]] = True
-            rest = rest[taken + 1 :][alone[taken + 1 :]]
+            alone, prefixes = screened[: len(window)], screened[len(window) :]
+            taken = int(np.argmin(prefixes)) if not prefixes.all() else len(window)
+            widened[window[:taken]] = True
+            rest = np.concatenate([window[taken + 1 :][alone[taken + 1 :]], later])
         if len(rest) == 0 and widened.sum() > invalid.sum() and self.subsets.refutes(bound, widened[None, :])[0]:
             return widened
         return invalid
@@ -298,8 +303,7 @@ class _Lazy:
     def _add_cut(self, cut: Cut, bound: int, guarded: bool = True) -> None:
         """Add the cut Σ c_i s_i ≤ b: under the guard of `bound` if `guarded` (it holds for sets
         within `bound` only), else for good and kept for later bounds. Under the guard goes also
-        its combination with the cardinality row (`Cut.within`), and where no set within `bound`
-        satisfies the cut, the guard's negation."""
+        its combination with the cardinality row (`Cut.within`), which z3 propagates well."""
         if not guarded:
             self.cuts.append(cut)
             self._add_pb(cut)

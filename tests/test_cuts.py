@@ -99,14 +99,18 @@ def test_integer_cuts_keep_every_valid_set(activation: Activation) -> None:
                     kept = _lhs(cut, s) <= cut.bound
                     assert kept or value <= t
                     excluded += not kept
-            if cut.infeasible(k):
-                assert all(value <= t for s, value in zip(S, g, strict=True) if s.sum() <= k)
+            combined = cut.within(k)
+            assert all(_lhs(combined, s) <= combined.bound for s, value in zip(S, g, strict=True) if s.sum() <= k and value > t)
     assert excluded > 0
 
 
-def test_cut_predicates() -> None:
+def test_cut_combined_with_the_size_row() -> None:
+    """−3·s0 − 2·s1 + s2 ≤ −4 has no solution with one feature: combined with the size row
+    (λ = 2) the left side cannot reach the bound, which one glance at the signs shows."""
     cut = Cut((-3, -2, 1), -4)
-    assert not cut.trivial and cut.infeasible(1) and not cut.infeasible(2)
+    assert cut.within(1) == Cut((-1, 0, 3), -2)
+    assert sum(c for c in cut.within(1).coefficients if c < 0) > cut.within(1).bound
+    assert cut.within(2) == cut  # the third smallest coefficient is ≥ 0: λ = 0
     assert Cut((1, 2), 3).trivial and not Cut((1, 2), 2).trivial
 
 
