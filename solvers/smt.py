@@ -282,8 +282,8 @@ class _Lazy:
         within `bound` can be valid: screened with `SubsetBounds.likely_refutes`, one batch per
         step as in `walk` (every prefix of the next `_WIDEN_WINDOW` features of the order, and
         each of them alone: one that fails alone is dropped, a wider set having looser bounds),
-        then proved once by
-        `SubsetBounds.refutes`; unproved, or past the deadline, the set stays as it was."""
+        then proved once by `SubsetBounds.refutes`; unproved, or past the deadline, the set
+        stays as it was."""
         widened = invalid.copy()
         rest = np.array([i for i in self.order if not widened[i]], dtype=np.int64)
         while len(rest) and time.perf_counter() < deadline:
