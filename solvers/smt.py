@@ -27,8 +27,8 @@ stays in force. Three things carry what one clause per round cannot:
 
 Evaluations are rigorous (`solvers.enumerate.Evaluator`: float64 with a forward error bound,
 exact dyadic arithmetic near the threshold). Measured on the 28-feature 32×32 benchmark nets:
-these took the median certification from 1.6 s (clauses alone) to 22 ms, and the slowest of 24
-from over 5 s to 1.7 s (`bench/results/solvers.md`). The full encoding below cannot certify these
+these took the median certification from 1.6 s (clauses alone) to 24 ms, and the slowest of 24
+from over 5 s to 1.6 s (`bench/results/solvers.md`). The full encoding below cannot certify these
 nets at all, because z3's exact simplex chokes on the dense rationals of double weights (a single
 LP relaxation did not finish in 30 s).
 
