@@ -89,8 +89,7 @@ class _Lines:
         step = activation.name == "step"
         offsets, first, last, upper = [], [], [], []
         for lo, hi in zip(low, high, strict=True):
-            start = sum(c <= lo for c in breaks)
-            inside = [c for c in breaks if lo < c and (c <= hi if step else c < hi)]
+            start, inside = activation.pieces_over(lo, hi)
             slopes = [a for a, _ in pieces[start : start + len(inside) + 1]]
             value_low = _value(pieces, breaks, lo)
             offsets.append([b for _, b in pieces] + [value_low])

@@ -390,10 +390,9 @@ class _Encoding:
 
     def _unit(self, activation: Activation, h: z3.ArithRef, low: Fraction, high: Fraction) -> z3.ArithRef:
         """z for one unit with pre-activation h ∈ [low, high]: a linear term when the unit is stable."""
-        breaks, pieces = activation.pieces()
+        _, pieces = activation.pieces()
         step = activation.name == "step"
-        first = sum(c <= low for c in breaks)
-        inside = [c for c in breaks if low < c and (c <= high if step else c < high)]
+        first, inside = activation.pieces_over(low, high)
         pieces = pieces[first : first + len(inside) + 1]
         terms = [h if (a, b) == (1, 0) else self._value(b) if a == 0 else self._value(a) * h + self._value(b) for a, b in pieces]
         if not inside:

@@ -108,6 +108,14 @@ class Activation:
             return [Fraction(self.param("at"))], [(zero, zero), (zero, one)]
         raise ValueError(f"{self.name} is not piecewise linear")
 
+    def pieces_over(self, low: Fraction, high: Fraction) -> tuple[int, list[Fraction]]:
+        """For h ∈ [low, high]: the index of the piece σ follows at `low`, and the breakpoints
+        where it changes piece inside the interval (none: σ is that one piece throughout; a step
+        changes at `at` ≤ high, a continuous σ only at breakpoints < high)."""
+        breaks, _ = self.pieces()
+        step = self.name == "step"
+        return sum(c <= low for c in breaks), [c for c in breaks if low < c and (c <= high if step else c < high)]
+
     def apply_(self, h: torch.Tensor) -> torch.Tensor:
         """Apply elementwise in place (where torch allows; softplus returns a new tensor)."""
         if self.name == "relu":
