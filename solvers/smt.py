@@ -168,6 +168,36 @@ def _descend(
     return {"status": Status.OPTIMAL, "solution": best, "witness": _floats(witness), "raw_status": raw}
 
 
+def _extend(
+    chosen: np.ndarray,
+    candidates: np.ndarray,
+    keeps: Callable[[np.ndarray], np.ndarray],
+    setting: bool,
+    window: int | None = None,
+    deadline: float = math.inf,
+) -> tuple[np.ndarray, bool]:
+    """Set the `candidates` [m] of chosen [n] bool to `setting`, in order, each only where
+    `keeps(rows [B, n] bool) -> [B] bool` still holds with it; `keeps` is monotone (a candidate it
+    rejects alone, it rejects later too). One batch per step over the next `window` candidates
+    (all if None): every prefix of them, and each alone. The longest kept prefix is taken (its own
+    row passed), the candidate after it skipped, and any rejected alone dropped. Returns the new
+    [n] bool and whether every candidate was judged before the deadline."""
+    chosen = chosen.copy()
+    rest = candidates
+    while len(rest) and time.perf_counter() < deadline:
+        batch, later = (rest, rest[:0]) if window is None else (rest[:window], rest[window:])
+        size = len(batch)
+        rows = np.repeat(chosen[None, :], 2 * size, axis=0)
+        rows[np.arange(size), batch] = setting
+        rows[size:, batch] = np.where(np.tril(np.ones((size, size), dtype=bool)), setting, chosen[batch])
+        kept = keeps(rows)
+        alone, prefixes = kept[:size], kept[size:]
+        taken = int(np.argmin(prefixes)) if not prefixes.all() else size
+        chosen[batch[:taken]] = setting
+        rest = np.concatenate([batch[taken + 1 :][alone[taken + 1 :]], later])
+    return chosen, len(rest) == 0
+
+
 def _floats(y: np.ndarray | None) -> tuple[float, ...] | None:
     return None if y is None else tuple(float(v) for v in y)
 
@@ -214,23 +244,10 @@ class _Lazy:
         return (flips == self.valid_when).numpy()
 
     def walk(self, chosen: np.ndarray, setting: bool) -> np.ndarray:
-        """Set features to `setting` in `order` unless that changes validity: grows an invalid set
-        (True) to a maximal one, or shrinks a valid one (False) to a minimal one. One batch per
-        round: the prefixes of the remaining order (the longest unchanged one is taken, the feature
-        after it skipped) and each remaining feature alone (one that changes validity alone never
-        fits later, validity being monotone, and is dropped)."""
-        chosen = chosen.copy()
+        """Set features to `setting` in `order` unless that changes validity (`_extend`): grows an
+        invalid set (True) to a maximal one, or shrinks a valid one (False) to a minimal one."""
         rest = np.array([i for i in self.order if chosen[i] != setting], dtype=np.int64)
-        while len(rest):
-            rows = np.repeat(chosen[None, :], 2 * len(rest), axis=0)
-            rows[np.arange(len(rest)), rest] = setting
-            rows[len(rest) :, rest] = np.where(np.tril(np.ones((len(rest), len(rest)), dtype=bool)), setting, chosen[rest])
-            changed = self.valid(rows) == setting
-            alone, prefixes = changed[: len(rest)], changed[len(rest) :]
-            first = int(np.argmax(prefixes)) if prefixes.any() else len(rest)
-            chosen[rest[:first]] = setting
-            rest = rest[first + 1 :][~alone[first + 1 :]]
-        return chosen
+        return _extend(chosen, rest, lambda rows: self.valid(rows) != setting, setting)[0]
 
     def first_solution(self) -> tuple[int, ...]:
         return tuple(int(i) for i in np.flatnonzero(self.walk(np.ones(self.n, dtype=bool), False)))
@@ -279,24 +296,13 @@ class _Lazy:
 
     def _widen(self, invalid: np.ndarray, bound: int, deadline: float = math.inf) -> np.ndarray:
         """The invalid set [n] bool widened by features taken in `order` while no set inside it
-        within `bound` can be valid: screened with `SubsetBounds.likely_refutes`, one batch per
-        step as in `walk` (every prefix of the next `_WIDEN_WINDOW` features of the order, and
-        each of them alone: one that fails alone is dropped, a wider set having looser bounds),
-        then proved once by `SubsetBounds.refutes`; unproved, or past the deadline, the set
-        stays as it was."""
-        widened = invalid.copy()
-        rest = np.array([i for i in self.order if not widened[i]], dtype=np.int64)
-        while len(rest) and time.perf_counter() < deadline:
-            window, later = rest[:_WIDEN_WINDOW], rest[_WIDEN_WINDOW:]
-            rows = np.repeat(widened[None, :], 2 * len(window), axis=0)
-            rows[np.arange(len(window)), window] = True
-            rows[len(window) :, window] = np.tril(np.ones((len(window), len(window)), dtype=bool))
-            screened = self.subsets.likely_refutes(bound, rows)
-            alone, prefixes = screened[: len(window)], screened[len(window) :]
-            taken = int(np.argmin(prefixes)) if not prefixes.all() else len(window)
-            widened[window[:taken]] = True
-            rest = np.concatenate([window[taken + 1 :][alone[taken + 1 :]], later])
-        if len(rest) == 0 and widened.sum() > invalid.sum() and self.subsets.refutes(bound, widened[None, :])[0]:
+        within `bound` can be valid: screened with `SubsetBounds.likely_refutes` (`_extend`, the
+        next `_WIDEN_WINDOW` features per batch), then proved once by `SubsetBounds.refutes`;
+        unproved, or cut short by the deadline, the set stays as it was."""
+        rest = np.array([i for i in self.order if not invalid[i]], dtype=np.int64)
+        screened = _extend(invalid, rest, lambda rows: self.subsets.likely_refutes(bound, rows), True, _WIDEN_WINDOW, deadline)
+        widened, finished = screened
+        if finished and widened.sum() > invalid.sum() and self.subsets.refutes(bound, widened[None, :])[0]:
             return widened
         return invalid
 
