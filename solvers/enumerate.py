@@ -38,13 +38,11 @@ from collections.abc import Iterator
 import numpy as np
 import torch
 
+from solvers import rounding
 from solvers.base import BaseSolver, Outcome, Problem, Status
 from verify.activations import Activation
 from verify.errors import InputError
 
-_UNIT_ROUNDOFF = 2.0**-53
-_SAFETY = 1.0 + 2.0**-20
-_TINY = 2.0**-1000
 _SMOOTH_RELATIVE = 1e-15
 _LIPSCHITZ = {"sigmoid": 0.25, "tanh": 1.0, "softplus": 1.0}
 _BATCH_ELEMENTS = 1 << 22  # rows × (inputs + all layer widths) per forward pass
@@ -66,7 +64,7 @@ class Evaluator:
             weight_t = torch.tensor(layer.weight.T, dtype=torch.float64, device=self.device)
             bias = torch.tensor(layer.bias, dtype=torch.float64, device=self.device)
             terms = layer.weight.shape[1] + 1
-            gamma = terms * _UNIT_ROUNDOFF / (1 - terms * _UNIT_ROUNDOFF)
+            gamma = rounding.gamma(terms)
             self.layers.append((weight_t, weight_t.abs(), bias, gamma * bias.abs(), gamma, layer.activation))
 
     @torch.no_grad()
@@ -78,12 +76,12 @@ class Evaluator:
         for weight_t, abs_weight_t, bias, abs_bias_term, gamma, activation in self.layers:
             h = torch.addmm(bias, z, weight_t)
             spread = gamma * z.abs() if error is None else torch.add(error, z.abs(), alpha=gamma)
-            bound = torch.addmm(abs_bias_term, spread, abs_weight_t).mul_(_SAFETY).add_(_TINY)
+            bound = torch.addmm(abs_bias_term, spread, abs_weight_t).mul_(rounding.SAFETY).add_(rounding.TINY)
             z, error, unsure = _activate(activation, h, bound)
             if unsure is not None:
                 uncertain |= unsure
         margin = z[:, 0] - self.problem.threshold
-        uncertain |= ~(margin.abs() > error[:, 0] * _SAFETY + _TINY)  # NaN (overflow) counts as uncertain
+        uncertain |= ~(margin.abs() > error[:, 0] * rounding.SAFETY + rounding.TINY)  # NaN (overflow) counts as uncertain
         predicted = (margin > 0).to(torch.int8)
         rows = torch.nonzero(uncertain).flatten()
         if len(rows):
@@ -111,7 +109,7 @@ def _activate(
     if name == "leaky_relu":
         slope = activation.param("slope")
         z = torch.nn.functional.leaky_relu(h, slope)
-        return z, bound * max(1.0, slope) + _UNIT_ROUNDOFF * z.abs(), None
+        return z, bound * max(1.0, slope) + rounding.UNIT_ROUNDOFF * z.abs(), None
     if name == "step":
         at = activation.param("at")
         return (h >= at).to(h.dtype), torch.zeros_like(bound), (~((h - at).abs() > bound)).any(dim=1)
@@ -121,7 +119,7 @@ def _activate(
         z = torch.tanh(h)
     else:
         z = torch.logaddexp(h, torch.zeros_like(h))  # softplus without torch's linear cut-off at 20
-    return z, bound * _LIPSCHITZ[name] + _SMOOTH_RELATIVE * z.abs() + _TINY, None
+    return z, bound * _LIPSCHITZ[name] + _SMOOTH_RELATIVE * z.abs() + rounding.TINY, None
 
 
 def combinations(n: int, k: int, rows: int) -> Iterator[np.ndarray]:

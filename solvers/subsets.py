@@ -30,16 +30,10 @@ from fractions import Fraction
 
 import numpy as np
 
+from solvers.rounding import SAFETY, TINY, UNIT_ROUNDOFF, gamma
 from verify.network import Network
 
-_U = 2.0**-53
-_SAFETY = 1.0 + 2.0**-20
-_TINY = 2.0**-1000
 _SLOPE_UP = 1.0 + 2.0**-50
-
-
-def _gamma(m: int) -> float:
-    return m * _U / (1 - m * _U)
 
 
 Radius = np.ndarray | None  # None: not tracked (a screening estimate, not a bound)
@@ -69,12 +63,12 @@ class _Form:
         if self.coefficients_radius is None:
             return value, None
         sizes = np.abs(picked).sum(axis=-1) + np.abs(self.constant)
-        radius = self.constant_radius + self.coefficients_radius.sum(axis=-1) + _gamma(k + 1) * sizes
+        radius = self.constant_radius + self.coefficients_radius.sum(axis=-1) + gamma(k + 1) * sizes
         return value, _outwards(radius)
 
 
 def _outwards(radius: np.ndarray) -> np.ndarray:
-    return radius * _SAFETY + _TINY
+    return radius * SAFETY + TINY
 
 
 def _product(
@@ -88,7 +82,7 @@ def _product(
 
     if a_radius is None:
         return times(a, b), None
-    radius = times(a_radius, np.abs(b)) + _gamma(a.shape[-1] + 1) * times(np.abs(a), np.abs(b))
+    radius = times(a_radius, np.abs(b)) + gamma(a.shape[-1] + 1) * times(np.abs(a), np.abs(b))
     if b_radius is not None:
         radius = radius + times(np.abs(a) + a_radius, b_radius)
     return times(a, b), _outwards(radius)
@@ -96,7 +90,7 @@ def _product(
 
 def _sum(a: np.ndarray, a_radius: Radius, b: np.ndarray, b_radius: Radius) -> tuple[np.ndarray, Radius]:
     total = a + b
-    return total, None if a_radius is None else _outwards(a_radius + b_radius + _U * np.abs(total))
+    return total, None if a_radius is None else _outwards(a_radius + b_radius + UNIT_ROUNDOFF * np.abs(total))
 
 
 class SubsetBounds:
@@ -110,10 +104,10 @@ class SubsetBounds:
         self.threshold = threshold
         weight, bias = self.layers[0]
         self.move = target - base  # radius u·|target − base| (one rounding)
-        self.move_radius = _outwards(_U * np.abs(self.move))
+        self.move_radius = _outwards(UNIT_ROUNDOFF * np.abs(self.move))
         constant, constant_radius = _product(weight, np.zeros_like(weight), base, vector=True)
         self.first_constant = constant + bias
-        self.first_constant_radius = _outwards(constant_radius + _U * np.abs(self.first_constant))
+        self.first_constant_radius = _outwards(constant_radius + UNIT_ROUNDOFF * np.abs(self.first_constant))
 
     def refutes(self, k: int, allowed: np.ndarray) -> np.ndarray:
         """allowed [B, n] bool → [B] bool, True only where no s ∈ {0,1}^n with s ⊆ allowed and
@@ -136,7 +130,7 @@ class SubsetBounds:
         first = _Form(coefficients, None, self.first_constant, None)
         if rigorous:
             first.coefficients_radius = _outwards(
-                weight[None, :, :] * (self.move_radius * allowed)[:, None, :] + _U * np.abs(coefficients)
+                weight[None, :, :] * (self.move_radius * allowed)[:, None, :] + UNIT_ROUNDOFF * np.abs(coefficients)
             )
             first.constant_radius = self.first_constant_radius
         uppers: list[tuple[np.ndarray, np.ndarray]] = []  # per hidden layer: chord (slopes, offsets)
@@ -171,7 +165,7 @@ class SubsetBounds:
             constant, constant_radius = _sum(constant, constant_radius, added, added_radius)
             coefficients = coefficients * slopes[:, None, :]
             if rigorous:
-                coefficients_radius = _outwards(coefficients_radius * slopes[:, None, :] + _U * np.abs(coefficients))
+                coefficients_radius = _outwards(coefficients_radius * slopes[:, None, :] + UNIT_ROUNDOFF * np.abs(coefficients))
             if below == 0:
                 added, added_radius = _product(
                     coefficients, coefficients_radius, first.constant, first.constant_radius, vector=True
