@@ -30,12 +30,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from cardinal.verify.domain import Domain
+from cardinal.verify.generate import median_threshold, random_network
+from cardinal.verify.greedy import explain, explain_reference
+from cardinal.verify.network import Network
 from tabulate import tabulate
-
-from verify.domain import Domain
-from verify.generate import median_threshold, random_network
-from verify.greedy import explain, explain_reference
-from verify.network import Network
 
 HIDDEN = (64, 64)
 

@@ -25,13 +25,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from cardinal.solvers.base import Problem, Status, available_solvers, get_solver, solve_problem
+from cardinal.verify.domain import Domain
+from cardinal.verify.generate import median_threshold, random_network
+from cardinal.verify.greedy import explain
 from tabulate import tabulate
 
 from bench.greedy import machine
-from solvers.base import Problem, Status, available_solvers, get_solver, solve_problem
-from verify.domain import Domain
-from verify.generate import median_threshold, random_network
-from verify.greedy import explain
 
 REFERENCE = (28, (32, 32))
 SWEEPS = {

@@ -1,9 +1,9 @@
 """Exact backends behind one front: `solve_minimum(..., solver="gurobi"|"highs"|"z3"|"enumerate")`.
 
-Backends are imported by name on first use, so `import solvers` needs none of their libraries.
+Backends are imported by name on first use, so `import cardinal.solvers` needs none of their libraries.
 """
 
-from solvers.base import (
+from .base import (
     SOLVER_NAMES,
     MissingSolutionError,
     Outcome,

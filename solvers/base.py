@@ -20,10 +20,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from verify.domain import Domain
-from verify.errors import InputError
-from verify.exact import ExactNetwork, check_monotone_explanation
-from verify.network import Network
+from ..verify.domain import Domain
+from ..verify.errors import InputError
+from ..verify.exact import ExactNetwork, check_monotone_explanation
+from ..verify.network import Network
 
 KINDS = ("contrastive", "abductive")
 DEFAULT_EPSILON = 1e-6
@@ -206,10 +206,10 @@ class BaseSolver:
 
 # name → (module, class, pip extra that installs its library)
 _REGISTRY: dict[str, tuple[str, str, str | None]] = {
-    "gurobi": ("solvers.gurobi", "GurobiSolver", "gurobi"),
-    "highs": ("solvers.highs", "HighsSolver", "highs"),
-    "z3": ("solvers.smt", "Z3Solver", "z3"),
-    "enumerate": ("solvers.enumerate", "EnumerateSolver", None),
+    "gurobi": ("cardinal.solvers.gurobi", "GurobiSolver", "gurobi"),
+    "highs": ("cardinal.solvers.highs", "HighsSolver", "highs"),
+    "z3": ("cardinal.solvers.smt", "Z3Solver", "z3"),
+    "enumerate": ("cardinal.solvers.enumerate", "EnumerateSolver", None),
 }
 SOLVER_NAMES = tuple(_REGISTRY)
 

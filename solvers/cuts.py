@@ -34,9 +34,9 @@ from functools import cached_property
 
 import numpy as np
 
-from verify.activations import Activation
-from verify.exact import Dyadic
-from verify.network import Network
+from ..verify.activations import Activation
+from ..verify.exact import Dyadic
+from ..verify.network import Network
 
 _SLOPE_BITS = 40  # chord slopes are rounded up at this relative precision
 _COEFFICIENT_BITS = 16  # the largest cut coefficient is below 2^this

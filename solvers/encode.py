@@ -49,9 +49,9 @@ from fractions import Fraction
 import numpy as np
 import scipy.sparse as sp
 
-from solvers.base import Problem
-from verify.activations import Activation
-from verify.network import Layer
+from ..verify.activations import Activation
+from ..verify.network import Layer
+from .base import Problem
 
 PAD = 1e-7  # relative outward padding of the float bounds
 

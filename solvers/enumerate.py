@@ -38,10 +38,10 @@ from collections.abc import Iterator
 import numpy as np
 import torch
 
-from solvers import rounding
-from solvers.base import BaseSolver, Outcome, Problem, Status
-from verify.activations import Activation
-from verify.errors import InputError
+from ..verify.activations import Activation
+from ..verify.errors import InputError
+from . import rounding
+from .base import BaseSolver, Outcome, Problem, Status
 
 _SMOOTH_RELATIVE = 1e-15
 _LIPSCHITZ = {"sigmoid": 0.25, "tanh": 1.0, "softplus": 1.0}

@@ -13,8 +13,8 @@ import gurobipy as gp
 import numpy as np
 from gurobipy import GRB
 
-from solvers.encode import MilpModel
-from solvers.milp import MilpRun, MilpSolver, RunState
+from .encode import MilpModel
+from .milp import MilpRun, MilpSolver, RunState
 
 SIZE_LIMITED = 10010  # GurobiError errno: "Model too large for size-limited license"
 

@@ -21,8 +21,8 @@ from contextlib import contextmanager
 import highspy
 import numpy as np
 
-from solvers.encode import MilpModel
-from solvers.milp import MilpRun, MilpSolver, RunState
+from .encode import MilpModel
+from .milp import MilpRun, MilpSolver, RunState
 
 OPTIONS: dict[str, float | bool | str] = {
     "output_flag": False,

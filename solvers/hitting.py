@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solvers.base import Problem, Status
+from .base import Problem, Status
 
 
 class OracleTimeout(Exception):

@@ -16,10 +16,10 @@ from fractions import Fraction
 
 import numpy as np
 
-from solvers.base import BaseSolver, Outcome, Problem, Status
-from solvers.encode import MilpModel, encode
-from solvers.hitting import OracleTimeout, minimum_abductive
-from verify.exact import modified_inputs
+from ..verify.exact import modified_inputs
+from .base import BaseSolver, Outcome, Problem, Status
+from .encode import MilpModel, encode
+from .hitting import OracleTimeout, minimum_abductive
 
 
 class RunState(StrEnum):

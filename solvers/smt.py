@@ -70,13 +70,13 @@ import numpy as np
 import torch
 import z3
 
-from solvers import hitting
-from solvers.base import BaseSolver, Outcome, Problem, Status
-from solvers.cuts import Cut, LinearBounds
-from solvers.enumerate import Evaluator
-from solvers.subsets import SubsetBounds
-from verify.activations import Activation
-from verify.errors import InputError
+from ..verify.activations import Activation
+from ..verify.errors import InputError
+from . import hitting
+from .base import BaseSolver, Outcome, Problem, Status
+from .cuts import Cut, LinearBounds
+from .enumerate import Evaluator
+from .subsets import SubsetBounds
 
 STRATEGIES = ("auto", "encode")
 # Lazy strategy, goal f > t: after this many invalid proposals the instance counts as hard, and one

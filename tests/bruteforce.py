@@ -9,10 +9,9 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-
-from solvers.base import Problem
-from verify.activations import Activation
-from verify.network import Layer, Network
+from cardinal.solvers.base import Problem
+from cardinal.verify.activations import Activation
+from cardinal.verify.network import Layer, Network
 
 
 def random_network(

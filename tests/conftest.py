@@ -8,10 +8,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from verify.domain import Domain
-from verify.exact import ExactNetwork, check_monotone_explanation
-from verify.network import Network
+from cardinal.verify.domain import Domain
+from cardinal.verify.exact import ExactNetwork, check_monotone_explanation
+from cardinal.verify.network import Network
 
 DESIGN_NETWORK = {
     "format": "cardinal.network/1",

@@ -13,15 +13,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from verify.campaign import run_campaign
-from verify.cases import Case, replay
-from verify.cli import main
-from verify.domain import Domain
-from verify.generate import median_threshold, random_network
-from verify.hunt import minimum_set_cover, random_set_cover, set_cover_network, set_cover_problem
-from verify.io import JsonLines
-from verify.suites import Instance
+from cardinal.verify.campaign import run_campaign
+from cardinal.verify.cases import Case, replay
+from cardinal.verify.cli import main
+from cardinal.verify.domain import Domain
+from cardinal.verify.generate import median_threshold, random_network
+from cardinal.verify.hunt import minimum_set_cover, random_set_cover, set_cover_network, set_cover_problem
+from cardinal.verify.io import JsonLines
+from cardinal.verify.suites import Instance
 
 pytest.importorskip("torch")
 
@@ -34,8 +33,9 @@ def tiny_instances() -> list[Instance]:
         net = random_network(rng, 6, (4, 3), activation)
         X = rng.random((3, 6))
         instances.append(Instance(f"tiny-{activation}", "random", net, X, median_threshold(net, X), Domain.unit(6)))
+    from cardinal.verify.network import Network
+
     from tests.conftest import DESIGN_NETWORK
-    from verify.network import Network
 
     design = Network.from_json(DESIGN_NETWORK)
     instances.append(Instance("design", "hand-built", design, np.array([[1.0, 1.0, 1.0]]), 0.5, Domain.unit(3)))
@@ -110,7 +110,7 @@ import sys, time
 sys.path.insert(0, {root!r})
 from pathlib import Path
 from tests.test_campaign import tiny_instances
-from verify.campaign import run_campaign
+from cardinal.verify.campaign import run_campaign
 
 def slow(done, total, key):
     time.sleep(0.3)  # leave time for the kill to land mid-run
@@ -189,7 +189,7 @@ def test_replay_accepts_a_case_and_rejects_tampering(tmp_path: Path, capsys: pyt
 @pytest.mark.parametrize("activation", ["step", "hardtanh"])
 def test_set_cover_network_gives_exactly_the_minimum_cover(activation: str) -> None:
     """Theorems 1 and 2: the minimum CXp of x = 0 and the minimum AXp of x = 1 are minimum covers."""
-    from solvers.base import solve_minimum
+    from cardinal.solvers.base import solve_minimum
 
     rng = np.random.default_rng(11)
     for _ in range(4):

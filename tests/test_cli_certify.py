@@ -7,11 +7,10 @@ import re
 import time
 from pathlib import Path
 
+import cardinal.solvers.base as base
 import pytest
-
-import solvers.base as base
-from solvers.base import BaseSolver, Outcome, Problem, Status
-from verify.cli import main
+from cardinal.solvers.base import BaseSolver, Outcome, Problem, Status
+from cardinal.verify.cli import main
 
 
 def _run(args: list[str], capsys: pytest.CaptureFixture) -> tuple[int, list[dict], str]:
@@ -103,7 +102,7 @@ def test_bad_solver_flags(
 
 
 def test_missing_backend_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(base._REGISTRY, "ghost", ("solvers.no_such_module", "Ghost", "ghost"))
+    monkeypatch.setitem(base._REGISTRY, "ghost", ("cardinal.solvers.no_such_module", "Ghost", "ghost"))
     with pytest.raises(ValueError, match=r"solver 'ghost' is not installed .*pip install 'cardinal\[ghost\]'"):
         base.get_solver("ghost")
 
@@ -113,10 +112,9 @@ def test_float_solver_alone_certifies_only_size_one() -> None:
     set is checked exactly), not one of size 2."""
     pytest.importorskip("highspy")
     import numpy as np
-
-    from verify.activations import Activation
-    from verify.certify import certify
-    from verify.network import Layer, Network
+    from cardinal.verify.activations import Activation
+    from cardinal.verify.certify import certify
+    from cardinal.verify.network import Layer, Network
 
     single = Network([Layer(np.array([[1.0, 1.0]]), np.array([-0.5]), Activation.make("relu"))])
     (size_one,) = certify(single, np.ones(2), "contrastive", threshold=0.6, solvers=("highs",))

@@ -9,8 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from verify.cli import main
+from cardinal.verify.cli import main
 
 
 def _lines(text: str) -> list[dict]:
@@ -38,7 +37,7 @@ def test_design_network_both_kinds(design_network_file: Path, tmp_path: Path, ca
 def test_console_script_and_out_file(design_network_file: Path, tmp_path: Path) -> None:
     inputs = _inputs(tmp_path, "1,1,1\n0,0,0\n")
     out = tmp_path / "out.jsonl"
-    command = [sys.executable, "-m", "verify.cli", "explain", str(design_network_file), "--inputs", str(inputs)]
+    command = [sys.executable, "-m", "cardinal.verify.cli", "explain", str(design_network_file), "--inputs", str(inputs)]
     done = subprocess.run(
         [*command, "--kind", "contrastive", "--threshold", "2", "--out", str(out)], capture_output=True, text=True
     )

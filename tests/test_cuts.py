@@ -8,11 +8,10 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from bruteforce import random_network
-
-from solvers.cuts import Cut, LinearBounds
-from solvers.subsets import SubsetBounds
-from verify.activations import Activation
-from verify.exact import Dyadic, ExactNetwork
+from cardinal.solvers.cuts import Cut, LinearBounds
+from cardinal.solvers.subsets import SubsetBounds
+from cardinal.verify.activations import Activation
+from cardinal.verify.exact import Dyadic, ExactNetwork
 
 FAMILIES = [
     Activation.make("relu"),

@@ -8,13 +8,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import cardinal.verify.datasets
 import numpy as np
 import pandas as pd
 import pytest
-
-import verify
-from verify.datasets import cmn_split, data_directory, dataset_names, load_csv, load_dataset
-from verify.errors import InputError
+from cardinal.verify.datasets import cmn_split, data_directory, dataset_names, load_csv, load_dataset
+from cardinal.verify.errors import InputError
 
 FILES = {
     "blog": "BlogFeedback.zip",
@@ -33,10 +32,10 @@ EXPECTED = {
     "breast-cancer": (455, 114, 30, "classification", (), ()),
     "diabetes": (353, 89, 10, "regression", (), ()),
 }
-_cache: dict[str, verify.datasets.Dataset] = {}
+_cache: dict[str, cardinal.verify.datasets.Dataset] = {}
 
 
-def dataset(name: str) -> verify.datasets.Dataset:
+def dataset(name: str) -> cardinal.verify.datasets.Dataset:
     """Load once per test session; skip when the file is absent."""
     if name in FILES and not (data_directory() / FILES[name]).is_file():
         pytest.skip(f"{FILES[name]} not in {data_directory()}")
@@ -47,7 +46,7 @@ def dataset(name: str) -> verify.datasets.Dataset:
 
 def test_default_data_directory_is_shared_data_beside_the_repository(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CARDINAL_DATA", raising=False)
-    assert data_directory() == Path(verify.__file__).resolve().parents[2] / "shared" / "data"
+    assert data_directory() == Path(cardinal.verify.datasets.__file__).resolve().parents[2] / "shared" / "data"
     assert set(dataset_names()) == set(EXPECTED)
 
 
@@ -188,7 +187,7 @@ def test_csv_task_and_option_errors(tmp_path: Path) -> None:
 
 
 def test_paper_suite_with_a_data_folder_lacking_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
-    from verify.cli import main
+    from cardinal.verify.cli import main
 
     monkeypatch.setenv("CARDINAL_DATA", str(tmp_path / "elsewhere"))  # restored after the test
     out = tmp_path / "out"

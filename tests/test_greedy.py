@@ -6,15 +6,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from cardinal.verify.activations import Activation
+from cardinal.verify.domain import Domain
+from cardinal.verify.errors import InputError
+from cardinal.verify.exact import ExactNetwork, check_monotone_explanation
+from cardinal.verify.generate import median_threshold, random_network
+from cardinal.verify.greedy import KINDS, explain, explain_reference
+from cardinal.verify.network import Layer, Network
 
 from tests.conftest import brute_force_minimum
-from verify.activations import Activation
-from verify.domain import Domain
-from verify.errors import InputError
-from verify.exact import ExactNetwork, check_monotone_explanation
-from verify.generate import median_threshold, random_network
-from verify.greedy import KINDS, explain, explain_reference
-from verify.network import Layer, Network
 
 FAMILIES = ["relu", "leaky_relu", "hardtanh", "step", "sigmoid", "tanh", "softplus"]
 
@@ -69,7 +69,7 @@ def test_ties_break_by_lower_index(kind: str) -> None:
 
 
 def _scores(net: Network, X: np.ndarray, result) -> list[np.ndarray]:
-    from verify.exact import modified_inputs
+    from cardinal.verify.exact import modified_inputs
 
     rows = []
     for x, prediction in zip(X, result.predictions.tolist(), strict=True):
@@ -84,7 +84,7 @@ def test_chunking_does_not_change_answers(monkeypatch: pytest.MonkeyPatch, kind:
     """Variants of 1 or 3 rows at a time; sort and search over blocks of 40, 7 or 1 rows."""
     net, X, t = _case(7, "relu", n=9, hidden=(8, 8), rows=40)
     whole = explain(net, X, kind=kind, threshold=t, device="cpu")
-    import verify.greedy as greedy
+    import cardinal.verify.greedy as greedy
 
     monkeypatch.setattr(greedy, "_CPU_CHUNK_ELEMENTS", chunk)
     monkeypatch.setattr(greedy, "_SEARCH_BLOCK_ELEMENTS", block)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from verify.io import write_atomic
+from cardinal.verify.io import write_atomic
 
 
 def test_write_atomic_replaces_whole_and_uses_the_umask(tmp_path: Path) -> None:

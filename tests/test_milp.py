@@ -14,16 +14,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cardinal.solvers.base import Outcome, Problem, Status, get_solver, solve_problem
+from cardinal.solvers.encode import MilpModel, encode
+from cardinal.solvers.milp import MilpRun, MilpSolver, RunState, _witness
+from cardinal.verify.activations import Activation
+from cardinal.verify.domain import Domain
+from cardinal.verify.generate import median_threshold, random_network
+from cardinal.verify.greedy import explain
+from cardinal.verify.network import Layer, Network
 
-from solvers.base import Outcome, Problem, Status, get_solver, solve_problem
-from solvers.encode import MilpModel, encode
-from solvers.milp import MilpRun, MilpSolver, RunState, _witness
 from tests.conftest import DESIGN_NETWORK, brute_force_minimum
-from verify.activations import Activation
-from verify.domain import Domain
-from verify.generate import median_threshold, random_network
-from verify.greedy import explain
-from verify.network import Layer, Network
 
 BACKENDS = ["gurobi", "highs"]
 MODULES = {"gurobi": "gurobipy", "highs": "highspy"}
@@ -123,7 +123,7 @@ def test_design_network(backend: MilpSolver) -> None:
 def test_trained_compas_abductive_certification(backend: MilpSolver) -> None:
     """A COMPAS model of the paper suite on which HiGHS, with feasibility tolerances of 1e-9, called
     "size ≤ 12" infeasible although the set {0, 4, 5, 12} is an AXp (margin 0.011)."""
-    from verify.cases import Case
+    from cardinal.verify.cases import Case
 
     case = Case.load(Path(__file__).parent / "data" / "highs_tight_tolerance_case.json")
     problem = Problem.make(case.network, case.x, case.kind, case.domain, case.threshold)
@@ -325,8 +325,8 @@ def test_non_monotone_infeasible_means_none_exists_and_hitting_maps() -> None:
 
 
 def test_backend_status_tables() -> None:
-    gurobi = pytest.importorskip("solvers.gurobi")
-    highs = pytest.importorskip("solvers.highs")
+    gurobi = pytest.importorskip("cardinal.solvers.gurobi")
+    highs = pytest.importorskip("cardinal.solvers.highs")
     from gurobipy import GRB
     from highspy import HighsModelStatus
 
@@ -395,8 +395,8 @@ def test_highs_prints_nothing() -> None:
     script = (
         "import json, sys\n"
         "import numpy as np\n"
-        "from solvers.base import solve_minimum\n"
-        "from verify.network import Network\n"
+        "from cardinal.solvers.base import solve_minimum\n"
+        "from cardinal.verify.network import Network\n"
         "out = solve_minimum(Network.from_json(json.loads(sys.argv[1])), np.ones(3), threshold=0.5, solver='highs')\n"
         "assert out.size == 2\n"
     )

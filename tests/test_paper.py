@@ -10,12 +10,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from verify.campaign import run_campaign
-from verify.datasets import data_directory
-from verify.greedy import explain
-from verify.io import JsonLines
-from verify.paper import (
+from cardinal.verify.campaign import run_campaign
+from cardinal.verify.datasets import data_directory
+from cardinal.verify.greedy import explain
+from cardinal.verify.io import JsonLines
+from cardinal.verify.paper import (
     REGRESSION_THRESHOLDS,
     certification_rows,
     greedy_statistics,

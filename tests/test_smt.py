@@ -10,18 +10,16 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from bruteforce import monotone_minimum, random_network, vertex_minimum
-
-from solvers.base import Problem, Status, solve_problem
-from solvers.enumerate import EnumerateSolver
-from verify import Domain, Layer, Network, explain, generate
-from verify.activations import Activation
-from verify.errors import InputError
+from cardinal.solvers.base import Problem, Status, solve_problem
+from cardinal.solvers.enumerate import EnumerateSolver
+from cardinal.verify import Domain, Layer, Network, explain, generate
+from cardinal.verify.activations import Activation
+from cardinal.verify.errors import InputError
 
 pytest.importorskip("z3")
 
 import z3
-
-from solvers.smt import Z3Solver, _Encoding
+from cardinal.solvers.smt import Z3Solver, _Encoding
 
 PWL = [
     Activation.make("relu"),
@@ -68,7 +66,7 @@ def test_monotone_matches_brute_force(strategy: str, activation: Activation) -> 
 def test_lazy_batch_of_random_maximal_sets_keeps_answers(activation: Activation, monkeypatch: pytest.MonkeyPatch) -> None:
     """The batch of maximal invalid sets, forced from the first round on, changes no minimum
     (with the linear cuts off, which would otherwise settle most of these instances first)."""
-    import solvers.smt as smt
+    import cardinal.solvers.smt as smt
 
     monkeypatch.setattr(smt._Lazy, "_add_cut", lambda *args, **kwargs: None)
     monkeypatch.setattr(smt, "SubsetBounds", lambda *args: types.SimpleNamespace(supported=False))  # no widening
@@ -93,7 +91,7 @@ def test_lazy_batch_of_random_maximal_sets_keeps_answers(activation: Activation,
 def test_widened_sets_hold_no_valid_set_within_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every clause the lazy strategy learns from a widened set is checked by brute force (no
     valid set within the bound inside it), and the minima stay those of brute force."""
-    import solvers.smt as smt
+    import cardinal.solvers.smt as smt
 
     widened = []
     widen = smt._Lazy._widen
@@ -121,7 +119,7 @@ def test_widened_sets_hold_no_valid_set_within_the_bound(monkeypatch: pytest.Mon
 
 
 def test_grown_random_sets_are_maximal_and_invalid() -> None:
-    from solvers.smt import _Lazy
+    from cardinal.solvers.smt import _Lazy
 
     rng = np.random.default_rng(3)
     net = random_network(rng, 7, (4, 3), PWL[0])

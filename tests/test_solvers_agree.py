@@ -15,12 +15,12 @@ import itertools
 
 import numpy as np
 import pytest
+from cardinal.solvers.base import Problem, Status, available_solvers, get_solver, solve_problem
+from cardinal.verify.domain import Domain
+from cardinal.verify.exact import ExactNetwork
+from cardinal.verify.generate import median_threshold, random_network
 
-from solvers.base import Problem, Status, available_solvers, get_solver, solve_problem
 from tests.conftest import brute_force_minimum
-from verify.domain import Domain
-from verify.exact import ExactNetwork
-from verify.generate import median_threshold, random_network
 
 SEEDS = range(12)
 CONFIGS = [  # (activation, monotone, binary domain)

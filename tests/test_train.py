@@ -11,12 +11,11 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-
-from verify.datasets import Dataset, load_csv, load_dataset
-from verify.errors import InputError
-from verify.io import read_inputs
-from verify.network import Network
-from verify.train import add_train_arguments, run_train, train_monotone
+from cardinal.verify.datasets import Dataset, load_csv, load_dataset
+from cardinal.verify.errors import InputError
+from cardinal.verify.io import read_inputs
+from cardinal.verify.network import Network
+from cardinal.verify.train import add_train_arguments, run_train, train_monotone
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from verify.errors import InputError
+from .errors import InputError
 
 PIECEWISE_LINEAR = ("identity", "relu", "leaky_relu", "hardtanh", "step")
 SMOOTH = ("sigmoid", "tanh", "softplus")

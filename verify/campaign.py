@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from verify.errors import InputError
-from verify.io import JsonLines
-from verify.suites import SUITES, Instance
+from .errors import InputError
+from .io import JsonLines
+from .suites import SUITES, Instance
 
 # Backends that run only up to this many features (beyond, exhaustive enumeration is hopeless and
 # z3's exact search rarely finishes within a campaign's time limit).
@@ -57,7 +57,7 @@ class Unit:
 
 def units_of(instance: Instance, solvers: tuple[str, ...], time_limit: float, done: set[str]) -> list[Unit]:
     """Greedy for every row and kind of an instance (batched, exactly re-checked), as units."""
-    from verify.certify import greedy_answers
+    from .certify import greedy_answers
 
     names = tuple(name for name in solvers if instance.net.n_inputs <= MAX_FEATURES.get(name, instance.net.n_inputs))
     outputs = instance.net.forward(instance.X).numpy()
@@ -99,10 +99,10 @@ def _worker_init() -> None:
 
 def certify_unit(unit: Unit) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """Certify one unit: its record, and its case file document when it is worth keeping."""
-    from solvers.base import Problem
-    from verify.certify import GreedyAnswer, SolverPool, case_of, certify_row, tie_decided
-    from verify.domain import Domain
-    from verify.network import Network
+    from ..solvers.base import Problem
+    from .certify import GreedyAnswer, SolverPool, case_of, certify_row, tie_decided
+    from .domain import Domain
+    from .network import Network
 
     global _POOL
     if _POOL is None or _POOL.names != unit.solvers:
@@ -191,7 +191,7 @@ def run_campaign(
         for record, case in _execute(units, workers):
             # The case file first: a record in the log is finished work that --resume skips.
             if case is not None:
-                from verify.cases import Case
+                from .cases import Case
 
                 Case.from_json(case).save(out / "cases")
                 cases += 1
@@ -203,7 +203,7 @@ def run_campaign(
         interrupted = True
     finally:
         signal.signal(signal.SIGTERM, previous)
-    from verify.report import write_report
+    from .report import write_report
 
     records = log.read()
     write_report(out, records, suite=suite, solvers=solvers, time_limit=time_limit, seconds=time.perf_counter() - started)
@@ -248,7 +248,7 @@ def _execute(units: list[Unit], workers: int):
 
 
 def default_solvers() -> tuple[str, ...]:
-    from solvers.base import available_solvers
+    from ..solvers.base import available_solvers
 
     return available_solvers()
 

@@ -27,12 +27,12 @@ from typing import Any
 
 import numpy as np
 
-from solvers.base import Outcome, Problem, Solver, Status, get_solver, solve_problem
-from verify.cases import Case
-from verify.domain import Domain
-from verify.exact import check_monotone_explanation, modified_inputs
-from verify.greedy import ExplainResult, explain
-from verify.network import Network
+from ..solvers.base import Outcome, Problem, Solver, Status, get_solver, solve_problem
+from .cases import Case
+from .domain import Domain
+from .exact import check_monotone_explanation, modified_inputs
+from .greedy import ExplainResult, explain
+from .network import Network
 
 VERDICTS = ("greedy_minimal", "greedy_suboptimal", "none_exists", "solver_disagreement", "unknown", "exact_only")
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from verify.errors import InputError
+from .errors import InputError
 
 KIND_CHOICES = ("contrastive", "abductive", "both")
 
@@ -45,9 +45,9 @@ def _problem_flags() -> argparse.ArgumentParser:
 
 def _load_problem(args: argparse.Namespace):
     """Network, domain and checked inputs [B, n] from the shared flags."""
-    from verify.domain import Domain
-    from verify.io import read_inputs, read_json
-    from verify.network import Network
+    from .domain import Domain
+    from .io import read_inputs, read_json
+    from .network import Network
 
     net = Network.load(args.network)
     if args.domain is not None:
@@ -70,7 +70,7 @@ def _kinds(args: argparse.Namespace) -> tuple[str, ...]:
 
 
 def _emit(lines: list[dict[str, Any]], out: str | None) -> None:
-    from verify.io import write_atomic
+    from .io import write_atomic
 
     text = "".join(json.dumps(line) + "\n" for line in lines)
     if out is None:
@@ -81,7 +81,7 @@ def _emit(lines: list[dict[str, Any]], out: str | None) -> None:
 
 # ---------------------------------------------------------------------------- explain
 def _explain(args: argparse.Namespace) -> int:
-    from verify.greedy import explain
+    from .greedy import explain
 
     net, domain, X = _load_problem(args)
     results = [
@@ -114,8 +114,8 @@ def _certify(args: argparse.Namespace) -> int:
 
     from tabulate import tabulate
 
-    from solvers.base import Problem
-    from verify.certify import SolverPool, case_of, certify_row, greedy_answers
+    from ..solvers.base import Problem
+    from .certify import SolverPool, case_of, certify_row, greedy_answers
 
     net, domain, X = _load_problem(args)
     names = [name.strip() for name in args.solvers.split(",") if name.strip()]
@@ -156,11 +156,11 @@ def _statuses(certificate) -> str:
 
 # ---------------------------------------------------------------------------- crosscheck
 def _crosscheck(args: argparse.Namespace) -> int:
-    from verify.campaign import default_solvers, run_campaign
+    from .campaign import default_solvers, run_campaign
 
     solvers = default_solvers() if args.solvers is None else tuple(n.strip() for n in args.solvers.split(",") if n.strip())
     if args.solvers is not None:
-        from solvers.base import get_solver
+        from ..solvers.base import get_solver
 
         for name in solvers:
             get_solver(name).close()  # fail early on an unknown or missing backend
@@ -182,8 +182,8 @@ def _crosscheck(args: argparse.Namespace) -> int:
         if bar is not None:
             bar.close()
     if args.suite == "paper" and not result.interrupted:
-        from verify.io import JsonLines
-        from verify.paper import greedy_statistics, paper_models, write_paper_report
+        from .io import JsonLines
+        from .paper import greedy_statistics, paper_models, write_paper_report
 
         models = list(paper_models(out))
         stats = greedy_statistics(models)
@@ -260,7 +260,7 @@ def _ticker(label: str, every: float = 5.0):
 def _hunt(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
-    from verify.hunt import hunt
+    from .hunt import hunt
 
     if args.max_features < 3 or not args.seconds > 0:
         raise InputError("--max-features must be ≥ 3 and --seconds positive")
@@ -298,7 +298,7 @@ def _hunt(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------------- replay
 def _replay(args: argparse.Namespace) -> int:
-    from verify.cases import Case, replay
+    from .cases import Case, replay
 
     case = Case.load(args.case)
     report = replay(case)
@@ -381,7 +381,7 @@ def build_parser() -> argparse.ArgumentParser:
     hunt.add_argument("--out", required=True, help="directory for the case files")
     hunt.set_defaults(handler=_hunt)
 
-    from verify.train import add_train_arguments, run_train
+    from .train import add_train_arguments, run_train
 
     train = commands.add_parser(
         "train",

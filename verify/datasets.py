@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from verify.errors import InputError
+from .errors import InputError
 
 SPLIT_SEED = 78712
 TRAIN_FRACTION = 0.8

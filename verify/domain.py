@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from verify.errors import InputError
+from .errors import InputError
 
 
 @dataclass(frozen=True, eq=False)

@@ -19,9 +19,9 @@ from typing import Any
 import mpmath
 import numpy as np
 
-from verify.activations import Activation
-from verify.domain import Domain
-from verify.network import Network
+from .activations import Activation
+from .domain import Domain
+from .network import Network
 
 SMOOTH_PRECISION = 256
 SMOOTH_GUARD = 240

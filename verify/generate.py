@@ -11,8 +11,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from verify.activations import Activation
-from verify.network import Layer, Network
+from .activations import Activation
+from .network import Layer, Network
 
 # Activation parameters that make each family behave over the unit box.
 _FAMILY_ACTIVATIONS = {

@@ -28,10 +28,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from verify.domain import Domain
-from verify.errors import InputError
-from verify.exact import ExactNetwork, modified_inputs
-from verify.network import Network
+from .domain import Domain
+from .errors import InputError
+from .exact import ExactNetwork, modified_inputs
+from .network import Network
 
 Kind = Literal["contrastive", "abductive"]
 KINDS: tuple[Kind, ...] = ("contrastive", "abductive")

@@ -21,13 +21,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from solvers.base import Problem, Status, get_solver, solve_problem
-from verify.activations import Activation
-from verify.cases import Case
-from verify.certify import tie_decided
-from verify.domain import Domain
-from verify.greedy import KINDS, explain
-from verify.network import Layer, Network
+from ..solvers.base import Problem, Status, get_solver, solve_problem
+from .activations import Activation
+from .cases import Case
+from .certify import tie_decided
+from .domain import Domain
+from .greedy import KINDS, explain
+from .network import Layer, Network
 
 HUNT_ACTIVATIONS = ("relu", "hardtanh", "step", "sigmoid")
 

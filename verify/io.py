@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from verify.errors import InputError
+from .errors import InputError
 
 
 def _reject_constant(name: str) -> float:

@@ -20,9 +20,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from verify.activations import Activation
-from verify.errors import InputError
-from verify.io import read_json, write_atomic
+from .activations import Activation
+from .errors import InputError
+from .io import read_json, write_atomic
 
 FORMAT = "cardinal.network/1"
 

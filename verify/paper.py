@@ -20,11 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from verify.domain import Domain
-from verify.greedy import explain, explain_reference
-from verify.io import read_json, write_atomic
-from verify.network import Network
-from verify.suites import Instance
+from .domain import Domain
+from .greedy import explain, explain_reference
+from .io import read_json, write_atomic
+from .network import Network
+from .suites import Instance
 
 DATASETS = ("loan", "blog", "compas", "heart", "auto-mpg")
 HIDDEN = (64, 64)
@@ -55,8 +55,8 @@ class PaperModel:
 
 def paper_models(workdir: Path, datasets: tuple[str, ...] = DATASETS) -> Iterator[PaperModel]:
     """Train (or load from `workdir/models/`) one monotone network per dataset."""
-    from verify.datasets import load_dataset
-    from verify.train import train_monotone
+    from .datasets import load_dataset
+    from .train import train_monotone
 
     for name in datasets:
         data = load_dataset(name)

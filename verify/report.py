@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from tabulate import tabulate
 
-from verify.io import write_atomic
+from .io import write_atomic
 
 VERDICT_COLUMNS = ("greedy_minimal", "greedy_suboptimal", "none_exists", "solver_disagreement", "unknown", "exact_only")
 ADMISSIBLE = {"relu", "leaky_relu", "hardtanh", "sigmoid", "tanh", "softplus", "identity"}

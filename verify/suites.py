@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from verify.domain import Domain
-from verify.generate import median_threshold, random_network
-from verify.hunt import random_set_cover, set_cover_network
-from verify.network import Network
+from .domain import Domain
+from .generate import median_threshold, random_network
+from .hunt import random_set_cover, set_cover_network
+from .network import Network
 
 KINDS = ("contrastive", "abductive")
 
@@ -69,8 +69,8 @@ def _set_cover(seed: int, count: int, universes: tuple[int, int], sets: tuple[in
 
 
 def _trained(seed: int, datasets: tuple[str, ...], hidden: tuple[int, ...], epochs: int, rows: int) -> Iterator[Instance]:
-    from verify.datasets import load_dataset
-    from verify.train import train_monotone
+    from .datasets import load_dataset
+    from .train import train_monotone
 
     for name in datasets:
         data = load_dataset(name)
@@ -108,7 +108,7 @@ def standard(workdir: Path) -> Iterator[Instance]:
 
 
 def paper(workdir: Path) -> Iterator[Instance]:
-    from verify.paper import paper_instances
+    from .paper import paper_instances
 
     yield from paper_instances(workdir)
 

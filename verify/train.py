@@ -28,9 +28,9 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from verify.datasets import Dataset, dataset_names, load_dataset
-from verify.errors import InputError
-from verify.network import Network
+from .datasets import Dataset, dataset_names, load_dataset
+from .errors import InputError
+from .network import Network
 
 
 @dataclass(frozen=True)
@@ -224,7 +224,7 @@ def export_inputs(feature_names: Sequence[str], X: np.ndarray) -> str:
 
 def run_train(args: argparse.Namespace) -> int:
     """`cardinal train`: load, train, save the network atomically, report the test metric."""
-    from verify.io import write_atomic
+    from .io import write_atomic
 
     dataset = load_dataset(args.dataset, data_dir=args.data_dir, target=args.target, task=args.task)
     result = train_monotone(dataset, args.hidden, args.epochs, args.seed, args.lr, args.batch_size, progress=not args.quiet)
