@@ -51,7 +51,7 @@ import scipy.sparse as sp
 
 from ..verify.activations import Activation
 from ..verify.network import Layer
-from .base import Problem
+from ..verify.problem import Problem
 
 PAD = 1e-7  # relative outward padding of the float bounds
 
@@ -202,7 +202,7 @@ def encode(problem: Problem, at_most: int | None = None, free: frozenset[int] | 
         goal = 1 - problem.prediction
     else:
         low, high, center, z = _bound_vectors(builder, problem, selectors)
-        goal = problem.prediction if problem.kind == "abductive" else 1 - problem.prediction
+        goal = problem.goal
     inputs = z
     hull_only = {"max": goal == 0, "min": goal == 1} if relax and problem.monotone else {}
     continuous = free_box and not problem.domain.binary  # values that move with a continuous y

@@ -40,8 +40,9 @@ import torch
 
 from ..verify.activations import Activation
 from ..verify.errors import InputError
+from ..verify.problem import Outcome, Problem, Status
 from . import rounding
-from .base import BaseSolver, Outcome, Problem, Status
+from .base import BaseSolver
 
 _SMOOTH_RELATIVE = 1e-15
 _LIPSCHITZ = {"sigmoid": 0.25, "tanh": 1.0, "softplus": 1.0}

@@ -72,8 +72,9 @@ import z3
 
 from ..verify.activations import Activation
 from ..verify.errors import InputError
+from ..verify.problem import Outcome, Problem, Status
 from . import hitting
-from .base import BaseSolver, Outcome, Problem, Status
+from .base import BaseSolver
 from .cuts import Cut, LinearBounds
 from .enumerate import Evaluator
 from .subsets import SubsetBounds

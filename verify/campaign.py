@@ -99,10 +99,10 @@ def _worker_init() -> None:
 
 def certify_unit(unit: Unit) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """Certify one unit: its record, and its case file document when it is worth keeping."""
-    from ..solvers.base import Problem
     from .certify import GreedyAnswer, SolverPool, case_of, certify_row, tie_decided
     from .domain import Domain
     from .network import Network
+    from .problem import Problem
 
     global _POOL
     if _POOL is None or _POOL.names != unit.solvers:

@@ -114,8 +114,8 @@ def _certify(args: argparse.Namespace) -> int:
 
     from tabulate import tabulate
 
-    from ..solvers.base import Problem
     from .certify import SolverPool, case_of, certify_row, greedy_answers
+    from .problem import Problem
 
     net, domain, X = _load_problem(args)
     names = [name.strip() for name in args.solvers.split(",") if name.strip()]

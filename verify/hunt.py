@@ -21,13 +21,14 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..solvers.base import Problem, Status, get_solver, solve_problem
+from ..solvers.base import get_solver, solve_problem
 from .activations import Activation
 from .cases import Case
 from .certify import tie_decided
 from .domain import Domain
-from .greedy import KINDS, explain
+from .greedy import explain
 from .network import Layer, Network
+from .problem import KINDS, Problem, Status
 
 HUNT_ACTIVATIONS = ("relu", "hardtanh", "step", "sigmoid")
 

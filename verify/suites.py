@@ -21,8 +21,7 @@ from .domain import Domain
 from .generate import median_threshold, random_network
 from .hunt import random_set_cover, set_cover_network
 from .network import Network
-
-KINDS = ("contrastive", "abductive")
+from .problem import KINDS
 
 
 @dataclass(frozen=True, eq=False)
