@@ -8,10 +8,14 @@ hidden layers of 32): features 8 → 276, width 8 → 128, depth 1 → 3.
 
 Times are per call, replay included. A call that hits the time limit counts at the limit (so the
 median and p90 are lower bounds when there are timeouts; the table shows how many). Inside the
-timed loop the backends' verdicts are checked against each other: two decided backends that
-disagree stop the run.
+timed loop the backends' answers are checked against each other in exact terms: a set replayed
+exactly against an exact backend's "nothing smaller" stops the run (a bug); a float MILP's
+"nothing smaller" contradicted by a replayed set counts as `refuted`.
 
     python -m bench.solvers [--networks 3] [--inputs 4] [--time-limit 5] [--solvers gurobi,highs,z3,enumerate]
+                            [--out bench-results/solvers.md]
+
+(`--out bench/results/solvers.md` refreshes the table and figure kept in the repository.)
 """
 
 from __future__ import annotations
@@ -70,17 +74,19 @@ def _certify_network(
                 if not features:
                     continue  # nothing to certify: no CXp at all, or an empty AXp
                 problem = Problem.make(net, X[row], kind, domain, threshold)
-                verdicts = {}
-                for name, backend in backends.items():
-                    outcome = solve_problem(backend, problem, len(features) - 1, time_limit)
+                outcomes = {
+                    name: solve_problem(backend, problem, len(features) - 1, time_limit) for name, backend in backends.items()
+                }
+                smaller = [name for name, o in outcomes.items() if o.status in (Status.OPTIMAL, Status.FEASIBLE) and o.replayed]
+                proved_none = [name for name, o in outcomes.items() if o.status == Status.NONE_WITHIN and o.exact]
+                if smaller and proved_none:
+                    sys.exit(
+                        f"exact evidence conflicts on n={n} widths={net.widths} row={row} {kind}: {smaller} vs {proved_none}"
+                    )
+                for name, outcome in outcomes.items():
+                    status = "refuted" if outcome.status == Status.NONE_WITHIN and smaller else outcome.status.value
                     seconds = min(outcome.seconds, time_limit) if outcome.status == Status.TIMEOUT else outcome.seconds
-                    results[name].append((seconds, outcome.status.value))
-                    if outcome.status == Status.NONE_WITHIN:
-                        verdicts[name] = "minimal"
-                    elif outcome.status in (Status.OPTIMAL, Status.FEASIBLE) and outcome.replayed:
-                        verdicts[name] = "suboptimal"
-                if len(set(verdicts.values())) > 1:
-                    sys.exit(f"backends disagree on n={n} widths={net.widths} row={row} {kind}: {verdicts}")
+                    results[name].append((seconds, status))
     finally:
         for backend in backends.values():
             backend.close()
@@ -129,7 +135,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--inputs", type=int, default=4, help="inputs per network (each certified for both kinds)")
     parser.add_argument("--time-limit", type=float, default=5.0)
     parser.add_argument("--solvers", help="comma-separated (default: every installed backend)")
-    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "solvers.md"))
+    parser.add_argument(
+        "--out", default="bench-results/solvers.md", help="markdown table to write, the figure beside it (default: %(default)s)"
+    )
     args = parser.parse_args(argv)
     solvers = args.solvers.split(",") if args.solvers else list(available_solvers())
     rows = []
@@ -142,6 +150,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 rows.append(_row(sweep, n, hidden, name, calls))
                 print(" | ".join(map(str, rows[-1])), flush=True)
     out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
     figure = out.with_suffix(".png")
     plot(rows, figure)
     headers = ["sweep", "n", "hidden", "solver", "calls", "median ms", "p90 ms", "max ms", "timeouts", "other"]

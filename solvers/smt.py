@@ -72,7 +72,7 @@ import z3
 
 from ..verify.activations import Activation
 from ..verify.errors import InputError
-from ..verify.problem import Outcome, Problem, Status
+from ..verify.problem import Outcome, Problem, Status, stopped
 from . import hitting
 from .base import BaseSolver
 from .cuts import Cut, LinearBounds
@@ -116,7 +116,7 @@ class Z3Solver(BaseSolver):
         started = time.perf_counter()
         if not problem.net.is_piecewise_linear:
             return self.outcome(Status.UNSUPPORTED, started, message="z3 needs piecewise-linear activations")
-        self.context = self.context or z3.Context()
+        self.context = z3.Context()  # fresh per call, so that no answer depends on the calls before it
         deadline = started + time_limit
         try:
             fields = self._dispatch(problem, at_most, deadline)
@@ -149,7 +149,7 @@ def _descend(
     """Search sizes downwards from `at_most` (or n): each solution of size j asks next for one of
     size ≤ j − 1, until unsat proves the last one minimum. `check(bound, deadline) -> (result,
     solution, witness)`; `best` is a solution known already. The empty set is never a solution
-    here. A timeout after a solution within `at_most` answers that question: FEASIBLE."""
+    here. A timeout after a solution (within `at_most`) is FEASIBLE (`verify.problem.stopped`)."""
     if best is not None and at_most is not None and len(best) > at_most:
         best = None
     bound = min(n if best is None else len(best) - 1, n if at_most is None else at_most)
@@ -161,8 +161,8 @@ def _descend(
         elif raw == "unsat":
             break
         else:
-            status = Status.FEASIBLE if at_most is not None and best is not None else Status.TIMEOUT
-            return {"status": status, "solution": best, "witness": _floats(witness), "raw_status": raw}
+            status, kept = stopped(best, at_most)
+            return {"status": status, "solution": kept, "witness": _floats(witness) if kept else None, "raw_status": raw}
     if best is None:
         status = Status.NONE_EXISTS if at_most is None or at_most >= n else Status.NONE_WITHIN
         return {"status": status, "raw_status": raw}
@@ -225,6 +225,7 @@ class _Lazy:
         self.subsets = SubsetBounds(problem.net, base, target, problem.threshold)
         self.n = problem.n
         self.solver = z3.SolverFor("QF_FD", ctx=context)
+        self.solver.set("random_seed", 0)  # z3's default, fixed: a run that ends before its limit repeats
         self.chosen = [z3.Bool(f"s{i}", context) for i in range(self.n)]
         self.literals = [s.as_ast() for s in self.chosen]
         self.guards: dict[int, z3.BoolRef] = {}
@@ -349,6 +350,7 @@ class _Encoding:
     def __init__(self, problem: Problem, context: z3.Context, base: np.ndarray | None = None, target: np.ndarray | None = None):
         self.problem, self.context = problem, context
         self.solver = z3.Solver(ctx=context)
+        self.solver.set("random_seed", 0)
         self.chosen = [z3.Bool(f"s{i}", context) for i in range(problem.n)]
         self.guards: dict[int, z3.BoolRef] = {}
         self.rounds = 0  # invalid proposals so far
