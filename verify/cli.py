@@ -350,7 +350,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="greedy vs exact solvers, with a verdict per input and kind (JSON lines)",
         description="Certify greedy explanations with exact solvers. One JSON line per input and kind: "
         '{"row", "kind", "prediction", "greedy", "solvers", "verdict", "certified", "minimum"}. '
-        "Verdicts: greedy_minimal, greedy_suboptimal, none_exists, solver_disagreement, unknown, exact_only.",
+        "Verdicts: greedy_minimal, greedy_suboptimal, none_exists, solver_disagreement, unknown, exact_only; they rest "
+        "on exact evidence only, and a solver claim refuted by the exact replay is listed under its solver. "
+        "Exit 1 when exact evidence conflicts (solver_disagreement), 2 on bad input.",
     )
     certify.add_argument("--solvers", default="enumerate", help="comma-separated: gurobi,highs,z3,enumerate (default enumerate)")
     certify.add_argument("--time-limit", type=float, default=60.0, help="seconds per solver call (default 60)")
