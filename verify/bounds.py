@@ -58,17 +58,21 @@ class BoundedForward:
 
     @torch.no_grad()
     def trace(
-        self, Y: torch.Tensor, keep: bool = True
+        self, Y: torch.Tensor, keep: bool = True, first: tuple[torch.Tensor, torch.Tensor] | None = None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, list[tuple[Activation, torch.Tensor, torch.Tensor]]]:
         """Like calling, and also (with `keep`) every layer's activation, pre-activation h [B, w]
-        and its bound [B, w]."""
+        and its bound [B, w]. `first`: the first layer's (h, bound), computed already (then Y
+        is not read)."""
         z, error = Y, None
         unsure = torch.zeros(Y.shape[0], dtype=torch.bool, device=self.device)
         kept = []
-        for weight_t, abs_weight_t, bias, abs_bias_term, term_gamma, activation in self.layers:
-            h = torch.addmm(bias, z, weight_t)
-            spread = term_gamma * z.abs() if error is None else torch.add(error, z.abs(), alpha=term_gamma)
-            bound = torch.addmm(abs_bias_term, spread, abs_weight_t).mul_(SAFETY).add_(TINY)
+        for number, (weight_t, abs_weight_t, bias, abs_bias_term, term_gamma, activation) in enumerate(self.layers):
+            if number == 0 and first is not None:
+                h, bound = first
+            else:
+                h = torch.addmm(bias, z, weight_t)
+                spread = term_gamma * z.abs() if error is None else torch.add(error, z.abs(), alpha=term_gamma)
+                bound = torch.addmm(abs_bias_term, spread, abs_weight_t).mul_(SAFETY).add_(TINY)
             if keep:
                 kept.append((activation, h, bound))
             z, error, stepped = _activate(activation, h, bound)
@@ -77,6 +81,23 @@ class BoundedForward:
         bound = error[:, 0] * SAFETY + TINY
         unsure |= ~torch.isfinite(z[:, 0]) | ~torch.isfinite(bound)
         return z[:, 0], bound, unsure, kept
+
+    @torch.no_grad()
+    def single_moves(self, base: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """First-layer pre-activations and their bounds [r + r·n, w] of the rows base [r, n] and
+        then of their single-feature variants (row i with feature j set to target[i, j], in that
+        order), each variant a rank-one update of its base row's product: h_v = fl(h + fl(d_j·w_j))
+        with d_j = fl(target_j − base_j) adds three roundings, at most u·(2·|d_j·w_j| + |h_v|)
+        beyond the base's bound (up to factors 1 + O(u), which SAFETY covers)."""
+        r, n = base.shape
+        weight_t, abs_weight_t, bias, abs_bias_term, term_gamma, _ = self.layers[0]
+        h = torch.addmm(bias, base, weight_t)
+        bound = torch.addmm(abs_bias_term, term_gamma * base.abs(), abs_weight_t).mul_(SAFETY).add_(TINY)
+        moves = (target - base)[:, :, None] * weight_t[None]  # [r, n, w]
+        h_moved = h[:, None, :] + moves
+        bound_moved = (bound[:, None, :] + UNIT_ROUNDOFF * (2 * moves.abs() + h_moved.abs())) * SAFETY + TINY
+        width = h.shape[1]
+        return torch.cat([h, h_moved.reshape(r * n, width)]), torch.cat([bound, bound_moved.reshape(r * n, width)])
 
     def predictions(self, Y: torch.Tensor, threshold: float) -> torch.Tensor:
         """Y [B, n] float64 → [B] int8 on the device: p(y) ∈ {0, 1} decided exactly, or −1 where

@@ -459,7 +459,8 @@ class _ExactGreedy:
         r, n = base.shape
         variants = torch.where(torch.eye(n, dtype=torch.bool)[None], target[:, None, :], base[:, None, :]).reshape(r * n, n)
         points = torch.cat([base, variants])
-        values, bounds, unsure, layers = self.forward.trace(points.to(self.device))
+        first = self.forward.single_moves(base.to(self.device), target.to(self.device))
+        values, bounds, unsure, layers = self.forward.trace(points.to(self.device), first=first)
         values, bounds = values.cpu().numpy().copy(), bounds.cpu().numpy().copy()
         known: dict[tuple[int, int], Fraction] = {}
         rows = np.flatnonzero(unsure.cpu().numpy())
