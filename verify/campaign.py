@@ -6,8 +6,13 @@ then each exact solver certifies every answer. One JSON record per explanation g
 record), greedy-suboptimal and disagreeing instances to `DIR/cases/`, and `DIR/summary.md` plus
 `DIR/figures/` are rebuilt from the records at the end. `--resume` skips finished records.
 
-With `workers > 1` the solver calls run in worker processes; the records are the same as with
-one worker (only their order in the file and the measured seconds differ).
+Each record is `verify.certify`'s certificate with the instance's data around it: the verdict,
+`certified`, `minimum` and `minimum_proved` rest on exact evidence alone, and a solver claim the
+exact check refutes is logged under its solver. With `workers > 1` the solver calls run in worker
+processes; the records are the same as with one worker, and as in any other run of the suite
+(only their order in the file and the measured seconds differ), unless a call reaches its time
+limit. A record with conflicting exact evidence (`solver_disagreement`) is counted in
+`CampaignResult.disagreements`, and `cardinal crosscheck` then exits 1.
 """
 
 from __future__ import annotations
