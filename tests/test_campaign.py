@@ -232,3 +232,22 @@ def test_a_suite_slice_run_twice_gives_the_same_records(tmp_path: Path) -> None:
     assert sorted(p.name for p in (tmp_path / "a" / "cases").glob("*.json")) == sorted(
         p.name for p in (tmp_path / "b" / "cases").glob("*.json")
     )
+
+
+def test_crosscheck_exits_1_on_conflicting_exact_evidence(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """A backend that calls itself exact and says "nothing smaller" where enumerate finds a smaller
+    set: a solver_disagreement, saved as a case, listed in the summary, and exit status 1."""
+    import cardinal.solvers.base as base
+    from cardinal.verify import suites
+
+    monkeypatch.setitem(base._REGISTRY, "exact_liar", ("tests.test_cli_certify", "ExactLiarSolver", None))
+    monkeypatch.setitem(suites.SUITES, "quick", lambda out: tiny_instances()[2:])  # the DESIGN network
+    out = tmp_path / "run"
+    assert main(["crosscheck", "--out", str(out), "--solvers", "enumerate,exact_liar"]) == 1
+    assert "conflicting exact evidence" in capsys.readouterr().err
+    records = {r["kind"]: r for r in JsonLines(out / "records.jsonl").read()}
+    assert records["contrastive"]["verdict"] == "solver_disagreement" and not records["contrastive"]["certified"]
+    assert list((out / "cases").glob("solver_disagreement-*.json"))
+    assert "design:0:contrastive" in (out / "summary.md").read_text().split("## Conflicting exact evidence")[1]
