@@ -297,6 +297,8 @@ class _Lazy:
         self.rounds = 0  # invalid proposals so far
         self.batches = 0  # batches of random maximal sets learned so far
         self.random = np.random.default_rng(0)  # their orders
+        self.float_layers = [(weight.T, bias, activation) for weight, bias, activation in problem.net.torch_layers()]
+        self.threshold = problem.threshold
         # Σ 2^i·s_i: one model evaluation reads the whole proposal (reading each s_i is far slower).
         self.code = z3.Sum([z3.If(s, z3.IntVal(1 << i, context), z3.IntVal(0, context)) for i, s in enumerate(self.chosen)])
         # Heuristic order, least helpful feature first: f with one feature moved (floats suffice).
@@ -367,7 +369,7 @@ class _Lazy:
             else:
                 self._learn(invalid)
                 if self.batch and _SIBLINGS:
-                    for grown in np.unique(self.grow_random(_SIBLINGS, deadline, proposal), axis=0):
+                    for grown in np.unique(self.grow_from(proposal, _SIBLINGS, deadline), axis=0):
                         self._learn(grown)
             if self.tangents is not None:
                 self._add_cut(self.tangents.tangent_cut(invalid), bound, guarded=False)
@@ -390,10 +392,12 @@ class _Lazy:
         self._add_clause([self.literals[i] if not c else z3.Not(self.chosen[i]).as_ast() for i, c in enumerate(chosen)])
 
     def _add_clause(self, literals: list[z3.Ast]) -> None:
-        """Built through z3's C API: the Python `z3.Or` re-checks every argument's sort, which cost
-        more than the solving itself at thousands of clauses."""
-        clause = z3.Z3_mk_or(self.solver.ctx.ref(), len(literals), (z3.Ast * len(literals))(*literals))
-        self.solver.add(z3.BoolRef(clause, self.solver.ctx))
+        """Built and asserted through z3's C API: the Python `z3.Or` re-checks every argument's sort
+        and `Solver.add` flattens its arguments, which cost more than the solving itself at tens of
+        thousands of clauses."""
+        context = self.solver.ctx
+        clause = z3.BoolRef(z3.Z3_mk_or(context.ref(), len(literals), (z3.Ast * len(literals))(*literals)), context)
+        z3.Z3_solver_assert(context.ref(), self.solver.solver, clause.as_ast())
 
     def undecided_message(self) -> str:
         """Names the sets that left the last `_UNDECIDED` answer open."""
@@ -432,22 +436,60 @@ class _Lazy:
         constraint = z3.PbLe(terms, cut.bound) if terms else z3.BoolVal(False, self.solver.ctx)  # 0 ≤ b < 0
         self.solver.add(constraint if guard is None else z3.Implies(guard, constraint))
 
-    def grow_random(self, count: int, deadline: float = math.inf, start: np.ndarray | None = None) -> np.ndarray:
-        """`count` maximal invalid sets [count, n] bool, grown from `start` [n] bool (surely
-        invalid; ∅ if None) along random orders of the other features (`self.random`, seeded) in
-        one batch: step t tries each set's t-th feature and keeps it while the set stays surely
-        invalid. Past the deadline the sets stop growing (still invalid: their clauses stay sound)."""
-        start = np.zeros(self.n, dtype=bool) if start is None else start
-        free = np.flatnonzero(~start)
-        orders = free[np.argsort(self.random.random((count, len(free))), axis=1)]
-        grown = np.repeat(start[None, :], count, axis=0)
-        for step in range(len(free)):
+    def grow_random(self, count: int, deadline: float = math.inf) -> np.ndarray:
+        """Up to `count` maximal invalid sets [≤ count, n] bool, grown from ∅ along random feature
+        orders (`self.random`, seeded) in one batch: step t tries each set's t-th feature and
+        keeps it while the set stays invalid. The steps decide in plain float64 (half the work
+        of `judge`); the grown sets are then judged rigorously and only those surely invalid are
+        returned (a float misjudgement near the threshold costs a set, or its maximality, never
+        soundness). Past the deadline the sets stop growing."""
+        orders = np.argsort(self.random.random((count, self.n)), axis=1)
+        grown = np.zeros((count, self.n), dtype=bool)
+        for step in range(self.n):
             if time.perf_counter() > deadline:
                 break
             trial = grown.copy()
             trial[np.arange(count), orders[:, step]] = True
-            still_invalid = self.judge(trial) == _INVALID
+            still_invalid = self._float_invalid(trial)
             grown[still_invalid] = trial[still_invalid]
+        return grown[self.judge(grown) == _INVALID]
+
+    @torch.no_grad()
+    def _float_invalid(self, masks: np.ndarray) -> np.ndarray:
+        """masks [B, n] bool → [B] bool: invalid by a plain float64 forward pass (not rigorous)."""
+        z = torch.where(torch.as_tensor(masks), self.target, self.base)
+        for weight, bias, activation in self.float_layers:
+            z = activation(torch.addmm(bias, z, weight))
+        above = (z[:, 0] > self.threshold).numpy()
+        return above if self.goal_below else ~above
+
+    def grow_from(self, start: np.ndarray, count: int, deadline: float = math.inf) -> np.ndarray:
+        """`count` maximal invalid supersets [count, n] bool of the surely invalid `start` [n],
+        along random orders of the other features: `_extend` for all of them at once. Each pass
+        judges, per set, every pending candidate alone and every prefix of them; a set takes its
+        longest surely invalid prefix, skips the candidate after it, and drops those rejected
+        alone. Few passes of many rows: cheaper than `grow_random`'s step per feature when the
+        sets are few. Every set returned was judged surely invalid."""
+        free = np.flatnonzero(~start)
+        count, m, n = count, len(free), self.n
+        orders = free[np.argsort(self.random.random((count, m)), axis=1)]  # [count, m]
+        grown = np.repeat(start[None, :], count, axis=0)
+        pending = np.ones((count, m), dtype=bool)
+        positions = np.arange(m)
+        while pending.any() and time.perf_counter() < deadline:
+            candidates = np.zeros((count, m, n), dtype=bool)
+            candidates[np.arange(count)[:, None], positions[None, :], orders] = pending
+            prefixes = np.cumsum(candidates, axis=1) > 0  # [count, m, n]: the pending candidates up to j
+            rows = np.concatenate([grown[:, None, :] | candidates, grown[:, None, :] | prefixes], axis=1)  # [count, 2m, n]
+            asked = np.concatenate([pending, pending], axis=1)
+            kept = np.zeros((count, 2 * m), dtype=bool)
+            kept[asked] = self.judge(rows[asked]) == _INVALID
+            alone, prefix_kept = kept[:, :m], kept[:, m:]
+            failing = pending & ~prefix_kept
+            first = np.where(failing.any(axis=1), failing.argmax(axis=1), m)  # the first pending prefix rejected
+            taken = pending & (positions[None, :] < first[:, None])
+            grown |= (candidates & taken[:, :, None]).any(axis=1)
+            pending &= (positions[None, :] > first[:, None]) & alone
         return grown
 
 

@@ -151,3 +151,26 @@ def test_smooth_networks_outside_the_lazy_loop_are_unsupported() -> None:
         assert solve_problem(backend, problem, None, 5.0).status == Status.UNSUPPORTED
     mixed = Network([Layer(np.array([[1.0, -1.0]]), np.zeros(1), Activation.make("tanh"))])
     assert _solve(Problem.make(mixed, np.ones(2), "contrastive", threshold=0.5), None).status == Status.UNSUPPORTED
+
+
+@pytest.mark.parametrize("kind", ["contrastive", "abductive"])
+def test_grown_sets_are_maximal_invalid_supersets(kind: str) -> None:
+    """`grow_from` (all orders at once, prefix batches) and `grow_random` (float steps, rigorous
+    filter) give surely invalid sets to which no feature can be added without making them valid."""
+    import z3
+
+    rng = np.random.default_rng(11)
+    net = _network(rng, 9, (6, 4), ("sigmoid", "tanh"))
+    x = rng.uniform(size=9)
+    problem = Problem.make(net, x, kind, Domain.unit(9), float(net.forward(x)) + 0.05)
+    lazy = _Lazy(problem, z3.Context(), problem.base, problem.target)
+    singles = np.eye(9, dtype=bool)
+    start = singles[np.flatnonzero(lazy.judge(singles) == _INVALID)[0]]  # a surely invalid singleton
+    for grown in (lazy.grow_from(start, 12), lazy.grow_random(30), lazy.grow_random(30)):
+        assert len(grown) and (lazy.judge(grown) == _INVALID).all()
+        for row in grown:
+            for i in np.flatnonzero(~row):
+                extended = row.copy()
+                extended[i] = True
+                assert lazy.judge(extended[None, :])[0] == _VALID
+    assert (lazy.grow_from(start, 12) >= start).all()
