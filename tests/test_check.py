@@ -162,8 +162,12 @@ def test_verdicts_equal_brute_force_on_random_monotone_networks() -> None:
     assert all(count > 0 for count in checked.values()), checked  # every verdict was exercised
 
 
-def test_non_monotone_validity_by_exact_search() -> None:
-    """f = relu(x0 − x1 + 0.5·x2) − 0.25 on the Boolean cube, x = (0, 1, 0): p(x) = 0."""
+@pytest.mark.parametrize(("binary", "solver"), [(True, "enumerate"), (False, "z3")])
+def test_non_monotone_validity_by_exact_search(binary: bool, solver: str) -> None:
+    """f = relu(x0 − x1 + 0.5·x2) − 0.25, x = (0, 1, 0): p(x) = 0. The argument of relu is linear,
+    so on the box [0, 1]^3 the corners decide, as on the Boolean cube."""
+    if solver == "z3":
+        pytest.importorskip("z3")
     net = Network(
         [
             Layer(np.array([[1.0, -1.0, 0.5]]), np.zeros(1), Activation.make("relu")),
@@ -171,7 +175,7 @@ def test_non_monotone_validity_by_exact_search() -> None:
         ]
     )
     X = np.array([[0.0, 1.0, 0.0]])
-    domain = Domain.boolean(3)
+    domain = Domain.boolean(3) if binary else Domain.unit(3)
     cube = [np.array(y, dtype=float) for y in itertools.product([0.0, 1.0], repeat=3)]
     flips = [y for y in cube if net.forward(y).item() > 0]
 
@@ -184,13 +188,13 @@ def test_non_monotone_validity_by_exact_search() -> None:
     claims = [
         Claim(0, kind, s) for kind in ("contrastive", "abductive") for n in range(4) for s in itertools.combinations(range(3), n)
     ]
-    judgements = check_explanations(net, X, claims, domain, 0.0, "subset", ("enumerate",))
+    judgements = check_explanations(net, X, claims, domain, 0.0, "subset", (solver,))
     for judgement in judgements:
         claim = judgement.claim
         assert judgement.valid == truth(claim.kind, claim.features), claim
         if judgement.valid is False and claim.kind == "abductive":
             y = np.array(judgement.witness)  # a flipping point that keeps the set at x
-            assert net.forward(y).item() > 0 and all(y[i] == X[0, i] for i in claim.features)
+            assert ExactNetwork(net).predictions(y[None, :], 0.0)[0] == 1 and all(y[i] == X[0, i] for i in claim.features)
     verdicts = {(j.claim.kind, j.claim.features): j.verdict for j in judgements}
     assert verdicts[("contrastive", (1, 2))] == "subset_minimal" and verdicts[("abductive", (0, 1))] == "subset_minimal"
 
@@ -201,9 +205,8 @@ def test_progress_shows_only_when_a_run_lasts(monkeypatch: pytest.MonkeyPatch, c
 
     clock = [0.0]
     monkeypatch.setattr(cli.time, "monotonic", lambda: clock[0])
-    progress = cli._Progress(3, "check")
-    for now in (0.5, 12.0, 12.5):
-        clock[0] = now
-        progress.update()
-    progress.close()
+    with cli._Progress(3, "check") as progress:
+        for now in (0.5, 12.0, 12.5):
+            clock[0] = now
+            progress.update()
     assert capsys.readouterr().err == "check: 2/3\n"

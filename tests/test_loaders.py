@@ -310,7 +310,8 @@ def test_onnxruntime_runs_cardinal_exports(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("content", "name", "message"),
     [
-        (b"\x00\x01binary", "model.pt", r"not a network file cardinal reads"),
+        (b"\x00\x01binary", "model.dat", r"model\.dat: not a network file cardinal reads"),
+        (b"\x00\x01binary", "model.pt", r"model\.pt: (refused by|torch\.load)"),
         (b"PK\x03\x04broken zip", "model.pt", r"model\.pt: (not a file written by torch.save|torch.load)"),
         (b"\x08\x07garbage", "model.onnx", r"model\.onnx: not a readable ONNX model"),
         (b"{\xff\xfe", "model.json", r"is not text"),

@@ -133,24 +133,20 @@ def _certify(args: argparse.Namespace) -> int:
     fail_on, baseline = _ci_flags(args, "certify")
     cases_dir = Path(args.cases) if args.cases else (Path(args.out).with_suffix(".cases") if args.out else Path("cardinal-cases"))
     lines, verdicts, saved = [], Counter(), []
-    progress = _Progress(len(X) * len(_kinds(args)), "certify")
-    try:
-        with SolverPool(names) as pool:
-            for kind in _kinds(args):
-                answers = greedy_answers(net, X, kind, domain, args.threshold)[1] if net.is_monotone else [None] * len(X)
-                for row, (x, answer) in enumerate(zip(X, answers, strict=True)):
-                    problem = Problem.make(net, x, kind, domain, args.threshold, args.epsilon)
-                    certificate = certify_row(pool, problem, answer, args.time_limit, row)
-                    verdicts[(kind, certificate.verdict)] += 1
-                    lines.append(certificate.to_json())
-                    if certificate.verdict in ("solver_disagreement", "greedy_suboptimal"):
-                        saved.append(case_of(problem, certificate).save(cases_dir))
-                    if certificate.verdict == "solver_disagreement":
-                        where = f"row {row} ({kind}): {_statuses(certificate)}"
-                        progress.write(f"!!! SOLVER DISAGREEMENT on {where} — case saved to {saved[-1]}")
-                    progress.update()
-    finally:
-        progress.close()
+    with SolverPool(names) as pool, _Progress(len(X) * len(_kinds(args)), "certify") as progress:
+        for kind in _kinds(args):
+            answers = greedy_answers(net, X, kind, domain, args.threshold)[1] if net.is_monotone else [None] * len(X)
+            for row, (x, answer) in enumerate(zip(X, answers, strict=True)):
+                problem = Problem.make(net, x, kind, domain, args.threshold, args.epsilon)
+                certificate = certify_row(pool, problem, answer, args.time_limit, row)
+                verdicts[(kind, certificate.verdict)] += 1
+                lines.append(certificate.to_json())
+                if certificate.verdict in ("solver_disagreement", "greedy_suboptimal"):
+                    saved.append(case_of(problem, certificate).save(cases_dir))
+                if certificate.verdict == "solver_disagreement":
+                    where = f"row {row} ({kind}): {_statuses(certificate)}"
+                    progress.write(f"!!! SOLVER DISAGREEMENT on {where} — case saved to {saved[-1]}")
+                progress.update()
     failed = _ci_report(lines, "certify", _kinds(args), fail_on, baseline, args.diff_out)
     _emit(lines, args.out)
     table = [[kind, verdict, count] for (kind, verdict), count in sorted(verdicts.items())]
@@ -181,13 +177,10 @@ def _check(args: argparse.Namespace) -> int:
     if not args.time_limit > 0:
         raise InputError(f"--time-limit must be positive, got {args.time_limit}")
     fail_on, baseline = _ci_flags(args, "check")
-    progress = _Progress(len(claims), "check")
-    try:
+    with _Progress(len(claims), "check") as progress:
         judgements = check_explanations(
             net, X, claims, domain, args.threshold, args.require, names, args.time_limit, args.epsilon, progress.update
         )
-    finally:
-        progress.close()
     lines = [judgement.to_json() for judgement in judgements]
     failed = [f"{judgement.describe()}" for judgement in judgements if not judgement.passed]
     failed += _ci_report(lines, "check", _kinds(args), fail_on, baseline, args.diff_out)
@@ -205,6 +198,8 @@ def _ci_flags(args: argparse.Namespace, command: str):
     from .baseline import parse_fail_on, read_baseline
 
     fail_on = parse_fail_on(args.fail_on, args.baseline is not None)
+    if args.diff_out is not None and args.baseline is None:
+        raise InputError("--diff-out needs --baseline")
     return fail_on, None if args.baseline is None else read_baseline(args.baseline, command)
 
 
@@ -229,8 +224,6 @@ def _ci_report(lines: list[dict[str, Any]], command: str, kinds, fail_on, baseli
             print("no row changed since the baseline", file=sys.stderr)
         if diff_out is not None:
             _emit([change.to_json() for change in changes], diff_out)
-    elif diff_out is not None:
-        raise InputError("--diff-out needs --baseline")
     return failures(fail_on, entries, changes)
 
 
@@ -344,7 +337,10 @@ class _Progress:
         else:
             print(message, file=sys.stderr)
 
-    def close(self) -> None:
+    def __enter__(self) -> _Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
         if self.bar is not None:
             self.bar.close()
 

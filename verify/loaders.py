@@ -37,7 +37,9 @@ def detect_format(path: str | Path) -> str:
         return "json"
     if head[:4] == b"PK\x03\x04" or head[:2] in _PICKLE_PROTOCOLS:
         return "torch"
-    if path.suffix.lower() == ".onnx" or _looks_like_onnx(head):
+    if path.suffix.lower() in _EXTENSIONS:
+        return _EXTENSIONS[path.suffix.lower()]
+    if _looks_like_onnx(head):
         return "onnx"
     raise InputError(f"{path}: not a network file cardinal reads (JSON cardinal.network/1, ONNX, or a torch.save file)")
 
