@@ -25,8 +25,9 @@ from typing import Any
 import numpy as np
 
 from .errors import InputError
+from .instance import Instance
 from .io import JsonLines
-from .suites import SUITES, Instance
+from .suites import SUITES
 
 # Backends that run only up to this many features (beyond, exhaustive enumeration is hopeless and
 # z3's exact search rarely finishes within a campaign's time limit).

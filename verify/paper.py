@@ -22,9 +22,9 @@ import numpy as np
 
 from .domain import Domain
 from .greedy import explain, explain_reference
+from .instance import Instance
 from .io import read_json, write_atomic
 from .network import Network
-from .suites import Instance
 
 DATASETS = ("loan", "blog", "compas", "heart", "auto-mpg")
 HIDDEN = (64, 64)
