@@ -23,11 +23,11 @@ ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = {"cardinal": ROOT / "cardinal", "cardinal.verify": ROOT / "verify", "cardinal.solvers": ROOT / "solvers"}
 CORE, ENGINE, APPLICATION = 0, 1, 2
 LAYERS: dict[str, int] = {
-    **{f"cardinal.verify.{name}": CORE for name in ("errors", "io", "activations", "network", "domain", "exact", "problem")},
+    **{f"cardinal.verify.{name}": CORE for name in ("errors", "io", "rounding", "activations", "network", "domain", "exact", "problem")},
     "cardinal.verify.greedy": ENGINE,
     **{
         f"cardinal.solvers.{name}": ENGINE
-        for name in ("base", "cuts", "encode", "enumerate", "gurobi", "highs", "hitting", "milp", "rounding", "smt", "subsets")
+        for name in ("base", "cuts", "encode", "enumerate", "gurobi", "highs", "hitting", "milp", "smt", "subsets")
     },
     **{
         f"cardinal.verify.{name}": APPLICATION
