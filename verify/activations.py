@@ -254,8 +254,6 @@ _FAMILIES: dict[str, _Family] = {
     for family in (_Identity(), _ReLU(), _LeakyReLU(), _Hardtanh(), _Step(), _Sigmoid(), _Tanh(), _Softplus())
 }
 NAMES = tuple(_FAMILIES)
-PIECEWISE_LINEAR = tuple(name for name, family in _FAMILIES.items() if family.piecewise_linear)
-SMOOTH = tuple(name for name, family in _FAMILIES.items() if not family.piecewise_linear)
 CONTINUOUS = tuple(name for name, family in _FAMILIES.items() if family.continuous)
 
 

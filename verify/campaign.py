@@ -12,9 +12,7 @@ one worker (only their order in the file and the measured seconds differ).
 
 from __future__ import annotations
 
-import os
 import signal
-import sys
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -252,7 +250,3 @@ def default_solvers() -> tuple[str, ...]:
     from ..solvers.base import available_solvers
 
     return available_solvers()
-
-
-def interactive() -> bool:
-    return sys.stderr.isatty() and os.environ.get("TERM") != "dumb"

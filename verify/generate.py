@@ -27,7 +27,6 @@ _FAMILY_ACTIVATIONS = {
     "softplus": Activation.make("softplus"),
     "identity": Activation.make("identity"),
 }
-FAMILIES = tuple(_FAMILY_ACTIVATIONS)
 
 
 def random_network(
