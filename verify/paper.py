@@ -55,9 +55,10 @@ class PaperModel:
 
 def paper_models(workdir: Path, datasets: tuple[str, ...] = DATASETS) -> Iterator[PaperModel]:
     """Train (or load from `workdir/models/`) one monotone network per dataset."""
-    from .datasets import load_dataset
+    from .datasets import load_dataset, require_data_files
     from .train import train_monotone
 
+    require_data_files(datasets)
     for name in datasets:
         data = load_dataset(name)
         cached = workdir / "models" / f"{name}.json"
