@@ -25,10 +25,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from cardinal.solvers.base import Problem, Status, available_solvers, get_solver, solve_problem
+from cardinal.solvers.base import available_solvers, get_solver, solve_problem
 from cardinal.verify.domain import Domain
 from cardinal.verify.generate import median_threshold, random_network
 from cardinal.verify.greedy import explain
+from cardinal.verify.problem import Problem, Status
 from tabulate import tabulate
 
 from bench.greedy import machine

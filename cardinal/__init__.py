@@ -5,21 +5,13 @@ application layer; `cardinal.solvers` the exact backends behind one front (impor
 name, so `import cardinal` needs none of their libraries).
 """
 
-from .solvers.base import (
-    SOLVER_NAMES,
-    MissingSolutionError,
-    Outcome,
-    Problem,
-    Status,
-    available_solvers,
-    get_solver,
-    solve_minimum,
-)
+from .solvers.base import SOLVER_NAMES, available_solvers, get_solver, solve_minimum
 from .verify.activations import Activation, Step
 from .verify.domain import Domain
 from .verify.errors import InputError
 from .verify.greedy import ExplainResult, explain, explain_reference
 from .verify.network import Layer, Network
+from .verify.problem import Kind, MissingSolutionError, Outcome, Problem, Status, Verdict
 
 __all__ = [
     "SOLVER_NAMES",
@@ -27,6 +19,7 @@ __all__ = [
     "Domain",
     "ExplainResult",
     "InputError",
+    "Kind",
     "Layer",
     "MissingSolutionError",
     "Network",
@@ -34,6 +27,7 @@ __all__ = [
     "Problem",
     "Status",
     "Step",
+    "Verdict",
     "available_solvers",
     "explain",
     "explain_reference",

@@ -1,5 +1,5 @@
-"""The one front over every exact backend: `Problem`, `Status`, `Outcome`, the registry, the
-exact replay, and `solve_minimum`.
+"""The one front over every exact backend: the `Solver` protocol, the registry, the exact
+replay, and `solve_minimum` (the problem and outcome types live in `verify.problem`).
 
 A backend answers "what is a minimum explanation?" or, with `at_most=k`, "is there one of size
 ≤ k?". Whatever it claims about a concrete set or witness is replayed in exact arithmetic here
@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import importlib
 import time
-from dataclasses import dataclass, field, replace
-from enum import StrEnum
-from fractions import Fraction
-from functools import cached_property
+from dataclasses import replace
 from types import TracebackType
 from typing import Any, Protocol
 
@@ -22,151 +19,9 @@ import numpy as np
 
 from ..verify.domain import Domain
 from ..verify.errors import InputError
-from ..verify.exact import ExactNetwork, check_monotone_explanation
+from ..verify.exact import check_monotone_explanation
 from ..verify.network import Network
-
-KINDS = ("contrastive", "abductive")
-DEFAULT_EPSILON = 1e-6
-
-
-class Status(StrEnum):
-    """How a backend's call ended. Only OPTIMAL, NONE_WITHIN and NONE_EXISTS are verdicts."""
-
-    OPTIMAL = "optimal"  # `features` is a minimum explanation
-    FEASIBLE = "feasible"  # `features` is an explanation of size ≤ at_most; minimality not proved
-    NONE_WITHIN = "none_within"  # no explanation of size ≤ at_most
-    NONE_EXISTS = "none_exists"  # no explanation of this kind at all
-    TIMEOUT = "timeout"  # time limit reached; `features` may hold the best found so far
-    SIZE_LIMIT = "size_limit"  # a licence or memory cap
-    UNSUPPORTED = "unsupported"  # e.g. a smooth activation in MILP or SMT
-    REFUTED = "refuted"  # the backend's claim failed the exact replay
-    ERROR = "error"
-
-    @property
-    def is_verdict(self) -> bool:
-        return self in (Status.OPTIMAL, Status.NONE_WITHIN, Status.NONE_EXISTS)
-
-
-class MissingSolutionError(LookupError):
-    """Asked for the explanation of an outcome that has none."""
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """The answer of one backend call.
-
-    `solution`: the explanation found (sorted feature indices), or the best one at a timeout.
-    `witness`: for a contrastive answer, a point y of the box that agrees with x outside the set
-    and flips the prediction. `exact`: the verdict was reached in exact arithmetic (z3,
-    enumerate) rather than by a float MILP. `replayed`: the returned set (or the none-exists
-    claim) was confirmed in exact arithmetic.
-    """
-
-    status: Status
-    solver: str
-    seconds: float
-    solution: tuple[int, ...] | None = None
-    witness: tuple[float, ...] | None = None
-    raw_status: str = ""
-    exact: bool = False
-    replayed: bool = False
-    message: str = ""
-
-    @property
-    def has_solution(self) -> bool:
-        return self.solution is not None
-
-    @property
-    def features(self) -> tuple[int, ...]:
-        if self.solution is None:
-            raise MissingSolutionError(f"{self.solver}: status {self.status.value} carries no explanation")
-        return self.solution
-
-    @property
-    def size(self) -> int:
-        return len(self.features)
-
-    def to_json(self) -> dict[str, Any]:
-        document: dict[str, Any] = {
-            "status": self.status.value,
-            "features": None if self.solution is None else list(self.solution),
-            "size": None if self.solution is None else len(self.solution),
-            "seconds": round(self.seconds, 6),
-            "exact": self.exact,
-            "replayed": self.replayed,
-        }
-        if self.witness is not None:
-            document["witness"] = list(self.witness)
-        if self.raw_status:
-            document["raw_status"] = self.raw_status
-        if self.message:
-            document["message"] = self.message
-        return document
-
-
-@dataclass(frozen=True, eq=False)
-class Problem:
-    """One explanation problem: network, input x [n], kind, domain, threshold, and ε (the margin
-    a float MILP demands to reach class 1: f ≥ t + ε). `prediction` is p(x), decided exactly."""
-
-    net: Network
-    x: np.ndarray
-    kind: str
-    domain: Domain
-    threshold: float
-    epsilon: float = DEFAULT_EPSILON
-    prediction: int = field(default=-1)
-
-    @classmethod
-    def make(
-        cls,
-        net: Network,
-        x: np.ndarray,
-        kind: str = "contrastive",
-        domain: Domain | None = None,
-        threshold: float = 0.0,
-        epsilon: float = DEFAULT_EPSILON,
-    ) -> Problem:
-        if kind not in KINDS:
-            raise InputError(f"unknown kind {kind!r} (use contrastive or abductive)")
-        if not epsilon > 0:
-            raise InputError(f"epsilon must be positive, got {epsilon}")
-        domain = domain if domain is not None else Domain.unit(net.n_inputs)
-        if domain.n != net.n_inputs:
-            raise InputError(f"domain has {domain.n} features, the network has {net.n_inputs} inputs")
-        checked = domain.check(np.asarray(x, dtype=np.float64).reshape(1, -1))[0]
-        problem = cls(net, checked, kind, domain, float(threshold), float(epsilon))
-        prediction = int(problem.exact.predictions(checked[None, :], threshold)[0])
-        if prediction < 0:
-            raise InputError("the prediction of x is undecided: f(x) lies within the stated margin of the threshold")
-        object.__setattr__(problem, "prediction", prediction)
-        return problem
-
-    @cached_property
-    def exact(self) -> ExactNetwork:
-        return ExactNetwork(self.net)
-
-    @property
-    def n(self) -> int:
-        return self.net.n_inputs
-
-    @property
-    def monotone(self) -> bool:
-        return self.net.is_monotone
-
-    @property
-    def counterpoint(self) -> np.ndarray:
-        """x' of the monotone shortcut: the lower corner if p(x) = 1, else the upper one [n]."""
-        return self.domain.counterpoint(np.array([self.prediction]))[0]
-
-    @property
-    def exact_threshold(self) -> Fraction:
-        return Fraction(self.threshold)
-
-    def flips(self, y: np.ndarray) -> bool | None:
-        """Exactly: does p(y) differ from p(x)? None if a smooth enclosure leaves it undecided."""
-        predicted = int(self.exact.predictions(np.asarray(y, dtype=np.float64)[None, :], self.threshold)[0])
-        return None if predicted < 0 else predicted != self.prediction
+from ..verify.problem import DEFAULT_EPSILON, Outcome, Problem, Status
 
 
 class Solver(Protocol):

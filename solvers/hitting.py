@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .base import Problem, Status
+from ..verify.problem import Problem, Status
 
 
 class OracleTimeout(Exception):

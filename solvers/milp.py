@@ -17,7 +17,8 @@ from fractions import Fraction
 import numpy as np
 
 from ..verify.exact import modified_inputs
-from .base import BaseSolver, Outcome, Problem, Status
+from ..verify.problem import Outcome, Problem, Status
+from .base import BaseSolver
 from .encode import MilpModel, encode
 from .hitting import OracleTimeout, minimum_abductive
 
@@ -81,10 +82,8 @@ class MilpSolver(BaseSolver):
                 return self.outcome(Status.NONE_EXISTS, started, message="monotone shortcut: p(x') = p(x)")
             return self.outcome(Status.OPTIMAL, started, solution=(), message="monotone shortcut: p(x') = p(x)")
         # every set reaches at most the output of the full set's point; class 1 needs f ≥ t + ε
-        full = problem.counterpoint if problem.kind == "contrastive" else problem.x
-        goal = 1 - problem.prediction if problem.kind == "contrastive" else problem.prediction
-        reach = problem.exact.outputs(full[None, :])[0].upper
-        if goal == 1 and reach < problem.exact_threshold + Fraction(problem.epsilon):
+        reach = problem.exact.outputs(problem.target[None, :])[0].upper
+        if problem.goal == 1 and reach < problem.exact_threshold + Fraction(problem.epsilon):
             return self.outcome(
                 Status.UNSUPPORTED, started, message=f"f reaches class 1 only within ε = {problem.epsilon} of the threshold"
             )

@@ -9,9 +9,9 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-from cardinal.solvers.base import Problem
 from cardinal.verify.activations import Activation
 from cardinal.verify.network import Layer, Network
+from cardinal.verify.problem import Problem
 
 
 def random_network(

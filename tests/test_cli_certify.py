@@ -9,8 +9,9 @@ from pathlib import Path
 
 import cardinal.solvers.base as base
 import pytest
-from cardinal.solvers.base import BaseSolver, Outcome, Problem, Status
+from cardinal.solvers.base import BaseSolver
 from cardinal.verify.cli import main
+from cardinal.verify.problem import Outcome, Problem, Status
 
 
 def _run(args: list[str], capsys: pytest.CaptureFixture) -> tuple[int, list[dict], str]:

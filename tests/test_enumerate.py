@@ -6,11 +6,12 @@ import numpy as np
 import pytest
 import torch
 from bruteforce import monotone_minimum, random_network, vertex_minimum
-from cardinal.solvers.base import Problem, Status, solve_problem
+from cardinal.solvers.base import solve_problem
 from cardinal.solvers.enumerate import MAX_TABLE_FEATURES, EnumerateSolver, Evaluator, _activate, combinations
 from cardinal.verify import Domain, Layer, Network, explain
 from cardinal.verify.activations import Activation
 from cardinal.verify.errors import InputError
+from cardinal.verify.problem import Problem, Status
 
 MONOTONE_ACTIVATIONS = [
     Activation.make("relu"),

@@ -16,7 +16,7 @@ from cardinal.verify.activations import Activation, Step
 from cardinal.verify.cli import main
 from cardinal.verify.errors import InputError
 from cardinal.verify.greedy import explain
-from cardinal.verify.loaders import detect_format, load_network, save_network
+from cardinal.verify.loaders import detect_format
 from cardinal.verify.network import Layer, Network
 from torch import nn
 
@@ -301,7 +301,7 @@ def test_onnxruntime_runs_cardinal_exports(tmp_path: Path) -> None:
     """cardinal's float64 ONNX computes what the network does (other verifiers read it)."""
     ort = pytest.importorskip("onnxruntime")
     net = Network.from_json(DESIGN_NETWORK)
-    save_network(net, tmp_path / "design.onnx")
+    net.save(tmp_path / "design.onnx")
     X = np.random.default_rng(3).random((10, 3))
     session = ort.InferenceSession(str(tmp_path / "design.onnx"))
     assert np.allclose(session.run(None, {"input": X})[0][:, 0], net.forward(X).numpy(), rtol=1e-14, atol=0)
@@ -333,5 +333,5 @@ def test_bad_files_are_one_line_errors(
 
 def test_activations_only_for_state_dicts(design_network_file: Path) -> None:
     with pytest.raises(InputError, match=r"names its own activations"):
-        load_network(design_network_file, "relu,identity")
+        Network.load(design_network_file, "relu,identity")
     assert Network.from_torch(nn.Sequential(nn.Linear(2, 1), Step(0.5))).activation_names == ("step",)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cardinal.solvers.base import Outcome, Problem, Status, get_solver, solve_problem
+from cardinal.solvers.base import get_solver, solve_problem
 from cardinal.solvers.encode import MilpModel, encode
 from cardinal.solvers.milp import MilpRun, MilpSolver, RunState, _witness
 from cardinal.verify.activations import Activation
@@ -22,6 +22,7 @@ from cardinal.verify.domain import Domain
 from cardinal.verify.generate import median_threshold, random_network
 from cardinal.verify.greedy import explain
 from cardinal.verify.network import Layer, Network
+from cardinal.verify.problem import Outcome, Problem, Status
 
 from tests.conftest import DESIGN_NETWORK, brute_force_minimum
 

@@ -10,11 +10,12 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from bruteforce import monotone_minimum, random_network, vertex_minimum
-from cardinal.solvers.base import Problem, Status, solve_problem
+from cardinal.solvers.base import solve_problem
 from cardinal.solvers.enumerate import EnumerateSolver
 from cardinal.verify import Domain, Layer, Network, explain, generate
 from cardinal.verify.activations import Activation
 from cardinal.verify.errors import InputError
+from cardinal.verify.problem import Problem, Status
 
 pytest.importorskip("z3")
 

@@ -15,10 +15,11 @@ import itertools
 
 import numpy as np
 import pytest
-from cardinal.solvers.base import Problem, Status, available_solvers, get_solver, solve_problem
+from cardinal.solvers.base import available_solvers, get_solver, solve_problem
 from cardinal.verify.domain import Domain
 from cardinal.verify.exact import ExactNetwork
 from cardinal.verify.generate import median_threshold, random_network
+from cardinal.verify.problem import Problem, Status
 
 from tests.conftest import brute_force_minimum
 

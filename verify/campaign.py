@@ -12,9 +12,7 @@ one worker (only their order in the file and the measured seconds differ).
 
 from __future__ import annotations
 
-import os
 import signal
-import sys
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -25,8 +23,9 @@ from typing import Any
 import numpy as np
 
 from .errors import InputError
+from .instance import Instance
 from .io import JsonLines
-from .suites import SUITES, Instance
+from .suites import SUITES
 
 # Backends that run only up to this many features (beyond, exhaustive enumeration is hopeless and
 # z3's exact search rarely finishes within a campaign's time limit).
@@ -99,10 +98,10 @@ def _worker_init() -> None:
 
 def certify_unit(unit: Unit) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """Certify one unit: its record, and its case file document when it is worth keeping."""
-    from ..solvers.base import Problem
     from .certify import GreedyAnswer, SolverPool, case_of, certify_row, tie_decided
     from .domain import Domain
     from .network import Network
+    from .problem import Problem
 
     global _POOL
     if _POOL is None or _POOL.names != unit.solvers:
@@ -251,7 +250,3 @@ def default_solvers() -> tuple[str, ...]:
     from ..solvers.base import available_solvers
 
     return available_solvers()
-
-
-def interactive() -> bool:
-    return sys.stderr.isatty() and os.environ.get("TERM") != "dumb"

@@ -170,7 +170,7 @@ def replay(case: Case) -> ReplayReport:
 def _minimum_valid(case: Case, exact: ExactNetwork, monotone: bool) -> bool | str | None:
     if monotone:
         return check_monotone_explanation(exact, case.x, case.minimum, case.kind, case.domain, case.threshold)
-    from ..solvers.base import Problem
+    from .problem import Problem
 
     problem = Problem.make(case.network, case.x, case.kind, case.domain, case.threshold)
     if case.kind == "contrastive":
@@ -185,7 +185,8 @@ def _minimum_valid(case: Case, exact: ExactNetwork, monotone: bool) -> bool | st
 
 def _abductive_valid_by_solver(case: Case) -> bool | str:
     """A non-monotone AXp is a universal claim: an exact backend decides it."""
-    from ..solvers.base import Status, solve_minimum
+    from ..solvers.base import solve_minimum
+    from .problem import Status
 
     solver = "enumerate" if case.domain.binary else "z3"
     fixed = Domain(
@@ -204,7 +205,8 @@ def _abductive_valid_by_solver(case: Case) -> bool | str:
 
 def _smaller_exists(case: Case) -> tuple[int, ...] | bool | None:
     """An explanation smaller than the case's minimum, False if none, None if undecided."""
-    from ..solvers.base import Status, solve_minimum
+    from ..solvers.base import solve_minimum
+    from .problem import Status
 
     solver = "enumerate" if case.network.is_monotone or case.domain.binary else "z3"
     outcome = solve_minimum(

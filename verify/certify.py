@@ -27,12 +27,13 @@ from typing import Any
 
 import numpy as np
 
-from ..solvers.base import Outcome, Problem, Solver, Status, get_solver, solve_problem
+from ..solvers.base import Solver, get_solver, solve_problem
 from .cases import Case
 from .domain import Domain
 from .exact import check_monotone_explanation, modified_inputs
 from .greedy import ExplainResult, explain
 from .network import Network
+from .problem import Outcome, Problem, Status
 
 VERDICTS = ("greedy_minimal", "greedy_suboptimal", "none_exists", "solver_disagreement", "unknown", "exact_only")
 
@@ -260,14 +261,13 @@ def tie_decided(problem: Problem, greedy: tuple[int, ...], limit: int = 200_000)
     some group G with the groups before it B, `B ∪ T` reaches the goal for a subset T of G of size
     min(|G|, g − 1 − |B|); each candidate is checked exactly.
     """
-    base, target = (problem.x, problem.counterpoint) if problem.kind == "contrastive" else (problem.counterpoint, problem.x)
+    base, target, goal = problem.base, problem.target, problem.goal
     variants = np.stack([modified_inputs(base, [j], target) for j in range(problem.n)])
     scores = [(e.lower + e.upper) / 2 for e in problem.exact.outputs(variants)]
     ascending = (problem.prediction == 1) == (problem.kind == "contrastive")
     groups: dict[object, list[int]] = {}
     for j in sorted(range(problem.n), key=lambda j: scores[j] if ascending else -scores[j]):
         groups.setdefault(scores[j], []).append(j)
-    goal = 1 - problem.prediction if problem.kind == "contrastive" else problem.prediction
     before: list[int] = []
     undetermined = False
     for group in groups.values():

@@ -38,12 +38,12 @@ from typing import Any
 
 import numpy as np
 
-from ..solvers.base import Outcome, Problem, Status
 from .certify import GreedyAnswer, SolverPool, certify_row
 from .domain import Domain
 from .errors import InputError
 from .exact import ExactNetwork, modified_inputs
 from .network import Network
+from .problem import Outcome, Problem, Status
 
 KINDS = ("contrastive", "abductive")
 REQUIREMENTS = ("valid", "subset", "minimum")
@@ -208,6 +208,16 @@ def check_explanations(
     return judgements
 
 
+_MONOTONE_REASONS = {
+    ("contrastive", True): "y, x with the set moved to x', flips the prediction",
+    ("contrastive", False): "y, x with the set moved to x', keeps the prediction; on a monotone network no y that agrees "
+    "with x outside the set flips it",
+    ("abductive", True): "y, x' with the set kept at x, keeps the prediction; on a monotone network no y that agrees with "
+    "x on the set flips it",
+    ("abductive", False): "y agrees with x on the set and flips the prediction",
+}
+
+
 class _Judge:
     """Exact questions about one problem: validity (with its witness), subsets, the minimum."""
 
@@ -282,30 +292,13 @@ class _Judge:
     def validity(self, features: tuple[int, ...]) -> tuple[bool | None, np.ndarray | None, str, list[str]]:
         """(valid or None, the deciding point y, why, notes)."""
         problem = self.problem
-        if problem.monotone:
-            if problem.kind == "contrastive":
-                y = modified_inputs(problem.x, features, problem.counterpoint)
-                flips = problem.flips(y)
-                if flips is None:
-                    return None, None, "", ["p(y) is undecided (smooth margin)"]
-                if flips:
-                    return True, y, "y, x with the set moved to x', flips the prediction", []
-                why = (
-                    "y, x with the set moved to x', keeps the prediction; on a monotone network no y that agrees with x "
-                    "outside the set flips it"
-                )
-                return False, y, why, []
-            y = modified_inputs(problem.counterpoint, features, problem.x)
-            flips = problem.flips(y)
-            if flips is None:
+        if problem.monotone:  # the shortcut: base with the set moved to target decides
+            y = modified_inputs(problem.base, features, problem.target)
+            reached = self._predict(y)
+            if reached < 0:
                 return None, None, "", ["p(y) is undecided (smooth margin)"]
-            if flips:
-                return False, y, "y agrees with x on the set and flips the prediction", []
-            why = (
-                "y, x' with the set kept at x, keeps the prediction; on a monotone network no y that agrees with x on the "
-                "set flips it"
-            )
-            return True, y, why, []
+            valid = reached == problem.goal
+            return valid, y, _MONOTONE_REASONS[problem.kind, valid], []
         free = frozenset(features) if problem.kind == "contrastive" else frozenset(range(problem.n)) - set(features)
         flips, y, notes = self._flip(free)
         if flips is None:
@@ -367,14 +360,10 @@ class _Judge:
         if not subsets:
             return None, False
         if problem.monotone:  # one exact batch: S ∖ {j} moved (CXp) or kept (AXp)
-            if problem.kind == "contrastive":
-                probes = [modified_inputs(problem.x, subset, problem.counterpoint) for subset in subsets]
-            else:
-                probes = [modified_inputs(problem.counterpoint, subset, problem.x) for subset in subsets]
+            probes = [modified_inputs(problem.base, subset, problem.target) for subset in subsets]
             predicted = problem.exact.predictions(np.stack(probes), problem.threshold)
-            goal = 1 - problem.prediction if problem.kind == "contrastive" else problem.prediction
             for subset, p in zip(subsets, predicted, strict=True):
-                if p == goal:
+                if p == problem.goal:
                     return subset, False
             return None, bool((predicted < 0).any())
         undecided = False

@@ -121,8 +121,8 @@ def _certify(args: argparse.Namespace) -> int:
 
     from tabulate import tabulate
 
-    from ..solvers.base import Problem
     from .certify import SolverPool, case_of, certify_row, greedy_answers
+    from .problem import Problem
 
     net, domain, X = _load_problem(args)
     names = [name.strip() for name in args.solvers.split(",") if name.strip()]
@@ -239,21 +239,23 @@ def _ci_flag_arguments(parser: argparse.ArgumentParser) -> None:
 
 # ---------------------------------------------------------------------------- convert
 def _convert(args: argparse.Namespace) -> int:
-    from .loaders import float32_changes, format_for_output, load_network, save_network
+    import numpy as np
+
+    from .loaders import format_for_output
+    from .network import Network
     from .torch_io import activation_flag
 
     format_for_output(args.output)  # fail on the extension before reading anything
-    net = load_network(args.input, args.activations)
-    save_network(net, args.output, float32=args.float32, state_dict=args.state_dict)
+    net = Network.load(args.input, activations=args.activations)
+    net.save(args.output, float32=args.float32, state_dict=args.state_dict)
     print(f"{args.input} → {args.output}: {net}", file=sys.stderr)
-    rounded = float32_changes(net) if args.float32 else 0
+    arrays = [array for layer in net.layers for array in (layer.weight, layer.bias)]
+    rounded = sum(int(np.count_nonzero(array.astype(np.float32) != array)) for array in arrays) if args.float32 else 0
     if rounded:
-        print(
-            f"warning: float32 rounded {rounded} weight(s)/bias(es): {args.output} is not exactly the same network",
-            file=sys.stderr,
-        )
+        print(f"warning: float32 rounded {rounded} weight(s)/bias(es): {args.output} is not exactly the network", file=sys.stderr)
     if args.state_dict:
-        print(f"a state_dict holds no activations: load it with --activations {activation_flag(net)}", file=sys.stderr)
+        flag = activation_flag(layer.activation for layer in net.layers)
+        print(f"a state_dict holds no activations: load it with --activations {flag}", file=sys.stderr)
     return 0
 
 
@@ -458,6 +460,24 @@ def _replay(args: argparse.Namespace) -> int:
     return 1
 
 
+# ---------------------------------------------------------------------------- data
+def _data(args: argparse.Namespace) -> int:
+    from tabulate import tabulate
+
+    from .datasets import check_data_files, data_directory
+
+    states = check_data_files(None, args.data_dir)
+    rows = [(file.relative, state, ", ".join(file.datasets), file.source) for file, state in states]
+    print(f"data folder: {data_directory(args.data_dir)}")
+    print(tabulate(rows, headers=["file", "state", "datasets", "public source"], tablefmt="simple"))
+    bad = [file.relative for file, state in states if state != "ok"]
+    if bad:
+        print(f"{len(bad)} of {len(states)} data files missing or altered: {', '.join(bad)}")
+        return 1
+    print(f"all {len(states)} data files present with the expected SHA-256")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cardinal",
@@ -594,6 +614,16 @@ def build_parser() -> argparse.ArgumentParser:
     replay = commands.add_parser("replay", help="re-verify a case file in exact arithmetic (exit 0: holds, 1: does not)")
     replay.add_argument("case", help="case file (cardinal.case/1)")
     replay.set_defaults(handler=_replay)
+
+    data = commands.add_parser(
+        "data",
+        help="check the data files of the paper suite (every missing or altered file at once)",
+        description="`cardinal data check`: each data file the named datasets read, with its state (ok, missing, "
+        "checksum differs) and public source. Exit 0 when all are present and intact, 1 otherwise.",
+    )
+    data.add_argument("action", choices=("check",))
+    data.add_argument("--data-dir", help="the data folder (default: $CARDINAL_DATA, else ../shared/data)")
+    data.set_defaults(handler=_data)
     return parser
 
 

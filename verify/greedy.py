@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Literal
 
 import numpy as np
 import torch
@@ -32,9 +31,7 @@ from .domain import Domain
 from .errors import InputError
 from .exact import ExactNetwork, modified_inputs
 from .network import Network
-
-Kind = Literal["contrastive", "abductive"]
-KINDS: tuple[Kind, ...] = ("contrastive", "abductive")
+from .problem import KINDS
 
 # Elements of the [rows, n, width] variant tensor processed at once: a few MB on a CPU (measured
 # best on 2 cores; smaller chunks pay per-call overhead, larger ones leave the cache), large
@@ -57,7 +54,7 @@ class ExplainResult:
     network's output lies within the stated margin of the threshold).
     """
 
-    kind: Kind
+    kind: str
     masks: torch.Tensor
     sizes: torch.Tensor
     exists: torch.Tensor
@@ -108,7 +105,7 @@ def _validated(net: Network, X: torch.Tensor | np.ndarray, kind: str, domain: Do
 def explain(
     net: Network,
     X: torch.Tensor | np.ndarray,
-    kind: Kind = "contrastive",
+    kind: str = "contrastive",
     domain: Domain | None = None,
     threshold: float = 0.0,
     device: str | torch.device = "auto",
@@ -171,7 +168,7 @@ class _BatchedGreedy:
         return self._tail(self._first(x)) > self.threshold
 
     @torch.no_grad()
-    def run(self, X: torch.Tensor, kind: Kind) -> tuple[torch.Tensor, ...]:
+    def run(self, X: torch.Tensor, kind: str) -> tuple[torch.Tensor, ...]:
         X = X.to(device=self.device, dtype=self.dtype)
         b, n = X.shape
         h1 = self._first(X)
@@ -230,7 +227,7 @@ class _BatchedGreedy:
 def explain_reference(
     net: Network | nn.Module,
     X: torch.Tensor | np.ndarray,
-    kind: Kind = "contrastive",
+    kind: str = "contrastive",
     domain: Domain | None = None,
     threshold: float = 0.0,
     exact: bool = False,
@@ -302,7 +299,7 @@ def _exact_call(model: ExactNetwork, threshold: float):
 
 
 def _reference_row(
-    call, x: np.ndarray, kind: Kind, domain: Domain, threshold: float
+    call, x: np.ndarray, kind: str, domain: Domain, threshold: float
 ) -> tuple[tuple[int, ...] | None, int, float, list[int]]:
     """One row of Algorithm 1 (or its dual): (features or None, prediction, f(x), greedy order)."""
     n = x.shape[0]

@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from .activations import Activation
+from .chain import ChainStep
 from .errors import InputError
 from .io import write_atomic
 
@@ -145,6 +146,14 @@ class Network:
 
         return cls.from_chain(chain_of_module(model))
 
+    def chain(self) -> list[ChainStep]:
+        """The layers as a chain: affine map, activation, affine map, activation, ..."""
+        steps = []
+        for number, layer in enumerate(self.layers, start=1):
+            steps.append(ChainStep(f"layer {number}", weight=layer.weight, bias=layer.bias))
+            steps.append(ChainStep(f"layer {number}", activation=layer.activation))
+        return steps
+
     @classmethod
     def from_chain(cls, steps: Sequence[ChainStep]) -> Network:
         """Assemble layers from a model read as a chain of affine maps and activations: an affine
@@ -215,16 +224,44 @@ class Network:
         }
 
     @classmethod
-    def load(cls, path: str | Path, activations: Sequence[str | Activation] | None = None) -> Network:
-        """Read a network file: cardinal's JSON, ONNX, or a torch file (a whole `nn.Sequential`
-        or a state_dict, which needs `activations`, one per Linear layer); see `verify.loaders`.
-        Never runs pickled code."""
-        from .loaders import load_network
+    def load(cls, path: str | Path, activations: str | Sequence[str | Activation] | None = None) -> Network:
+        """Read a network file: cardinal's JSON, ONNX, or a torch file (a whole `nn.Sequential`,
+        or a state_dict, which needs `activations`: one per Linear layer, as `Activation`s or
+        specs like `relu` and `leaky_relu:0.1`, or one comma-separated string); see
+        `verify.loaders`. Never runs pickled code."""
+        from .loaders import read_model
 
-        return load_network(path, activations)
+        document, chain = read_model(path, activations)
+        if not chain:
+            return cls.from_json(document, source=str(path))
+        try:
+            return cls.from_chain(chain)
+        except InputError as error:
+            message = str(error)
+            raise InputError(message if message.startswith(str(path)) else f"{path}: {message}") from None
 
-    def save(self, path: str | Path) -> None:
-        write_atomic(path, json.dumps(self.to_json()) + "\n")
+    def save(self, path: str | Path, float32: bool = False, state_dict: bool = False) -> None:
+        """Write the network, whole or not at all, in the format of the extension: `.onnx`, a
+        torch file (`.pt`, `.pth`, `.bin`: the whole `nn.Sequential`, or its state_dict), else
+        JSON. ONNX and torch files hold float64 weights, the same network exactly, unless
+        `float32` (which rounds them)."""
+        from .loaders import format_for_output
+
+        kind = format_for_output(path, strict=False)
+        if state_dict and kind != "torch":
+            raise InputError(f"{path}: a state_dict is a torch file (.pt, .pth)")
+        if float32 and kind == "json":
+            raise InputError(f"{path}: JSON keeps every double; float32 applies to ONNX and torch files")
+        if kind == "onnx":
+            from .onnx_io import onnx_bytes
+
+            write_atomic(path, onnx_bytes(self.chain(), self.n_inputs, float32))
+        elif kind == "torch":
+            from .torch_io import torch_bytes
+
+            write_atomic(path, torch_bytes(self.to_torch(torch.float32 if float32 else torch.float64), state_dict))
+        else:
+            write_atomic(path, json.dumps(self.to_json()) + "\n")
 
     @property
     def hash(self) -> str:
@@ -234,18 +271,6 @@ class Network:
 
     def __repr__(self) -> str:
         return f"Network(n={self.n_inputs}, widths={self.widths}, activations={self.activation_names})"
-
-
-@dataclass(frozen=True, eq=False)
-class ChainStep:
-    """One step of a model read as a chain (`Network.from_chain`): an affine map with `weight`
-    [out, in] and `bias` [out] (float64), or an `activation`. `where` names it in messages, e.g.
-    "module 2 (ReLU)" or "node /0/Gemm (Gemm)"."""
-
-    where: str
-    weight: np.ndarray | None = None
-    bias: np.ndarray | None = None
-    activation: Activation | None = None
 
 
 def _checked(array: np.ndarray, where: str) -> np.ndarray:

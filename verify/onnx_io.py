@@ -1,4 +1,4 @@
-"""ONNX models as cardinal networks, and back (needs the `onnx` package: `cardinal[onnx]`).
+"""ONNX models read as chains (`verify.chain`), and written (needs the `onnx` package: `cardinal[onnx]`).
 
 Reading accepts one kind of graph: a single input vector flowing through one chain of
 * affine maps: `Gemm` (transA = 0, any transB, alpha, beta; C optional) or `MatMul` by a constant,
@@ -17,6 +17,7 @@ weight survives the round trip exactly; float32 rounds them, for tools that read
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -24,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from .activations import Activation
+from .chain import ChainStep
 from .errors import InputError
-from .network import ChainStep, Network
 
 OPSET = 17
 _ACTIVATIONS = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Softplus": "softplus"}
@@ -41,15 +42,15 @@ def _onnx() -> Any:
     return onnx
 
 
-def load_onnx(path: Path) -> Network:
-    """The network of an ONNX file; `InputError` names the node that cardinal cannot represent."""
+def load_onnx(path: Path) -> list[ChainStep]:
+    """The chain of an ONNX file; `InputError` names the node that cardinal cannot represent."""
     onnx = _onnx()
     try:
         model = onnx.load(str(path))
     except Exception as error:  # protobuf's DecodeError, or a missing external-data file
         raise InputError(f"{path}: not a readable ONNX model ({type(error).__name__}: {error})") from None
     try:
-        return Network.from_chain(_GraphReader(model.graph).chain())
+        return _GraphReader(model.graph).chain()
     except InputError as error:
         raise InputError(f"{path}: {error}") from None
 
@@ -238,25 +239,29 @@ def _scaled(values: np.ndarray, factor: float, where: str) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------- writing
-def onnx_bytes(net: Network, dtype: type = np.float64) -> bytes:
-    """The network as a serialized ONNX model, input `input` [batch, n] → output `output` [batch, 1]."""
+def onnx_bytes(chain: Sequence[ChainStep], n_inputs: int, float32: bool = False) -> bytes:
+    """A network's chain (`Network.chain()`) as a serialized ONNX model: input `input` [batch, n]
+    → output `output` [batch, 1], float64 unless `float32`."""
     onnx = _onnx()
     from onnx import TensorProto, helper, numpy_helper
 
-    element = TensorProto.DOUBLE if dtype == np.float64 else TensorProto.FLOAT
+    dtype, element = (np.float32, TensorProto.FLOAT) if float32 else (np.float64, TensorProto.DOUBLE)
     nodes, initializers = [], []
 
     def constant(name: str, value: Any) -> str:
         initializers.append(numpy_helper.from_array(np.asarray(value, dtype=dtype), name))
         return name
 
-    current = "input"
-    for number, layer in enumerate(net.layers, start=1):
-        prefix = f"layer{number}"
-        inputs = [current, constant(f"{prefix}.weight", layer.weight), constant(f"{prefix}.bias", layer.bias)]
-        current = f"{prefix}/h"
-        nodes.append(helper.make_node("Gemm", inputs, [current], name=f"{prefix}/Gemm", transB=1))
-        activation = layer.activation
+    current, number = "input", 0
+    for step in chain:
+        activation = step.activation
+        if activation is None:  # an affine map starts the next layer
+            number += 1
+            prefix = f"layer{number}"
+            inputs = [current, constant(f"{prefix}.weight", step.weight), constant(f"{prefix}.bias", step.bias)]
+            current = f"{prefix}/h"
+            nodes.append(helper.make_node("Gemm", inputs, [current], name=f"{prefix}/Gemm", transB=1))
+            continue
         name, output = activation.name, f"{prefix}/z"
         if name == "identity":
             continue
@@ -278,7 +283,7 @@ def onnx_bytes(net: Network, dtype: type = np.float64) -> bytes:
     graph = helper.make_graph(
         nodes,
         "cardinal",
-        [helper.make_tensor_value_info("input", element, ["batch", net.n_inputs])],
+        [helper.make_tensor_value_info("input", element, ["batch", n_inputs])],
         [helper.make_tensor_value_info("output", element, ["batch", 1])],
         initializers,
     )

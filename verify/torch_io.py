@@ -1,4 +1,4 @@
-"""torch models and files as cardinal networks, without running pickled code.
+"""torch models and files read as chains (`verify.chain`), without running pickled code.
 
 * A module: an `nn.Sequential` (nested ones too) is read module by module; any other module is
   traced with `torch.fx` and read node by node. Either way the model must be a chain of `Linear`
@@ -20,7 +20,7 @@ import io
 import re
 import warnings
 import zipfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +30,8 @@ from torch import nn
 from torch.nn import functional
 
 from .activations import Activation, Step
+from .chain import ChainStep
 from .errors import InputError
-from .network import ChainStep, Network
 
 # Classes a whole `nn.Sequential` file may hold (besides what weights_only always allows).
 SAFE_MODULES: tuple[type, ...] = (
@@ -219,8 +219,8 @@ def _key(prefix: str, leaf: str) -> str:
 
 
 # ---------------------------------------------------------------------------- files
-def load_torch(path: Path, activations: Sequence[Activation]) -> Network:
-    """A network from a `torch.save` file: a whole `nn.Sequential` (or a single supported layer)
+def load_torch(path: Path, activations: Sequence[Activation]) -> list[ChainStep]:
+    """The chain of a `torch.save` file: a whole `nn.Sequential` (or a single supported layer)
     or a state_dict with `activations`. Raises `InputError` for anything else, a pickle that would
     run code included."""
     obj = _safe_load(path)
@@ -228,21 +228,12 @@ def load_torch(path: Path, activations: Sequence[Activation]) -> Network:
         if activations:
             raise InputError(f"{path} holds a whole module, which names its own activations: drop --activations")
         try:
-            steps = chain_of_module(obj)
+            return chain_of_module(obj)
         except (AttributeError, TypeError, ValueError, RuntimeError) as error:  # attributes not as torch writes them
             raise InputError(f"{path}: not a well-formed module ({type(error).__name__}: {error})") from None
-        return _network(steps, path)
     if isinstance(obj, Mapping):
-        return _network(chain_of_state_dict(obj, activations, str(path)), path)
+        return chain_of_state_dict(obj, activations, str(path))
     raise InputError(f"{path} holds a {type(obj).__name__}, not a module or a state_dict")
-
-
-def _network(steps: list[ChainStep], path: Path) -> Network:
-    try:
-        return Network.from_chain(steps)
-    except InputError as error:
-        message = str(error)
-        raise InputError(message if message.startswith(str(path)) else f"{path}: {message}") from None
 
 
 def _safe_load(path: Path) -> Any:
@@ -280,19 +271,18 @@ def _refusal(path: Path, name: str) -> str:
     )
 
 
-def torch_bytes(net: Network, state_dict: bool = False, dtype: torch.dtype = torch.float64) -> bytes:
-    """The bytes of a `torch.save` file: the whole `nn.Sequential` (loadable with
-    `torch.load(weights_only=True)` inside `torch.serialization.safe_globals(SAFE_MODULES)`), or
-    its state_dict when `state_dict` (then the activations must be given when loading)."""
-    module = net.to_torch(dtype=dtype)
+def torch_bytes(module: nn.Module, state_dict: bool = False) -> bytes:
+    """The bytes of a `torch.save` file of `module` (an `nn.Sequential` of `SAFE_MODULES`,
+    loadable with `torch.load(weights_only=True)` inside `torch.serialization.safe_globals`), or
+    of its state_dict when `state_dict` (then the activations must be given when loading)."""
     buffer = io.BytesIO()
     torch.save(module.state_dict() if state_dict else module, buffer)
     return buffer.getvalue()
 
 
-def activation_flag(net: Network) -> str:
-    """The `--activations` value that reloads a state_dict of `net`."""
-    return ",".join(format_activation(layer.activation) for layer in net.layers)
+def activation_flag(activations: Iterable[Activation]) -> str:
+    """The `--activations` value that reloads a state_dict with these layer activations."""
+    return ",".join(format_activation(activation) for activation in activations)
 
 
 def format_activation(activation: Activation) -> str:
