@@ -210,3 +210,10 @@ def test_progress_shows_only_when_a_run_lasts(monkeypatch: pytest.MonkeyPatch, c
             clock[0] = now
             progress.update()
     assert capsys.readouterr().err == "check: 2/3\n"
+
+
+def test_unknown_solver_exit_2(design_network_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    code, lines, err = _check(
+        design_network_file, tmp_path, capsys, [{"row": 0, "kind": "abductive", "features": [2]}], "--solvers", "cplex"
+    )
+    assert code == 2 and lines == [] and "unknown solver 'cplex'" in err

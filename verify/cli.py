@@ -167,6 +167,7 @@ def _check(args: argparse.Namespace) -> int:
 
     from tabulate import tabulate
 
+    from ..solvers.base import SOLVER_NAMES
     from .check import check_explanations, read_claims
 
     net, domain, X = _load_problem(args)
@@ -174,6 +175,9 @@ def _check(args: argparse.Namespace) -> int:
     names = [name.strip() for name in args.solvers.split(",") if name.strip()]
     if not names:
         raise InputError("--solvers needs at least one solver name")
+    unknown = [name for name in names if name not in SOLVER_NAMES]
+    if unknown:  # (a missing library is named when the solver is first needed)
+        raise InputError(f"unknown solver {unknown[0]!r} (known: {', '.join(SOLVER_NAMES)})")
     if not args.time_limit > 0:
         raise InputError(f"--time-limit must be positive, got {args.time_limit}")
     fail_on, baseline = _ci_flags(args, "check")
