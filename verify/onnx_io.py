@@ -48,7 +48,8 @@ def load_onnx(path: Path) -> list[ChainStep]:
     try:
         model = onnx.load(str(path))
     except Exception as error:  # protobuf's DecodeError, or a missing external-data file
-        raise InputError(f"{path}: not a readable ONNX model ({type(error).__name__}: {error})") from None
+        reason = " ".join(str(error).split()) or type(error).__name__
+        raise InputError(f"{path}: not a readable ONNX model ({reason})") from None
     try:
         return _GraphReader(model.graph).chain()
     except InputError as error:
@@ -129,6 +130,8 @@ class _GraphReader:
                 steps.append(ChainStep(where, activation=self._activation(node, where)))
             matmul_open = op == "MatMul"
             current = node.output[0]
+        if step_pending is not None:
+            raise InputError(f"{step_pending[0]}: a GreaterOrEqual must be followed by Cast (cardinal's step)")
         outputs = [value.name for value in self.graph.output]
         if outputs != [current]:
             raise InputError(f"the graph's outputs {outputs} are not the single end {current!r} of its chain")

@@ -118,8 +118,9 @@ def _step_of_module(module: nn.Module, where: str) -> ChainStep | None:
 
 
 def _linear_step(weight: Any, bias: Any, where: str) -> ChainStep:
-    if not isinstance(weight, torch.Tensor) or (bias is not None and not isinstance(bias, torch.Tensor)):
-        raise InputError(f"{where}: weight and bias must be tensors")
+    tensors = [weight] if bias is None else [weight, bias]
+    if not all(isinstance(tensor, torch.Tensor) and tensor.is_floating_point() for tensor in tensors):
+        raise InputError(f"{where}: weight and bias must be real floating-point tensors")
     matrix = weight.detach().cpu().double().numpy()
     vector = np.zeros(matrix.shape[0]) if bias is None else bias.detach().cpu().double().numpy()
     return ChainStep(where, weight=matrix, bias=vector)
@@ -242,7 +243,7 @@ def _safe_load(path: Path) -> Any:
         try:
             unsafe = torch.serialization.get_unsafe_globals_in_checkpoint(path)
         except Exception as error:
-            raise InputError(f"{path}: not a file written by torch.save ({error})") from None
+            raise InputError(f"{path}: not a file written by torch.save ({_first_line(error)})") from None
         allowed = {f"{cls.__module__}.{cls.__qualname__}" for cls in SAFE_MODULES}
         refused = [name for name in unsafe if name not in allowed]
         if refused:
@@ -259,8 +260,12 @@ def _safe_load(path: Path) -> Any:
         if "WeightsUnpickler error:" in text:  # torch's own reason, between its boilerplate
             reason = " ".join(text.split("WeightsUnpickler error:")[1].split("Check the documentation")[0].split())
             raise InputError(f"{path}: refused by torch.load(weights_only=True), so no pickled code ran: {reason}") from None
-        first = text.strip().splitlines()[0] if text.strip() else type(error).__name__
-        raise InputError(f"{path}: torch.load(weights_only=True) cannot read it: {first}") from None
+        raise InputError(f"{path}: torch.load(weights_only=True) cannot read it: {_first_line(error)}") from None
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
 
 
 def _refusal(path: Path, name: str) -> str:
