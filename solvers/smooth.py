@@ -24,8 +24,9 @@ a concave function lies above it), and c is taken near the root of σ'(c) = m so
 tiny. Sigmoid and tanh are convex below 0 and concave above; softplus is convex.
 
 Floats are made rigorous as in `solvers.subsets` (midpoint-radius arithmetic for the forms).
-Values of σ and σ' come from numpy's exp, tanh, log1p and cosh, correct to a few ulps; they are
-taken within a relative `_REL` = 2^-40 (thousands of ulps) plus 2^-1000, and every offset is then
+Values of σ come from the activation's torch op (trusted to 1e-15 relative by `verify.activations`),
+those of σ' from numpy's exp and cosh, correct to a few ulps; both are taken within a relative
+`_REL` = 2^-40 (thousands of ulps) plus 2^-1000, and every offset is then
 moved outwards by 2^-44 of the magnitudes that entered it (far more than its own rounding). h_j(0)
 comes from an interval forward pass at `base` with the same error bounds.
 """
@@ -33,12 +34,13 @@ comes from an interval forward pass at `base` with the same error bounds.
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 from ..verify.activations import Activation
 from ..verify.exact import Dyadic
 from ..verify.network import Network
+from ..verify.rounding import SAFETY, TINY, UNIT_ROUNDOFF, gamma
 from .cuts import Cut, _integer_cut
-from .rounding import SAFETY, TINY, UNIT_ROUNDOFF, gamma
 from .subsets import SetForms, _Form, _outwards
 
 SUPPORTED = ("identity", "relu", "leaky_relu", "hardtanh", "sigmoid", "tanh", "softplus")
@@ -48,22 +50,8 @@ _GRID_FRACTIONS = np.linspace(0.0, 1.0, 17)[1:]  # for `_tangent_through`
 
 
 def _sigma(activation: Activation, h: np.ndarray) -> np.ndarray:
-    """σ(h) in float64 (any shape)."""
-    name = activation.name
-    with np.errstate(over="ignore", under="ignore"):
-        if name == "identity":
-            return h
-        if name == "relu":
-            return np.maximum(h, 0.0)
-        if name == "leaky_relu":
-            return np.where(h > 0, h, activation.param("slope") * h)
-        if name == "hardtanh":
-            return np.clip(h, activation.param("min"), activation.param("max"))
-        if name == "sigmoid":
-            return 1.0 / (1.0 + np.exp(-h))
-        if name == "tanh":
-            return np.tanh(h)
-        return np.logaddexp(h, 0.0)  # softplus
+    """σ(h) in float64 (any shape), by the activation's own torch op."""
+    return activation.apply_(torch.tensor(h, dtype=torch.float64)).numpy()
 
 
 def _derivative(activation: Activation, h: np.ndarray) -> np.ndarray:

@@ -174,7 +174,7 @@ class Z3Solver(BaseSolver):
         if flips is None:  # p(x') undecided: the empty set may be an AXp, so no lower bound holds
             lazy.undecided.append(np.zeros(problem.n, dtype=bool))
         fields = _descend(lazy.check, problem.n, at_most, lazy.first_solution(), deadline)
-        if flips is None and fields["status"].is_verdict:  # _descend never asks about size 0
+        if flips is None and fields["status"] in (Status.OPTIMAL, Status.NONE_WITHIN):  # _descend never asks about size 0
             lazy.open_sets = lazy.undecided[:1]
             fields["raw_status"] = _UNDECIDED
             fields["status"] = Status.FEASIBLE if at_most is not None and fields.get("solution") is not None else Status.ERROR
@@ -551,7 +551,7 @@ class _Encoding:
     def _unit(self, activation: Activation, h: z3.ArithRef, low: Fraction, high: Fraction) -> z3.ArithRef:
         """z for one unit with pre-activation h ∈ [low, high]: a linear term when the unit is stable."""
         _, pieces = activation.pieces()
-        step = activation.name == "step"
+        step = not activation.is_continuous
         first, inside = activation.pieces_over(low, high)
         pieces = pieces[first : first + len(inside) + 1]
         terms = [h if (a, b) == (1, 0) else self._value(b) if a == 0 else self._value(a) * h + self._value(b) for a, b in pieces]

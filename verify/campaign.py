@@ -12,9 +12,7 @@ one worker (only their order in the file and the measured seconds differ).
 
 from __future__ import annotations
 
-import os
 import signal
-import sys
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -25,9 +23,10 @@ from typing import Any
 import numpy as np
 
 from .errors import InputError
+from .instance import Instance
 from .io import JsonLines
 from .network import Network
-from .suites import SUITES, Instance
+from .suites import SUITES
 
 # Backends that run only up to this many features (beyond, exhaustive enumeration is hopeless and
 # z3's exact search rarely finishes within a campaign's time limit) — except z3 on networks with
@@ -260,7 +259,3 @@ def default_solvers() -> tuple[str, ...]:
     from ..solvers.base import available_solvers
 
     return available_solvers()
-
-
-def interactive() -> bool:
-    return sys.stderr.isatty() and os.environ.get("TERM") != "dumb"
