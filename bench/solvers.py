@@ -6,10 +6,10 @@ unit box, threshold midway around the median output. For each input and kind, gr
 — the call `cardinal certify` makes. Three sweeps around the reference network (28 features, two
 hidden layers of 32): features 8 → 276, width 8 → 128, depth 1 → 3.
 
-Times are per call, replay included. A call that hits the time limit counts at the limit (so the
-median and p90 are lower bounds when there are timeouts; the table shows how many). Inside the
-timed loop the backends' verdicts are checked against each other: two decided backends that
-disagree stop the run.
+Times are per call, replay included, every backend on one thread (torch's too). A call that
+hits the time limit counts at the limit (so the median and p90 are lower bounds when there are
+timeouts; the table shows how many). Inside the timed loop the backends' verdicts are checked
+against each other: two decided backends that disagree stop the run.
 
 **The peer** (column `gurobi-ml`, when `pip install 'cardinal[peer]'` has installed
 gurobi-machinelearning): the same question put to the MILP a user builds with a standard encoder
@@ -17,7 +17,8 @@ library — gurobi-ml's `add_predictor_constr` on the torch `nn.Sequential`, wit
 Gurobi's defaults (no bounds, no tightening; one thread and the time limit, as for every backend),
 plus the cardinality selector and the monotone shortcut (DESIGN §4; an AXp has no single-MILP
 form otherwise). The library encodes each ReLU as Gurobi's max general constraint on unbounded
-hidden variables; Gurobi's presolve derives what bounds it can. Per call, timed from building to the exact replay of its answer:
+hidden variables; Gurobi's presolve derives what bounds it can. Per call, timed from building to
+the exact replay of its answer:
 
     model = gp.Model(env=env); model.Params.Threads = 1; model.Params.TimeLimit = time_limit
     s = model.addMVar(n, vtype=GRB.BINARY)
@@ -283,6 +284,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--sweeps", default=",".join(SWEEPS), help=f"comma-separated subset of {', '.join(SWEEPS)}")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "solvers.md"))
     args = parser.parse_args(argv)
+    torch.set_num_threads(1)  # every backend on one thread, as Gurobi (and campaign workers) run
     solvers = args.solvers.split(",") if args.solvers else list(available_solvers())
     sweeps = [name.strip() for name in args.sweeps.split(",") if name.strip()]
     unknown = [name for name in sweeps if name not in SWEEPS]
@@ -317,7 +319,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         [
             "# Certification time per exact backend",
             "",
-            f"Run {datetime.date.today().isoformat()} with `{command}` on {machine()}. Gurobi runs on one thread"
+            f"Run {datetime.date.today().isoformat()} with `{command}` on {machine()}. Every backend runs on one thread"
             + (f", the {PEER} peer too." if peer is not None else "; no peer column (gurobi-machinelearning not installed)."),
             "",
             "Monotone ReLU networks, inputs uniform in [0,1]^n, threshold midway around the median output; each call "
