@@ -2,14 +2,12 @@
 taken at float speed from them (`BoundedForward`).
 
 A layer computes `h = fl(W z + b)` from a computed z with `|z − z_true| ≤ e_z`; then
-`|h − h_true| ≤ γ_{m+1} (|W| |z| + |b|) + |W| e_z`, where a sum or product of m terms rounded to
-nearest, in any order and FMA included, is within `γ_m = m u / (1 − m u)` (u = 2^-53) times the
-sum of the terms' magnitudes of the exact one. Activations pass the bound on with their
-Lipschitz constant (relu, hardtanh, identity 1; leaky max(1, slope); sigmoid 1/4; tanh, softplus
-1) plus their own rounding (u·|z| for leaky, 1e-15·|z| for the smooth functions); a step unit is
-exact unless |h − at| is within the bound, which makes its row *unsure*. Every computed bound is
-scaled by `SAFETY` (1 + 2^-20) and raised by `TINY` (2^-1000), more than the rounding and
-underflow of evaluating the bound itself.
+`|h − h_true| ≤ γ_{m+1} (|W| |z| + |b|) + |W| e_z` with `γ_m = m u / (1 − m u)`, u = 2^-53 (any
+summation order, FMA included; `verify.rounding`). Activations pass the bound on with their
+Lipschitz constant plus their own rounding (`Activation.float_error`); a step unit is exact unless
+|h − at| is within the bound, which makes its row *unsure*. Every computed bound is scaled by
+1 + 2^-20 and raised by 2^-1000, more than the rounding and underflow of evaluating the bound
+itself.
 
 `BoundedForward.predictions` decides p(y) exactly: a row whose |f − t| exceeds its bound is
 decided in float; the others (and unsure rows) by `verify.exact` (exact dyadic arithmetic for
@@ -18,22 +16,14 @@ piecewise-linear networks, rigorous enclosures for smooth ones, −1 when an enc
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from .activations import Activation
 from .exact import ExactNetwork
 from .network import Network
-
-UNIT_ROUNDOFF = 2.0**-53
-SAFETY = 1.0 + 2.0**-20
-TINY = 2.0**-1000
-_SMOOTH_RELATIVE = 1e-15
-_LIPSCHITZ = {"sigmoid": 0.25, "tanh": 1.0, "softplus": 1.0}
-
-
-def gamma(m: int) -> float:
-    """γ_m = m·u / (1 − m·u), u the unit roundoff of float64."""
-    return m * UNIT_ROUNDOFF / (1 - m * UNIT_ROUNDOFF)
+from .rounding import SAFETY, TINY, UNIT_ROUNDOFF, gamma
 
 
 class BoundedForward:
@@ -114,46 +104,33 @@ class BoundedForward:
 
 
 def constant_piece(activation: Activation, h: torch.Tensor, bound: torch.Tensor) -> torch.Tensor:
-    """Per unit, the flat piece σ is on for every exact pre-activation within `bound` of h, or −1
-    (h [B, w], bound [B, w] → int8 [B, w]): relu 0 (h ≤ 0), hardtanh 0 / 1 (clipped at min / max),
-    step 0 / 1 (below / at or above `at`); identity, leaky relu and smooth units have none. Each
-    test is strict, so rounding cannot mislead it: fl(a + b) < c implies a + b < c exactly when c
-    is a double (rounding is monotone)."""
+    """Per unit, the index of the flat piece (slope 0) of σ that every exact pre-activation within
+    `bound` of h lies on, or −1 (h [B, w], bound [B, w] → int8 [B, w]): relu's 0 below 0,
+    hardtanh's clipped ends, both sides of a step; smooth and other units have none. Piece j is
+    [c_j, c_{j+1}) between the breakpoints (`Activation.pieces`). Each test is strict, so rounding
+    cannot mislead it: fl(a ± b) < c implies a ± b < c exactly when c is a double (rounding is
+    monotone)."""
     piece = torch.full(h.shape, -1, dtype=torch.int8, device=h.device)
-    name = activation.name
-    if name == "relu":
-        piece[h + bound < 0] = 0
-    elif name == "hardtanh":
-        piece[h + bound < activation.param("min")] = 0
-        piece[h - bound > activation.param("max")] = 1
-    elif name == "step":
-        piece[h + bound < activation.param("at")] = 0
-        piece[h - bound > activation.param("at")] = 1
+    if not activation.is_piecewise_linear:
+        return piece
+    breaks, pieces = activation.pieces()
+    edges = [-math.inf, *(float(c) for c in breaks), math.inf]
+    for index, (slope, _) in enumerate(pieces):
+        if slope == 0:
+            piece[(h - bound > edges[index]) & (h + bound < edges[index + 1])] = index
     return piece
 
 
 def _activate(
     activation: Activation, h: torch.Tensor, bound: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """σ(h) for h [B, w] with error bound [B, w] → (z, bound on z, rows made unsure or None)."""
-    name = activation.name
-    if name == "identity":
-        return h, bound, None
-    if name == "relu":
-        return h.relu(), bound, None
-    if name == "hardtanh":
-        return h.clamp(activation.param("min"), activation.param("max")), bound, None
-    if name == "leaky_relu":
-        slope = activation.param("slope")
-        z = torch.nn.functional.leaky_relu(h, slope)
-        return z, bound * max(1.0, slope) + UNIT_ROUNDOFF * z.abs(), None
-    if name == "step":
-        at = activation.param("at")
-        return (h >= at).to(h.dtype), torch.zeros_like(bound), (~((h - at).abs() > bound)).any(dim=1)
-    if name == "sigmoid":
-        z = torch.sigmoid(h)
-    elif name == "tanh":
-        z = torch.tanh(h)
-    else:
-        z = torch.logaddexp(h, torch.zeros_like(h))  # softplus without torch's linear cut-off at 20
-    return z, bound * _LIPSCHITZ[name] + _SMOOTH_RELATIVE * z.abs() + TINY, None
+    """σ(h) for h [B, w] with error bound [B, w] → (z, bound on z, rows made unsure or None).
+    A discontinuous σ passes no error on, but a row whose h lies within its bound of a
+    breakpoint is unsure."""
+    z = activation.apply_(h.clone())
+    if activation.is_continuous:
+        return z, activation.float_error(z, bound), None
+    unsure = torch.zeros(h.shape[0], dtype=torch.bool, device=h.device)
+    for at in activation.pieces()[0]:
+        unsure |= (~((h - float(at)).abs() > bound)).any(dim=1)
+    return z.to(h.dtype), torch.zeros_like(bound), unsure

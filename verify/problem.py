@@ -58,10 +58,6 @@ class Status(StrEnum):
     REFUTED = "refuted"  # the claim (`Outcome.claimed`) failed the exact check
     ERROR = "error"
 
-    @property
-    def is_verdict(self) -> bool:
-        return self in (Status.OPTIMAL, Status.NONE_WITHIN, Status.NONE_EXISTS)
-
 
 def stopped(solution: tuple[int, ...] | None, at_most: int | None) -> tuple[Status, tuple[int, ...] | None]:
     """What a call stopped by a limit reports, the same for every backend: FEASIBLE with the best

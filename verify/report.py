@@ -13,11 +13,12 @@ from typing import Any
 import numpy as np
 from tabulate import tabulate
 
+from .activations import CONTINUOUS
 from .io import write_atomic
 from .problem import Status, Verdict
 
 VERDICT_COLUMNS = tuple(verdict.value for verdict in Verdict)
-ADMISSIBLE = {"relu", "leaky_relu", "hardtanh", "sigmoid", "tanh", "softplus", "identity"}
+ADMISSIBLE = set(CONTINUOUS)  # every activation is monotone; admissible ones are also continuous
 
 
 def _quantile(values: list[float], q: float) -> float:
