@@ -250,7 +250,8 @@ class _Softplus(_Smooth):
 
 
 _FAMILIES: dict[str, _Family] = {
-    family.name: family for family in (_Identity(), _ReLU(), _LeakyReLU(), _Hardtanh(), _Step(), _Sigmoid(), _Tanh(), _Softplus())
+    family.name: family
+    for family in (_Identity(), _ReLU(), _LeakyReLU(), _Hardtanh(), _Step(), _Sigmoid(), _Tanh(), _Softplus())
 }
 NAMES = tuple(_FAMILIES)
 CONTINUOUS = tuple(name for name, family in _FAMILIES.items() if family.continuous)
