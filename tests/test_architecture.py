@@ -60,6 +60,7 @@ LAYERS: dict[str, int] = {
             "hunt",
             "instance",
             "paper",
+            "record",
             "report",
             "suites",
             "train",

@@ -31,6 +31,8 @@ from .errors import InputError
 from .instance import Instance
 from .io import JsonLines
 from .network import Network
+from .problem import Kind, Problem, Verdict
+from .record import GreedyAnswer, Record, read_records
 from .suites import SUITES
 
 # Backends that run only up to this many features (beyond, exhaustive enumeration is hopeless and
@@ -46,9 +48,9 @@ def solvers_for(net: Network, solvers: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(name for name in solvers if (smooth and name == "z3") or n <= MAX_FEATURES.get(name, n))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Unit:
-    """One explanation to certify: everything a worker process needs, in plain data."""
+    """One explanation to certify: everything a worker process needs, in plain data (built by keyword)."""
 
     key: str
     instance: str
@@ -63,7 +65,7 @@ class Unit:
     row: int
     kind: str
     output: float
-    greedy: tuple[tuple[int, ...] | None, float, str] | None  # (features, seconds, check) or None
+    greedy: GreedyAnswer | None  # None: the network is not monotone
     solvers: tuple[str, ...]
     time_limit: float
 
@@ -87,14 +89,26 @@ def units_of(instance: Instance, solvers: tuple[str, ...], time_limit: float, do
         for row, (key, answer) in enumerate(zip(keys, answers, strict=True)):
             if key in done:
                 continue
-            greedy = None if answer is None else (answer.features, answer.seconds, answer.check)
             units.append(
                 Unit(
-                    key, instance.id, instance.family, instance.activation, instance.net.to_json(), instance.net.hash,
-                    instance.net.widths, instance.domain.to_json(), instance.threshold,
-                    tuple(float(v) for v in instance.X[row]), row, kind, float(outputs[row]), greedy, names, time_limit,
+                    key=key,
+                    instance=instance.id,
+                    family=instance.family,
+                    activation=instance.activation,
+                    network=instance.net.to_json(),
+                    network_hash=instance.net.hash,
+                    widths=instance.net.widths,
+                    domain=instance.domain.to_json(),
+                    threshold=instance.threshold,
+                    x=tuple(float(v) for v in instance.X[row]),
+                    row=row,
+                    kind=kind,
+                    output=float(outputs[row]),
+                    greedy=answer,
+                    solvers=names,
+                    time_limit=time_limit,
                 )
-            )  # fmt: skip
+            )
     return units
 
 
@@ -110,12 +124,11 @@ def _worker_init() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's handler, inherited through fork
 
 
-def certify_unit(unit: Unit) -> tuple[dict[str, Any], dict[str, Any] | None]:
+def certify_unit(unit: Unit) -> tuple[Record, dict[str, Any] | None]:
     """Certify one unit: its record, and its case file document when it is worth keeping."""
-    from .certify import GreedyAnswer, SolverPool, case_of, certify_row, tie_decided
+    from .certify import SolverPool, case_of, certify_row, tie_decided
     from .domain import Domain
     from .network import Network
-    from .problem import Problem, Verdict
 
     global _POOL
     if _POOL is None or _POOL.names != unit.solvers:
@@ -124,23 +137,31 @@ def certify_unit(unit: Unit) -> tuple[dict[str, Any], dict[str, Any] | None]:
         _POOL = SolverPool(unit.solvers)
     net = Network.from_json(unit.network)
     problem = Problem.make(net, np.array(unit.x), unit.kind, Domain.from_json(unit.domain), unit.threshold)
-    greedy = None if unit.greedy is None else GreedyAnswer(*unit.greedy)
-    certificate = certify_row(_POOL, problem, greedy, unit.time_limit, unit.row)
+    certificate = certify_row(_POOL, problem, unit.greedy, unit.time_limit, unit.row)
     suboptimal = certificate.verdict == Verdict.GREEDY_SUBOPTIMAL
-    record = {
-        "key": unit.key,
-        "instance": unit.instance,
-        "family": unit.family,
-        "activation": unit.activation,
-        "network_hash": unit.network_hash,
-        "n": len(unit.x),
-        "widths": list(unit.widths),
-        "threshold": unit.threshold,
-        "output": unit.output,
-        "margin": unit.output - unit.threshold,
-        **certificate.to_json(),
-        "tie_decided": tie_decided(problem, certificate.greedy.features) if suboptimal else None,
-    }
+    record = Record(
+        key=unit.key,
+        instance=unit.instance,
+        family=unit.family,
+        activation=unit.activation,
+        network_hash=unit.network_hash,
+        n=len(unit.x),
+        widths=unit.widths,
+        row=unit.row,
+        kind=Kind(unit.kind),
+        threshold=unit.threshold,
+        prediction=certificate.prediction,
+        output=unit.output,
+        greedy=certificate.greedy,
+        solvers=certificate.solvers,
+        verdict=certificate.verdict,
+        certified=certificate.certified,
+        minimum=certificate.minimum,
+        minimum_proved=certificate.minimum_proved,
+        gap=certificate.gap,
+        tie_decided=tie_decided(problem, certificate.greedy.features) if suboptimal else None,
+        notes=certificate.notes,
+    )
     case = None
     if certificate.verdict in (Verdict.GREEDY_SUBOPTIMAL, Verdict.SOLVER_DISAGREEMENT):
         case = case_of(problem, certificate, note=f"crosscheck {unit.key}").to_json()
@@ -176,7 +197,7 @@ def run_campaign(
     existing = log.read()
     if existing and not resume:
         raise InputError(f"{out} already holds {len(existing)} records: pass --resume to continue, or choose another --out")
-    done = {record["key"] for record in existing}
+    done = {Record.from_json(document, f"{log.path} line {number}").key for number, document in enumerate(existing, 1)}
     started = time.perf_counter()
     units = [
         unit
@@ -194,19 +215,19 @@ def run_campaign(
 
                 Case.from_json(case).save(out / "cases")
                 cases += 1
-            log.append(record)
+            log.append(record.to_json())
             new += 1
             if progress is not None:
-                progress(new, len(units), record["key"])
+                progress(new, len(units), record.key)
     except KeyboardInterrupt:
         interrupted = True
     finally:
         signal.signal(signal.SIGTERM, previous)
     from .report import write_report
 
-    records = log.read()
+    records = read_records(log.path)
     write_report(out, records, suite=suite, solvers=solvers, time_limit=time_limit, seconds=time.perf_counter() - started)
-    disagreements = sum(record["verdict"] == "solver_disagreement" for record in records)
+    disagreements = sum(record.verdict == Verdict.SOLVER_DISAGREEMENT for record in records)
     return CampaignResult(out, len(records), new, cases, time.perf_counter() - started, interrupted, disagreements)
 
 

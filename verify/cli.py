@@ -305,13 +305,13 @@ def _crosscheck(args: argparse.Namespace) -> int:
         if bar is not None:
             bar.close()
     if args.suite == "paper" and not result.interrupted:
-        from .io import JsonLines
         from .paper import greedy_statistics, paper_models, write_paper_report
+        from .record import read_records
 
         models = list(paper_models(out))
         stats = greedy_statistics(models)
         report = Path(args.paper_report) if args.paper_report else out / "paper.md"
-        written = write_paper_report(report, models, stats, JsonLines(out / "records.jsonl").read())
+        written = write_paper_report(report, models, stats, read_records(out / "records.jsonl"))
         print(f"paper report: {', '.join(map(str, written))}", file=sys.stderr)
     state = "interrupted" if result.interrupted else "done"
     print(
