@@ -117,9 +117,7 @@ def test_size_figure_plots_greedy_against_the_minimum(records: list[Record]) -> 
     assert points == {(2, 6), (2, 4)}  # (minimum, greedy): greedy above the diagonal
     diagonal = panels["random (n = 7)"].get_lines()[0]
     assert list(diagonal.get_xdata()) == list(diagonal.get_ydata())
-    random_points = Counter(
-        (len(r.minimum), r.greedy.size) for r in records if r.family == "random" and r.gap is not None
-    )
+    random_points = Counter((len(r.minimum), r.greedy.size) for r in records if r.family == "random" and r.gap is not None)
     assert {tuple(p) for p in panels["random (n = 7)"].collections[0].get_offsets()} == set(random_points)
     counts = {text.get_text() for text in panels["random (n = 7)"].texts}
     assert counts == {str(c) for c in random_points.values() if c > 1}

@@ -35,6 +35,9 @@ EPOCHS = 10
 SAMPLE = 200  # certified explanations per dataset and kind
 REGRESSION_THRESHOLDS = tuple(round(t, 2) for t in np.linspace(0.1, 0.9, 9))  # scaled target ∈ [0, 1]
 REFERENCE_ROWS = 30  # rows timed with the one-call-at-a-time reference, as the paper's code ran
+# Datasets trained with the class-balanced loss (`train_monotone(balanced=True)`): Loan's 16% positives
+# otherwise give a near-constant model (class 1 on 12 of 1,916 test rows), whose explanations say little.
+BALANCED = frozenset({"loan"})
 
 # What the paper reports (Section "Experiments"), for the side-by-side table.
 PAPER_FIGURES = {
@@ -54,6 +57,8 @@ class PaperModel:
     test_metric: float
     baseline: float
     thresholds: tuple[float, ...]
+    balanced_accuracy: float | None = None  # classification: test balanced accuracy
+    auc: float | None = None  # classification: test ROC AUC
 
 
 def paper_models(workdir: Path, datasets: tuple[str, ...] = DATASETS) -> Iterator[PaperModel]:
@@ -66,12 +71,21 @@ def paper_models(workdir: Path, datasets: tuple[str, ...] = DATASETS) -> Iterato
         data = load_dataset(name)
         cached = workdir / "models" / f"{name}.json"
         metrics = workdir / "models" / f"{name}.metrics.json"
-        if cached.exists() and metrics.exists():
-            net, scores = Network.load(cached), read_json(metrics)
-        else:
-            trained = train_monotone(data, hidden=HIDDEN, epochs=EPOCHS, seed=0, progress=False)
+        balanced = name in BALANCED
+        scores = read_json(metrics) if cached.exists() and metrics.exists() else {}
+        if scores.get("balanced") == balanced and "auc" in scores:
+            net = Network.load(cached)
+        else:  # not cached, or cached by an older recipe
+            trained = train_monotone(data, hidden=HIDDEN, epochs=EPOCHS, seed=0, progress=False, balanced=balanced)
             net = trained.network
-            scores = {"metric": trained.metric, "test": trained.test_metric, "baseline": trained.baseline}
+            scores = {
+                "metric": trained.metric,
+                "test": trained.test_metric,
+                "baseline": trained.baseline,
+                "balanced": balanced,
+                "balanced_accuracy": trained.balanced_accuracy,
+                "auc": trained.auc,
+            }
             net.save(cached)
             write_atomic(metrics, json.dumps(scores) + "\n")
         thresholds = REGRESSION_THRESHOLDS if data.task == "regression" else (0.0,)
@@ -85,6 +99,8 @@ def paper_models(workdir: Path, datasets: tuple[str, ...] = DATASETS) -> Iterato
             scores["test"],
             scores["baseline"],
             thresholds,
+            scores["balanced_accuracy"],
+            scores["auc"],
         )
 
 
@@ -186,13 +202,22 @@ def _model_row(model: PaperModel, stats: list[dict[str, Any]]) -> list[Any]:
         model.name,
         model.X_test.shape[1],
         len(model.X_test),
-        f"{model.metric} {model.test_metric:.3f} (constant {model.baseline:.3f})",
+        _scores(model),
         f"{_mean(cxp_sizes)} ({sum(s['exists'] for s in cxp)}/{sum(s['rows'] for s in cxp)} exist)",
         _mean(axp_sizes),
         f"{1e3 * np.mean([s['batched_seconds'] for s in cxp + axp]):.3f}",
         " / ".join(f"{1e3 * np.median([t for s in part for t in s['reference_seconds']]):.1f}" for part in (cxp, axp)),
         PAPER_FIGURES.get(model.name, "–"),
     ]
+
+
+def _scores(model: PaperModel) -> str:
+    """The test scores: the metric against the constant predictor, and for classification the
+    balanced accuracy (constant predictor: 0.5) and ROC AUC."""
+    text = f"{model.metric} {model.test_metric:.3f} (constant {model.baseline:.3f})"
+    if model.auc is not None:
+        text += f"; balanced accuracy {model.balanced_accuracy:.3f}, AUC {model.auc:.3f}"
+    return text + ("; class-balanced loss" if model.name in BALANCED else "")
 
 
 def _models_section(models: list[PaperModel], stats: list[dict[str, Any]]) -> list[str]:
@@ -219,8 +244,13 @@ def _models_section(models: list[PaperModel], stats: list[dict[str, Any]]) -> li
         tabulate([_model_row(model, stats) for model in models], headers=headers, tablefmt="github"),
         "",
         "Notes: `loan` is LendingClub's `loan_data.csv`, the closest obtainable stand-in for the paper's 28-feature "
-        "Loan Defaulter file: 19 features after one-hot encoding, 16% positives, so "
-        "accuracy must be read against the constant predictor. RMSE is on the min-max scaled target, as the paper's. "
+        "Loan Defaulter file: 19 features after one-hot encoding, 16% positives, so accuracy must be read against the "
+        "constant predictor, and balanced accuracy (0.5 for any constant predictor) and AUC say whether the model "
+        "separates the classes. Its model is trained with the class-balanced loss (positives weighted by negatives / "
+        "positives), so it predicts both classes; its accuracy is therefore not comparable to the paper's 60%. What "
+        "remains a proxy: the data (19 features, not the paper's 28; another population and label), the split and "
+        "the preprocessing; only the recipe (architecture, epochs, optimiser, clamping) follows the paper. "
+        "RMSE is on the min-max scaled target, as the paper's. "
         "For the regression datasets the size columns pool the thresholds of the sweep below. Where a test set has "
         f"fewer than {SAMPLE} rows (Heart), the certified sample is the whole test set topped up with training rows.",
         "",
