@@ -69,8 +69,12 @@ _REGISTRY: dict[str, tuple[str, str, str | None]] = {
 SOLVER_NAMES = tuple(_REGISTRY)
 
 
-def get_solver(name: str, **options: Any) -> Solver:
-    """A fresh backend by name; raises `InputError` for an unknown or uninstalled backend."""
+def get_solver(name: str, guarded: bool = False, **options: Any) -> Solver:
+    """A fresh backend by name; raises `InputError` for an unknown or uninstalled backend.
+
+    `guarded`: run it in a child process that is killed when a call overruns its time limit
+    (`solvers.guard`): what certify and crosscheck use, so that every limit holds.
+    """
     if name not in _REGISTRY:
         raise InputError(f"unknown solver {name!r} (known: {', '.join(SOLVER_NAMES)})")
     module_name, class_name, extra = _REGISTRY[name]
@@ -79,7 +83,12 @@ def get_solver(name: str, **options: Any) -> Solver:
     except ImportError as error:
         hint = f"pip install 'cardinal[{extra}]'" if extra else "reinstall cardinal"
         raise InputError(f"solver {name!r} is not installed ({error.name} missing): {hint}") from None
-    return getattr(module, class_name)(**options)
+    factory = getattr(module, class_name)
+    if guarded:
+        from .guard import GuardedSolver
+
+        return GuardedSolver(name, factory, options)
+    return factory(**options)
 
 
 def available_solvers() -> tuple[str, ...]:

@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from .errors import InputError
+from .validate import describe, json_number
 
 PIECEWISE_LINEAR = ("identity", "relu", "leaky_relu", "hardtanh", "step")
 SMOOTH = ("sigmoid", "tanh", "softplus")
@@ -71,12 +72,14 @@ class Activation:
         if isinstance(spec, str):
             return cls.make(spec)
         if isinstance(spec, dict) and isinstance(spec.get("name"), str):
-            params = {key: value for key, value in spec.items() if key != "name"}
-            for key, value in params.items():
-                if isinstance(value, bool) or not isinstance(value, (int, float)):
-                    raise InputError(f"activation {spec['name']!r}: parameter {key!r} must be a number")
-            return cls.make(spec["name"], **params)
-        raise InputError(f"activation must be a name or an object with a 'name', got {spec!r}")
+            name = spec["name"]
+            params = {
+                key: json_number(value, f"activation {describe(name)}: parameter {describe(key)}")
+                for key, value in spec.items()
+                if key != "name"
+            }
+            return cls.make(name, **params)
+        raise InputError(f"activation must be a name or an object with a 'name', got {describe(spec)}")
 
     def to_json(self) -> str | dict[str, Any]:
         return {"name": self.name, **dict(self.params)} if self.params else self.name
@@ -177,7 +180,10 @@ class Activation:
 
 
 def _finite(name: str, key: str, value: float) -> float:
-    value = float(value)
+    try:
+        value = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise InputError(f"activation {name!r}: parameter {key!r} is not a finite number") from None
     if not math.isfinite(value):
         raise InputError(f"activation {name!r}: parameter {key!r} is {value}")
     return value

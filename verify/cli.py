@@ -13,30 +13,51 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from .errors import InputError
+from .validate import count, finite_number, number_list, output_directory, output_file, positive_number, seconds
 
 KIND_CHOICES = ("contrastive", "abductive", "both")
+MAX_WORKERS = 4 * (os.cpu_count() or 1)
+MAX_HUNT_FEATURES = 20  # hunt certifies by exhaustive enumeration
 
 
-def _number_list(text: str) -> float | list[float]:
-    try:
-        values = [float(part) for part in text.split(",")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number or a comma-separated list of numbers") from None
-    return values[0] if len(values) == 1 else values
+class UsageError(Exception):
+    """A command-line error found by argparse; `main` prints it on one line."""
+
+    def __init__(self, prog: str, message: str) -> None:
+        super().__init__(message)
+        self.prog = prog
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (`cardinal CMD: error: ...`), handed to `main` rather than
+    printed after the usage text."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(self.prog, f"{message} (see {self.prog} --help)")
 
 
 def _problem_flags() -> argparse.ArgumentParser:
     """Flags shared by explain and certify: network, inputs, kind, threshold, domain."""
-    parent = argparse.ArgumentParser(add_help=False)
+    parent = _Parser(add_help=False)
     parent.add_argument("network", help="network file (JSON, format cardinal.network/1)")
     parent.add_argument("--inputs", required=True, help="CSV of inputs, one per row (a header row is allowed)")
+    header = parent.add_mutually_exclusive_group()
+    header.add_argument(
+        "--header", dest="header", action="store_true", default=None, help="the first row of --inputs is a header"
+    )
+    header.add_argument(
+        "--no-header",
+        dest="header",
+        action="store_false",
+        help="the first row of --inputs is data (default: a header only when none of its cells is a number)",
+    )
     parent.add_argument("--kind", choices=KIND_CHOICES, default="both", help="explanation kind (default: both)")
-    parent.add_argument("--threshold", type=float, default=0.0, help="prediction is 1 iff f(x) > T (default 0)")
-    parent.add_argument("--lower", type=_number_list, help="domain lower bound: a scalar or n comma-separated values (default 0)")
-    parent.add_argument("--upper", type=_number_list, help="domain upper bound: a scalar or n comma-separated values (default 1)")
+    parent.add_argument("--threshold", type=finite_number, default=0.0, help="prediction is 1 iff f(x) > T (default 0)")
+    parent.add_argument("--lower", type=number_list, help="domain lower bound: a scalar or n comma-separated values (default 0)")
+    parent.add_argument("--upper", type=number_list, help="domain upper bound: a scalar or n comma-separated values (default 1)")
     parent.add_argument("--domain", help='domain file {"lower": [...], "upper": [...]} (instead of --lower/--upper)')
     parent.add_argument("--binary", action="store_true", help="features take only their two bound values (Boolean cube)")
     parent.add_argument("--out", help="write JSON lines here instead of stdout (written whole, or not at all)")
@@ -61,7 +82,7 @@ def _load_problem(args: argparse.Namespace):
         lower = 0.0 if args.lower is None else args.lower
         upper = 1.0 if args.upper is None else args.upper
         domain = Domain.broadcast(lower, upper, net.n_inputs, binary=args.binary)
-    X = domain.check(read_inputs(args.inputs, net.n_inputs), source=args.inputs)
+    X = domain.check(read_inputs(args.inputs, net.n_inputs, args.header), source=args.inputs)
     return net, domain, X
 
 
@@ -83,6 +104,8 @@ def _emit(lines: list[dict[str, Any]], out: str | None) -> None:
 def _explain(args: argparse.Namespace) -> int:
     from .greedy import explain
 
+    if args.out is not None:
+        output_file(args.out, "--out")
     net, domain, X = _load_problem(args)
     results = [
         explain(net, X, kind=kind, domain=domain, threshold=args.threshold, device=args.device, verify=not args.no_verify)
@@ -117,13 +140,14 @@ def _certify(args: argparse.Namespace) -> int:
     from .certify import SolverPool, case_of, certify_row, greedy_answers
     from .problem import Problem
 
+    if args.out is not None:
+        output_file(args.out, "--out")
+    cases_dir = Path(args.cases) if args.cases else (Path(args.out).with_suffix(".cases") if args.out else Path("cardinal-cases"))
+    output_directory(cases_dir, "--cases" if args.cases else "case folder")
     net, domain, X = _load_problem(args)
     names = [name.strip() for name in args.solvers.split(",") if name.strip()]
     if not names:
         raise InputError("--solvers needs at least one solver name")
-    if not args.time_limit > 0:
-        raise InputError(f"--time-limit must be positive, got {args.time_limit}")
-    cases_dir = Path(args.cases) if args.cases else (Path(args.out).with_suffix(".cases") if args.out else Path("cardinal-cases"))
     lines, verdicts, saved = [], Counter(), []
     with SolverPool(names) as pool:
         for kind in _kinds(args):
@@ -166,18 +190,23 @@ def _crosscheck(args: argparse.Namespace) -> int:
             get_solver(name).close()  # fail early on an unknown or missing backend
     if not solvers:
         raise InputError("no exact solver is installed: pip install 'cardinal[solvers]'")
-    if args.workers < 1 or not args.time_limit > 0:
-        raise InputError("--workers must be ≥ 1 and --time-limit positive")
+    out = output_directory(args.out, "--out")
+    if args.suite == "paper":
+        output_file(args.paper_report, "--paper-report")
     if args.data_dir is not None:  # through the environment, so that worker processes see it too
         os.environ["CARDINAL_DATA"] = str(Path(args.data_dir).resolve())
-    out = Path(args.out)
-    print(
-        f"cardinal crosscheck: suite {args.suite} → {out}/ (solvers {', '.join(solvers)}, {args.workers} worker(s))",
-        file=sys.stderr,
-    )
+
+    def announce() -> None:  # once the folder is checked and locked, before any work
+        print(
+            f"cardinal crosscheck: suite {args.suite} → {out}/ (solvers {', '.join(solvers)}, {args.workers} worker(s))",
+            file=sys.stderr,
+        )
+
     bar, report = _progress(args.suite)
     try:
-        result = run_campaign(args.suite, out, solvers, args.time_limit, args.workers, args.resume, progress=report)
+        result = run_campaign(
+            args.suite, out, solvers, args.time_limit, args.workers, args.resume, progress=report, announce=announce
+        )
     finally:
         if bar is not None:
             bar.close()
@@ -262,15 +291,13 @@ def _hunt(args: argparse.Namespace) -> int:
 
     from .hunt import hunt
 
-    if args.max_features < 3 or not args.seconds > 0:
-        raise InputError("--max-features must be ≥ 3 and --seconds positive")
+    out = output_directory(args.out, "--out")
     bar, report = _ticker(f"hunt {args.activation}")
     try:
         result = hunt(args.activation, args.max_features, args.seconds, args.seed, progress=report)
     finally:
         if bar is not None:
             bar.close()
-    out = Path(args.out)
     rows = []
     for found in result.smallest:
         path = found.case().save(out)
@@ -312,7 +339,7 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="cardinal",
         description="Cardinality-minimal explanations of neural-network predictions, greedy and certified.",
     )
@@ -341,8 +368,10 @@ def build_parser() -> argparse.ArgumentParser:
         "Verdicts: greedy_minimal, greedy_suboptimal, none_exists, solver_disagreement, unknown, exact_only.",
     )
     certify.add_argument("--solvers", default="enumerate", help="comma-separated: gurobi,highs,z3,enumerate (default enumerate)")
-    certify.add_argument("--time-limit", type=float, default=60.0, help="seconds per solver call (default 60)")
-    certify.add_argument("--epsilon", type=float, default=1e-6, help="MILP margin to reach class 1: f ≥ t + ε (default 1e-6)")
+    certify.add_argument("--time-limit", type=seconds, default=60.0, help="seconds per solver call (default 60)")
+    certify.add_argument(
+        "--epsilon", type=positive_number, default=1e-6, help="MILP margin to reach class 1: f ≥ t + ε (default 1e-6)"
+    )
     certify.add_argument("--cases", help="directory for case files (default: OUT.cases/ or ./cardinal-cases/)")
     certify.set_defaults(handler=_certify)
 
@@ -356,12 +385,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--suite", choices=("quick", "standard", "paper"), default="quick", help="default quick (no data files)"
     )
     crosscheck.add_argument("--out", default="crosscheck", help="output directory (default ./crosscheck)")
-    crosscheck.add_argument("--workers", type=int, default=1, help="parallel solver processes (default 1)")
+    crosscheck.add_argument(
+        "--workers", type=count(1, MAX_WORKERS), default=1, help=f"parallel solver processes, at most {MAX_WORKERS} (default 1)"
+    )
     crosscheck.add_argument(
         "--resume", action="store_true", help="continue an interrupted run in --out, skipping finished records"
     )
     crosscheck.add_argument("--solvers", help="comma-separated backends (default: every installed one)")
-    crosscheck.add_argument("--time-limit", type=float, default=10.0, help="seconds per solver call (default 10)")
+    crosscheck.add_argument("--time-limit", type=seconds, default=10.0, help="seconds per solver call (default 10)")
     crosscheck.add_argument(
         "--data-dir", help="folder with the data files for --suite paper (default: $CARDINAL_DATA, else ../shared/data)"
     )
@@ -375,9 +406,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="search random and SET-COVER networks for instances where greedy is not minimal; shrink and save them",
     )
     hunt.add_argument("--activation", choices=("relu", "hardtanh", "step", "sigmoid"), default="relu")
-    hunt.add_argument("--max-features", type=int, default=8, help="largest random network input size (default 8)")
-    hunt.add_argument("--seconds", type=float, default=60.0, help="search time (default 60)")
-    hunt.add_argument("--seed", type=int, default=0)
+    hunt.add_argument(
+        "--max-features", type=count(3, MAX_HUNT_FEATURES), default=8, help="largest random network input size (default 8)"
+    )
+    hunt.add_argument("--seconds", type=seconds, default=60.0, help="search time (default 60)")
+    hunt.add_argument("--seed", type=count(0), default=0)
     hunt.add_argument("--out", required=True, help="directory for the case files")
     hunt.set_defaults(handler=_hunt)
 
@@ -410,16 +443,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as error:
+        return _fail(error.prog, str(error))
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
         return handler(args)
     except InputError as error:
-        print(f"cardinal {args.command}: error: {error}", file=sys.stderr)
-        return 2
+        return _fail(f"cardinal {args.command}", str(error))
     except KeyboardInterrupt:
         print(f"cardinal {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+def _fail(prog: str, message: str) -> int:
+    """Print the one-line message of a user's error (line breaks in names escaped); exit code 2."""
+    print(f"{prog}: error: {message}".replace("\r", "\\r").replace("\n", "\\n"), file=sys.stderr)
+    return 2
 
 
 def entry() -> None:
