@@ -175,18 +175,21 @@ def solve_minimum(
     time_limit: float = 60.0,
     at_most: int | None = None,
     epsilon: float = DEFAULT_EPSILON,
+    guarded: bool = True,
 ) -> Outcome:
     """A minimum explanation of `kind` for x [n] by the named backend, replayed exactly.
 
     With `at_most=k` only "is there one of size ≤ k?" is asked: certifying a greedy answer of
-    size g is one call with k = g − 1 (NONE_WITHIN means greedy is minimal).
+    size g is one call with k = g − 1 (NONE_WITHIN means greedy is minimal). `guarded`: the call
+    runs in a child process stopped at the time limit plus `solvers.guard.allowed_overrun`, so
+    the limit holds whatever the backend does; False runs it in this process.
     """
     problem = Problem.make(net, x, kind, domain, threshold, epsilon)
     if at_most is not None and at_most < 0:
         raise InputError(f"at_most must be ≥ 0, got {at_most}")
     if not time_limit > 0:
         raise InputError(f"time limit must be positive, got {time_limit}")
-    with get_solver(solver) as backend:
+    with get_solver(solver, guarded=guarded) as backend:
         return solve_problem(backend, problem, at_most, time_limit)
 
 

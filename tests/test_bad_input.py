@@ -10,7 +10,7 @@ import re
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -104,6 +104,12 @@ def _campaign(tmp: Path, *lines: str | bytes, cases_file: bool = False) -> list[
     if cases_file:
         (folder / "cases").write_text("")
     return ["crosscheck", "--out", str(folder), "--solvers", "enumerate", "--resume"]
+
+
+def _paper(tmp: Path, data_dir: str, report: str | None = None) -> list[str]:
+    """crosscheck --suite paper into a new folder, with this data folder."""
+    report = report or str(tmp / "paper.md")
+    return ["crosscheck", "--suite", "paper", "--out", str(tmp / "c"), "--data-dir", data_dir, "--paper-report", report]
 
 
 def _deep(depth: int = 100_000) -> str:
@@ -293,6 +299,9 @@ CASES: list[tuple[str, Build, str]] = [
         lambda t: _campaign(t, json.dumps(RECORD), cases_file=True),
         r"campaign folder: .*campaign/cases is a file, not a directory",
     ),
+    ("paper-data-missing", lambda t: _paper(t, str(t)), r"data file loan_data.csv not found \(looked for .*loan_data.csv"),
+    ("paper-data-dir-is-file", lambda t: _paper(t, _inputs(t)), r"--data-dir .*x.csv is not a directory"),
+    ("paper-report-is-dir", lambda t: _paper(t, str(t), report=str(t)), r"--paper-report .* is a directory, not a file"),
     (
         "campaign-without-resume",
         lambda t: _campaign(t, json.dumps(RECORD))[:-1],
@@ -302,7 +311,7 @@ CASES: list[tuple[str, Build, str]] = [
 
 
 @pytest.fixture
-def no_work(monkeypatch: pytest.MonkeyPatch) -> None:
+def no_work(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Tripwires on every entry point of real work: bad input must be refused before it."""
 
     def tripwire(*args: object, **kwargs: object) -> None:
@@ -311,13 +320,19 @@ def no_work(monkeypatch: pytest.MonkeyPatch) -> None:
     for target in (
         "cardinal.verify.greedy.explain",
         "cardinal.verify.certify.certify_row",
-        "cardinal.verify.campaign._run",
+        "cardinal.verify.campaign._execute",
         "cardinal.verify.hunt.hunt",
         "cardinal.verify.train.train_monotone",
         "cardinal.verify.train.load_dataset",
         "cardinal.verify.cases.replay",
     ):
         monkeypatch.setattr(target, tripwire)
+    saved = os.environ.get("CARDINAL_DATA")  # crosscheck --data-dir sets it: restored afterwards
+    yield
+    if saved is None:
+        os.environ.pop("CARDINAL_DATA", None)
+    else:
+        os.environ["CARDINAL_DATA"] = saved
 
 
 def _snapshot(folder: Path) -> dict[str, tuple[int, int]]:

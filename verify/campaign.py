@@ -18,6 +18,7 @@ dies, so the folder of a killed run can be resumed at once.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import signal
@@ -183,23 +184,34 @@ def run_campaign(
     resume: bool = False,
     progress: Callable[[int, int, str], None] | None = None,
     instances: Iterable[Instance] | None = None,
-    announce: Callable[[], None] | None = None,
+    announce: Callable[[int], None] | None = None,
 ) -> CampaignResult:
-    """Run a suite (or the given instances) into `out`; see the module docstring. `announce()`
-    is called once the folder is checked and locked, before any work."""
+    """Run a suite (or the given instances) into `out`; see the module docstring.
+
+    `announce(count)` is called with the number of explanations to certify once greedy has run,
+    before any solver. Bad input (the folder, its records, the suite's data) raises InputError
+    before any record is written, and a folder made by this run is then removed again.
+    """
     if suite not in SUITES and instances is None:
         raise InputError(f"unknown suite {suite!r} (use {', '.join(SUITES)})")
     _check_folder(out)
+    _refuse_if_in_use(out)
     log = JsonLines(out / "records.jsonl")
     _finished(log, resume)  # the checks once before the lock file is made, so a refusal writes nothing
-    with _locked(out):
-        done = _finished(log, resume)
-        if announce is not None:
-            announce()
-        try:
-            return _run(suite, out, log, done, solvers, time_limit, workers, progress, instances)
-        finally:
-            _close_pool()
+    created = not out.exists()
+    try:
+        with _locked(out):
+            done = _finished(log, resume)
+            try:
+                return _run(suite, out, log, done, solvers, time_limit, workers, progress, instances, announce)
+            finally:
+                _close_pool()
+    except InputError:
+        if created:
+            (out / LOCK_FILE).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                out.rmdir()  # only if nothing else was written
+        raise
 
 
 def _run(
@@ -212,6 +224,7 @@ def _run(
     workers: int,
     progress: Callable[[int, int, str], None] | None,
     instances: Iterable[Instance] | None,
+    announce: Callable[[int], None] | None = None,
 ) -> CampaignResult:
     started = time.perf_counter()
     units = [
@@ -219,6 +232,8 @@ def _run(
         for instance in (instances if instances is not None else SUITES[suite](out))
         for unit in units_of(instance, solvers, time_limit, done)
     ]
+    if announce is not None:
+        announce(len(units))
     new = cases = 0
     interrupted = False
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
@@ -259,8 +274,24 @@ def _locked(out: Path) -> Iterator[None]:
     """Hold the folder's lock (module docstring) for the duration; InputError if another process
     holds it. The lock file keeps the pid of its last holder, for the message."""
     out.mkdir(parents=True, exist_ok=True)
-    path = out / LOCK_FILE
-    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    descriptor = _lock(out, os.O_RDWR | os.O_CREAT)
+    try:
+        os.ftruncate(descriptor, 0)
+        os.pwrite(descriptor, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(descriptor)  # releases the lock
+
+
+def _refuse_if_in_use(out: Path) -> None:
+    """InputError if a live campaign holds the folder's lock (creates nothing)."""
+    if (out / LOCK_FILE).is_file():
+        os.close(_lock(out, os.O_RDONLY))
+
+
+def _lock(out: Path, flags: int) -> int:
+    """An open descriptor of the lock file, locked; InputError naming the holder if it is busy."""
+    descriptor = os.open(out / LOCK_FILE, flags, 0o666)
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -269,12 +300,7 @@ def _locked(out: Path) -> Iterator[None]:
         raise InputError(
             f"{out} is in use by another campaign (pid {holder}): wait for it to end, or choose another --out"
         ) from None
-    try:
-        os.ftruncate(descriptor, 0)
-        os.pwrite(descriptor, f"{os.getpid()}\n".encode(), 0)
-        yield
-    finally:
-        os.close(descriptor)  # releases the lock
+    return descriptor
 
 
 def _finished(log: JsonLines, resume: bool) -> set[str]:

@@ -194,11 +194,14 @@ def _crosscheck(args: argparse.Namespace) -> int:
     if args.suite == "paper":
         output_file(args.paper_report, "--paper-report")
     if args.data_dir is not None:  # through the environment, so that worker processes see it too
+        if not Path(args.data_dir).is_dir():
+            raise InputError(f"--data-dir {args.data_dir} is not a directory")
         os.environ["CARDINAL_DATA"] = str(Path(args.data_dir).resolve())
 
-    def announce() -> None:  # once the folder is checked and locked, before any work
+    def announce(count: int) -> None:  # once greedy has run, before any solver
         print(
-            f"cardinal crosscheck: suite {args.suite} → {out}/ (solvers {', '.join(solvers)}, {args.workers} worker(s))",
+            f"cardinal crosscheck: suite {args.suite} → {out}/: {count} explanation(s) to certify "
+            f"(solvers {', '.join(solvers)}, {args.workers} worker(s))",
             file=sys.stderr,
         )
 
