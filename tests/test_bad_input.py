@@ -156,6 +156,7 @@ CASES: list[tuple[str, Build, str]] = [
     ("epsilon-zero", lambda t: _certify(t, "--epsilon", "0"), r"argument --epsilon: '0' is not positive"),
     ("workers-zero", lambda t: ["crosscheck", "--out", str(t / "c"), "--workers", "0"], r"argument --workers: '0' is not"),
     ("workers-absurd", lambda t: ["crosscheck", "--out", str(t / "c"), "--workers", "100000"], r"--workers: '100000' is not"),
+    ("crosscheck-solvers-empty", lambda t: ["crosscheck", "--out", str(t / "c"), "--solvers", ","], r"--solvers needs at least"),
     ("crosscheck-time-inf", lambda t: ["crosscheck", "--out", str(t / "c"), "--time-limit", "inf"], r"--time-limit: 'inf'"),
     ("hunt-seconds-nan", lambda t: ["hunt", "--out", str(t / "h"), "--seconds", "nan"], r"argument --seconds: 'nan' is not"),
     ("hunt-seed-negative", lambda t: ["hunt", "--out", str(t / "h"), "--seed", "-1"], r"argument --seed: '-1' is not ≥ 0"),
@@ -394,3 +395,11 @@ def test_header_is_taken_only_when_no_cell_is_a_number(tmp_path: Path, capsys: p
     ]:
         assert main(["explain", net, "--inputs", _inputs(tmp_path, text), "--kind", "contrastive", *flags]) == 0
         assert len(capsys.readouterr().out.splitlines()) == rows, (text, flags)
+
+
+def test_negative_values_are_values_not_options(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """`--lower -1,-1,-1` and `--threshold -1e-3` are numbers (argparse alone took them for options)."""
+    argv = ["explain", _net(tmp_path), "--inputs", _inputs(tmp_path, "0,0,0\n"), "--kind", "contrastive"]
+    assert main([*argv, "--lower", "-1,-1,-1", "--threshold", "-1e-3"]) == 0
+    [line] = [json.loads(text) for text in capsys.readouterr().out.splitlines()]
+    assert line["prediction"] == 1 and line["output"] == 0.0  # f(0) = 0 > -0.001

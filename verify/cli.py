@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -33,7 +34,12 @@ class UsageError(Exception):
 
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors (`cardinal CMD: error: ...`), handed to `main` rather than
-    printed after the usage text."""
+    printed after the usage text; values such as `-1e-3` or `-1,0,0` are read as values, not as
+    unknown options (argparse's own pattern knows only `-1` and `-0.5`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = re.compile(r"^-\.?\d[\d.eE+\-,]*$")
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(self.prog, f"{message} (see {self.prog} --help)")
@@ -183,6 +189,8 @@ def _crosscheck(args: argparse.Namespace) -> int:
     from .campaign import default_solvers, run_campaign
 
     solvers = default_solvers() if args.solvers is None else tuple(n.strip() for n in args.solvers.split(",") if n.strip())
+    if args.solvers is not None and not solvers:
+        raise InputError("--solvers needs at least one solver name")
     if args.solvers is not None:
         from ..solvers.base import get_solver
 

@@ -231,7 +231,12 @@ def run_train(args: argparse.Namespace) -> int:
     if args.export_test:
         output_file(args.export_test, "--export-test")
     dataset = load_dataset(args.dataset, data_dir=args.data_dir, target=args.target, task=args.task)
-    result = train_monotone(dataset, args.hidden, args.epochs, args.seed, args.lr, args.batch_size, progress=not args.quiet)
+    try:
+        result = train_monotone(dataset, args.hidden, args.epochs, args.seed, args.lr, args.batch_size, progress=not args.quiet)
+    except (MemoryError, RuntimeError) as error:  # torch's allocator raises RuntimeError
+        if isinstance(error, RuntimeError) and "allocate" not in str(error):
+            raise
+        raise InputError(f"not enough memory to train hidden widths {','.join(map(str, args.hidden))}") from None
     result.network.save(args.out)
     if args.export_test:
         write_atomic(args.export_test, export_inputs(dataset.feature_names, dataset.X_test))
