@@ -22,6 +22,7 @@ from ..verify.errors import InputError
 from ..verify.exact import check_monotone_explanation
 from ..verify.network import Network
 from ..verify.problem import DEFAULT_EPSILON, Outcome, Problem, Status
+from .guard import GuardedSolver
 
 
 class Solver(Protocol):
@@ -84,11 +85,7 @@ def get_solver(name: str, guarded: bool = False, **options: Any) -> Solver:
         hint = f"pip install 'cardinal[{extra}]'" if extra else "reinstall cardinal"
         raise InputError(f"solver {name!r} is not installed ({error.name} missing): {hint}") from None
     factory = getattr(module, class_name)
-    if guarded:
-        from .guard import GuardedSolver
-
-        return GuardedSolver(name, factory, options)
-    return factory(**options)
+    return GuardedSolver(name, factory, options) if guarded else factory(**options)
 
 
 def available_solvers() -> tuple[str, ...]:

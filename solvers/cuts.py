@@ -86,7 +86,7 @@ class _Lines:
     def make(cls, activation: Activation, low: np.ndarray, high: np.ndarray) -> _Lines:
         """`low`, `high` [width]: exact `Fraction` bounds of the layer's pre-activations."""
         breaks, pieces = activation.pieces()
-        step = activation.name == "step"
+        step = not activation.is_continuous
         offsets, first, last, upper = [], [], [], []
         for lo, hi in zip(low, high, strict=True):
             start, inside = activation.pieces_over(lo, hi)

@@ -49,7 +49,7 @@ from fractions import Fraction
 import numpy as np
 import scipy.sparse as sp
 
-from ..verify.activations import Activation
+from ..verify.activations import Stage
 from ..verify.network import Layer
 from ..verify.problem import Problem
 
@@ -81,32 +81,6 @@ class MilpModel:
     def shape(self) -> tuple[int, int]:
         """(rows, variables)."""
         return self.matrix.shape
-
-
-@dataclass(frozen=True)
-class Stage:
-    """`op` ∈ {max, min}: z = op(w, slope·w + offset); `op` = step: z = [w ≥ offset]."""
-
-    op: str
-    slope: Fraction = Fraction(0)
-    offset: Fraction = Fraction(0)
-
-
-def stages(activation: Activation) -> list[Stage]:
-    """The activation as a chain of stages (empty for identity)."""
-    name = activation.name
-    if name == "relu":
-        return [Stage("max")]
-    if name == "leaky_relu":
-        slope = Fraction(activation.param("slope"))
-        return [] if slope == 1 else [Stage("max" if slope < 1 else "min", slope)]
-    if name == "hardtanh":
-        return [Stage("max", offset=Fraction(activation.param("min"))), Stage("min", offset=Fraction(activation.param("max")))]
-    if name == "step":
-        return [Stage("step", offset=Fraction(activation.param("at")))]
-    if name == "identity":
-        return []
-    raise ValueError(f"activation {name!r} is not piecewise linear")
 
 
 class _Builder:
@@ -215,7 +189,7 @@ def encode(problem: Problem, at_most: int | None = None, free: frozenset[int] | 
         h = builder.variables(_outward(z_low, -1), _outward(z_high, +1))
         builder.affine(h, layer.weight, z, layer.bias)
         z = h
-        for stage in stages(layer.activation):
+        for stage in layer.activation.stages():
             if stage.op == "step":
                 margin = problem.epsilon if continuous else 0.0
                 z, z_low, z_high = _encode_step(builder, stage.offset, z, z_low, z_high, problem.epsilon, margin)

@@ -18,9 +18,8 @@ networks on a real box need continuous y and are UNSUPPORTED.
 bound on the forward error. A layer computes `h = fl(W z + b)` from a computed z with
 `|z − z_true| ≤ e_z`; then `|h − h_true| ≤ γ_{m+1} (|W| |z| + |b|) + |W| e_z` with
 `γ_m = m u / (1 − m u)`, u = 2^-53 (any summation order, FMA included). Activations pass the
-bound on with their Lipschitz constant (relu, hardtanh, identity 1; leaky max(1, slope); sigmoid
-1/4; tanh, softplus 1) plus their own rounding (u·|z| for leaky, 1e-15·|z| for the smooth
-functions); a step unit is exact unless |h − at| is within the bound, which makes its row
+bound on with their Lipschitz constant plus their own rounding (`Activation.float_error`); a step
+unit is exact unless |h − at| is within the bound, which makes its row
 uncertain. Every computed bound is scaled by 1 + 2^-20 and raised by 2^-1000, more than the
 rounding and underflow of evaluating the bound itself. A row whose |f − t| is within its bound is
 re-decided by `verify.exact` (exact dyadic arithmetic for PWL networks, rigorous enclosures for
@@ -38,14 +37,12 @@ from collections.abc import Iterator
 import numpy as np
 import torch
 
+from ..verify import rounding
 from ..verify.activations import Activation
 from ..verify.errors import InputError
 from ..verify.problem import Outcome, Problem, Status
-from . import rounding
 from .base import BaseSolver
 
-_SMOOTH_RELATIVE = 1e-15
-_LIPSCHITZ = {"sigmoid": 0.25, "tanh": 1.0, "softplus": 1.0}
 _BATCH_ELEMENTS = 1 << 22  # rows × (inputs + all layer widths) per forward pass
 MAX_TABLE_FEATURES = 24  # the non-monotone AXp table holds 2^n rows
 
@@ -99,28 +96,16 @@ class Evaluator:
 def _activate(
     activation: Activation, h: torch.Tensor, bound: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """σ(h) for h [B, w] with error bound [B, w] → (z, bound on z, rows made uncertain or None)."""
-    name = activation.name
-    if name == "identity":
-        return h, bound, None
-    if name == "relu":
-        return h.relu(), bound, None
-    if name == "hardtanh":
-        return h.clamp(activation.param("min"), activation.param("max")), bound, None
-    if name == "leaky_relu":
-        slope = activation.param("slope")
-        z = torch.nn.functional.leaky_relu(h, slope)
-        return z, bound * max(1.0, slope) + rounding.UNIT_ROUNDOFF * z.abs(), None
-    if name == "step":
-        at = activation.param("at")
-        return (h >= at).to(h.dtype), torch.zeros_like(bound), (~((h - at).abs() > bound)).any(dim=1)
-    if name == "sigmoid":
-        z = torch.sigmoid(h)
-    elif name == "tanh":
-        z = torch.tanh(h)
-    else:
-        z = torch.logaddexp(h, torch.zeros_like(h))  # softplus without torch's linear cut-off at 20
-    return z, bound * _LIPSCHITZ[name] + _SMOOTH_RELATIVE * z.abs() + rounding.TINY, None
+    """σ(h) for h [B, w] with error bound [B, w] → (z, bound on z, rows made uncertain or None).
+    A discontinuous σ passes no error on, but a row whose h lies within its bound of a
+    breakpoint is uncertain."""
+    z = activation.apply_(h.clone())
+    if activation.is_continuous:
+        return z, activation.float_error(z, bound), None
+    uncertain = torch.zeros(h.shape[0], dtype=torch.bool, device=h.device)
+    for at in activation.pieces()[0]:
+        uncertain |= (~((h - float(at)).abs() > bound)).any(dim=1)
+    return z.to(h.dtype), torch.zeros_like(bound), uncertain
 
 
 def combinations(n: int, k: int, rows: int) -> Iterator[np.ndarray]:

@@ -36,7 +36,6 @@ from typing import Any
 
 from ..verify.errors import InputError
 from ..verify.problem import Outcome, Problem, Status
-from .base import BaseSolver, Solver
 
 _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 _POLL_CHUNK = 3600.0  # seconds: poll()'s timeout is a C int of milliseconds
@@ -68,8 +67,9 @@ def _watch_parent(parent: int) -> None:
     os._exit(1)
 
 
-class GuardedSolver(BaseSolver):
-    """The backend `factory(**options)` served by a child process (see the module docstring)."""
+class GuardedSolver:
+    """The backend `factory(**options)` served by a child process (see the module docstring); a
+    `solvers.base.Solver` itself."""
 
     def __init__(self, name: str, factory: type, options: dict[str, Any]) -> None:
         factory(**options).close()  # bad options fail here, in the caller's process
@@ -77,6 +77,15 @@ class GuardedSolver(BaseSolver):
         self.factory, self.options = factory, options
         self._child: tuple[int, Connection] | None = None  # (pid, connection)
         _zygote()  # start it now: it loads its modules while the caller works
+
+    def __enter__(self) -> GuardedSolver:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def outcome(self, status: Status, started: float, **fields: Any) -> Outcome:
+        return Outcome(status, self.name, time.perf_counter() - started, exact=self.exact, **fields)
 
     def solve(self, problem: Problem, at_most: int | None, time_limit: float) -> Outcome:
         pid, connection = self._connect()
@@ -229,7 +238,7 @@ def _read(control: socket.socket, size: int) -> bytes | None:
 def _serve(connection: Connection, factory: type, options: dict[str, Any]) -> None:
     """A child: answer (problem, at_most, time limit) requests until the connection closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    backend: Solver = factory(**options)
+    backend = factory(**options)
     while True:
         try:
             request, at_most, time_limit, started = connection.recv()

@@ -398,7 +398,7 @@ class _Encoding:
     def _unit(self, activation: Activation, h: z3.ArithRef, low: Fraction, high: Fraction) -> z3.ArithRef:
         """z for one unit with pre-activation h ∈ [low, high]: a linear term when the unit is stable."""
         _, pieces = activation.pieces()
-        step = activation.name == "step"
+        step = not activation.is_continuous
         first, inside = activation.pieces_over(low, high)
         pieces = pieces[first : first + len(inside) + 1]
         terms = [h if (a, b) == (1, 0) else self._value(b) if a == 0 else self._value(a) * h + self._value(b) for a, b in pieces]

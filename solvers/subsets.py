@@ -31,7 +31,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..verify.network import Network
-from .rounding import SAFETY, TINY, UNIT_ROUNDOFF, gamma
+from ..verify.rounding import SAFETY, TINY, UNIT_ROUNDOFF, gamma
 
 _SLOPE_UP = 1.0 + 2.0**-50
 

@@ -53,6 +53,16 @@ def _certify(tmp: Path, *extra: str) -> list[str]:
     return ["certify", _net(tmp), "--inputs", _inputs(tmp), "--solvers", "enumerate", *extra]
 
 
+def _judge(tmp: Path, *extra: str) -> list[str]:
+    claims = _write(tmp, "claims.jsonl", '{"row": 0, "kind": "contrastive", "features": [0, 2]}\n')
+    return ["check", _net(tmp), "--inputs", _inputs(tmp), "--explanations", claims, "--kind", "contrastive", *extra]
+
+
+def _folder(tmp: Path, name: str) -> str:
+    (tmp / name).mkdir()
+    return str(tmp / name)
+
+
 def _beside_a_file(tmp: Path, existing: str, name: str) -> str:
     """The path `tmp/name`, after writing a file `tmp/existing`."""
     _write(tmp, existing, "")
@@ -164,7 +174,12 @@ CASES: list[tuple[str, Build, str]] = [
     ("train-lr-nan", lambda t: ["train", "--dataset", "diabetes", "--out", str(t / "n.json"), "--lr", "nan"], r"--lr: 'nan'"),
     ("train-epochs-zero", lambda t: ["train", "--dataset", "diabetes", "--out", str(t / "n.json"), "--epochs", "0"], r"--epochs"),
     ("unknown-flag", lambda t: _explain(t, "--thresold", "1"), r"cardinal: error: unrecognized arguments: --thresold"),
+    ("check-time-limit-nan", lambda t: _judge(t, "--time-limit", "nan"), r"argument --time-limit: 'nan' is not a finite"),
+    ("check-epsilon-negative", lambda t: _judge(t, "--epsilon=-1"), r"argument --epsilon: '-1' is not positive"),
     # output paths
+    ("check-out-is-dir", lambda t: _judge(t, "--out", str(t)), r"--out .* is a directory, not a file"),
+    ("convert-out-is-dir", lambda t: ["convert", _net(t), _folder(t, "model.json")], r"OUT .*model.json is a directory"),
+    ("convert-out-read-only", lambda t: ["convert", _net(t), f"{READ_ONLY}/m.json"], r"OUT .*: cannot create files in"),
     ("explain-out-is-dir", lambda t: _explain(t, "--out", str(t)), r"--out .* is a directory, not a file"),
     ("explain-out-read-only", lambda t: _explain(t, "--out", f"{READ_ONLY}/out.jsonl"), r"--out .*: cannot create files in"),
     ("explain-out-under-file", lambda t: _explain(t, "--out", _inputs(t) + "/out.jsonl"), r"--out .*x.csv is a file, not a dir"),
@@ -192,7 +207,11 @@ CASES: list[tuple[str, Build, str]] = [
     # network files
     ("network-missing", lambda t: _explain(t, network=str(t / "none.json")), r"network file .*none.json not found"),
     ("network-is-dir", lambda t: _explain(t, network=str(t)), r"cannot read network file .*: Is a directory"),
-    ("network-binary", lambda t: _explain(t, network=_net(t, text=b"\x80\xff\x00PK\x03\x04")), r"net.json: not a JSON text file"),
+    (
+        "network-binary",
+        lambda t: _explain(t, network=_net(t, text=b"\x80\xff\x00PK\x03\x04")),
+        r"network file .*net.json is not text \(JSON expected; byte 0",
+    ),
     ("network-deep", lambda t: _explain(t, network=_net(t, text=_deep())), r"net.json: malformed JSON: nested too deeply"),
     ("network-nan-literal", lambda t: _explain(t, network=_net(t, text='{"a": NaN}')), r"net.json: malformed JSON: NaN is not"),
     ("network-top-list", lambda t: _explain(t, network=_net(t, [1])), r"net.json: expected a JSON object .*got a list of 1"),
@@ -231,7 +250,11 @@ CASES: list[tuple[str, Build, str]] = [
         r"parameter 'at': an integer of 401 digits is too large",
     ),
     # domain files
-    ("domain-binary-file", lambda t: _explain(t, "--domain", _write(t, "d.json", b"\xff\xfe\x00\x01")), r"d.json: not a JSON"),
+    (
+        "domain-binary-file",
+        lambda t: _explain(t, "--domain", _write(t, "d.json", b"\xff\xfe\x00\x01")),
+        r"domain file .*d.json is not text",
+    ),
     (
         "domain-binary-no",
         lambda t: _domain(t, {"lower": [0, 0, 0], "upper": [1, 1, 1], "binary": "no"}),
@@ -279,7 +302,7 @@ CASES: list[tuple[str, Build, str]] = [
     ("case-note-list", lambda t: _replay(t, note=["x"]), r"case.json: note must be a string"),
     ("case-domain-binary-no", lambda t: _replay(t, domain={**CASE["domain"], "binary": "no"}), r"domain: binary must be true"),
     ("case-network-huge", lambda t: _replay(t, network=_layer(bias=[10**400, 0.0])), r"network: layer 1: bias\[0\]: an integer"),
-    ("case-binary", lambda t: ["replay", _write(t, "case.json", b"\x00\x9f\x92\x96")], r"case.json: not a JSON text file"),
+    ("case-binary", lambda t: ["replay", _write(t, "case.json", b"\x00\x9f\x92\x96")], r"case file .*case.json is not text"),
     ("case-deep", lambda t: ["replay", _write(t, "case.json", _deep())], r"case.json: malformed JSON: nested too deeply"),
     ("case-not-object", lambda t: ["replay", _write(t, "case.json", "[]")], r"case.json: not a case file"),
     # campaign folders (crosscheck --resume)
@@ -300,7 +323,7 @@ CASES: list[tuple[str, Build, str]] = [
         lambda t: _campaign(t, json.dumps(RECORD), cases_file=True),
         r"campaign folder: .*campaign/cases is a file, not a directory",
     ),
-    ("paper-data-missing", lambda t: _paper(t, str(t)), r"data file loan_data.csv not found \(looked for .*loan_data.csv"),
+    ("paper-data-missing", lambda t: _paper(t, str(t)), r"7 data file\(s\) missing under .*: BlogFeedback.zip, loan_data.csv"),
     ("paper-data-dir-is-file", lambda t: _paper(t, _inputs(t)), r"--data-dir .*x.csv is not a directory"),
     ("paper-report-is-dir", lambda t: _paper(t, str(t), report=str(t)), r"--paper-report .* is a directory, not a file"),
     (
@@ -326,6 +349,7 @@ def no_work(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         "cardinal.verify.train.train_monotone",
         "cardinal.verify.train.load_dataset",
         "cardinal.verify.cases.replay",
+        "cardinal.verify.check.check_explanations",
     ):
         monkeypatch.setattr(target, tripwire)
     saved = os.environ.get("CARDINAL_DATA")  # crosscheck --data-dir sets it: restored afterwards
@@ -367,7 +391,7 @@ def test_the_table_covers_every_command(tmp_path: Path) -> None:
     for number, (_, build, _) in enumerate(CASES):
         (tmp_path / str(number)).mkdir()
         commands.add(build(tmp_path / str(number))[0])
-    assert commands == {"explain", "certify", "crosscheck", "hunt", "train", "replay"}
+    assert commands == {"explain", "certify", "check", "convert", "crosscheck", "hunt", "train", "replay"}
     assert len(CASES) >= 43
 
 

@@ -17,10 +17,16 @@ from cardinal.verify.campaign import run_campaign
 from cardinal.verify.cases import Case, replay
 from cardinal.verify.cli import main
 from cardinal.verify.domain import Domain
-from cardinal.verify.generate import median_threshold, random_network
-from cardinal.verify.hunt import minimum_set_cover, random_set_cover, set_cover_network, set_cover_problem
+from cardinal.verify.generate import (
+    median_threshold,
+    minimum_set_cover,
+    random_network,
+    random_set_cover,
+    set_cover_network,
+    set_cover_problem,
+)
+from cardinal.verify.instance import Instance
 from cardinal.verify.io import JsonLines
-from cardinal.verify.suites import Instance
 
 pytest.importorskip("torch")
 

@@ -78,7 +78,7 @@ def test_disagreement_is_loud_and_saved(
     out = tmp_path / "certified.jsonl"
     flags = ["--threshold", "0.5", "--kind", "contrastive", "--solvers", "enumerate,liar", "--out", str(out)]
     code, _, err = _certify_design(design_network_file, tmp_path, capsys, *flags)
-    assert code == 0
+    assert code == 1  # exact evidence conflicts: the exit code says so
     [line] = [json.loads(text) for text in out.read_text().splitlines()]
     assert line["verdict"] == "solver_disagreement"
     assert "!!! SOLVER DISAGREEMENT on row 0 (contrastive)" in err

@@ -12,7 +12,15 @@ import cardinal.verify.datasets
 import numpy as np
 import pandas as pd
 import pytest
-from cardinal.verify.datasets import cmn_split, data_directory, dataset_names, load_csv, load_dataset
+from cardinal.verify.datasets import (
+    DATA_FILES,
+    check_data_files,
+    cmn_split,
+    data_directory,
+    dataset_names,
+    load_csv,
+    load_dataset,
+)
 from cardinal.verify.errors import InputError
 
 FILES = {
@@ -194,5 +202,33 @@ def test_paper_suite_with_a_data_folder_lacking_files(tmp_path: Path, monkeypatc
     args = ["crosscheck", "--suite", "paper", "--data-dir", str(tmp_path), "--out", str(out), "--solvers", "enumerate"]
     assert main(args) == 2
     err = capsys.readouterr().err
-    assert "loan_data.csv not found" in err and str(tmp_path) in err
+    # the first message names every missing file at once
+    assert "7 data file(s) missing" in err and str(tmp_path) in err
+    for file in DATA_FILES:
+        assert file.relative in err
     assert not (out / "records.jsonl").exists()
+
+
+def test_data_check_reports_missing_and_altered_files(tmp_path: Path, capsys) -> None:
+    from cardinal.verify.cli import main
+
+    (tmp_path / "loan_data.csv").write_text("not the LendingClub file\n")
+    states = dict((file.relative, state) for file, state in check_data_files(None, tmp_path))
+    assert states["loan_data.csv"] == "checksum differs"
+    assert states["BlogFeedback.zip"] == "missing" and len(states) == len(DATA_FILES)
+    assert [file.relative for file, _ in check_data_files(["heart"], tmp_path)] == [
+        "COMET/Heart/train_data.csv",
+        "COMET/Heart/test_data.csv",
+    ]
+    assert main(["data", "check", "--data-dir", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "7 of 7 data files missing or altered" in out and "checksum differs" in out
+
+
+def test_data_check_passes_on_the_shared_data() -> None:
+    from cardinal.verify.cli import main
+
+    if not all((data_directory() / file.relative).is_file() for file in DATA_FILES):
+        pytest.skip(f"the data files are not in {data_directory()}")
+    assert all(state == "ok" for _, state in check_data_files())
+    assert main(["data", "check"]) == 0

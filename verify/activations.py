@@ -1,7 +1,11 @@
-"""Activation functions: names, parameters, JSON form, and their torch counterparts.
+"""Activation functions, each defined once: parameters, JSON form, torch op and module, exact
+pieces or real function, the MILP stages, and the float error bound.
 
 Every activation cardinal accepts is non-decreasing (a leaky ReLU with a negative slope is
-rejected), so a network is monotone exactly when all its weights are non-negative.
+rejected), so a network is monotone exactly when all its weights are non-negative. One `_Family`
+subclass per activation holds everything about it; `Activation` (name + parameters, the value
+stored in a network) delegates to its family, and every other module (exact evaluation, the MILP
+encoding, the z3 cuts, enumeration's float bounds, reports) derives what it needs from here.
 """
 
 from __future__ import annotations
@@ -9,24 +13,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
+import mpmath
 import torch
 from torch import nn
 
 from .errors import InputError
+from .rounding import TINY, UNIT_ROUNDOFF
 from .validate import describe, json_number
 
-PIECEWISE_LINEAR = ("identity", "relu", "leaky_relu", "hardtanh", "step")
-SMOOTH = ("sigmoid", "tanh", "softplus")
-NAMES = PIECEWISE_LINEAR + SMOOTH
-
-# Parameters each activation takes, with their defaults (torch's defaults where torch has one).
-_PARAMETERS: dict[str, dict[str, float]] = {
-    "leaky_relu": {"slope": 0.01},
-    "hardtanh": {"min": -1.0, "max": 1.0},
-    "step": {"at": 0.0},
-}
+Params = dict[str, float]
+Piece = tuple[Fraction, Fraction]  # σ(h) = slope·h + offset
 
 
 class Step(nn.Module):
@@ -44,6 +42,222 @@ class Step(nn.Module):
 
 
 @dataclass(frozen=True)
+class Stage:
+    """One stage of a PWL activation in the MILP: `op` ∈ {max, min}: z = op(w, slope·w + offset);
+    `op` = step: z = [w ≥ offset]."""
+
+    op: str
+    slope: Fraction = Fraction(0)
+    offset: Fraction = Fraction(0)
+
+
+class _Family:
+    """Everything about one activation. Subclasses set the class attributes and the methods that
+    apply to them (PWL families: `pieces`, `stages`; smooth families: `real`, `lipschitz`)."""
+
+    name: ClassVar[str]
+    defaults: ClassVar[Params] = {}  # parameters with their defaults (torch's where torch has one)
+    piecewise_linear: ClassVar[bool] = True
+    continuous: ClassVar[bool] = True
+    torch_type: ClassVar[type[nn.Module]]
+    relative_error: ClassVar[float] = 0.0  # float op error, relative to |σ(h)|
+    absolute_error: ClassVar[float] = 0.0
+
+    def validate(self, p: Params) -> None:
+        """Raise `InputError` for parameter values the family does not accept."""
+
+    def apply_(self, h: torch.Tensor, p: Params) -> torch.Tensor:
+        """σ(h) elementwise, in place where torch allows."""
+        raise NotImplementedError
+
+    def module(self, p: Params) -> nn.Module:
+        raise NotImplementedError
+
+    def params_of(self, module: nn.Module) -> Params:
+        """The parameters of a torch module of `torch_type` (raise `InputError` if unsupported)."""
+        return {}
+
+    def pieces(self, p: Params) -> tuple[list[Fraction], list[Piece]]:
+        raise ValueError(f"{self.name} is not piecewise linear")
+
+    def stages(self, p: Params) -> list[Stage]:
+        raise ValueError(f"activation {self.name!r} is not piecewise linear")
+
+    def real(self, x: mpmath.mpf) -> mpmath.mpf:
+        """σ(x) at mpmath's working precision (smooth families)."""
+        raise ValueError(f"{self.name} is piecewise linear: evaluate its pieces exactly")
+
+    def lipschitz(self, p: Params) -> float:
+        return 1.0
+
+
+class _Identity(_Family):
+    name, torch_type = "identity", nn.Identity
+
+    def apply_(self, h: torch.Tensor, p: Params) -> torch.Tensor:
+        return h
+
+    def module(self, p: Params) -> nn.Module:
+        return nn.Identity()
+
+    def pieces(self, p: Params) -> tuple[list[Fraction], list[Piece]]:
+        return [], [(Fraction(1), Fraction(0))]
+
+    def stages(self, p: Params) -> list[Stage]:
+        return []
+
+
+class _ReLU(_Family):
+    name, torch_type = "relu", nn.ReLU
+
+    def apply_(self, h: torch.Tensor, p: Params) -> torch.Tensor:
+        return h.relu_()
+
+    def module(self, p: Params) -> nn.Module:
+        return nn.ReLU()
+
+    def pieces(self, p: Params) -> tuple[list[Fraction], list[Piece]]:
+        return [Fraction(0)], [(Fraction(0), Fraction(0)), (Fraction(1), Fraction(0))]
+
+    def stages(self, p: Params) -> list[Stage]:
+        return [Stage("max")]
+
+
+class _LeakyReLU(_Family):
+    name, torch_type, defaults = "leaky_relu", nn.LeakyReLU, {"slope": 0.01}
+    relative_error = UNIT_ROUNDOFF  # one rounded product on the negative side
+
+    def validate(self, p: Params) -> None:
+        if p["slope"] < 0:
+            raise InputError(f"leaky_relu slope {p['slope']} is negative (must be ≥ 0)")
+
+    def apply_(self, h: torch.Tensor, p: Params) -> torch.Tensor:
+        return torch.nn.functional.leaky_relu_(h, p["slope"])
+
+    def module(self, p: Params) -> nn.Module:
+        return nn.LeakyReLU(p["slope"])
+
+    def params_of(self, module: nn.Module) -> Params:
+        return {"slope": module.negative_slope}
+
+    def pieces(self, p: Params) -> tuple[list[Fraction], list[Piece]]:
+        return [Fraction(0)], [(Fraction(p["slope"]), Fraction(0)), (Fraction(1), Fraction(0))]
+
+    def stages(self, p: Params) -> list[Stage]:
+        slope = Fraction(p["slope"])
+        return [] if slope == 1 else [Stage("max" if slope < 1 else "min", slope)]
+
+    def lipschitz(self, p: Params) -> float:
+        return max(1.0, p["slope"])
+
+
+class _Hardtanh(_Family):
+    name, torch_type, defaults = "hardtanh", nn.Hardtanh, {"min": -1.0, "max": 1.0}  # nn.ReLU6 too
+
+    def validate(self, p: Params) -> None:
+        if p["min"] > p["max"]:
+            raise InputError(f"hardtanh min {p['min']} exceeds max {p['max']}")
+
+    def apply_(self, h: torch.Tensor, p: Params) -> torch.Tensor:
+        return h.clamp_(p["min"], p["max"])
+
+    def module(self, p: Params) -> nn.Module:
+        return nn.Hardtanh(p["min"], p["max"])
+
+    def params_of(self, module: nn.Module) -> Params:
+        return {"min": module.min_val, "max": module.max_val}
+
+    def pieces(self, p: Params) -> tuple[list[Fraction], list[Piece]]:
+        low, high = Fraction(p["min"]), Fraction(p["max"])
+        return [low, high], [(Fraction(0), low), (Fraction(1), Fraction(0)), (Fraction(0), high)]
+
+    def stages(self, p: Params) -> list[Stage]:
+        return [Stage("max", offset=Fraction(p["min"])), Stage("min", offset=Fraction(p["max"]))]
+
+
+class _Step(_Family):
+    name, torch_type, defaults = "step", Step, {"at": 0.0}
+    continuous = False
+
+    def apply_(self, h: torch.Tensor, p: Params) -> torch.Tensor:
+        return h.ge_(p["at"])
+
+    def module(self, p: Params) -> nn.Module:
+        return Step(p["at"])
+
+    def params_of(self, module: nn.Module) -> Params:
+        return {"at": module.at}
+
+    def pieces(self, p: Params) -> tuple[list[Fraction], list[Piece]]:
+        return [Fraction(p["at"])], [(Fraction(0), Fraction(0)), (Fraction(0), Fraction(1))]
+
+    def stages(self, p: Params) -> list[Stage]:
+        return [Stage("step", offset=Fraction(p["at"]))]
+
+
+class _Smooth(_Family):
+    """Smooth families: exact enclosures from `real` at high precision; the float op is trusted
+    to 1e-15 relative (plus `TINY`), and an input error grows by at most `lipschitz`."""
+
+    piecewise_linear = False
+    relative_error, absolute_error = 1e-15, TINY
+
+
+class _Sigmoid(_Smooth):
+    name, torch_type = "sigmoid", nn.Sigmoid
+
+    def apply_(self, h: torch.Tensor, p: Params) -> torch.Tensor:
+        return h.sigmoid_()
+
+    def module(self, p: Params) -> nn.Module:
+        return nn.Sigmoid()
+
+    def real(self, x: mpmath.mpf) -> mpmath.mpf:
+        return 1 / (1 + mpmath.exp(-x))
+
+    def lipschitz(self, p: Params) -> float:
+        return 0.25
+
+
+class _Tanh(_Smooth):
+    name, torch_type = "tanh", nn.Tanh
+
+    def apply_(self, h: torch.Tensor, p: Params) -> torch.Tensor:
+        return h.tanh_()
+
+    def module(self, p: Params) -> nn.Module:
+        return nn.Tanh()
+
+    def real(self, x: mpmath.mpf) -> mpmath.mpf:
+        return mpmath.tanh(x)
+
+
+class _Softplus(_Smooth):
+    name, torch_type = "softplus", nn.Softplus
+
+    def apply_(self, h: torch.Tensor, p: Params) -> torch.Tensor:
+        return torch.logaddexp(h, torch.zeros_like(h))  # log(1 + e^h), without torch's linear cut-off at 20
+
+    def module(self, p: Params) -> nn.Module:
+        return nn.Softplus()
+
+    def params_of(self, module: nn.Module) -> Params:
+        if module.beta != 1:
+            raise InputError(f"Softplus with beta={module.beta} is not supported (only beta=1)")
+        return {}
+
+    def real(self, x: mpmath.mpf) -> mpmath.mpf:
+        return mpmath.log1p(mpmath.exp(x))
+
+
+_FAMILIES: dict[str, _Family] = {
+    family.name: family for family in (_Identity(), _ReLU(), _LeakyReLU(), _Hardtanh(), _Step(), _Sigmoid(), _Tanh(), _Softplus())
+}
+NAMES = tuple(_FAMILIES)
+CONTINUOUS = tuple(name for name, family in _FAMILIES.items() if family.continuous)
+
+
+@dataclass(frozen=True)
 class Activation:
     """One activation with its parameters; `params` holds (name, value) pairs in a fixed order."""
 
@@ -53,17 +267,14 @@ class Activation:
     @classmethod
     def make(cls, name: str, **params: float) -> Activation:
         """Build and validate an activation; missing parameters take their defaults."""
-        if name not in NAMES:
+        if name not in _FAMILIES:
             raise InputError(f"unknown activation {name!r} (known: {', '.join(NAMES)})")
-        defaults = _PARAMETERS.get(name, {})
-        unknown = set(params) - set(defaults)
+        family = _FAMILIES[name]
+        unknown = set(params) - set(family.defaults)
         if unknown:
             raise InputError(f"activation {name!r} takes no parameter {sorted(unknown)[0]!r}")
-        values = {key: _finite(name, key, params.get(key, default)) for key, default in defaults.items()}
-        if name == "leaky_relu" and values["slope"] < 0:
-            raise InputError(f"leaky_relu slope {values['slope']} is negative (must be ≥ 0)")
-        if name == "hardtanh" and values["min"] > values["max"]:
-            raise InputError(f"hardtanh min {values['min']} exceeds max {values['max']}")
+        values = {key: _finite(name, key, params.get(key, default)) for key, default in family.defaults.items()}
+        family.validate(values)
         return cls(name, tuple(values.items()))
 
     @classmethod
@@ -81,102 +292,71 @@ class Activation:
             return cls.make(name, **params)
         raise InputError(f"activation must be a name or an object with a 'name', got {describe(spec)}")
 
+    @classmethod
+    def from_module(cls, module: nn.Module) -> Activation:
+        """Inverse of `module()`; raises `InputError` for modules cardinal cannot represent."""
+        for family in _FAMILIES.values():
+            if isinstance(module, family.torch_type):
+                return cls.make(family.name, **family.params_of(module))
+        raise InputError(f"unsupported module {type(module).__name__} (known activations: {', '.join(NAMES)})")
+
     def to_json(self) -> str | dict[str, Any]:
         return {"name": self.name, **dict(self.params)} if self.params else self.name
+
+    @property
+    def _family(self) -> _Family:
+        return _FAMILIES[self.name]
 
     def param(self, key: str) -> float:
         return dict(self.params)[key]
 
     @property
     def is_piecewise_linear(self) -> bool:
-        return self.name in PIECEWISE_LINEAR
+        return self._family.piecewise_linear
 
     @property
     def is_continuous(self) -> bool:
-        return self.name != "step"
+        return self._family.continuous
 
-    def pieces(self) -> tuple[list[Fraction], list[tuple[Fraction, Fraction]]]:
+    def apply_(self, h: torch.Tensor) -> torch.Tensor:
+        """Apply elementwise in place (where torch allows; softplus returns a new tensor)."""
+        return self._family.apply_(h, dict(self.params))
+
+    def module(self) -> nn.Module:
+        """The torch module computing this activation."""
+        return self._family.module(dict(self.params))
+
+    def pieces(self) -> tuple[list[Fraction], list[Piece]]:
         """Piecewise-linear activations only: breakpoints c_1 ≤ … ≤ c_m and the pieces ℓ_0..ℓ_m
-        as exact (slope, offset) pairs, σ = ℓ_j between c_j and c_{j+1} (a step is ℓ_1 from c_1 on)."""
-        zero, one = Fraction(0), Fraction(1)
-        if self.name == "identity":
-            return [], [(one, zero)]
-        if self.name in ("relu", "leaky_relu"):
-            slope = zero if self.name == "relu" else Fraction(self.param("slope"))
-            return [zero], [(slope, zero), (one, zero)]
-        if self.name == "hardtanh":
-            low, high = Fraction(self.param("min")), Fraction(self.param("max"))
-            return [low, high], [(zero, low), (one, zero), (zero, high)]
-        if self.name == "step":
-            return [Fraction(self.param("at"))], [(zero, zero), (zero, one)]
-        raise ValueError(f"{self.name} is not piecewise linear")
+        as exact (slope, offset) pairs, σ = ℓ_j on [c_j, c_{j+1}) (a step is ℓ_1 from c_1 on)."""
+        return self._family.pieces(dict(self.params))
 
     def pieces_over(self, low: Fraction, high: Fraction) -> tuple[int, list[Fraction]]:
         """For h ∈ [low, high]: the index of the piece σ follows at `low`, and the breakpoints
         where it changes piece inside the interval (none: σ is that one piece throughout; a step
         changes at `at` ≤ high, a continuous σ only at breakpoints < high)."""
         breaks, _ = self.pieces()
-        step = self.name == "step"
-        return sum(c <= low for c in breaks), [c for c in breaks if low < c and (c <= high if step else c < high)]
+        closed = not self.is_continuous
+        return sum(c <= low for c in breaks), [c for c in breaks if low < c and (c <= high if closed else c < high)]
 
-    def apply_(self, h: torch.Tensor) -> torch.Tensor:
-        """Apply elementwise in place (where torch allows; softplus returns a new tensor)."""
-        if self.name == "relu":
-            return h.relu_()
-        if self.name == "leaky_relu":
-            return torch.nn.functional.leaky_relu_(h, self.param("slope"))
-        if self.name == "hardtanh":
-            return h.clamp_(self.param("min"), self.param("max"))
-        if self.name == "step":
-            return h.ge_(self.param("at"))
-        if self.name == "sigmoid":
-            return h.sigmoid_()
-        if self.name == "tanh":
-            return h.tanh_()
-        if self.name == "softplus":
-            return torch.nn.functional.softplus(h)
-        return h
+    def stages(self) -> list[Stage]:
+        """The MILP form: a chain of max/min/step stages (empty for identity)."""
+        return self._family.stages(dict(self.params))
 
-    def module(self) -> nn.Module:
-        """The torch module computing this activation."""
-        if self.name == "identity":
-            return nn.Identity()
-        if self.name == "relu":
-            return nn.ReLU()
-        if self.name == "leaky_relu":
-            return nn.LeakyReLU(self.param("slope"))
-        if self.name == "hardtanh":
-            return nn.Hardtanh(self.param("min"), self.param("max"))
-        if self.name == "step":
-            return Step(self.param("at"))
-        if self.name == "sigmoid":
-            return nn.Sigmoid()
-        if self.name == "tanh":
-            return nn.Tanh()
-        return nn.Softplus()
+    def real(self, x: mpmath.mpf) -> mpmath.mpf:
+        """Smooth activations only: σ(x) at mpmath's working precision."""
+        return self._family.real(x)
 
-    @classmethod
-    def from_module(cls, module: nn.Module) -> Activation:
-        """Inverse of `module()`; raises `InputError` for modules cardinal cannot represent."""
-        if isinstance(module, nn.Identity):
-            return cls.make("identity")
-        if isinstance(module, nn.ReLU):
-            return cls.make("relu")
-        if isinstance(module, nn.LeakyReLU):
-            return cls.make("leaky_relu", slope=module.negative_slope)
-        if isinstance(module, nn.Hardtanh):  # also nn.ReLU6
-            return cls.make("hardtanh", min=module.min_val, max=module.max_val)
-        if isinstance(module, Step):
-            return cls.make("step", at=module.at)
-        if isinstance(module, nn.Sigmoid):
-            return cls.make("sigmoid")
-        if isinstance(module, nn.Tanh):
-            return cls.make("tanh")
-        if isinstance(module, nn.Softplus):
-            if module.beta != 1:
-                raise InputError(f"Softplus with beta={module.beta} is not supported (only beta=1)")
-            return cls.make("softplus")
-        raise InputError(f"unsupported module {type(module).__name__} (known activations: {', '.join(NAMES)})")
+    def float_error(self, z: torch.Tensor, bound: torch.Tensor) -> torch.Tensor:
+        """A rigorous bound [same shape] on |float σ(h) − σ(h*)| given |h − h*| ≤ bound and the
+        computed z = σ(h) (continuous activations only)."""
+        family = self._family
+        if not family.continuous:
+            raise ValueError(f"{self.name} is discontinuous: no error bound through it")
+        grown = bound * family.lipschitz(dict(self.params))
+        if family.relative_error:
+            grown = grown + family.relative_error * z.abs()
+        return grown + family.absolute_error if family.absolute_error else grown
 
 
 def _finite(name: str, key: str, value: float) -> float:

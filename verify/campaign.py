@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import math
 import os
 import signal
-import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -35,9 +35,10 @@ import numpy as np
 
 from ..solvers.guard import die_with_parent
 from .errors import InputError
+from .instance import Instance
 from .io import JsonLines
 from .problem import KINDS, Status, Verdict
-from .suites import SUITES, Instance
+from .suites import SUITES
 from .validate import describe, output_directory, output_file
 
 LOCK_FILE = "campaign.lock"
@@ -340,7 +341,7 @@ def _checked_record(record: dict[str, Any], where: str) -> str:
 
 
 def _is_seconds(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < float("inf")
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value and math.isfinite(value)
 
 
 def _close_pool() -> None:
@@ -392,7 +393,3 @@ def default_solvers() -> tuple[str, ...]:
     from ..solvers.base import available_solvers
 
     return available_solvers()
-
-
-def interactive() -> bool:
-    return sys.stderr.isatty() and os.environ.get("TERM") != "dumb"

@@ -48,7 +48,14 @@ class _Parser(argparse.ArgumentParser):
 def _problem_flags() -> argparse.ArgumentParser:
     """Flags shared by explain and certify: network, inputs, kind, threshold, domain."""
     parent = _Parser(add_help=False)
-    parent.add_argument("network", help="network file (JSON, format cardinal.network/1)")
+    parent.add_argument(
+        "network", help="network file: JSON (cardinal.network/1), ONNX, or torch (.pt: nn.Sequential or state_dict)"
+    )
+    parent.add_argument(
+        "--activations",
+        help="for a torch state_dict: one activation per Linear layer, e.g. relu,relu,identity "
+        "(with parameters: leaky_relu:0.1, hardtanh:0:1, step:0.5)",
+    )
     parent.add_argument("--inputs", required=True, help="CSV of inputs, one per row (a header row is allowed)")
     header = parent.add_mutually_exclusive_group()
     header.add_argument(
@@ -76,7 +83,7 @@ def _load_problem(args: argparse.Namespace):
     from .io import read_inputs, read_json
     from .network import Network
 
-    net = Network.load(args.network)
+    net = Network.load(args.network, activations=args.activations)
     if args.domain is not None:
         if args.lower is not None or args.upper is not None:
             raise InputError("give either --domain or --lower/--upper, not both")
@@ -154,8 +161,9 @@ def _certify(args: argparse.Namespace) -> int:
     names = [name.strip() for name in args.solvers.split(",") if name.strip()]
     if not names:
         raise InputError("--solvers needs at least one solver name")
+    fail_on, baseline = _ci_flags(args, "certify")
     lines, verdicts, saved = [], Counter(), []
-    with SolverPool(names) as pool:
+    with SolverPool(names) as pool, _Progress(len(X) * len(_kinds(args)), "certify") as progress:
         for kind in _kinds(args):
             answers = greedy_answers(net, X, kind, domain, args.threshold)[1] if net.is_monotone else [None] * len(X)
             for row, (x, answer) in enumerate(zip(X, answers, strict=True)):
@@ -167,12 +175,124 @@ def _certify(args: argparse.Namespace) -> int:
                     saved.append(case_of(problem, certificate).save(cases_dir))
                 if certificate.verdict == "solver_disagreement":
                     where = f"row {row} ({kind}): {_statuses(certificate)}"
-                    print(f"!!! SOLVER DISAGREEMENT on {where} — case saved to {saved[-1]}", file=sys.stderr)
+                    progress.write(f"!!! SOLVER DISAGREEMENT on {where} — case saved to {saved[-1]}")
+                progress.update()
+    failed = _ci_report(lines, "certify", _kinds(args), fail_on, baseline, args.diff_out)
     _emit(lines, args.out)
     table = [[kind, verdict, count] for (kind, verdict), count in sorted(verdicts.items())]
     print(tabulate(table, headers=["kind", "verdict", "count"], tablefmt="simple"), file=sys.stderr)
     if saved:
         print(f"{len(saved)} case file(s) in {cases_dir}/", file=sys.stderr)
+    disagreements = sum(count for (_, verdict), count in verdicts.items() if verdict == "solver_disagreement")
+    if disagreements:  # exact evidence conflicts: always a failure
+        failed.append(f"{disagreements} solver disagreement(s): exact evidence conflicts")
+    for line in failed:
+        print(f"FAIL {line}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+# ---------------------------------------------------------------------------- check
+def _check(args: argparse.Namespace) -> int:
+    from collections import Counter
+
+    from tabulate import tabulate
+
+    from ..solvers.base import SOLVER_NAMES
+    from .check import check_explanations, read_claims
+
+    if args.out is not None:
+        output_file(args.out, "--out")
+    net, domain, X = _load_problem(args)
+    claims = read_claims(args.explanations, len(X), net.n_inputs, _kinds(args))
+    names = [name.strip() for name in args.solvers.split(",") if name.strip()]
+    if not names:
+        raise InputError("--solvers needs at least one solver name")
+    unknown = [name for name in names if name not in SOLVER_NAMES]
+    if unknown:  # (a missing library is named when the solver is first needed)
+        raise InputError(f"unknown solver {unknown[0]!r} (known: {', '.join(SOLVER_NAMES)})")
+    fail_on, baseline = _ci_flags(args, "check")
+    with _Progress(len(claims), "check") as progress:
+        judgements = check_explanations(
+            net, X, claims, domain, args.threshold, args.require, names, args.time_limit, args.epsilon, progress.update
+        )
+    lines = [judgement.to_json() for judgement in judgements]
+    failed = [f"{judgement.describe()}" for judgement in judgements if not judgement.passed]
+    failed += _ci_report(lines, "check", _kinds(args), fail_on, baseline, args.diff_out)
+    _emit(lines, args.out)
+    verdicts = Counter((j.claim.kind, j.verdict) for j in judgements)
+    table = [[kind, verdict, count] for (kind, verdict), count in sorted(verdicts.items())]
+    print(tabulate(table, headers=["kind", "verdict", "count"], tablefmt="simple"), file=sys.stderr)
+    for line in failed:
+        print(f"FAIL {line}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _ci_flags(args: argparse.Namespace, command: str):
+    """--fail-on and --baseline, read and checked before any solver runs: (fail_on, baseline or None)."""
+    from .baseline import parse_fail_on, read_baseline
+
+    fail_on = parse_fail_on(args.fail_on, args.baseline is not None)
+    if args.diff_out is not None and args.baseline is None:
+        raise InputError("--diff-out needs --baseline")
+    if args.diff_out is not None:
+        output_file(args.diff_out, "--diff-out")
+    return fail_on, None if args.baseline is None else read_baseline(args.baseline, command)
+
+
+def _ci_report(lines: list[dict[str, Any]], command: str, kinds, fail_on, baseline, diff_out: str | None) -> list[str]:
+    """Compare with the baseline (each record gets its "baseline" changes; the table goes to
+    stderr, the changed rows as JSON lines to `diff_out`); returns the --fail-on failures."""
+    from .baseline import change_table, compare, entry_of, failures
+
+    entries = [entry_of(line) for line in lines]
+    changes = None
+    if baseline is not None:
+        changes = compare(baseline, entries, kinds)
+        by_key = {(change.row, change.kind): change for change in changes}
+        for line, entry in zip(lines, entries, strict=True):
+            change = by_key.get(entry.key)
+            before = baseline.get(entry.key)
+            line["baseline"] = {"changes": [] if change is None else list(change.what), "before": before and before.to_json()}
+        if changes:
+            print(f"{len(changes)} row(s) changed since the baseline:", file=sys.stderr)
+            print(change_table(changes), file=sys.stderr)
+        else:
+            print("no row changed since the baseline", file=sys.stderr)
+        if diff_out is not None:
+            _emit([change.to_json() for change in changes], diff_out)
+    return failures(fail_on, entries, changes)
+
+
+def _ci_flag_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--baseline", help="JSON lines of a previous run of the same command: report every row that changed")
+    parser.add_argument(
+        "--fail-on",
+        help="comma-separated conditions that make the exit code 1: invalid, suboptimal, larger, changed "
+        "(larger and changed need --baseline)",
+    )
+    parser.add_argument("--diff-out", help="write the rows that changed since --baseline here, as JSON lines")
+
+
+# ---------------------------------------------------------------------------- convert
+def _convert(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from .loaders import format_for_output
+    from .network import Network
+    from .torch_io import activation_flag
+
+    format_for_output(args.output)  # fail on the extension and the path before reading anything
+    output_file(args.output, "OUT")
+    net = Network.load(args.input, activations=args.activations)
+    net.save(args.output, float32=args.float32, state_dict=args.state_dict)
+    print(f"{args.input} → {args.output}: {net}", file=sys.stderr)
+    arrays = [array for layer in net.layers for array in (layer.weight, layer.bias)]
+    rounded = sum(int(np.count_nonzero(array.astype(np.float32) != array)) for array in arrays) if args.float32 else 0
+    if rounded:
+        print(f"warning: float32 rounded {rounded} weight(s)/bias(es): {args.output} is not exactly the network", file=sys.stderr)
+    if args.state_dict:
+        flag = activation_flag(layer.activation for layer in net.layers)
+        print(f"a state_dict holds no activations: load it with --activations {flag}", file=sys.stderr)
     return 0
 
 
@@ -236,6 +356,42 @@ def _crosscheck(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 130 if result.interrupted else 0
+
+
+class _Progress:
+    """Progress of a run of known length on stderr, shown only once the run lasts more than a
+    moment: a tqdm bar on a terminal (after 1 s), else a plain line every 10 s."""
+
+    def __init__(self, total: int, label: str) -> None:
+        self.total, self.label, self.done = total, label, 0
+        self.last = time.monotonic()
+        self.bar = None
+        if sys.stderr.isatty():
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, desc=label, unit="expl", file=sys.stderr, delay=1.0)
+
+    def update(self) -> None:
+        self.done += 1
+        if self.bar is not None:
+            self.bar.update(1)
+        elif time.monotonic() - self.last >= 10.0:
+            print(f"{self.label}: {self.done}/{self.total}", file=sys.stderr, flush=True)
+            self.last = time.monotonic()
+
+    def write(self, message: str) -> None:
+        """A message that does not break the bar."""
+        if self.bar is not None:
+            self.bar.write(message, file=sys.stderr)
+        else:
+            print(message, file=sys.stderr)
+
+    def __enter__(self) -> _Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 def _progress(label: str):
@@ -349,6 +505,24 @@ def _replay(args: argparse.Namespace) -> int:
     return 1
 
 
+# ---------------------------------------------------------------------------- data
+def _data(args: argparse.Namespace) -> int:
+    from tabulate import tabulate
+
+    from .datasets import check_data_files, data_directory
+
+    states = check_data_files(None, args.data_dir)
+    rows = [(file.relative, state, ", ".join(file.datasets), file.source) for file, state in states]
+    print(f"data folder: {data_directory(args.data_dir)}")
+    print(tabulate(rows, headers=["file", "state", "datasets", "public source"], tablefmt="simple"))
+    bad = [file.relative for file, state in states if state != "ok"]
+    if bad:
+        print(f"{len(bad)} of {len(states)} data files missing or altered: {', '.join(bad)}")
+        return 1
+    print(f"all {len(states)} data files present with the expected SHA-256")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="cardinal",
@@ -384,7 +558,51 @@ def build_parser() -> argparse.ArgumentParser:
         "--epsilon", type=positive_number, default=1e-6, help="MILP margin to reach class 1: f ≥ t + ε (default 1e-6)"
     )
     certify.add_argument("--cases", help="directory for case files (default: OUT.cases/ or ./cardinal-cases/)")
+    _ci_flag_arguments(certify)
     certify.set_defaults(handler=_certify)
+
+    check = commands.add_parser(
+        "check",
+        parents=[problem],
+        help="judge explanations from any source exactly: valid, subset-minimal, minimum (JSON lines)",
+        description='Judge explanations given as JSON lines {"row", "kind", "features"} (features null: none '
+        'exists). One JSON line per explanation: {"row", "kind", "features", "verdict", "passed", "valid", '
+        '"witness", "subset_minimal", "smaller", ...}. Verdicts: valid, subset_minimal, minimum, none_exists (pass); '
+        "invalid, not_subset_minimal, not_minimum, undecided, solver_disagreement (fail). Exit 0: every explanation "
+        "passes what --require asks; 1: one fails; 2: bad input.",
+    )
+    check.add_argument("--explanations", required=True, help="JSON lines, one per row and kind")
+    check.add_argument(
+        "--require",
+        choices=("valid", "subset", "minimum"),
+        default="valid",
+        help="what each explanation must be: valid (default), subset-minimal, or cardinality-minimum (runs --solvers)",
+    )
+    check.add_argument(
+        "--solvers", default="enumerate", help="for --require minimum and non-monotone networks (default enumerate)"
+    )
+    check.add_argument("--time-limit", type=seconds, default=60.0, help="seconds per solver call (default 60)")
+    check.add_argument(
+        "--epsilon", type=positive_number, default=1e-6, help="MILP margin to reach class 1: f ≥ t + ε (default 1e-6)"
+    )
+    _ci_flag_arguments(check)
+    check.set_defaults(handler=_check)
+
+    convert = commands.add_parser(
+        "convert",
+        help="convert a network between JSON, ONNX and torch files (by extension: .json, .onnx, .pt/.pth)",
+        description="Read IN (JSON, ONNX, or a torch file: a whole nn.Sequential or a state_dict with --activations) and "
+        "write OUT in the format of its extension. ONNX and torch files hold float64 weights, so the network is the "
+        "same exactly; a .pt file holds the whole nn.Sequential unless --state-dict.",
+    )
+    convert.add_argument("input", help="network file to read")
+    convert.add_argument("output", help="file to write: .json, .onnx, .pt or .pth")
+    convert.add_argument("--activations", help="for a state_dict input: one activation per Linear layer, e.g. relu,identity")
+    convert.add_argument("--float32", action="store_true", help="ONNX/torch output in float32 (rounds the weights; warns)")
+    convert.add_argument(
+        "--state-dict", action="store_true", help="torch output as a state_dict (prints the --activations to load it)"
+    )
+    convert.set_defaults(handler=_convert)
 
     crosscheck = commands.add_parser(
         "crosscheck",
@@ -449,6 +667,16 @@ def build_parser() -> argparse.ArgumentParser:
     replay = commands.add_parser("replay", help="re-verify a case file in exact arithmetic (exit 0: holds, 1: does not)")
     replay.add_argument("case", help="case file (cardinal.case/1)")
     replay.set_defaults(handler=_replay)
+
+    data = commands.add_parser(
+        "data",
+        help="check the data files of the paper suite (every missing or altered file at once)",
+        description="`cardinal data check`: each data file the named datasets read, with its state (ok, missing, "
+        "checksum differs) and public source. Exit 0 when all are present and intact, 1 otherwise.",
+    )
+    data.add_argument("action", choices=("check",))
+    data.add_argument("--data-dir", help="the data folder (default: $CARDINAL_DATA, else ../shared/data)")
+    data.set_defaults(handler=_data)
     return parser
 
 

@@ -16,11 +16,14 @@ Heart); otherwise the CMN split: the rows, in file order after filtering, are pe
 `numpy.random.RandomState(78712)` and the first int(0.8·N) form the training part.
 
 Files are read from `data_dir`, else `$CARDINAL_DATA`, else `../shared/data` beside the
-repository (see that folder's README for provenance). `breast-cancer` and `diabetes` need no file.
+repository. `DATA_FILES` names each file with its SHA-256 and public source; `check_data_files`
+reports every missing or altered file at once (`cardinal data check`). `breast-cancer` and
+`diabetes` come with scikit-learn and need no file.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import zipfile
@@ -92,6 +95,81 @@ def data_directory(data_dir: str | Path | None = None) -> Path:
     if data_dir is not None:
         return Path(data_dir)
     return Path(os.environ["CARDINAL_DATA"]) if os.environ.get("CARDINAL_DATA") else DEFAULT_DATA_DIR
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """One data file the named datasets read: where it goes under the data folder, its SHA-256,
+    the datasets that need it, and where the public copy comes from."""
+
+    relative: str
+    sha256: str
+    datasets: tuple[str, ...]
+    source: str
+
+
+DATA_FILES: tuple[DataFile, ...] = (
+    DataFile(
+        "BlogFeedback.zip",
+        "d802b5ad26e333ba0f8ad5ceb878f5b4a26ec19797a0284612f7795a601ce0b8",
+        ("blog",),
+        "UCI BlogFeedback (Buza 2014); copy: github.com/Akshaya0909/enigma, BlogFeedback.zip",
+    ),
+    DataFile(
+        "loan_data.csv",
+        "91969386d42aa27a910a464b7987a9b225451282fa2934baf2c1afb9ef6480c7",
+        ("loan",),
+        "LendingClub 2007-2010 subset; copy: github.com/Jatin-Mehra119/loan_dataset, loan_data.csv",
+    ),
+    DataFile(
+        "compas-scores-two-years.csv",
+        "c451db85908b2f7fef1d83203bedf6b71ecda0d5af468d82ae62178f91d0cc7d",
+        ("compas",),
+        "ProPublica Machine Bias: github.com/propublica/compas-analysis, compas-scores-two-years.csv",
+    ),
+    *(
+        DataFile(
+            f"COMET/{folder}/{part}_data.csv",
+            digest,
+            (name,),
+            f"COMET (Sivaraman et al. 2020, MIT): github.com/AishwaryaSivaraman/COMET, examples/{folder}/{part}_data.csv",
+        )
+        for folder, name, part, digest in (
+            ("Auto-MPG", "auto-mpg", "train", "651719768d4bfca741847889777478b278dad02343acce51729034b78da702c9"),
+            ("Auto-MPG", "auto-mpg", "test", "a0a382c4cc2bbf4f95ad89842c71867ac4afbac40532d01dc78c9b83a273ef4d"),
+            ("Heart", "heart", "train", "8a456e308acef6688c5c36017bb1ca78b64804846aae4e415ba0cee73fea231c"),
+            ("Heart", "heart", "test", "0454aeb41092b0b54d8e40b254700f16c79857ad48376bf2bf9be608944e6d1b"),
+        )
+    ),
+)
+
+
+def check_data_files(datasets: Sequence[str] | None = None, data_dir: str | Path | None = None) -> list[tuple[DataFile, str]]:
+    """The state of every file the named datasets need (all when None): (file, "ok" | "missing" |
+    "checksum differs"), in `DATA_FILES` order."""
+    folder = data_directory(data_dir)
+    states = []
+    for file in DATA_FILES:
+        if datasets is not None and not set(file.datasets) & set(datasets):
+            continue
+        path = folder / file.relative
+        if not path.is_file():
+            states.append((file, "missing"))
+            continue
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        states.append((file, "ok" if digest == file.sha256 else "checksum differs"))
+    return states
+
+
+def require_data_files(datasets: Sequence[str], data_dir: str | Path | None = None) -> None:
+    """Raise one `InputError` naming every missing file the datasets need (checksums are not
+    required to match: `cardinal data check` reports those)."""
+    missing = [file.relative for file, state in check_data_files(datasets, data_dir) if state == "missing"]
+    if missing:
+        raise InputError(
+            f"{len(missing)} data file(s) missing under {data_directory(data_dir)}: {', '.join(missing)} "
+            "(set $CARDINAL_DATA or --data-dir; `cardinal data check` lists their sources)"
+        )
 
 
 def _require(data_dir: Path, relative: str, origin: str) -> Path:

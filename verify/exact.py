@@ -189,46 +189,38 @@ def _affine(z: Dyadic, weight: Dyadic, bias: Dyadic) -> Dyadic:
 
 
 def _piecewise_linear(h: Dyadic, activation: Activation) -> Dyadic:
-    name = activation.name
-    if name == "identity":
+    """σ(h) exactly, from the activation's pieces: ℓ_j applies from breakpoint c_j on."""
+    breaks, pieces = activation.pieces()
+    out = _piece(h, pieces[0])
+    for at, piece in zip(breaks, pieces[1:], strict=True):
+        exp, (ints, at_ints) = _aligned(h, Dyadic.from_fractions([at]))
+        value = _piece(h, piece)
+        exp, (new, old) = _aligned(value, out)
+        out = Dyadic(np.where(ints >= at_ints, new, old), exp)
+    return out
+
+
+def _piece(h: Dyadic, piece: tuple[Fraction, Fraction]) -> Dyadic:
+    """slope·h + offset for an exact dyadic piece."""
+    slope, offset = piece
+    if slope == 1 and offset == 0:
         return h
-    if name == "relu":
-        return Dyadic(np.where(h.ints > 0, h.ints, 0), h.exp)
-    if name == "leaky_relu":
-        slope = Dyadic.scalar(activation.param("slope"))
-        positive = Dyadic(np.where(h.ints > 0, h.ints, 0), h.exp)
-        negative = Dyadic(np.where(h.ints < 0, h.ints, 0) * slope.ints, h.exp + slope.exp)
-        return positive + negative
-    if name == "hardtanh":
-        exp, (ints, low, high) = _aligned(h, Dyadic.scalar(activation.param("min")), Dyadic.scalar(activation.param("max")))
-        return Dyadic(np.where(ints < low, low, np.where(ints > high, high, ints)), exp)
-    if name == "step":
-        exp, (ints, at) = _aligned(h, Dyadic.scalar(activation.param("at")))
-        return Dyadic(np.where(ints >= at, 1, 0).astype(object), 0)
-    raise AssertionError(f"not piecewise linear: {name}")
+    value = Dyadic(np.full(h.ints.shape, 0, dtype=object), h.exp) if slope == 0 else h * Dyadic.from_fractions([slope])[0]
+    return value if offset == 0 else value + Dyadic.from_fractions([offset])[0]
 
 
 def _smooth(h: Dyadic, activation: Activation, outward: int) -> Dyadic:
     """σ(h) rounded outwards (down for outward=-1, up for +1), as dyadics."""
     with mpmath.workprec(SMOOTH_PRECISION):
-        function = {"sigmoid": _sigmoid, "tanh": mpmath.tanh, "softplus": _softplus}[activation.name]
         guard = mpmath.ldexp(1, -SMOOTH_GUARD)
         results = []
         for value in h.ints.ravel():
-            y = function(mpmath.ldexp(value, h.exp))
+            y = activation.real(mpmath.ldexp(value, h.exp))
             results.append(y + outward * (abs(y) * guard + guard))
         mantissas = [_man_exp(y) for y in results]
     base = min(exp for _, exp in mantissas)
     ints = np.array([man * 2 ** (exp - base) for man, exp in mantissas], dtype=object).reshape(h.ints.shape)
     return Dyadic(ints, base)
-
-
-def _sigmoid(x: mpmath.mpf) -> mpmath.mpf:
-    return 1 / (1 + mpmath.exp(-x))
-
-
-def _softplus(x: mpmath.mpf) -> mpmath.mpf:
-    return mpmath.log1p(mpmath.exp(x))
 
 
 def _man_exp(y: mpmath.mpf) -> tuple[int, int]:

@@ -1,4 +1,5 @@
-"""Random networks and inputs for tests, benchmarks and campaigns, reproducible from a seed.
+"""Random networks and inputs for tests, benchmarks and campaigns, reproducible from a seed, and
+the SET-COVER networks of the paper's Theorems 1–2.
 
 Weights are drawn so that predictions vary over the unit box: |N(0, 1)|/√fan_in for monotone
 networks (signed for the others), hidden biases centred so that units switch inside the box,
@@ -7,6 +8,7 @@ and optionally sparse weights and short decimals (which make ties and exact valu
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import numpy as np
@@ -25,7 +27,6 @@ _FAMILY_ACTIVATIONS = {
     "softplus": Activation.make("softplus"),
     "identity": Activation.make("identity"),
 }
-FAMILIES = tuple(_FAMILY_ACTIVATIONS)
 
 
 def random_network(
@@ -74,3 +75,50 @@ def median_threshold(net: Network, X: np.ndarray) -> float:
     median = values[(len(values) - 1) // 2]
     above = values[values > median]
     return float((median + above[0]) / 2) if above.size else float(median) + 0.5
+
+
+# ---------------------------------------------------------------------------- SET-COVER
+def set_cover_network(sets: list[frozenset[int]], universe: int, activation: str = "step") -> Network:
+    """Theorem 1's network: input i is set E_i; hidden unit j fires iff some chosen set covers
+    element j; the output fires iff all u elements are covered. Threshold 0.5 separates 0 and 1.
+
+    `step`: σ1 = step(at 0.5) (the paper's z > 0 on integer sums), σ2 = step(at u − 0.5).
+    `hardtanh`: σ1 = clip(z, 0, 1), σ2 = clip(z − (u − 1), 0, 1): equal on the Boolean cube.
+    """
+    weight = np.array([[1.0 if j in s else 0.0 for s in sets] for j in range(universe)])
+    if activation == "step":
+        hidden, output = Activation.make("step", at=0.5), Activation.make("step", at=universe - 0.5)
+        output_bias = 0.0
+    elif activation == "hardtanh":
+        hidden = output = Activation.make("hardtanh", min=0.0, max=1.0)
+        output_bias = -(universe - 1.0)
+    else:
+        raise ValueError(f"SET-COVER networks use step or hardtanh, not {activation}")
+    return Network([Layer(weight, np.zeros(universe), hidden), Layer(np.ones((1, universe)), np.array([output_bias]), output)])
+
+
+def random_set_cover(rng: np.random.Generator, universe: int, n_sets: int, density: float = 0.35) -> list[frozenset[int]]:
+    """n_sets random subsets of {0..universe−1} whose union is everything."""
+    sets = [frozenset(int(j) for j in np.flatnonzero(rng.random(universe) < density)) for _ in range(n_sets)]
+    covered = frozenset().union(*sets)
+    for j in set(range(universe)) - covered:
+        index = int(rng.integers(n_sets))
+        sets[index] = sets[index] | {j}
+    return sets
+
+
+def minimum_set_cover(sets: list[frozenset[int]], universe: int) -> int:
+    """Size of a smallest cover, by brute force (for tests and small instances)."""
+    for size in range(len(sets) + 1):
+        for chosen in itertools.combinations(sets, size):
+            if len(frozenset().union(*chosen)) == universe:
+                return size
+    raise ValueError("the sets do not cover the universe")
+
+
+def set_cover_problem(
+    sets: list[frozenset[int]], universe: int, kind: str, activation: str = "step"
+) -> tuple[Network, np.ndarray]:
+    """Network and input of Theorem 1 (CXp of x = 0) or Theorem 2 (AXp of x = 1)."""
+    x = np.zeros(len(sets)) if kind == "contrastive" else np.ones(len(sets))
+    return set_cover_network(sets, universe, activation), x

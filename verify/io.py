@@ -35,7 +35,7 @@ def read_json(path: str | Path, what: str = "file") -> Any:
     except OSError as error:
         raise InputError(f"cannot read {what} {path}: {error.strerror}") from None
     except UnicodeDecodeError as error:
-        raise InputError(f"{path}: not a JSON text file (byte {error.start} is not UTF-8)") from None
+        raise InputError(f"{what} {path} is not text (JSON expected; byte {error.start} is not UTF-8)") from None
     try:
         return json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as error:
@@ -55,14 +55,14 @@ def _umask() -> int:
 _UMASK = _umask()
 
 
-def write_atomic(path: str | Path, text: str) -> None:
-    """Write `text` to `path` so that readers see either the old file or the whole new one."""
+def write_atomic(path: str | Path, data: str | bytes) -> None:
+    """Write text or bytes to `path` so that readers see either the old file or the whole new one."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(handle, "w") as stream:
-            stream.write(text)
+        with os.fdopen(handle, "wb" if isinstance(data, bytes) else "w") as stream:
+            stream.write(data)
         os.chmod(temporary, 0o666 & ~_UMASK)  # mkstemp makes the file private; give it the usual mode
         os.replace(temporary, path)
     except BaseException:

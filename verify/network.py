@@ -2,7 +2,8 @@
 
 Weights are kept as float64 numpy arrays, read as exact rationals by `verify.exact`. Networks load
 from and save to the JSON format `cardinal.network/1` (a round trip keeps every double exactly)
-and convert to and from `torch.nn.Sequential`. Loading never runs pickled code.
+and convert to and from torch modules; `Network.load` also reads ONNX and torch files
+(`verify.loaders`). Loading never runs pickled code.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ import torch
 from torch import nn
 
 from .activations import Activation
+from .chain import ChainStep
 from .errors import InputError
-from .io import read_json, write_atomic
+from .io import write_atomic
 from .validate import describe, json_matrix, json_vector
 
 FORMAT = "cardinal.network/1"
@@ -137,27 +139,40 @@ class Network:
     # ------------------------------------------------------------------ torch
     @classmethod
     def from_torch(cls, model: nn.Module) -> Network:
-        """Read an `nn.Sequential` of `Linear` and activation modules (a `Linear` not followed by
-        an activation gets `identity`)."""
-        modules = list(model) if isinstance(model, nn.Sequential) else [model]
+        """Read a torch model: an `nn.Sequential` of `Linear` and activation modules, or any
+        module whose `forward` is such a chain (traced with `torch.fx`). A `Linear` not followed
+        by an activation gets `identity`; Dropout, Identity and Flatten of a vector are skipped."""
+        from .torch_io import chain_of_module
+
+        return cls.from_chain(chain_of_module(model))
+
+    def chain(self) -> list[ChainStep]:
+        """The layers as a chain: affine map, activation, affine map, activation, ..."""
+        steps = []
+        for number, layer in enumerate(self.layers, start=1):
+            steps.append(ChainStep(f"layer {number}", weight=layer.weight, bias=layer.bias))
+            steps.append(ChainStep(f"layer {number}", activation=layer.activation))
+        return steps
+
+    @classmethod
+    def from_chain(cls, steps: Sequence[ChainStep]) -> Network:
+        """Assemble layers from a model read as a chain of affine maps and activations: an affine
+        map followed by an activation is one layer, one followed by another affine map (or by
+        nothing) gets `identity`. Errors name the step (`ChainStep.where`)."""
         layers: list[Layer] = []
-        pending: nn.Linear | None = None
-        for position, module in enumerate(modules):
-            if isinstance(module, nn.Linear):
+        pending: ChainStep | None = None
+        for step in steps:
+            if step.activation is None:
                 if pending is not None:
-                    layers.append(_from_linear(pending, Activation.make("identity")))
-                pending = module
+                    layers.append(Layer(pending.weight, pending.bias, Activation.make("identity")))
+                pending = step
                 continue
             if pending is None:
-                raise InputError(f"module {position} ({type(module).__name__}) is not preceded by a Linear layer")
-            try:
-                activation = Activation.from_module(module)
-            except InputError as error:
-                raise InputError(f"module {position}: {error}") from None
-            layers.append(_from_linear(pending, activation))
+                raise InputError(f"{step.where} is not preceded by a Linear layer")
+            layers.append(Layer(pending.weight, pending.bias, step.activation))
             pending = None
         if pending is not None:
-            layers.append(_from_linear(pending, Activation.make("identity")))
+            layers.append(Layer(pending.weight, pending.bias, Activation.make("identity")))
         return cls(layers)
 
     def to_torch(self, dtype: torch.dtype = torch.float64, device: torch.device | str | None = None) -> nn.Sequential:
@@ -209,11 +224,44 @@ class Network:
         }
 
     @classmethod
-    def load(cls, path: str | Path) -> Network:
-        return cls.from_json(read_json(path, "network file"), source=str(path))
+    def load(cls, path: str | Path, activations: str | Sequence[str | Activation] | None = None) -> Network:
+        """Read a network file: cardinal's JSON, ONNX, or a torch file (a whole `nn.Sequential`,
+        or a state_dict, which needs `activations`: one per Linear layer, as `Activation`s or
+        specs like `relu` and `leaky_relu:0.1`, or one comma-separated string); see
+        `verify.loaders`. Never runs pickled code."""
+        from .loaders import read_model
 
-    def save(self, path: str | Path) -> None:
-        write_atomic(path, json.dumps(self.to_json()) + "\n")
+        document, chain = read_model(path, activations)
+        if not chain:
+            return cls.from_json(document, source=str(path))
+        try:
+            return cls.from_chain(chain)
+        except InputError as error:
+            message = str(error)
+            raise InputError(message if message.startswith(str(path)) else f"{path}: {message}") from None
+
+    def save(self, path: str | Path, float32: bool = False, state_dict: bool = False) -> None:
+        """Write the network, whole or not at all, in the format of the extension: `.onnx`, a
+        torch file (`.pt`, `.pth`, `.bin`: the whole `nn.Sequential`, or its state_dict), else
+        JSON. ONNX and torch files hold float64 weights, the same network exactly, unless
+        `float32` (which rounds them)."""
+        from .loaders import format_for_output
+
+        kind = format_for_output(path, strict=False)
+        if state_dict and kind != "torch":
+            raise InputError(f"{path}: a state_dict is a torch file (.pt, .pth)")
+        if float32 and kind == "json":
+            raise InputError(f"{path}: JSON keeps every double; float32 applies to ONNX and torch files")
+        if kind == "onnx":
+            from .onnx_io import onnx_bytes
+
+            write_atomic(path, onnx_bytes(self.chain(), self.n_inputs, float32))
+        elif kind == "torch":
+            from .torch_io import torch_bytes
+
+            write_atomic(path, torch_bytes(self.to_torch(torch.float32 if float32 else torch.float64), state_dict))
+        else:
+            write_atomic(path, json.dumps(self.to_json()) + "\n")
 
     @property
     def hash(self) -> str:
@@ -223,12 +271,6 @@ class Network:
 
     def __repr__(self) -> str:
         return f"Network(n={self.n_inputs}, widths={self.widths}, activations={self.activation_names})"
-
-
-def _from_linear(linear: nn.Linear, activation: Activation) -> Layer:
-    weight = linear.weight.detach().cpu().double().numpy()
-    bias = linear.bias.detach().cpu().double().numpy() if linear.bias is not None else np.zeros(weight.shape[0])
-    return Layer(weight, bias, activation)
 
 
 def _checked(array: np.ndarray, where: str) -> np.ndarray:

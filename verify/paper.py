@@ -22,9 +22,9 @@ import numpy as np
 
 from .domain import Domain
 from .greedy import explain, explain_reference
+from .instance import Instance
 from .io import read_json, write_atomic
 from .network import Network
-from .suites import Instance
 
 DATASETS = ("loan", "blog", "compas", "heart", "auto-mpg")
 HIDDEN = (64, 64)
@@ -55,9 +55,10 @@ class PaperModel:
 
 def paper_models(workdir: Path, datasets: tuple[str, ...] = DATASETS) -> Iterator[PaperModel]:
     """Train (or load from `workdir/models/`) one monotone network per dataset."""
-    from .datasets import load_dataset
+    from .datasets import load_dataset, require_data_files
     from .train import train_monotone
 
+    require_data_files(datasets)
     for name in datasets:
         data = load_dataset(name)
         cached = workdir / "models" / f"{name}.json"

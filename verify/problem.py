@@ -58,10 +58,6 @@ class Status(StrEnum):
     REFUTED = "refuted"  # the backend's claim failed the exact replay
     ERROR = "error"
 
-    @property
-    def is_verdict(self) -> bool:
-        return self in (Status.OPTIMAL, Status.NONE_WITHIN, Status.NONE_EXISTS)
-
 
 class MissingSolutionError(LookupError):
     """Asked for the explanation of an outcome that has none."""

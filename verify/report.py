@@ -13,10 +13,11 @@ from typing import Any
 import numpy as np
 from tabulate import tabulate
 
+from .activations import CONTINUOUS
 from .io import write_atomic
 
 VERDICT_COLUMNS = ("greedy_minimal", "greedy_suboptimal", "none_exists", "solver_disagreement", "unknown", "exact_only")
-ADMISSIBLE = {"relu", "leaky_relu", "hardtanh", "sigmoid", "tanh", "softplus", "identity"}
+ADMISSIBLE = set(CONTINUOUS)  # every activation is monotone; admissible ones are also continuous
 
 
 def _quantile(values: list[float], q: float) -> float:

@@ -12,33 +12,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from .domain import Domain
-from .generate import median_threshold, random_network
-from .hunt import random_set_cover, set_cover_network
-from .network import Network
-from .problem import KINDS
-
-
-@dataclass(frozen=True, eq=False)
-class Instance:
-    """A network with inputs X [B, n] to explain at `threshold` over `domain`."""
-
-    id: str
-    family: str  # random, set-cover, trained:<dataset>, paper:<dataset>
-    net: Network
-    X: np.ndarray
-    threshold: float
-    domain: Domain
-    kinds: tuple[str, ...] = KINDS
-
-    @property
-    def activation(self) -> str:
-        return self.net.hidden_activation()
+from .generate import median_threshold, random_network, random_set_cover, set_cover_network
+from .instance import Instance
+from .paper import paper_instances
 
 
 def _random(
@@ -106,11 +87,5 @@ def standard(workdir: Path) -> Iterator[Instance]:
     yield from _trained(0, ("diabetes", "breast-cancer"), hidden=(32, 32), epochs=20, rows=40)
 
 
-def paper(workdir: Path) -> Iterator[Instance]:
-    from .paper import paper_instances
-
-    yield from paper_instances(workdir)
-
-
 # name → instances, given the campaign's directory (where the paper suite caches its models)
-SUITES: dict[str, Callable[[Path], Iterator[Instance]]] = {"quick": quick, "standard": standard, "paper": paper}
+SUITES: dict[str, Callable[[Path], Iterator[Instance]]] = {"quick": quick, "standard": standard, "paper": paper_instances}

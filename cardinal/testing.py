@@ -1,0 +1,118 @@
+"""A pytest helper: assert that a model's explanations hold exactly and did not change.
+
+    from cardinal.testing import assert_explanations
+
+    def test_credit_explanations():
+        assert_explanations("credit.onnx", "applicants.csv", require="minimum",
+                            baseline="explanations.jsonl", fail_on=("changed",))
+
+It judges explanations like `cardinal check` (cardinal's own greedy ones, or `explanations` from
+any explainer), compares them with a baseline like `--baseline`, and raises `AssertionError`
+listing every failure with its evidence (the witness of an invalid set, a smaller explanation).
+A baseline is the JSON lines that `cardinal check --out` writes; it is (re)written instead of
+compared when `update=True` or the environment has `CARDINAL_UPDATE_BASELINE=1`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from .verify.activations import Activation
+from .verify.baseline import change_table, compare, entry_of, failures, parse_fail_on, read_baseline
+from .verify.certify import greedy_answers
+from .verify.check import KINDS, Claim, Judgement, check_explanations, parse_claim, read_claims
+from .verify.domain import Domain
+from .verify.io import read_inputs, write_atomic
+from .verify.network import Network
+
+__all__ = ["assert_explanations"]
+
+
+def assert_explanations(
+    model: Network | nn.Module | str | Path,
+    X: np.ndarray | torch.Tensor | str | Path,
+    *,
+    explanations: Sequence[Mapping[str, Any]] | str | Path | None = None,
+    kind: str = "both",
+    threshold: float = 0.0,
+    domain: Domain | None = None,
+    require: str = "valid",
+    baseline: str | Path | None = None,
+    fail_on: Iterable[str] | None = None,
+    solvers: Sequence[str] = ("enumerate",),
+    time_limit: float = 60.0,
+    activations: Sequence[str | Activation] | str | None = None,
+    update: bool | None = None,
+) -> list[Judgement]:
+    """Judge the explanations of `model` for inputs X [B, n] and raise `AssertionError` on any failure.
+
+    model: a `Network`, a torch module (`Network.from_torch`) or a network file (`Network.load`,
+    with `activations` for a state_dict). X: an array [B, n] or a CSV file. explanations: None
+    for cardinal's greedy explanations of monotone networks, else `{"row", "kind", "features"}`
+    records or a JSON-lines file of them. kind: contrastive, abductive or both. require: valid,
+    subset or minimum (as `cardinal check --require`). baseline: a `cardinal check` JSON-lines
+    file; fail_on: what fails against it (default `("changed",)` when there is a baseline), as
+    `--fail-on`. Returns the judgements (each `.to_json()` is a `cardinal check` record).
+    """
+    net = _network(model, activations)
+    domain = domain if domain is not None else Domain.unit(net.n_inputs)
+    inputs = read_inputs(X, net.n_inputs) if isinstance(X, (str, Path)) else X
+    inputs = domain.check(inputs)
+    kinds = KINDS if kind == "both" else (kind,)
+    claims = _claims(net, inputs, explanations, kinds, domain, threshold)
+    conditions = parse_fail_on(("changed",) if fail_on is None and baseline is not None else fail_on, baseline is not None)
+    judgements = check_explanations(net, inputs, claims, domain, threshold, require, solvers, time_limit)
+    problems = [judgement.describe() for judgement in judgements if not judgement.passed]
+    records = [judgement.to_json() for judgement in judgements]
+    if baseline is not None:
+        if update if update is not None else os.environ.get("CARDINAL_UPDATE_BASELINE") == "1":
+            write_atomic(baseline, "".join(json.dumps(record) + "\n" for record in records))
+        elif not Path(baseline).exists():
+            problems.append(f"baseline {baseline} does not exist: write it with update=True or CARDINAL_UPDATE_BASELINE=1")
+        else:
+            entries = [entry_of(record) for record in records]
+            changes = compare(read_baseline(baseline, "check"), entries, kinds)
+            found = failures(conditions, entries, changes)
+            if found:
+                problems += [*found, f"changes since {baseline}:", change_table(changes)]
+    elif conditions:
+        problems += failures(conditions, [entry_of(record) for record in records], None)
+    if problems:
+        raise AssertionError("explanations failed their checks:\n" + "\n".join(problems))
+    return judgements
+
+
+def _network(model: Network | nn.Module | str | Path, activations: Sequence[str | Activation] | str | None) -> Network:
+    if isinstance(model, Network):
+        return model
+    if isinstance(model, nn.Module):
+        return Network.from_torch(model)
+    return Network.load(model, activations=activations)
+
+
+def _claims(
+    net: Network,
+    X: np.ndarray,
+    explanations: Sequence[Mapping[str, Any]] | str | Path | None,
+    kinds: Sequence[str],
+    domain: Domain,
+    threshold: float,
+) -> list[Claim]:
+    if isinstance(explanations, (str, Path)):
+        return read_claims(explanations, len(X), net.n_inputs, kinds)
+    if explanations is not None:
+        claims = [parse_claim(dict(record), len(X), net.n_inputs, f"explanation {i}") for i, record in enumerate(explanations)]
+        return [claim for claim in claims if claim.kind in kinds]
+    claims = []
+    for kind in kinds:
+        _, answers = greedy_answers(net, X, kind, domain, threshold)
+        claims += [Claim(row, kind, answer.features) for row, answer in enumerate(answers)]
+    return sorted(claims, key=lambda claim: (claim.row, KINDS.index(claim.kind)))

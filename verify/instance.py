@@ -1,0 +1,28 @@
+"""`Instance`: one campaign unit of work before it is split per row and kind."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .domain import Domain
+from .network import Network
+from .problem import KINDS
+
+
+@dataclass(frozen=True, eq=False)
+class Instance:
+    """A network with inputs X [B, n] to explain at `threshold` over `domain`."""
+
+    id: str
+    family: str  # random, set-cover, trained:<dataset>, paper:<dataset>
+    net: Network
+    X: np.ndarray
+    threshold: float
+    domain: Domain
+    kinds: tuple[str, ...] = KINDS
+
+    @property
+    def activation(self) -> str:
+        return self.net.hidden_activation()

@@ -1,0 +1,81 @@
+"""Network files by type: cardinal's JSON, ONNX and torch (`Network.load`, `Network.save`).
+
+The type is told by content where content tells it (a JSON object starts with `{`, `torch.save`
+writes a zip archive or a pickle), else by the extension; a file that is none of these is an
+`InputError`. Reading returns the JSON document or the model's chain (`verify.chain`), which
+`Network` assembles. Nothing here runs pickled code (see `verify.torch_io`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .activations import Activation
+from .chain import ChainStep
+from .errors import InputError
+from .io import read_json
+
+_EXTENSIONS = {".json": "json", ".onnx": "onnx", ".pt": "torch", ".pth": "torch", ".bin": "torch"}
+_PICKLE_PROTOCOLS = tuple(bytes([0x80, version]) for version in range(2, 6))
+
+
+def detect_format(path: str | Path) -> str:
+    """`json`, `onnx` or `torch`, from the first bytes of the file, else from its extension."""
+    path = Path(path)
+    try:
+        with path.open("rb") as stream:
+            head = stream.read(64)
+    except FileNotFoundError:
+        raise InputError(f"network file {path} not found") from None
+    except OSError as error:
+        raise InputError(f"cannot read network file {path}: {error.strerror}") from None
+    if head.lstrip()[:1] == b"{":
+        return "json"
+    if head[:4] == b"PK\x03\x04" or head[:2] in _PICKLE_PROTOCOLS:
+        return "torch"
+    if path.suffix.lower() in _EXTENSIONS:
+        return _EXTENSIONS[path.suffix.lower()]
+    if head[:1] == b"\x08":  # an ONNX ModelProto begins with field 1, ir_version (a varint)
+        return "onnx"
+    raise InputError(f"{path}: not a network file cardinal reads (JSON cardinal.network/1, ONNX, or a torch.save file)")
+
+
+def parse_activations(specs: str | Sequence[str | Activation] | None) -> list[Activation]:
+    """Activations for a state_dict: a comma-separated string or a list of `Activation`s or specs
+    (`relu`, `leaky_relu:0.1`, `hardtanh:0:1`, `step:0.5`)."""
+    from .torch_io import parse_activation
+
+    if specs is None:
+        return []
+    items = specs.split(",") if isinstance(specs, str) else list(specs)
+    return [item if isinstance(item, Activation) else parse_activation(item) for item in items]
+
+
+def read_model(path: str | Path, activations: str | Sequence[str | Activation] | None = None) -> tuple[Any, list[ChainStep]]:
+    """(the parsed JSON document of a cardinal network file, or None; the chain of an ONNX or
+    torch model, or []); `activations` only for a torch state_dict."""
+    path = Path(path)
+    kind = detect_format(path)
+    parsed = parse_activations(activations)
+    if parsed and kind != "torch":
+        raise InputError(f"{path} is a {kind.upper()} network, which names its own activations: drop --activations")
+    if kind == "json":
+        return read_json(path, "network file"), []
+    if kind == "onnx":
+        from .onnx_io import load_onnx
+
+        return None, load_onnx(path)
+    from .torch_io import load_torch
+
+    return None, load_torch(path, parsed)
+
+
+def format_for_output(path: str | Path, strict: bool = True) -> str:
+    """The format a path's extension asks for: .onnx, .pt/.pth/.bin (torch), .json, or (unless
+    `strict`, which raises InputError) JSON for any other extension."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in _EXTENSIONS and strict:
+        raise InputError(f"{path}: cannot tell the output format from the extension (use .json, .onnx, .pt or .pth)")
+    return _EXTENSIONS.get(suffix, "json")

@@ -1,0 +1,308 @@
+"""torch models and files read as chains (`verify.chain`), without running pickled code.
+
+* A module: an `nn.Sequential` (nested ones too) is read module by module; any other module is
+  traced with `torch.fx` and read node by node. Either way the model must be a chain of `Linear`
+  layers and activations; Dropout, Identity and Flatten of a vector are inference no-ops and are
+  skipped.
+* A file written by `torch.save` is read with `torch.load(weights_only=True)`, which refuses every
+  class and function outside an allowlist, so no pickled code runs. cardinal widens that
+  allowlist, for the duration of one load, by the torch.nn classes a whole `nn.Sequential` of
+  supported layers is made of (`SAFE_MODULES`); their unpickling only fills attribute
+  dictionaries. A whole module of a user-defined class cannot be loaded that way: save its
+  `state_dict()` and name the activations, or export ONNX.
+* A state_dict holds only weights: the activations come from the caller, one per Linear layer in
+  the dictionary's order (the order the layers were registered in).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import warnings
+import zipfile
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional
+
+from .activations import Activation, Step
+from .chain import ChainStep
+from .errors import InputError
+
+# Classes a whole `nn.Sequential` file may hold (besides what weights_only always allows).
+SAFE_MODULES: tuple[type, ...] = (
+    nn.Sequential,
+    nn.Linear,
+    nn.Identity,
+    nn.Dropout,
+    nn.Flatten,
+    nn.ReLU,
+    nn.ReLU6,
+    nn.LeakyReLU,
+    nn.Hardtanh,
+    nn.Sigmoid,
+    nn.Tanh,
+    nn.Softplus,
+    Step,
+)
+_SKIPPED = (nn.Dropout, nn.Identity)
+
+# torch.fx call_function / call_method targets: (module equivalent, its parameter names in order).
+_FUNCTIONS: dict[Any, tuple[type[nn.Module], tuple[str, ...]]] = {
+    torch.relu: (nn.ReLU, ()),
+    functional.relu: (nn.ReLU, ()),
+    functional.relu6: (nn.ReLU6, ()),
+    torch.sigmoid: (nn.Sigmoid, ()),
+    functional.sigmoid: (nn.Sigmoid, ()),
+    torch.tanh: (nn.Tanh, ()),
+    functional.tanh: (nn.Tanh, ()),
+    functional.leaky_relu: (nn.LeakyReLU, ("negative_slope",)),
+    functional.hardtanh: (nn.Hardtanh, ("min_val", "max_val")),
+    functional.softplus: (nn.Softplus, ("beta", "threshold")),
+    functional.dropout: (nn.Dropout, ("p",)),
+    torch.flatten: (nn.Flatten, ("start_dim", "end_dim")),
+}
+_METHODS: dict[str, tuple[type[nn.Module], tuple[str, ...]]] = {
+    "relu": (nn.ReLU, ()),
+    "sigmoid": (nn.Sigmoid, ()),
+    "tanh": (nn.Tanh, ()),
+    "flatten": (nn.Flatten, ("start_dim", "end_dim")),
+}
+
+
+# ---------------------------------------------------------------------------- modules
+def chain_of_module(model: nn.Module) -> list[ChainStep]:
+    """The chain of a module: `nn.Sequential` and single layers directly, anything else by tracing."""
+    if isinstance(model, SAFE_MODULES):
+        return _chain_of_sequence(_flattened(model))
+    return _chain_of_trace(model)
+
+
+def _flattened(model: nn.Module, prefix: str = "") -> list[tuple[str, nn.Module]]:
+    """(position label, module) for the leaves of nested `nn.Sequential`s."""
+    if not isinstance(model, nn.Sequential):
+        return [(prefix or "0", model)]
+    leaves = []
+    for position, module in enumerate(model):
+        leaves += _flattened(module, f"{prefix}.{position}" if prefix else str(position))
+    return leaves
+
+
+def _chain_of_sequence(modules: list[tuple[str, nn.Module]]) -> list[ChainStep]:
+    steps = []
+    for position, module in modules:
+        step = _step_of_module(module, f"module {position} ({type(module).__name__})")
+        if step is not None:
+            steps.append(step)
+    return steps
+
+
+def _step_of_module(module: nn.Module, where: str) -> ChainStep | None:
+    """A module as a chain step; None for an inference no-op."""
+    if isinstance(module, nn.Linear):
+        return _linear_step(module.weight, module.bias, where)
+    if isinstance(module, _SKIPPED):
+        return None
+    if isinstance(module, nn.Flatten):
+        if module.start_dim not in (1, -1) or module.end_dim != -1:
+            raise InputError(f"{where}: only a Flatten of a vector (start_dim=1, end_dim=-1) is supported")
+        return None
+    try:
+        return ChainStep(where, activation=Activation.from_module(module))
+    except InputError as error:
+        raise InputError(f"{where.split(' (')[0]}: {error}") from None
+
+
+def _linear_step(weight: Any, bias: Any, where: str) -> ChainStep:
+    tensors = [weight] if bias is None else [weight, bias]
+    if not all(isinstance(tensor, torch.Tensor) and tensor.is_floating_point() for tensor in tensors):
+        raise InputError(f"{where}: weight and bias must be real floating-point tensors")
+    matrix = weight.detach().cpu().double().numpy()
+    vector = np.zeros(matrix.shape[0]) if bias is None else bias.detach().cpu().double().numpy()
+    return ChainStep(where, weight=matrix, bias=vector)
+
+
+def _chain_of_trace(model: nn.Module) -> list[ChainStep]:
+    """Trace `model.forward` with torch.fx and read the graph, which must be one chain from the
+    input to the output."""
+    name = type(model).__name__
+    try:
+        traced = torch.fx.symbolic_trace(model)
+    except Exception as error:  # tracing runs the user's forward on proxies: any failure is theirs
+        raise InputError(f"{name}: torch.fx cannot trace its forward ({type(error).__name__}: {error})") from None
+    steps: list[ChainStep] = []
+    current: torch.fx.Node | None = None
+    for node in traced.graph.nodes:
+        where = f"{name} node {node.name} ({node.op} {_target_name(node.target)})"
+        if node.op == "placeholder":
+            if current is not None:
+                raise InputError(f"{where}: the model takes more than one input")
+            current = node
+            continue
+        data = [arg for arg in (*node.args, *node.kwargs.values()) if isinstance(arg, torch.fx.Node)]
+        if node.op == "output":
+            if data != [current]:
+                raise InputError(f"{where}: the output is not the end of one chain of layers")
+            break
+        if current is None or data != [current] or not node.args or node.args[0] is not current:
+            raise InputError(f"{where}: not a chain of layers (each step must take the previous step's output alone)")
+        if len(current.users) != 1 and current.op != "placeholder":
+            raise InputError(f"{where}: {current.name} feeds more than one step; only chains are supported")
+        step = _step_of_node(traced, node, where)
+        if step is not None:
+            steps.append(step)
+        current = node
+    return steps
+
+
+def _target_name(target: Any) -> str:
+    return target if isinstance(target, str) else getattr(target, "__name__", repr(target))
+
+
+def _step_of_node(traced: torch.fx.GraphModule, node: torch.fx.Node, where: str) -> ChainStep | None:
+    if node.op == "call_module":
+        return _step_of_module(traced.get_submodule(node.target), where)
+    if node.op == "call_function" and node.target in _FUNCTIONS:
+        module_type, names = _FUNCTIONS[node.target]
+    elif node.op == "call_method" and node.target in _METHODS:
+        module_type, names = _METHODS[node.target]
+    else:
+        raise InputError(f"{where}: unsupported step (supported: Linear modules, activations, Dropout, Flatten)")
+    # Positional arguments past the parameters (inplace, training) and those keywords change nothing at inference.
+    extra = dict(zip(names, node.args[1:], strict=False)) | {
+        key: value for key, value in node.kwargs.items() if key not in ("inplace", "training")
+    }
+    if set(extra) - set(names):
+        raise InputError(f"{where}: unexpected argument(s) {sorted(set(extra) - set(names))}")
+    return _step_of_module(module_type(**extra), where)
+
+
+# ---------------------------------------------------------------------------- state_dicts
+def chain_of_state_dict(state: Mapping[str, Any], activations: Sequence[Activation], source: str) -> list[ChainStep]:
+    """Linear layers from a state_dict (`P.weight` [out, in] with optional `P.bias` [out], in the
+    dictionary's order), each followed by its activation."""
+    prefixes: list[str] = []
+    for key, value in state.items():
+        if not isinstance(key, str) or not isinstance(value, torch.Tensor):
+            raise InputError(f"{source}: entry {key!r} is not a named tensor; a state_dict maps names to tensors")
+        prefix, _, leaf = key.rpartition(".")
+        if leaf == "weight" and value.ndim == 2:
+            prefixes.append(prefix)
+        elif not (leaf == "bias" and value.ndim == 1 and f"{prefix}.weight" in state):
+            raise InputError(
+                f"{source}: entry {key!r} (shape {list(value.shape)}) is not the weight [out, in] or bias [out] of a "
+                "Linear layer; only chains of Linear layers and activations are supported"
+            )
+    if not prefixes:
+        raise InputError(f"{source}: the state_dict holds no Linear layer")
+    shapes = ", ".join(f"{prefix or 'weight'} {list(state[_key(prefix, 'weight')].shape)}" for prefix in prefixes)
+    if not activations:
+        raise InputError(
+            f"{source} is a state_dict with {len(prefixes)} Linear layer(s) ({shapes}): give their activations, "
+            f"one per layer (--activations, e.g. {','.join(['relu'] * (len(prefixes) - 1) + ['identity'])})"
+        )
+    if len(activations) != len(prefixes):
+        raise InputError(f"{source}: {len(activations)} activation(s) given for {len(prefixes)} Linear layer(s) ({shapes})")
+    steps = []
+    for number, (prefix, activation) in enumerate(zip(prefixes, activations, strict=True), start=1):
+        where = f"{source}: layer {number} ({prefix or 'weight'})"
+        steps.append(_linear_step(state[_key(prefix, "weight")], state.get(_key(prefix, "bias")), where))
+        steps.append(ChainStep(where, activation=activation))
+    return steps
+
+
+def _key(prefix: str, leaf: str) -> str:
+    return f"{prefix}.{leaf}" if prefix else leaf
+
+
+# ---------------------------------------------------------------------------- files
+def load_torch(path: Path, activations: Sequence[Activation]) -> list[ChainStep]:
+    """The chain of a `torch.save` file: a whole `nn.Sequential` (or a single supported layer)
+    or a state_dict with `activations`. Raises `InputError` for anything else, a pickle that would
+    run code included."""
+    obj = _safe_load(path)
+    if isinstance(obj, nn.Module):
+        if activations:
+            raise InputError(f"{path} holds a whole module, which names its own activations: drop --activations")
+        try:
+            return chain_of_module(obj)
+        except (AttributeError, TypeError, ValueError, RuntimeError) as error:  # attributes not as torch writes them
+            raise InputError(f"{path}: not a well-formed module ({type(error).__name__}: {error})") from None
+    if isinstance(obj, Mapping):
+        return chain_of_state_dict(obj, activations, str(path))
+    raise InputError(f"{path} holds a {type(obj).__name__}, not a module or a state_dict")
+
+
+def _safe_load(path: Path) -> Any:
+    """`torch.load(weights_only=True)` with `SAFE_MODULES` allowed; refusals become InputError."""
+    if zipfile.is_zipfile(path):  # torch.save's format: name what it would import, before loading
+        try:
+            unsafe = torch.serialization.get_unsafe_globals_in_checkpoint(path)
+        except Exception as error:
+            raise InputError(f"{path}: not a file written by torch.save ({_first_line(error)})") from None
+        allowed = {f"{cls.__module__}.{cls.__qualname__}" for cls in SAFE_MODULES}
+        refused = [name for name in unsafe if name not in allowed]
+        if refused:
+            raise InputError(_refusal(path, refused[0]))
+    try:
+        with torch.serialization.safe_globals(list(SAFE_MODULES)), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # e.g. "Detected pickle protocol 4": the refusal below says what matters
+            return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as error:  # torch raises UnpicklingError, RuntimeError, EOFError, ... for foreign files
+        text = str(error)
+        match = re.search(r"GLOBAL ([\w.]+)", text)
+        if match:
+            raise InputError(_refusal(path, match.group(1))) from None
+        if "WeightsUnpickler error:" in text:  # torch's own reason, between its boilerplate
+            reason = " ".join(text.split("WeightsUnpickler error:")[1].split("Check the documentation")[0].split())
+            raise InputError(f"{path}: refused by torch.load(weights_only=True), so no pickled code ran: {reason}") from None
+        raise InputError(f"{path}: torch.load(weights_only=True) cannot read it: {_first_line(error)}") from None
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def _refusal(path: Path, name: str) -> str:
+    return (
+        f"{path}: refused: unpickling it would import {name}, and cardinal never runs pickled code (torch.load with "
+        "weights_only=True, torch.nn Sequential/Linear/activation classes allowed). For a model of your own class, "
+        "save model.state_dict() and pass --activations, or export ONNX"
+    )
+
+
+def torch_bytes(module: nn.Module, state_dict: bool = False) -> bytes:
+    """The bytes of a `torch.save` file of `module` (an `nn.Sequential` of `SAFE_MODULES`,
+    loadable with `torch.load(weights_only=True)` inside `torch.serialization.safe_globals`), or
+    of its state_dict when `state_dict` (then the activations must be given when loading)."""
+    buffer = io.BytesIO()
+    torch.save(module.state_dict() if state_dict else module, buffer)
+    return buffer.getvalue()
+
+
+def activation_flag(activations: Iterable[Activation]) -> str:
+    """The `--activations` value that reloads a state_dict with these layer activations."""
+    return ",".join(format_activation(activation) for activation in activations)
+
+
+def format_activation(activation: Activation) -> str:
+    """`relu`, `leaky_relu:0.1`, `hardtanh:0.0:1.0`, `step:0.5`: the inverse of `parse_activation`."""
+    return ":".join([activation.name, *(repr(value) for _, value in activation.params)])
+
+
+def parse_activation(spec: str) -> Activation:
+    """`name` or `name:p1[:p2]` with the parameters in the order of `Activation.params`."""
+    name, *values = spec.strip().split(":")
+    defaults = Activation.make(name).params if name else ()
+    if len(values) > len(defaults):
+        raise InputError(f"activation {spec!r}: {name} takes {len(defaults)} parameter(s)")
+    try:
+        numbers = [float(value) for value in values]
+    except ValueError:
+        raise InputError(f"activation {spec!r}: parameters must be numbers") from None
+    return Activation.make(name, **{key: value for (key, _), value in zip(defaults, numbers, strict=False)})
