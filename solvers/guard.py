@@ -8,7 +8,10 @@ cut (integer matrix products that no solver timeout reaches). So each call is bo
 outside: the caller waits until the limit plus half the allowed overrun (`allowed_overrun`: 10%,
 at least 1 s), then kills the child and answers TIMEOUT; a fresh child serves the next call.
 The answer of a call that finishes is the backend's own, its seconds measured by the caller
-(transfer included); `solvers.base.solve_problem` replays it in exact arithmetic as usual.
+(transfer included); `solvers.base.solve_problem` replays it in exact arithmetic as usual. A
+backend may report each explanation it finds on the way (`report_incumbent`; z3 does): a call
+stopped from outside then answers with the last one, as a call that stops itself at its limit
+would (FEASIBLE within `at_most`, else TIMEOUT with the set), and that set is replayed too.
 
 Children come from a *zygote*: a fresh interpreter started once per calling process, with the
 backends' modules loaded and no solver ever run in it, which forks one child per backend on
@@ -30,6 +33,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from multiprocessing.connection import Connection
 from typing import Any
@@ -40,6 +44,18 @@ from ..verify.problem import Outcome, Problem, Status
 _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 _POLL_CHUNK = 3600.0  # seconds: poll()'s timeout is a C int of milliseconds
 _PRELOAD = ("cardinal.solvers.enumerate", "cardinal.solvers.smt", "cardinal.solvers.highs", "cardinal.solvers.gurobi")
+
+
+Incumbent = tuple[tuple[int, ...], tuple[float, ...] | None]  # (features, witness point [n] or None)
+_incumbent_hook: Callable[[Incumbent], None] | None = None  # set in a child: sends to the caller
+
+
+def report_incumbent(features: Iterable[int], witness: Iterable[float] | None = None) -> None:
+    """For backends: an explanation found so far (sorted features; for a contrastive one, the
+    point that flips). A guarded call stopped at its limit answers with the last one reported;
+    elsewhere this does nothing."""
+    if _incumbent_hook is not None:
+        _incumbent_hook((tuple(int(i) for i in features), None if witness is None else tuple(float(v) for v in witness)))
 
 
 def allowed_overrun(time_limit: float) -> float:
@@ -90,14 +106,18 @@ class GuardedSolver:
     def solve(self, problem: Problem, at_most: int | None, time_limit: float) -> Outcome:
         pid, connection = self._connect()
         started = time.perf_counter()
+        incumbent: Incumbent | None = None
         try:
             request = (problem.net, problem.x, problem.kind, problem.domain, problem.threshold, problem.epsilon)
             connection.send((request, at_most, time_limit, started))
-            if not _wait(connection, started + time_limit + allowed_overrun(time_limit) / 2):
-                self.close()
-                message = f"stopped from outside at the time limit ({time_limit:g} s)"
-                return self.outcome(Status.TIMEOUT, started, raw_status="killed", message=message)
-            kind, payload = connection.recv()
+            while True:
+                if not _wait(connection, started + time_limit + allowed_overrun(time_limit) / 2):
+                    self.close()
+                    return self._stopped(started, time_limit, at_most, incumbent)
+                kind, payload = connection.recv()
+                if kind != "incumbent":
+                    break
+                incumbent = payload
         except (EOFError, OSError):
             self.close()
             return self.outcome(Status.ERROR, started, message=f"the {self.name} process (pid {pid}) died")
@@ -107,6 +127,17 @@ class GuardedSolver:
         if kind == "input":
             raise InputError(payload)
         return replace(payload, seconds=time.perf_counter() - started)
+
+    def _stopped(self, started: float, time_limit: float, at_most: int | None, incumbent: Incumbent | None) -> Outcome:
+        """The outcome of a call killed at its limit: TIMEOUT, or FEASIBLE when an explanation
+        within `at_most` was reported before."""
+        message = f"stopped from outside at the time limit ({time_limit:g} s)"
+        if incumbent is None:
+            return self.outcome(Status.TIMEOUT, started, raw_status="killed", message=message)
+        features, witness = incumbent
+        status = Status.FEASIBLE if at_most is not None and len(features) <= at_most else Status.TIMEOUT
+        message += "; the best set found before"
+        return self.outcome(status, started, solution=features, witness=witness, raw_status="killed", message=message)
 
     def _connect(self) -> tuple[int, Connection]:
         """The live child, forked by the zygote if there is none."""
@@ -237,8 +268,14 @@ def _read(control: socket.socket, size: int) -> bytes | None:
 
 def _serve(connection: Connection, factory: type, options: dict[str, Any]) -> None:
     """A child: answer (problem, at_most, time limit) requests until the connection closes."""
+    global _incumbent_hook
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     backend = factory(**options)
+
+    def send(incumbent: Incumbent) -> None:
+        connection.send(("incumbent", incumbent))
+
+    _incumbent_hook = send
     while True:
         try:
             request, at_most, time_limit, started = connection.recv()

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from cardinal.solvers.base import BaseSolver, available_solvers, get_solver, solve_problem
-from cardinal.solvers.guard import allowed_overrun
+from cardinal.solvers.guard import allowed_overrun, report_incumbent
 from cardinal.verify.campaign import run_campaign
 from cardinal.verify.cli import main
 from cardinal.verify.generate import median_threshold, random_network
@@ -154,6 +154,32 @@ def test_a_backend_that_ignores_its_limit_is_stopped_from_outside() -> None:
             assert outcome.status == Status.TIMEOUT and "stopped from outside" in outcome.message
     finally:
         backend.close()
+
+
+class FindsThenHangs(BaseSolver):
+    """Reports the DESIGN network's CXp {0, 2} (x = 1, t = 0.5), then overruns its limit."""
+
+    name = "finds-then-hangs"
+
+    def solve(self, problem: Problem, at_most: int | None, time_limit: float) -> Outcome:
+        report_incumbent((0, 2))
+        time.sleep(60)
+        return Outcome(Status.OPTIMAL, self.name, 60.0, solution=(0, 2))
+
+
+def test_a_call_stopped_from_outside_keeps_what_it_found() -> None:
+    """The last set a backend reported is the answer of its stopped call, and it is replayed."""
+    from cardinal.solvers.guard import GuardedSolver
+    from cardinal.verify.network import Network
+
+    from tests.conftest import DESIGN_NETWORK
+
+    problem = Problem.make(Network.from_json(DESIGN_NETWORK), np.ones(3), "contrastive", threshold=0.5)
+    with GuardedSolver("finds-then-hangs", FindsThenHangs, {}) as backend:
+        within = solve_problem(backend, problem, 2, 1.0)
+        beyond = solve_problem(backend, problem, 1, 1.0)
+    assert within.status == Status.FEASIBLE and within.solution == (0, 2) and within.replayed
+    assert beyond.status == Status.TIMEOUT and beyond.solution == (0, 2)  # found, but not within at_most = 1
 
 
 @pytest.fixture(scope="module")
