@@ -6,30 +6,66 @@ unit box, threshold midway around the median output. For each input and kind, gr
 — the call `cardinal certify` makes. Three sweeps around the reference network (28 features, two
 hidden layers of 32): features 8 → 276, width 8 → 128, depth 1 → 3.
 
-Times are per call, replay included. A call that hits the time limit counts at the limit (so the
-median and p90 are lower bounds when there are timeouts; the table shows how many). Inside the
-timed loop the backends' verdicts are checked against each other: two decided backends that
-disagree stop the run.
+Times are per call, replay included, every backend on one thread (torch's too). A call that
+hits the time limit counts at the limit (so the median and p90 are lower bounds when there are
+timeouts; the table shows how many). Inside the timed loop the backends' verdicts are checked
+against each other: two decided backends that disagree stop the run.
+
+**The peer** (column `gurobi-ml`, when `pip install 'cardinal[peer]'` has installed
+gurobi-machinelearning): the same question put to the MILP a user builds with a standard encoder
+library — gurobi-ml's `add_predictor_constr` on the torch `nn.Sequential`, with the library's and
+Gurobi's defaults (no bounds, no tightening; one thread and the time limit, as for every backend),
+plus the cardinality selector and the monotone shortcut (DESIGN §4; an AXp has no single-MILP
+form otherwise). The library encodes each ReLU as Gurobi's max general constraint on unbounded
+hidden variables; Gurobi's presolve derives what bounds it can. Per call, timed from building to
+the exact replay of its answer:
+
+    model = gp.Model(env=env); model.Params.Threads = 1; model.Params.TimeLimit = time_limit
+    s = model.addMVar(n, vtype=GRB.BINARY)
+    x = model.addMVar((1, n), lb=np.minimum(base, target), ub=np.maximum(base, target))
+    model.addConstr(x[0] == base + (target - base) * s)
+    y = model.addMVar((1, 1), lb=-GRB.INFINITY)
+    add_predictor_constr(model, torch_model, x, y)        # Linear + ReLU layers, the library's encoding
+    model.addConstr(y[0, 0] >= t + 1e-6 if goal == 1 else y[0, 0] <= t)
+    model.addConstr(s.sum() <= g - 1)
+    model.setObjective(s.sum(), GRB.MINIMIZE)
+    model.optimize()
+
+Its statuses map as cardinal's MILPs' do (optimal, none_within from INFEASIBLE, feasible or
+timeout at the limit); its sets are replayed exactly (`refuted` when they fail), and a verdict
+that contradicts an exact backend's (z3, enumerate) is counted in the column `wrong` instead of
+stopping the run. Gurobi's pip licence caps the model size: such a call is `size_limit` (the
+library builds Gurobi models only, so there is no fallback).
+
+Besides the table and the median plot, a cactus plot (`*_cactus.png`): for each backend, its
+calls that answered the question (none_within, optimal, or a replayed feasible set) sorted by
+time, the k-th at the time of the k-th fastest — instances solved within a time budget.
 
     python -m bench.solvers [--networks 3] [--inputs 4] [--time-limit 5] [--solvers gurobi,highs,z3,enumerate]
+                            [--no-peer] [--sweeps features,width,depth] [--out bench/results/solvers.md]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
+import importlib.util
 import statistics
 import sys
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from cardinal.solvers.base import available_solvers, get_solver, solve_problem
+import torch
+from cardinal.solvers.base import available_solvers, get_solver, replay, solve_problem
 from cardinal.verify.domain import Domain
 from cardinal.verify.generate import median_threshold, random_network
 from cardinal.verify.greedy import explain
-from cardinal.verify.problem import Problem, Status
+from cardinal.verify.network import Network
+from cardinal.verify.problem import Outcome, Problem, Status
 from tabulate import tabulate
 
 from bench.greedy import machine
@@ -41,27 +77,100 @@ SWEEPS = {
     "depth": [(28, (32,) * d) for d in (1, 2, 3)],
 }
 MAX_FEATURES = {"enumerate": 28}  # beyond this, every call times out
+PEER = "gurobi-ml"
+EXACT = ("z3", "enumerate")  # backends whose "none within" is a proof
+ANSWERED = ("none_within", "optimal", "feasible")  # the question is decided (a feasible set was replayed)
+Calls = dict[str, list[tuple[float, str, bool]]]  # backend → (seconds, status, wrong) per call
+
+
+class Peer:
+    """The peer MILP of the module docstring, one Gurobi environment for all its calls."""
+
+    name = PEER
+
+    def __init__(self) -> None:
+        import gurobipy as gp
+
+        self.env = gp.Env(empty=True)
+        self.env.setParam("OutputFlag", 0)
+        self.env.start()
+
+    def close(self) -> None:
+        self.env.dispose()
+
+    def solve(self, torch_model: torch.nn.Sequential, problem: Problem, at_most: int, time_limit: float) -> Outcome:
+        import gurobipy as gp
+        from gurobi_ml import add_predictor_constr
+        from gurobipy import GRB
+
+        started = time.perf_counter()
+        base, target, n = problem.base, problem.target, problem.n
+        solution, witness = None, None
+        with gp.Model(env=self.env) as model:
+            model.Params.Threads = 1
+            model.Params.TimeLimit = time_limit
+            s = model.addMVar(n, vtype=GRB.BINARY)
+            x = model.addMVar((1, n), lb=np.minimum(base, target), ub=np.maximum(base, target))
+            model.addConstr(x[0] == base + (target - base) * s)
+            y = model.addMVar((1, 1), lb=-GRB.INFINITY)
+            try:
+                add_predictor_constr(model, torch_model, x, y)
+                goal = y[0, 0] >= problem.threshold + problem.epsilon if problem.goal == 1 else y[0, 0] <= problem.threshold
+                model.addConstr(goal)
+                model.addConstr(s.sum() <= at_most)
+                model.setObjective(s.sum(), GRB.MINIMIZE)
+                model.optimize()
+            except gp.GurobiError as error:
+                if error.errno != 10010:  # "Model too large for size-limited license"
+                    raise
+                return Outcome(Status.SIZE_LIMIT, PEER, time.perf_counter() - started, message=str(error))
+            if model.SolCount > 0:
+                chosen = np.asarray(s.X) > 0.5
+                solution = tuple(int(i) for i in np.flatnonzero(chosen))
+                witness = tuple(float(v) for v in np.where(chosen, target, base))
+            if model.Status == GRB.OPTIMAL:
+                status = Status.OPTIMAL
+            elif model.Status in (GRB.INFEASIBLE, GRB.INF_OR_UNBD):
+                status = Status.NONE_WITHIN
+            elif model.Status == GRB.TIME_LIMIT:
+                status = Status.FEASIBLE if solution is not None else Status.TIMEOUT
+            else:
+                status = Status.ERROR
+            raw = str(model.Status)
+        outcome = Outcome(status, PEER, time.perf_counter() - started, solution, witness, raw_status=raw)
+        return dataclasses.replace(replay(problem, outcome), seconds=time.perf_counter() - started)
+
+
+def peer_model(net: Network) -> torch.nn.Sequential:
+    """The network as its user's torch model: Linear and ReLU modules (no Identity at the output)."""
+    return torch.nn.Sequential(*[module for module in net.to_torch() if not isinstance(module, torch.nn.Identity)])
+
+
+def peer_available() -> bool:
+    return importlib.util.find_spec("gurobi_ml") is not None and importlib.util.find_spec("gurobipy") is not None
 
 
 def certify_config(
-    n: int, hidden: tuple[int, ...], networks: int, inputs: int, solvers: list[str], time_limit: float
-) -> dict[str, list[tuple[float, str]]]:
-    """(seconds, status) per backend for `networks` random networks × `inputs` rows × both kinds."""
-    results: dict[str, list[tuple[float, str]]] = defaultdict(list)
+    n: int, hidden: tuple[int, ...], networks: int, inputs: int, solvers: list[str], peer: Peer | None, time_limit: float
+) -> Calls:
+    """(seconds, status, wrong) per backend (and the peer) for `networks` random networks ×
+    `inputs` rows × both kinds."""
+    results: Calls = defaultdict(list)
     for index in range(networks):
         rng = np.random.default_rng([n, len(hidden), hidden[0], index])
         net = random_network(rng, n, hidden, "relu")
-        _certify_network(net, rng.random((inputs, n)), solvers, time_limit, results)
+        _certify_network(net, rng.random((inputs, n)), solvers, peer, time_limit, results)
     return results
 
 
 def _certify_network(
-    net, X: np.ndarray, solvers: list[str], time_limit: float, results: dict[str, list[tuple[float, str]]]
+    net: Network, X: np.ndarray, solvers: list[str], peer: Peer | None, time_limit: float, results: Calls
 ) -> None:
     n, inputs = net.n_inputs, len(X)
     threshold = median_threshold(net, X)
     domain = Domain.unit(n)
     backends = {name: get_solver(name) for name in solvers if n <= MAX_FEATURES.get(name, n)}
+    torch_model = peer_model(net) if peer is not None else None
     try:
         for kind in ("contrastive", "abductive"):
             greedy = explain(net, X, kind=kind, domain=domain, threshold=threshold, device="cpu", verify=True)
@@ -70,41 +179,81 @@ def _certify_network(
                 if not features:
                     continue  # nothing to certify: no CXp at all, or an empty AXp
                 problem = Problem.make(net, X[row], kind, domain, threshold)
-                verdicts = {}
-                for name, backend in backends.items():
-                    outcome = solve_problem(backend, problem, len(features) - 1, time_limit)
-                    seconds = min(outcome.seconds, time_limit) if outcome.status == Status.TIMEOUT else outcome.seconds
-                    results[name].append((seconds, outcome.status.value))
-                    if outcome.status == Status.NONE_WITHIN:
-                        verdicts[name] = "minimal"
-                    elif outcome.status in (Status.OPTIMAL, Status.FEASIBLE) and outcome.replayed:
-                        verdicts[name] = "suboptimal"
+                at_most = len(features) - 1
+                outcomes = {name: solve_problem(backend, problem, at_most, time_limit) for name, backend in backends.items()}
+                verdicts = {name: _verdict(outcome) for name, outcome in outcomes.items() if _verdict(outcome)}
                 if len(set(verdicts.values())) > 1:
                     sys.exit(f"backends disagree on n={n} widths={net.widths} row={row} {kind}: {verdicts}")
+                if peer is not None:
+                    outcomes[PEER] = peer.solve(torch_model, problem, at_most, time_limit)
+                exact = {verdicts[name] for name in EXACT if name in verdicts}
+                for name, outcome in outcomes.items():
+                    seconds = min(outcome.seconds, time_limit) if outcome.status == Status.TIMEOUT else outcome.seconds
+                    wrong = outcome.status == Status.REFUTED or bool(_verdict(outcome) and exact - {_verdict(outcome)})
+                    results[name].append((seconds, outcome.status.value, wrong))
     finally:
         for backend in backends.values():
             backend.close()
 
 
-def _row(sweep: str, n: int, hidden: tuple[int, ...], name: str, calls: list[tuple[float, str]]) -> list:
-    times = sorted(seconds for seconds, _ in calls)
-    timeouts = sum(status == "timeout" for _, status in calls)
-    other = sum(status not in ("none_within", "optimal", "feasible", "timeout") for _, status in calls)
+def _verdict(outcome: Outcome) -> str | None:
+    """What a call says about greedy's answer: minimal, suboptimal (a replayed smaller set), or None."""
+    if outcome.status == Status.NONE_WITHIN:
+        return "minimal"
+    if outcome.status in (Status.OPTIMAL, Status.FEASIBLE) and outcome.replayed:
+        return "suboptimal"
+    return None
+
+
+def _row(sweep: str, n: int, hidden: tuple[int, ...], name: str, calls: list[tuple[float, str, bool]]) -> list:
+    times = sorted(seconds for seconds, _, _ in calls)
+    timeouts = sum(status == "timeout" for _, status, _ in calls)
+    other = sum(status not in ("none_within", "optimal", "feasible", "timeout") for _, status, _ in calls)
     p90 = times[min(len(times) - 1, int(0.9 * len(times)))]
     return [
         sweep, n, "×".join(map(str, hidden)), name, len(calls),
         f"{statistics.median(times) * 1e3:.1f}", f"{p90 * 1e3:.1f}", f"{times[-1] * 1e3:.1f}", timeouts, other,
+        sum(wrong for _, _, wrong in calls),
     ]  # fmt: skip
 
 
-def plot(rows: list[list], path: Path) -> None:
+def cactus(done: dict[tuple[int, tuple[int, ...]], Calls], time_limit: float, path: Path) -> None:
+    """Instances solved vs time per backend, over every configuration run (module docstring)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(1, 3, figsize=(12, 3.4), sharey=True)
-    for axis, sweep in zip(axes, SWEEPS, strict=True):
+    solved: dict[str, list[float]] = defaultdict(list)
+    total: dict[str, int] = defaultdict(int)
+    for calls in done.values():
+        for name, runs in calls.items():
+            total[name] += len(runs)
+            solved[name] += [seconds for seconds, status, wrong in runs if status in ANSWERED and not wrong]
+    figure, axis = plt.subplots(figsize=(6.4, 4.2))
+    for name in sorted(total):
+        times = sorted(solved[name])
+        label = f"{name} ({len(times)}/{total[name]})"
+        axis.step(range(1, len(times) + 1), times, where="post", marker=".", markersize=3, label=label)
+    axis.axhline(time_limit, color="grey", linestyle=":", linewidth=1)
+    axis.set(xlabel="certification calls answered", ylabel="seconds per call", yscale="log")
+    axis.set_title("cactus plot: the k-th fastest answered call per backend")
+    axis.legend(fontsize=8, title="backend (answered/calls)", title_fontsize=8)
+    axis.grid(True, which="both", alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def plot(rows: list[list], path: Path, sweeps: list[str]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    figure, axes = plt.subplots(1, len(sweeps), figsize=(4 * len(sweeps), 3.4), sharey=True, squeeze=False)
+    for axis, sweep in zip(axes[0], sweeps, strict=True):
         by_solver: dict[str, list[tuple[float, float]]] = defaultdict(list)
         for row in rows:
             if row[0] == sweep:
@@ -116,8 +265,10 @@ def plot(rows: list[list], path: Path) -> None:
         axis.set(xlabel=sweep, yscale="log", title=f"median certification time vs {sweep}")
         if sweep != "depth":
             axis.set_xscale("log", base=2)
-    axes[0].set_ylabel("seconds per call")
-    axes[0].legend(fontsize=8)
+        else:
+            axis.xaxis.set_major_locator(MaxNLocator(integer=True))
+    axes[0, 0].set_ylabel("seconds per call")
+    axes[0, 0].legend(fontsize=8)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
@@ -129,45 +280,67 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--inputs", type=int, default=4, help="inputs per network (each certified for both kinds)")
     parser.add_argument("--time-limit", type=float, default=5.0)
     parser.add_argument("--solvers", help="comma-separated (default: every installed backend)")
+    parser.add_argument("--no-peer", action="store_true", help=f"leave out the {PEER} peer column")
+    parser.add_argument("--sweeps", default=",".join(SWEEPS), help=f"comma-separated subset of {', '.join(SWEEPS)}")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "solvers.md"))
     args = parser.parse_args(argv)
+    torch.set_num_threads(1)  # every backend on one thread, as Gurobi (and campaign workers) run
     solvers = args.solvers.split(",") if args.solvers else list(available_solvers())
+    sweeps = [name.strip() for name in args.sweeps.split(",") if name.strip()]
+    unknown = [name for name in sweeps if name not in SWEEPS]
+    if unknown or not sweeps:
+        parser.error(f"unknown sweep {unknown[0] if unknown else '(none)'!r}: use {', '.join(SWEEPS)}")
+    if not args.no_peer and not peer_available():
+        print(f"no {PEER} column: pip install 'cardinal[peer]' (gurobi-machinelearning) to add it", file=sys.stderr)
+    peer = Peer() if not args.no_peer and peer_available() else None
     rows = []
-    done: dict[tuple[int, tuple[int, ...]], dict[str, list[tuple[float, str]]]] = {}
-    for sweep, configs in SWEEPS.items():
-        for n, hidden in configs:
-            if (n, hidden) not in done:
-                done[n, hidden] = certify_config(n, hidden, args.networks, args.inputs, solvers, args.time_limit)
-            for name, calls in sorted(done[n, hidden].items()):
-                rows.append(_row(sweep, n, hidden, name, calls))
-                print(" | ".join(map(str, rows[-1])), flush=True)
+    done: dict[tuple[int, tuple[int, ...]], Calls] = {}
+    try:
+        for sweep in sweeps:
+            for n, hidden in SWEEPS[sweep]:
+                if (n, hidden) not in done:
+                    done[n, hidden] = certify_config(n, hidden, args.networks, args.inputs, solvers, peer, args.time_limit)
+                for name, calls in sorted(done[n, hidden].items()):
+                    rows.append(_row(sweep, n, hidden, name, calls))
+                    print(" | ".join(map(str, rows[-1])), flush=True)
+    finally:
+        if peer is not None:
+            peer.close()
     out = Path(args.out)
-    figure = out.with_suffix(".png")
-    plot(rows, figure)
-    headers = ["sweep", "n", "hidden", "solver", "calls", "median ms", "p90 ms", "max ms", "timeouts", "other"]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    figure, cactus_figure = out.with_suffix(".png"), out.with_name(f"{out.stem}_cactus.png")
+    plot(rows, figure, sweeps)
+    cactus(done, args.time_limit, cactus_figure)
+    headers = ["sweep", "n", "hidden", "solver", "calls", "median ms", "p90 ms", "max ms", "timeouts", "other", "wrong"]
+    command = f"python -m bench.solvers --networks {args.networks} --inputs {args.inputs} --time-limit {args.time_limit:g}"
+    command += "" if sweeps == list(SWEEPS) else f" --sweeps {','.join(sweeps)}"
+    command += " --no-peer" if args.no_peer else ""
     text = "\n".join(
         [
             "# Certification time per exact backend",
             "",
-            f"Run {datetime.date.today().isoformat()} with "
-            f"`python -m bench.solvers --networks {args.networks} --inputs {args.inputs} --time-limit {args.time_limit:g}` "
-            f"on {machine()}. Gurobi runs on one thread.",
+            f"Run {datetime.date.today().isoformat()} with `{command}` on {machine()}. Every backend runs on one thread"
+            + (f", the {PEER} peer too." if peer is not None else "; no peer column (gurobi-machinelearning not installed)."),
             "",
             "Monotone ReLU networks, inputs uniform in [0,1]^n, threshold midway around the median output; each call "
             "certifies greedy's answer of size g by asking for an explanation of size ≤ g − 1 (both kinds; inputs "
             "whose greedy answer is empty or absent need no call). Timeouts count at the limit. `other` counts "
-            "unsupported / size_limit / error / refuted answers. "
+            "unsupported / size_limit / error / refuted answers; `wrong` counts refuted sets and verdicts that "
+            "contradict an exact backend's (z3, enumerate). "
             + ", ".join(f"{name} runs up to n = {limit}" for name, limit in MAX_FEATURES.items())
-            + ".",
+            + f". {PEER}: the MILP a user builds with gurobi-machinelearning's `add_predictor_constr` "
+            "(see `bench/solvers.py`).",
             "",
             tabulate(rows, headers=headers, tablefmt="github"),
             "",
             f"![certification time]({figure.name})",
             "",
+            f"![cactus plot]({cactus_figure.name})",
+            "",
         ]
     )
     out.write_text(text)
-    print(f"wrote {out} and {figure}")
+    print(f"wrote {out}, {figure} and {cactus_figure}")
 
 
 if __name__ == "__main__":

@@ -1,11 +1,12 @@
-"""z3 backend: exact answers over the rationals (piecewise-linear networks only).
+"""z3 backend: exact answers over the rationals (piecewise-linear networks, and monotone networks
+with smooth units too).
 
 Every weight, bias, bound, input and threshold is a double read as an exact rational; class 1 is
 `f > t` and class 0 is `f ≤ t`, with no ε. Two strategies:
 
-**lazy** (monotone networks; the default there). By the monotone shortcut a set S is judged by
-one exact evaluation of `base with S set to target` (CXp: x → x'; AXp: x' → x), and validity is
-upward closed. z3 (the `QF_FD` SAT core with native cardinality) proposes a set S under
+**lazy** (monotone networks, any activation; the default there). By the monotone shortcut a set S
+is judged by one exact evaluation of `base with S set to target` (CXp: x → x'; AXp: x' → x), and
+validity is upward closed. z3 (the `QF_FD` SAT core with native cardinality) proposes a set S under
 `AtMost(s, k)` and the clauses learned so far; a valid S is shrunk to an inclusion-minimal one; an
 invalid S is grown to a maximal invalid set M and the clause `OR_{i ∉ M} s_i` (every valid set
 leaves M) is added. Each size bound k has a guard literal; the search for size ≤ k assumes
@@ -25,14 +26,30 @@ stays in force. Three things carry what one clause per round cannot:
   C", guarded by k, is shorter than "leave M". Elsewhere, an instance that needs many rounds gets
   one batch of maximal invalid sets grown along random orders, evaluated together.
 
+*Smooth units* (sigmoid, tanh, softplus, alone or mixed with piecewise-linear ones). f is then
+neither piecewise linear nor convex, so the exact cuts above do not apply; `solvers.smooth` gives
+rigorous float bounds instead, in both goal directions. Validity being upward closed, the search
+for size ≤ k looks for sets of size exactly k (`AtLeast` under an assumption of that bound only),
+and each k adds the cut of a linear bound of f over the sets of size k; maximal invalid sets are
+widened as above while that keeps paying (`_WIDEN_PATIENCE`). Each invalid proposal also grows
+`_SIBLINGS` maximal invalid sets along random orders, and batches of random maximal sets come at
+doubling intervals: on the standard suite's 24–40-feature sigmoid and tanh AXps these decided the
+instances that clauses alone left at the 10 s limit.
+
+*Undecided sets.* A smooth set is judged by a rigorous enclosure (`verify.exact`, 256 bits); an
+enclosure that straddles the threshold (f = t exactly, say) decides nothing. Such a proposal is
+neither learned as invalid nor taken as valid: it is excluded alone and remembered. An unsat that
+a set of size ≤ k so excluded could overturn is no proof: the answer is then FEASIBLE (a set
+within `at_most` is known) or ERROR, with a message naming the sets, never a verdict.
+
 Evaluations are rigorous (`solvers.enumerate.Evaluator`: float64 with a forward error bound,
-exact dyadic arithmetic near the threshold). Measured on the 28-feature 32×32 benchmark nets:
+exact dyadic arithmetic or a 256-bit enclosure near the threshold). Measured on the 28-feature 32×32 benchmark nets:
 these took the median certification from 1.6 s (clauses alone) to 24 ms, and the slowest of 24
 from over 5 s to 1.6 s (`bench/results/solvers.md`). The full encoding below cannot certify these
 nets at all, because z3's exact simplex chokes on the dense rationals of double weights (a single
 LP relaxation did not finish in 30 s).
 
-**encode** (non-monotone networks always; monotone ones with `strategy="encode"`). The whole
+**encode** (non-monotone networks always; monotone ones with `strategy="encode"`; piecewise linear only). The whole
 network as linear real arithmetic: one real term per unit, with exact interval bounds
 (`ExactNetwork.layer_bounds`) over the region — the box, or for monotone problems the box
 between x and x' — so stable units are plain linear terms. An unstable unit gets one Boolean
@@ -78,19 +95,30 @@ from .base import BaseSolver
 from .cuts import Cut, LinearBounds
 from .enumerate import Evaluator
 from .guard import report_incumbent
+from .smooth import SmoothBounds
 from .subsets import SubsetBounds
 
 STRATEGIES = ("auto", "encode")
-# Lazy strategy, goal f > t: after this many invalid proposals the instance counts as hard, and one
-# batch of maximal invalid sets grown along random orders is learned at once (measured on the
-# 28-feature 32×32 benchmark networks before the cuts: median certification 4.5 s → 1.7 s; easy
-# instances never pay for it).
+# Lazy strategy without tangent cuts or widening (and on smooth networks): after this many invalid
+# proposals the instance counts as hard, and a batch of maximal invalid sets grown along random
+# orders is learned at once; then again after twice as many rounds, with twice as many sets, and
+# so on (measured on the 28-feature 32×32 benchmark networks before the cuts: median certification
+# 4.5 s → 1.7 s; on the standard suite's 40-feature tanh AXps the doubling batches decided
+# instances that timed out at 10 s; easy instances never pay for them).
 _ROUNDS_BEFORE_BATCH = 64
 _BATCH_SETS = 2000
+_SIBLINGS = 16
 # Widening screens this many candidate features per batch (2 rows each), so that one batch stays
 # short on wide inputs (at 276 features a batch of every candidate took 0.5 s).
 _WIDEN_WINDOW = 32
+# Widening stops after this many rounds in a row in which it proved nothing (the bounds are too
+# loose for the instance; the rounds go faster without it).
+_WIDEN_PATIENCE = 16
 Check = tuple[str, tuple[int, ...] | None, np.ndarray | None]  # (z3 result, solution, witness y [n])
+# What the lazy strategy's check answers in place of "unsat" when the proof would rest on a set
+# whose smooth enclosure straddles the threshold (`_Lazy.check`).
+_UNDECIDED = "undecided"
+_VALID, _INVALID, _UNSURE = 1, 0, -1  # `_Lazy.judge`
 
 
 class _NoDoubleWitness(Exception):
@@ -115,8 +143,9 @@ class Z3Solver(BaseSolver):
 
     def solve(self, problem: Problem, at_most: int | None, time_limit: float) -> Outcome:
         started = time.perf_counter()
-        if not problem.net.is_piecewise_linear:
-            return self.outcome(Status.UNSUPPORTED, started, message="z3 needs piecewise-linear activations")
+        if not problem.net.is_piecewise_linear and not (problem.monotone and self.strategy == "auto"):
+            message = "z3 needs piecewise-linear activations, or a monotone network and the lazy strategy"
+            return self.outcome(Status.UNSUPPORTED, started, message=message)
         self.context = self.context or z3.Context()
         deadline = started + time_limit
         try:
@@ -133,15 +162,26 @@ class Z3Solver(BaseSolver):
             result = hitting.minimum_abductive(problem, encoding.find_flip, at_most, deadline)
             return {"status": result.status, "solution": result.solution, "raw_status": encoding.raw, "message": result.message}
         flips = problem.flips(problem.counterpoint)
+        if problem.kind == "contrastive" and flips is None:
+            return {"status": Status.ERROR, "message": "p(x') is undecided (smooth margin): whether any CXp exists is unknown"}
         if problem.kind == "contrastive" and not flips:
             return {"status": Status.NONE_EXISTS}
-        if problem.kind == "abductive" and not flips:
+        if problem.kind == "abductive" and flips is False:
             return {"status": Status.OPTIMAL, "solution": ()}
-        base, target = (problem.x, problem.counterpoint) if problem.kind == "contrastive" else (problem.counterpoint, problem.x)
+        base, target = problem.base, problem.target
         if self.strategy == "encode":
             return _descend(_Encoding(problem, self.context, base, target).check, problem.n, at_most, None, deadline)
         lazy = _Lazy(problem, self.context, base, target)
-        return _descend(lazy.check, problem.n, at_most, lazy.first_solution(), deadline)
+        if flips is None:  # p(x') undecided: the empty set may be an AXp, so no lower bound holds
+            lazy.undecided.append(np.zeros(problem.n, dtype=bool))
+        fields = _descend(lazy.check, problem.n, at_most, lazy.first_solution(), deadline)
+        if flips is None and fields["status"] in (Status.OPTIMAL, Status.NONE_WITHIN):  # _descend never asks about size 0
+            lazy.open_sets = lazy.undecided[:1]
+            fields["raw_status"] = _UNDECIDED
+            fields["status"] = Status.FEASIBLE if at_most is not None and fields.get("solution") is not None else Status.ERROR
+        if fields["raw_status"] == _UNDECIDED:
+            fields["message"] = lazy.undecided_message()
+        return fields
 
 
 def _descend(
@@ -164,8 +204,10 @@ def _descend(
             report_incumbent(best, witness)  # a guarded call stopped at its limit answers with it
         elif raw == "unsat":
             break
-        else:
+        else:  # a limit, or (lazy) an unsat resting on undecided sets: the question stays open
             status = Status.FEASIBLE if at_most is not None and best is not None else Status.TIMEOUT
+            if raw == _UNDECIDED and status == Status.TIMEOUT:
+                status = Status.ERROR
             return {"status": status, "solution": best, "witness": _floats(witness), "raw_status": raw}
     if best is None:
         status = Status.NONE_EXISTS if at_most is None or at_most >= n else Status.NONE_WITHIN
@@ -225,15 +267,42 @@ class _Lazy:
         self.base, self.target = torch.as_tensor(base), torch.as_tensor(target)
         self.valid_when = 1 if problem.kind == "contrastive" else 0
         self.goal_below = (self.valid_when == 1) == (problem.prediction == 1)  # valid iff f ≤ t
-        self.bounds = LinearBounds(problem.net, base, target, problem.threshold)
-        self.subsets = SubsetBounds(problem.net, base, target, problem.threshold)
+        # Bounds: exact linear ones on piecewise-linear networks (tangent cuts for f ≤ t, cardinality
+        # cuts for f > t, widening on ReLU), rigorous float ones with smooth units (both directions).
+        self.tangents: LinearBounds | None = None  # tangent cuts from every maximal invalid set
+        self.cardinality: Callable[[int], Cut] | None = None  # the cut of each size bound (sets within it)
+        self.sized: Callable[[int], Cut] | None = None  # the cut of each size exactly (see `check`)
+        self.widener: SubsetBounds | SmoothBounds | None = None  # proves sets free of valid sets within k
+        if problem.net.is_piecewise_linear:
+            bounds = LinearBounds(problem.net, base, target, problem.threshold)
+            subsets = SubsetBounds(problem.net, base, target, problem.threshold)
+            if self.goal_below:
+                self.tangents = bounds
+            else:
+                self.cardinality = bounds.cardinality_cut
+                self.widener = subsets if subsets.supported else None
+            # neither tangent cuts nor widening: a hard instance gets batches of random maximal sets
+            self.batch = self.tangents is None and self.widener is None
+        else:
+            smooth = SmoothBounds(problem.net, base, target, problem.threshold)
+            if smooth.supported:
+                self.sized, self.widener = smooth.size_cut, smooth
+            self.batch = True  # the float bounds are looser: measured, the batches decide the hard tail
+        self.failed_widenings = 0  # in a row; at `_WIDEN_PATIENCE` widening stops
+        self.undecided: list[np.ndarray] = []  # [n] bool sets whose enclosure straddles t, each excluded alone
+        self.open_sets: list[np.ndarray] = []  # those within the bound of the last unsat
         self.n = problem.n
         self.solver = z3.SolverFor("QF_FD", ctx=context)
         self.chosen = [z3.Bool(f"s{i}", context) for i in range(self.n)]
         self.literals = [s.as_ast() for s in self.chosen]
         self.guards: dict[int, z3.BoolRef] = {}
+        self.exactly: dict[int, z3.BoolRef] = {}  # with `sized`: Σ s = k and its cut, assumed at bound k only
         self.cuts: list[Cut] = []  # the cuts that hold for every size bound
         self.rounds = 0  # invalid proposals so far
+        self.batches = 0  # batches of random maximal sets learned so far
+        self.random = np.random.default_rng(0)  # their orders
+        self.float_layers = [(weight.T, bias, activation) for weight, bias, activation in problem.net.torch_layers()]
+        self.threshold = problem.threshold
         # Σ 2^i·s_i: one model evaluation reads the whole proposal (reading each s_i is far slower).
         self.code = z3.Sum([z3.If(s, z3.IntVal(1 << i, context), z3.IntVal(0, context)) for i, s in enumerate(self.chosen)])
         # Heuristic order, least helpful feature first: f with one feature moved (floats suffice).
@@ -241,18 +310,21 @@ class _Lazy:
         goal_is_one = (self.valid_when == 1) != (problem.prediction == 1)
         self.order = [int(i) for i in np.argsort(single if goal_is_one else -single, kind="stable")]
 
-    def valid(self, masks: np.ndarray) -> np.ndarray:
-        """masks [B, n] bool → [B] bool: is `base with the mask set to target` valid, exactly."""
-        flips = self.evaluator.flips(torch.where(torch.as_tensor(masks), self.target, self.base))
-        if bool((flips < 0).any()):
-            raise ArithmeticError("an exact evaluation was undecided")  # impossible for PWL networks
-        return (flips == self.valid_when).numpy()
+    def judge(self, masks: np.ndarray) -> np.ndarray:
+        """masks [B, n] bool → [B] int8: is `base with the mask set to target` valid, exactly:
+        `_VALID`, `_INVALID`, or `_UNSURE` where a smooth enclosure straddles the threshold (never
+        on piecewise-linear networks)."""
+        flips = self.evaluator.flips(torch.where(torch.as_tensor(masks), self.target, self.base)).numpy()
+        return np.where(flips < 0, _UNSURE, np.where(flips == self.valid_when, _VALID, _INVALID)).astype(np.int8)
 
     def walk(self, chosen: np.ndarray, setting: bool) -> np.ndarray:
-        """Set features to `setting` in `order` unless that changes validity (`_extend`): grows an
-        invalid set (True) to a maximal one, or shrinks a valid one (False) to a minimal one."""
+        """Set features to `setting` in `order` while the set stays surely invalid (True: grows an
+        invalid set to a maximal one) or surely valid (False: shrinks a valid one to a minimal
+        one), by `_extend`. Every set it returns was judged so; next to undecided sets the result
+        may fall short of maximal (minimal), which weakens a clause but never makes one unsound."""
         rest = np.array([i for i in self.order if chosen[i] != setting], dtype=np.int64)
-        return _extend(chosen, rest, lambda rows: self.valid(rows) != setting, setting)[0]
+        keep = _INVALID if setting else _VALID
+        return _extend(chosen, rest, lambda rows: self.judge(rows) == keep, setting)[0]
 
     def first_solution(self) -> tuple[int, ...]:
         return tuple(int(i) for i in np.flatnonzero(self.walk(np.ones(self.n, dtype=bool), False)))
@@ -263,51 +335,92 @@ class _Lazy:
             self.solver.add(z3.Implies(self.guards[bound], z3.AtMost(*self.chosen, bound)))
             for cut in self.cuts:
                 self._add_pb(cut.within(bound), self.guards[bound])
-            if not self.goal_below:
-                self._add_cut(self.bounds.cardinality_cut(bound), bound)
-        while True:  # every guard ≥ bound holds too: what was learned for larger bounds stays
-            raw = _run(self.solver, [guard for limit, guard in self.guards.items() if limit >= bound], deadline)
+            if self.cardinality is not None:
+                self._add_cut(self.cardinality(bound), bound)
+            if self.sized is not None:
+                self.exactly[bound] = exactly = z3.Bool(f"exactly_{bound}", self.solver.ctx)
+                self.solver.add(z3.Implies(exactly, z3.AtLeast(*self.chosen, bound)))
+                cut = self.sized(bound)
+                self._add_pb(cut, exactly)
+                self._add_pb(cut.within(bound), exactly)
+        # every guard ≥ bound holds too: what was learned for larger bounds stays
+        assumptions = [guard for limit, guard in self.guards.items() if limit >= bound]
+        assumptions += [self.exactly[bound]] if bound in self.exactly else []
+        while True:
+            raw = _run(self.solver, assumptions, deadline)
+            if raw == "unsat":  # "no valid set within bound", unless it rests on undecided sets
+                self.open_sets = [chosen for chosen in self.undecided if chosen.sum() <= bound]
+                if self.open_sets:
+                    return _UNDECIDED, None, None
             if raw != "sat":
                 return raw, None, None
             code = self.solver.model().eval(self.code, model_completion=True).as_long()
             proposal = np.array([code >> i & 1 == 1 for i in range(self.n)])
-            if self.valid(proposal[None, :])[0]:
+            verdict = self.judge(proposal[None, :])[0]
+            if verdict == _VALID:
                 minimal = self.walk(proposal, False)
                 y = np.where(minimal, self.target.numpy(), self.base.numpy())
                 return raw, tuple(int(i) for i in np.flatnonzero(minimal)), y
+            if verdict == _UNSURE:  # neither learned as invalid nor taken as valid: set aside alone
+                self.undecided.append(proposal)
+                self._exclude(proposal)
+                continue
             invalid = self.walk(proposal, True)
-            if self.goal_below:
-                self._learn(invalid)
-                self._add_cut(self.bounds.tangent_cut(invalid), bound, guarded=False)
-            elif self.subsets.supported:
-                self._learn(self._widen(invalid, bound, deadline), self.guards[bound])
+            if self.widener is not None and self.failed_widenings < _WIDEN_PATIENCE:
+                widened = self._widen(invalid, bound, deadline)
+                self.failed_widenings = 0 if widened.sum() > invalid.sum() else self.failed_widenings + 1
+                self._learn(widened, self.guards[bound])
             else:
                 self._learn(invalid)
+                if self.batch and _SIBLINGS:
+                    for grown in np.unique(self.grow_from(proposal, _SIBLINGS, deadline), axis=0):
+                        self._learn(grown)
+            if self.tangents is not None:
+                self._add_cut(self.tangents.tangent_cut(invalid), bound, guarded=False)
             self.rounds += 1
-            if self.rounds == _ROUNDS_BEFORE_BATCH and not self.goal_below and not self.subsets.supported:
-                for grown in np.unique(self.grow_random(_BATCH_SETS, deadline), axis=0):
+            if self.batch and self.rounds == _ROUNDS_BEFORE_BATCH << self.batches:
+                for grown in np.unique(self.grow_random(_BATCH_SETS << self.batches, deadline), axis=0):
                     if time.perf_counter() > deadline:
                         break
                     self._learn(grown)
+                self.batches += 1
 
     def _learn(self, invalid: np.ndarray, guard: z3.BoolRef | None = None) -> None:
         """Every valid set (within the bound of `guard`, if given) leaves `invalid` [n] bool: a
-        clause over the rest. Built through z3's C API: the Python `z3.Or` re-checks every
-        argument's sort, which cost more than the solving itself at thousands of clauses."""
+        clause over the rest."""
         rest = np.flatnonzero(~invalid)
-        literals = [self.literals[i] for i in rest] + ([z3.Not(guard).as_ast()] if guard is not None else [])
-        clause = z3.Z3_mk_or(self.solver.ctx.ref(), len(literals), (z3.Ast * len(literals))(*literals))
-        self.solver.add(z3.BoolRef(clause, self.solver.ctx))
+        self._add_clause([self.literals[i] for i in rest] + ([z3.Not(guard).as_ast()] if guard is not None else []))
+
+    def _exclude(self, chosen: np.ndarray) -> None:
+        """No further proposal is exactly `chosen` [n] bool (and nothing else is excluded)."""
+        self._add_clause([self.literals[i] if not c else z3.Not(self.chosen[i]).as_ast() for i, c in enumerate(chosen)])
+
+    def _add_clause(self, literals: list[z3.Ast]) -> None:
+        """Built and asserted through z3's C API: the Python `z3.Or` re-checks every argument's sort
+        and `Solver.add` flattens its arguments, which cost more than the solving itself at tens of
+        thousands of clauses."""
+        context = self.solver.ctx
+        clause = z3.BoolRef(z3.Z3_mk_or(context.ref(), len(literals), (z3.Ast * len(literals))(*literals)), context)
+        z3.Z3_solver_assert(context.ref(), self.solver.solver, clause.as_ast())
+
+    def undecided_message(self) -> str:
+        """Names the sets that left the last `_UNDECIDED` answer open."""
+        sets = "; ".join("{" + ", ".join(map(str, np.flatnonzero(chosen))) + "}" for chosen in self.open_sets[:3])
+        more = f" and {len(self.open_sets) - 3} more" if len(self.open_sets) > 3 else ""
+        return (
+            f"undecided (smooth margin): only the set(s) {sets}{more} could be smaller explanations;"
+            " their enclosures of f straddle the threshold"
+        )
 
     def _widen(self, invalid: np.ndarray, bound: int, deadline: float = math.inf) -> np.ndarray:
         """The invalid set [n] bool widened by features taken in `order` while no set inside it
-        within `bound` can be valid: screened with `SubsetBounds.likely_refutes` (`_extend`, the
-        next `_WIDEN_WINDOW` features per batch), then proved once by `SubsetBounds.refutes`;
+        within `bound` can be valid: screened with the widener's `likely_refutes` (`_extend`, the
+        next `_WIDEN_WINDOW` features per batch), then proved once by its `refutes`;
         unproved, or cut short by the deadline, the set stays as it was."""
         rest = np.array([i for i in self.order if not invalid[i]], dtype=np.int64)
-        screened = _extend(invalid, rest, lambda rows: self.subsets.likely_refutes(bound, rows), True, _WIDEN_WINDOW, deadline)
+        screened = _extend(invalid, rest, lambda rows: self.widener.likely_refutes(bound, rows), True, _WIDEN_WINDOW, deadline)
         widened, finished = screened
-        if finished and widened.sum() > invalid.sum() and self.subsets.refutes(bound, widened[None, :])[0]:
+        if finished and widened.sum() > invalid.sum() and self.widener.refutes(bound, widened[None, :])[0]:
             return widened
         return invalid
 
@@ -328,19 +441,59 @@ class _Lazy:
         self.solver.add(constraint if guard is None else z3.Implies(guard, constraint))
 
     def grow_random(self, count: int, deadline: float = math.inf) -> np.ndarray:
-        """`count` maximal invalid sets [count, n] bool, grown from ∅ along random feature orders
-        (fixed seed) in one batch: step t tries each set's t-th feature and keeps it unless that
-        makes the set valid. Past the deadline the sets stop growing (still invalid, so their
-        clauses stay sound)."""
-        orders = np.argsort(np.random.default_rng(0).random((count, self.n)), axis=1)
+        """Up to `count` maximal invalid sets [≤ count, n] bool, grown from ∅ along random feature
+        orders (`self.random`, seeded) in one batch: step t tries each set's t-th feature and
+        keeps it while the set stays invalid. The steps decide in plain float64 (half the work
+        of `judge`); the grown sets are then judged rigorously and only those surely invalid are
+        returned (a float misjudgement near the threshold costs a set, or its maximality, never
+        soundness). Past the deadline the sets stop growing."""
+        orders = np.argsort(self.random.random((count, self.n)), axis=1)
         grown = np.zeros((count, self.n), dtype=bool)
         for step in range(self.n):
             if time.perf_counter() > deadline:
                 break
             trial = grown.copy()
             trial[np.arange(count), orders[:, step]] = True
-            still_invalid = ~self.valid(trial)
+            still_invalid = self._float_invalid(trial)
             grown[still_invalid] = trial[still_invalid]
+        return grown[self.judge(grown) == _INVALID]
+
+    @torch.no_grad()
+    def _float_invalid(self, masks: np.ndarray) -> np.ndarray:
+        """masks [B, n] bool → [B] bool: invalid by a plain float64 forward pass (not rigorous)."""
+        z = torch.where(torch.as_tensor(masks), self.target, self.base)
+        for weight, bias, activation in self.float_layers:
+            z = activation(torch.addmm(bias, z, weight))
+        above = (z[:, 0] > self.threshold).numpy()
+        return above if self.goal_below else ~above
+
+    def grow_from(self, start: np.ndarray, count: int, deadline: float = math.inf) -> np.ndarray:
+        """`count` maximal invalid supersets [count, n] bool of the surely invalid `start` [n],
+        along random orders of the other features: `_extend` for all of them at once. Each pass
+        judges, per set, every pending candidate alone and every prefix of them; a set takes its
+        longest surely invalid prefix, skips the candidate after it, and drops those rejected
+        alone. Few passes of many rows: cheaper than `grow_random`'s step per feature when the
+        sets are few. Every set returned was judged surely invalid."""
+        free = np.flatnonzero(~start)
+        count, m, n = count, len(free), self.n
+        orders = free[np.argsort(self.random.random((count, m)), axis=1)]  # [count, m]
+        grown = np.repeat(start[None, :], count, axis=0)
+        pending = np.ones((count, m), dtype=bool)
+        positions = np.arange(m)
+        while pending.any() and time.perf_counter() < deadline:
+            candidates = np.zeros((count, m, n), dtype=bool)
+            candidates[np.arange(count)[:, None], positions[None, :], orders] = pending
+            prefixes = np.cumsum(candidates, axis=1) > 0  # [count, m, n]: the pending candidates up to j
+            rows = np.concatenate([grown[:, None, :] | candidates, grown[:, None, :] | prefixes], axis=1)  # [count, 2m, n]
+            asked = np.concatenate([pending, pending], axis=1)
+            kept = np.zeros((count, 2 * m), dtype=bool)
+            kept[asked] = self.judge(rows[asked]) == _INVALID
+            alone, prefix_kept = kept[:, :m], kept[:, m:]
+            failing = pending & ~prefix_kept
+            first = np.where(failing.any(axis=1), failing.argmax(axis=1), m)  # the first pending prefix rejected
+            taken = pending & (positions[None, :] < first[:, None])
+            grown |= (candidates & taken[:, :, None]).any(axis=1)
+            pending &= (positions[None, :] > first[:, None]) & alone
         return grown
 
 

@@ -93,13 +93,12 @@ def _sum(a: np.ndarray, a_radius: Radius, b: np.ndarray, b_radius: Radius) -> tu
     return total, None if a_radius is None else _outwards(a_radius + b_radius + UNIT_ROUNDOFF * np.abs(total))
 
 
-class SubsetBounds:
-    """g(s) = f(base + (target − base)⊙s) on a monotone network with relu hidden layers and an
-    identity output; `base`, `target` [n] float64, class 1 when f > threshold."""
+class SetForms:
+    """Linear forms over s ⊆ allowed of g(s) = f(base + (target − base)⊙s) on a monotone network,
+    with rigorous radii: the first layer's, and back-substitution through given lines. Shared by
+    `SubsetBounds` and `solvers.smooth.SmoothBounds`. `base`, `target` [n] float64."""
 
     def __init__(self, net: Network, base: np.ndarray, target: np.ndarray, threshold: float) -> None:
-        names = [layer.activation.name for layer in net.layers]
-        self.supported = all(name == "relu" for name in names[:-1]) and names[-1] == "identity"
         self.layers = [(layer.weight, layer.bias) for layer in net.layers]
         self.threshold = threshold
         weight, bias = self.layers[0]
@@ -109,21 +108,8 @@ class SubsetBounds:
         self.first_constant = constant + bias
         self.first_constant_radius = _outwards(constant_radius + UNIT_ROUNDOFF * np.abs(self.first_constant))
 
-    def refutes(self, k: int, allowed: np.ndarray) -> np.ndarray:
-        """allowed [B, n] bool → [B] bool, True only where no s ∈ {0,1}^n with s ⊆ allowed and
-        Σ s ≤ k has g(s) > t."""
-        value, radius = self.upper_bound(k, allowed)
-        t = Fraction(self.threshold)
-        return np.array([Fraction(v) + Fraction(r) <= t for v, r in zip(value.tolist(), radius.tolist(), strict=True)])
-
-    def likely_refutes(self, k: int, allowed: np.ndarray) -> np.ndarray:
-        """allowed [B, n] bool → [B] bool: the same test on the float bound without its radius,
-        about a third of the work: a screen to be confirmed by `refutes`."""
-        return self.upper_bound(k, allowed, rigorous=False)[0] <= self.threshold
-
-    def upper_bound(self, k: int, allowed: np.ndarray, rigorous: bool = True) -> tuple[np.ndarray, Radius]:
-        """allowed [B, n] bool → (ĝ [B], r [B]): ĝ + r ≥ g(s) for every s ⊆ allowed with Σ s ≤ k
-        (r None if not `rigorous`)."""
+    def first_form(self, allowed: np.ndarray, rigorous: bool) -> _Form:
+        """The first layer's pre-activations over s ⊆ allowed [B, n] bool: coefficients [B, w0, n]."""
         weight, _ = self.layers[0]
         move = self.move * allowed
         coefficients = weight[None, :, :] * move[:, None, :]
@@ -133,27 +119,11 @@ class SubsetBounds:
                 weight[None, :, :] * (self.move_radius * allowed)[:, None, :] + UNIT_ROUNDOFF * np.abs(coefficients)
             )
             first.constant_radius = self.first_constant_radius
-        uppers: list[tuple[np.ndarray, np.ndarray]] = []  # per hidden layer: chord (slopes, offsets)
-        lowers: list[tuple[np.ndarray, np.ndarray]] = []
-        for depth in range(len(self.layers)):
-            if depth == 0:
-                upper = lower = first
-            else:
-                upper = self._substitute(depth, uppers, first)
-                lower = self._substitute(depth, lowers, first)
-            high, high_radius = upper.extreme(k, largest=True)
-            if depth == len(self.layers) - 1:
-                return high[:, 0], None if high_radius is None else high_radius[:, 0]
-            low, low_radius = lower.extreme(k, largest=False)
-            if rigorous:
-                uppers.append(_chords(low - low_radius, high + high_radius))
-            else:
-                uppers.append(_chords(low, high))
-            lowers.append(((low + high > 0).astype(np.float64), np.zeros_like(low)))
-        raise AssertionError("unreachable: the loop returns at the output layer")
+        return first
 
-    def _substitute(self, depth: int, lines: list[tuple[np.ndarray, np.ndarray]], first: _Form) -> _Form:
-        """Layer `depth`'s pre-activation as a form over s, through `lines` (exact doubles)."""
+    def substitute(self, depth: int, lines: list[tuple[np.ndarray, np.ndarray]], first: _Form) -> _Form:
+        """Layer `depth`'s pre-activation as a form over s, through `lines` (per layer below: slopes
+        [B, w], offsets [B, w], exact doubles, slopes ≥ 0) down to the `first` form."""
         weight, bias = self.layers[depth]
         rigorous = first.coefficients_radius is not None
         coefficients, constant = weight[None, :, :], bias[None, :]
@@ -179,6 +149,51 @@ class SubsetBounds:
                 coefficients, coefficients_radius = _product(coefficients, coefficients_radius, next_weight)
             constant, constant_radius = _sum(constant, constant_radius, added, added_radius)
         return _Form(coefficients, coefficients_radius, constant, constant_radius)
+
+
+class SubsetBounds(SetForms):
+    """g(s) on a monotone network with relu hidden layers and an identity output, class 1 when
+    f > threshold: upper bounds over the sets inside given sets (module docstring)."""
+
+    def __init__(self, net: Network, base: np.ndarray, target: np.ndarray, threshold: float) -> None:
+        super().__init__(net, base, target, threshold)
+        names = [layer.activation.name for layer in net.layers]
+        self.supported = all(name == "relu" for name in names[:-1]) and names[-1] == "identity"
+
+    def refutes(self, k: int, allowed: np.ndarray) -> np.ndarray:
+        """allowed [B, n] bool → [B] bool, True only where no s ∈ {0,1}^n with s ⊆ allowed and
+        Σ s ≤ k has g(s) > t."""
+        value, radius = self.upper_bound(k, allowed)
+        t = Fraction(self.threshold)
+        return np.array([Fraction(v) + Fraction(r) <= t for v, r in zip(value.tolist(), radius.tolist(), strict=True)])
+
+    def likely_refutes(self, k: int, allowed: np.ndarray) -> np.ndarray:
+        """allowed [B, n] bool → [B] bool: the same test on the float bound without its radius,
+        about a third of the work: a screen to be confirmed by `refutes`."""
+        return self.upper_bound(k, allowed, rigorous=False)[0] <= self.threshold
+
+    def upper_bound(self, k: int, allowed: np.ndarray, rigorous: bool = True) -> tuple[np.ndarray, Radius]:
+        """allowed [B, n] bool → (ĝ [B], r [B]): ĝ + r ≥ g(s) for every s ⊆ allowed with Σ s ≤ k
+        (r None if not `rigorous`)."""
+        first = self.first_form(allowed, rigorous)
+        uppers: list[tuple[np.ndarray, np.ndarray]] = []  # per hidden layer: chord (slopes, offsets)
+        lowers: list[tuple[np.ndarray, np.ndarray]] = []
+        for depth in range(len(self.layers)):
+            if depth == 0:
+                upper = lower = first
+            else:
+                upper = self.substitute(depth, uppers, first)
+                lower = self.substitute(depth, lowers, first)
+            high, high_radius = upper.extreme(k, largest=True)
+            if depth == len(self.layers) - 1:
+                return high[:, 0], None if high_radius is None else high_radius[:, 0]
+            low, low_radius = lower.extreme(k, largest=False)
+            if rigorous:
+                uppers.append(_chords(low - low_radius, high + high_radius))
+            else:
+                uppers.append(_chords(low, high))
+            lowers.append(((low + high > 0).astype(np.float64), np.zeros_like(low)))
+        raise AssertionError("unreachable: the loop returns at the output layer")
 
 
 def _chords(low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -44,7 +44,20 @@ LAYERS: dict[str, int] = {
     "cardinal.verify.greedy": ENGINE,
     **{
         f"cardinal.solvers.{name}": ENGINE
-        for name in ("base", "cuts", "encode", "enumerate", "gurobi", "guard", "highs", "hitting", "milp", "smt", "subsets")
+        for name in (
+            "base",
+            "cuts",
+            "encode",
+            "enumerate",
+            "gurobi",
+            "guard",
+            "highs",
+            "hitting",
+            "milp",
+            "smooth",
+            "smt",
+            "subsets",
+        )
     },
     **{
         f"cardinal.verify.{name}": APPLICATION

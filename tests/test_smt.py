@@ -20,7 +20,7 @@ from cardinal.verify.problem import Problem, Status
 pytest.importorskip("z3")
 
 import z3
-from cardinal.solvers.smt import Z3Solver, _Encoding
+from cardinal.solvers.smt import _INVALID, _VALID, Z3Solver, _Encoding
 
 PWL = [
     Activation.make("relu"),
@@ -115,7 +115,7 @@ def test_widened_sets_hold_no_valid_set_within_the_bound(monkeypatch: pytest.Mon
             for subset in itertools.combinations(np.flatnonzero(wide), size):
                 mask = np.zeros(lazy.n, dtype=bool)
                 mask[list(subset)] = True
-                assert not lazy.valid(mask[None, :])[0]
+                assert lazy.judge(mask[None, :])[0] == _INVALID
     assert grown > 0
 
 
@@ -128,12 +128,12 @@ def test_grown_random_sets_are_maximal_and_invalid() -> None:
     problem = Problem.make(net, x, "contrastive", Domain.unit(7), float(net.forward(x)) - 0.3)
     lazy = _Lazy(problem, z3.Context(), x, problem.counterpoint)
     grown = lazy.grow_random(40)
-    assert not lazy.valid(grown).any()
+    assert (lazy.judge(grown) == _INVALID).all()
     for row in grown:
         for i in np.flatnonzero(~row):
             extended = row.copy()
             extended[i] = True
-            assert lazy.valid(extended[None, :])[0]  # adding any feature makes it valid
+            assert lazy.judge(extended[None, :])[0] == _VALID  # adding any feature makes it valid
 
 
 def _phases(net: Network, x: np.ndarray, kind: str, threshold: float) -> int:
@@ -289,7 +289,7 @@ def test_timeouts_are_never_verdicts() -> None:
 
 
 def test_unsupported_and_bad_strategy() -> None:
-    net = Network([Layer(np.ones((1, 2)), np.zeros(1), Activation.make("sigmoid"))])
+    net = Network([Layer(np.array([[1.0, -1.0]]), np.zeros(1), Activation.make("sigmoid"))])  # smooth, not monotone
     problem = Problem.make(net, np.ones(2), "contrastive", threshold=0.6)
     assert solve_problem(Z3Solver(), problem, None, 5.0).status == Status.UNSUPPORTED
     with pytest.raises(InputError):

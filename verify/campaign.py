@@ -37,6 +37,7 @@ from ..solvers.guard import die_with_parent
 from .errors import InputError
 from .instance import Instance
 from .io import JsonLines
+from .network import Network
 from .problem import KINDS, Status, Verdict
 from .suites import SUITES
 from .validate import describe, output_directory, output_file
@@ -44,8 +45,16 @@ from .validate import describe, output_directory, output_file
 LOCK_FILE = "campaign.lock"
 
 # Backends that run only up to this many features (beyond, exhaustive enumeration is hopeless and
-# z3's exact search rarely finishes within a campaign's time limit).
+# z3's exact search rarely finishes within a campaign's time limit) — except z3 on networks with
+# smooth units, which it alone decides beyond enumerate's cap (the MILPs cannot encode them).
 MAX_FEATURES = {"enumerate": 20, "z3": 40}
+
+
+def solvers_for(net: Network, solvers: tuple[str, ...]) -> tuple[str, ...]:
+    """The backends of `solvers` that a campaign runs on this network (`MAX_FEATURES`)."""
+    smooth = not net.is_piecewise_linear
+    n = net.n_inputs
+    return tuple(name for name in solvers if (smooth and name == "z3") or n <= MAX_FEATURES.get(name, n))
 
 
 @dataclass(frozen=True)
@@ -74,7 +83,7 @@ def units_of(instance: Instance, solvers: tuple[str, ...], time_limit: float, do
     """Greedy for every row and kind of an instance (batched, exactly re-checked), as units."""
     from .certify import greedy_answers
 
-    names = tuple(name for name in solvers if instance.net.n_inputs <= MAX_FEATURES.get(name, instance.net.n_inputs))
+    names = solvers_for(instance.net, solvers)
     outputs = instance.net.forward(instance.X).numpy()
     units = []
     for kind in instance.kinds:
