@@ -105,7 +105,8 @@ def replay(problem: Problem, outcome: Outcome) -> Outcome:
 
     Checked: a returned set is an explanation (monotone networks: the shortcut; otherwise the
     contrastive witness); a NONE_EXISTS claim (p(x') = p(x) on a monotone network). A failed
-    check turns the outcome into REFUTED with the reason. Lower bounds (OPTIMAL's minimality,
+    check turns the outcome into REFUTED (`Outcome.refuted`: the claim kept in `claimed`, the reason
+    in `message`). Lower bounds (OPTIMAL's minimality,
     NONE_WITHIN) cannot be replayed; `Outcome.exact` says whether an exact backend made them.
     """
     if outcome.status == Status.NONE_EXISTS:
@@ -114,7 +115,7 @@ def replay(problem: Problem, outcome: Outcome) -> Outcome:
         return outcome
     features = outcome.solution
     if outcome.status in (Status.FEASIBLE, Status.OPTIMAL) and problem.kind == "contrastive" and not features:
-        return replace(outcome, status=Status.REFUTED, message="an empty set is never a contrastive explanation")
+        return replace(outcome.refuted("an empty set is never a contrastive explanation"), replayed=True)
     if problem.monotone:
         valid = check_monotone_explanation(problem.exact, problem.x, features, problem.kind, problem.domain, problem.threshold)
         reason = f"exact check: {set(features)} is not a {problem.kind} explanation"
@@ -128,22 +129,20 @@ def replay(problem: Problem, outcome: Outcome) -> Outcome:
             outcome, message=(outcome.message + "; " if outcome.message else "") + "exact replay undecided (smooth margin)"
         )
     if not valid:
-        return replace(outcome, status=Status.REFUTED, replayed=True, message=f"{reason} (backend said {outcome.status.value})")
+        return replace(outcome.refuted(reason), replayed=True)
     return replace(outcome, replayed=True)
 
 
 def _replay_none_exists(problem: Problem, outcome: Outcome) -> Outcome:
     if problem.kind == "abductive":
-        return replace(outcome, status=Status.REFUTED, replayed=True, message="the full feature set is always an AXp")
+        return replace(outcome.refuted("the full feature set is always an AXp"), replayed=True)
     if not problem.monotone:
         return outcome  # a universal claim on a non-monotone network: only the backend's proof stands
     flips = problem.flips(problem.counterpoint)
     if flips is None:
         return outcome
     if flips:
-        return replace(
-            outcome, status=Status.REFUTED, replayed=True, message="exact check: x' flips the prediction, so a CXp exists"
-        )
+        return replace(outcome.refuted("exact check: x' flips the prediction, so a CXp exists"), replayed=True)
     return replace(outcome, replayed=True)
 
 

@@ -1,6 +1,6 @@
 """The import contract: one `cardinal` namespace, and layers that only look down.
 
-core         errors, io, activations, chain, loaders, onnx_io, torch_io, network, domain, exact, problem
+core         errors, io, activations, chain, loaders, onnx_io, torch_io, network, domain, exact, bounds, problem
 engines      the greedy (verify.greedy) and the exact backends (cardinal.solvers.*)
 application  certify, cases, campaign, hunt, suites, paper, report, cli, ... (everything else)
 
@@ -38,6 +38,7 @@ LAYERS: dict[str, int] = {
             "network",
             "domain",
             "exact",
+            "bounds",
             "problem",
         )
     },

@@ -6,8 +6,13 @@ then each exact solver certifies every answer. One JSON record per explanation g
 record), greedy-suboptimal and disagreeing instances to `DIR/cases/`, and `DIR/summary.md` plus
 `DIR/figures/` are rebuilt from the records at the end. `--resume` skips finished records.
 
-With `workers > 1` the solver calls run in worker processes; the records are the same as with
-one worker (only their order in the file and the measured seconds differ). Workers die with the
+Each record is `verify.certify`'s certificate with the instance's data around it: the verdict,
+`certified`, `minimum` and `minimum_proved` rest on exact evidence alone, and a solver claim the
+exact check refutes is logged under its solver. With `workers > 1` the solver calls run in worker
+processes; the records are the same as with one worker, and as in any other run of the suite
+(only their order in the file and the measured seconds differ), unless a call reaches its time
+limit. A record with conflicting exact evidence (`solver_disagreement`) is counted in
+`CampaignResult.disagreements`, and `cardinal crosscheck` then exits 1. Workers die with the
 campaign (`solvers.guard.die_with_parent`), and so do the processes its solvers run in.
 
 A folder holds one campaign at a time: a run holds an advisory lock (`flock`) on
@@ -127,7 +132,7 @@ def certify_unit(unit: Unit) -> tuple[dict[str, Any], dict[str, Any] | None]:
     from .certify import GreedyAnswer, SolverPool, case_of, certify_row, tie_decided
     from .domain import Domain
     from .network import Network
-    from .problem import Problem
+    from .problem import Problem, Verdict
 
     global _POOL
     if _POOL is None or _POOL.names != unit.solvers:
@@ -138,10 +143,7 @@ def certify_unit(unit: Unit) -> tuple[dict[str, Any], dict[str, Any] | None]:
     problem = Problem.make(net, np.array(unit.x), unit.kind, Domain.from_json(unit.domain), unit.threshold)
     greedy = None if unit.greedy is None else GreedyAnswer(*unit.greedy)
     certificate = certify_row(_POOL, problem, greedy, unit.time_limit, unit.row)
-    body = certificate.to_json()
-    gap = None
-    if certificate.greedy is not None and certificate.greedy.size is not None and certificate.minimum is not None:
-        gap = certificate.greedy.size - len(certificate.minimum)
+    suboptimal = certificate.verdict == Verdict.GREEDY_SUBOPTIMAL
     record = {
         "key": unit.key,
         "instance": unit.instance,
@@ -150,26 +152,14 @@ def certify_unit(unit: Unit) -> tuple[dict[str, Any], dict[str, Any] | None]:
         "network_hash": unit.network_hash,
         "n": len(unit.x),
         "widths": list(unit.widths),
-        "row": unit.row,
-        "kind": unit.kind,
         "threshold": unit.threshold,
-        "prediction": body["prediction"],
         "output": unit.output,
         "margin": unit.output - unit.threshold,
-        "greedy": body["greedy"],
-        "greedy_exists": body["greedy_exists"],
-        "greedy_check": None if greedy is None else greedy.check,
-        "solvers": body["solvers"],
-        "verdict": certificate.verdict,
-        "certified": certificate.certified,
-        "minimum": body["minimum"],
-        "minimum_proved": certificate.minimum_proved,
-        "gap": gap,
-        "tie_decided": tie_decided(problem, certificate.greedy.features) if certificate.verdict == "greedy_suboptimal" else None,
-        "notes": body["notes"],
+        **certificate.to_json(),
+        "tie_decided": tie_decided(problem, certificate.greedy.features) if suboptimal else None,
     }
     case = None
-    if certificate.verdict in ("greedy_suboptimal", "solver_disagreement"):
+    if certificate.verdict in (Verdict.GREEDY_SUBOPTIMAL, Verdict.SOLVER_DISAGREEMENT):
         case = case_of(problem, certificate, note=f"crosscheck {unit.key}").to_json()
     return record, case
 
@@ -183,6 +173,7 @@ class CampaignResult:
     cases: int
     seconds: float
     interrupted: bool
+    disagreements: int = 0  # records whose exact evidence conflicts (a bug: the command exits non-zero)
 
 
 def run_campaign(
@@ -267,7 +258,8 @@ def _run(
 
     records = log.read()
     write_report(out, records, suite=suite, solvers=solvers, time_limit=time_limit, seconds=time.perf_counter() - started)
-    return CampaignResult(out, len(records), new, cases, time.perf_counter() - started, interrupted)
+    disagreements = sum(record["verdict"] == "solver_disagreement" for record in records)
+    return CampaignResult(out, len(records), new, cases, time.perf_counter() - started, interrupted, disagreements)
 
 
 def _check_folder(out: Path) -> None:

@@ -1,9 +1,9 @@
 """Case files (`cardinal.case/1`): one instance whole — network, domain, threshold, input, kind,
 the greedy and minimum sets, what each solver said — enough to replay anywhere.
 
-`replay` re-checks a case in exact arithmetic: the greedy set is an explanation, the minimum set
-is one and is smaller, and (n ≤ 16) no set smaller than the minimum exists, by exhaustive
-enumeration.
+`replay` re-checks a case in exact arithmetic: the greedy set is an explanation and what Algorithm
+1 returns in exact arithmetic, the minimum set is one and is smaller, and (n ≤ 16, when the case
+says the minimum is proved) no set smaller than the minimum exists, by exhaustive enumeration.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from .greedy import explain_reference
 from .io import read_json, write_atomic
 from .network import Network
 from .problem import KINDS, Verdict
-from .validate import describe, json_number, json_object, json_string, json_vector
+from .validate import describe, json_bool, json_number, json_object, json_string, json_vector
 
 FORMAT = "cardinal.case/1"
 ENUMERATION_LIMIT = 16  # replay proves "nothing smaller" exhaustively up to this many features
@@ -32,7 +32,8 @@ ENUMERATION_LIMIT = 16  # replay proves "nothing smaller" exhaustively up to thi
 @dataclass(frozen=True, eq=False)
 class Case:
     """One saved instance. `minimum_witness`: for a contrastive minimum on a non-monotone
-    network, the point that flips the prediction."""
+    network, the point that flips the prediction. `minimum_proved`: an exact proof that nothing
+    smaller than `minimum` exists backed the certificate (files without the field: true)."""
 
     network: Network
     domain: Domain
@@ -45,6 +46,7 @@ class Case:
     verdict: str = ""
     note: str = ""
     minimum_witness: tuple[float, ...] | None = None
+    minimum_proved: bool = True
 
     def to_json(self) -> dict[str, Any]:
         document: dict[str, Any] = {
@@ -58,6 +60,7 @@ class Case:
             "minimum": None if self.minimum is None else list(self.minimum),
             "solvers": self.solvers,
             "verdict": self.verdict,
+            "minimum_proved": self.minimum_proved,
         }
         if self.note:
             document["note"] = self.note
@@ -92,6 +95,7 @@ class Case:
             json_string(document.get("verdict", ""), f"{source}: verdict", ("", *(verdict.value for verdict in Verdict))),
             json_string(document.get("note", ""), f"{source}: note"),
             None if witness is None else tuple(json_vector(witness, f"{source}: minimum_witness", length=n).tolist()),
+            json_bool(document.get("minimum_proved", True), f"{source}: minimum_proved"),
         )
 
     @classmethod
@@ -161,7 +165,9 @@ def replay(case: Case) -> ReplayReport:
         if len(case.minimum) >= len(case.greedy):
             return fail(f"minimum size {len(case.minimum)} is not smaller than greedy size {len(case.greedy)}")
         checks.append(f"minimum size {len(case.minimum)} < greedy size {len(case.greedy)}")
-    if case.network.n_inputs <= ENUMERATION_LIMIT and case.minimum:
+    if not case.minimum_proved:
+        checks.append("the case does not claim the minimum is proved: no search for a smaller set")
+    elif case.network.n_inputs <= ENUMERATION_LIMIT and case.minimum:
         smaller = _smaller_exists(case)
         if smaller is None:
             checks.append("no exhaustive check: the enumeration could not decide")

@@ -151,7 +151,7 @@ def _certify(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
     from .certify import SolverPool, case_of, certify_row, greedy_answers
-    from .problem import Problem
+    from .problem import Problem, Status, Verdict
 
     if args.out is not None:
         output_file(args.out, "--out")
@@ -162,25 +162,31 @@ def _certify(args: argparse.Namespace) -> int:
     if not names:
         raise InputError("--solvers needs at least one solver name")
     fail_on, baseline = _ci_flags(args, "certify")
-    lines, verdicts, saved = [], Counter(), []
+    lines, certificates, saved = [], [], []
     with SolverPool(names) as pool, _Progress(len(X) * len(_kinds(args)), "certify") as progress:
         for kind in _kinds(args):
             answers = greedy_answers(net, X, kind, domain, args.threshold)[1] if net.is_monotone else [None] * len(X)
             for row, (x, answer) in enumerate(zip(X, answers, strict=True)):
                 problem = Problem.make(net, x, kind, domain, args.threshold, args.epsilon)
                 certificate = certify_row(pool, problem, answer, args.time_limit, row)
-                verdicts[(kind, certificate.verdict)] += 1
+                certificates.append(certificate)
                 lines.append(certificate.to_json())
-                if certificate.verdict in ("solver_disagreement", "greedy_suboptimal"):
+                if certificate.verdict in (Verdict.SOLVER_DISAGREEMENT, Verdict.GREEDY_SUBOPTIMAL):
                     saved.append(case_of(problem, certificate).save(cases_dir))
-                if certificate.verdict == "solver_disagreement":
+                if certificate.verdict == Verdict.SOLVER_DISAGREEMENT:
                     where = f"row {row} ({kind}): {_statuses(certificate)}"
                     progress.write(f"!!! SOLVER DISAGREEMENT on {where} — case saved to {saved[-1]}")
                 progress.update()
     failed = _ci_report(lines, "certify", _kinds(args), fail_on, baseline, args.diff_out)
     _emit(lines, args.out)
+    verdicts = Counter((c.kind, c.verdict.value) for c in certificates)
     table = [[kind, verdict, count] for (kind, verdict), count in sorted(verdicts.items())]
     print(tabulate(table, headers=["kind", "verdict", "count"], tablefmt="simple"), file=sys.stderr)
+    refuted = Counter((name, (c.solvers[name].claimed or Status.REFUTED).value) for c in certificates for name in c.refuted)
+    if refuted:
+        rows = [[name, claimed, count] for (name, claimed), count in sorted(refuted.items())]
+        print("claims refuted by exact replay:", file=sys.stderr)
+        print(tabulate(rows, headers=["solver", "claimed", "count"], tablefmt="simple"), file=sys.stderr)
     if saved:
         print(f"{len(saved)} case file(s) in {cases_dir}/", file=sys.stderr)
     disagreements = sum(count for (_, verdict), count in verdicts.items() if verdict == "solver_disagreement")
@@ -319,7 +325,7 @@ def _crosscheck(args: argparse.Namespace) -> int:
     if not solvers:
         raise InputError("no exact solver is installed: pip install 'cardinal[solvers]'")
     out = output_directory(args.out, "--out")
-    if args.suite == "paper":
+    if args.suite == "paper" and args.paper_report is not None:
         output_file(args.paper_report, "--paper-report")
     if args.data_dir is not None:  # through the environment, so that worker processes see it too
         if not Path(args.data_dir).is_dir():
@@ -347,7 +353,8 @@ def _crosscheck(args: argparse.Namespace) -> int:
 
         models = list(paper_models(out))
         stats = greedy_statistics(models)
-        written = write_paper_report(Path(args.paper_report), models, stats, JsonLines(out / "records.jsonl").read())
+        report = Path(args.paper_report) if args.paper_report else out / "paper.md"
+        written = write_paper_report(report, models, stats, JsonLines(out / "records.jsonl").read())
         print(f"paper report: {', '.join(map(str, written))}", file=sys.stderr)
     state = "interrupted" if result.interrupted else "done"
     print(
@@ -355,7 +362,12 @@ def _crosscheck(args: argparse.Namespace) -> int:
         f"summary {out / 'summary.md'}; {result.seconds:.0f} s",
         file=sys.stderr,
     )
-    return 130 if result.interrupted else 0
+    if result.disagreements:
+        print(
+            f"!!! {result.disagreements} record(s) with conflicting exact evidence (solver_disagreement): see the summary",
+            file=sys.stderr,
+        )
+    return 130 if result.interrupted else 1 if result.disagreements else 0
 
 
 class _Progress:
@@ -550,7 +562,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="greedy vs exact solvers, with a verdict per input and kind (JSON lines)",
         description="Certify greedy explanations with exact solvers. One JSON line per input and kind: "
         '{"row", "kind", "prediction", "greedy", "solvers", "verdict", "certified", "minimum"}. '
-        "Verdicts: greedy_minimal, greedy_suboptimal, none_exists, solver_disagreement, unknown, exact_only.",
+        "Verdicts: greedy_minimal, greedy_suboptimal, none_exists, solver_disagreement, unknown, exact_only; they rest "
+        "on exact evidence only, and a solver claim refuted by the exact replay is listed under its solver. "
+        "Exit 1 when exact evidence conflicts (solver_disagreement), 2 on bad input.",
     )
     certify.add_argument("--solvers", default="enumerate", help="comma-separated: gurobi,highs,z3,enumerate (default enumerate)")
     certify.add_argument("--time-limit", type=seconds, default=60.0, help="seconds per solver call (default 60)")
@@ -626,7 +640,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--data-dir", help="folder with the data files for --suite paper (default: $CARDINAL_DATA, else ../shared/data)"
     )
     crosscheck.add_argument(
-        "--paper-report", default="bench/results/paper.md", help="where --suite paper writes its report (default: %(default)s)"
+        "--paper-report", help="where --suite paper writes its report, figures beside it (default: OUT/paper.md)"
     )
     crosscheck.set_defaults(handler=_crosscheck)
 
@@ -658,7 +672,8 @@ def build_parser() -> argparse.ArgumentParser:
         "bench",
         help="run a benchmark script of the source checkout (bench/greedy.py, bench/solvers.py)",
         description="Run bench/NAME.py with the arguments that follow (see `cardinal bench NAME --help`); "
-        "it writes its table to bench/results/.",
+        "it writes its table where its --out says (default ./bench-results/; pass --out bench/results/NAME.md to refresh "
+        "the tables kept in the repository).",
     )
     bench.add_argument("name", choices=("greedy", "solvers"))
     bench.add_argument("arguments", nargs=argparse.REMAINDER, help="passed to the benchmark")

@@ -129,7 +129,7 @@ def train_monotone(
     X = torch.tensor(dataset.X_train, dtype=torch.float32)
     y = torch.tensor(dataset.y_train, dtype=torch.float32)
     history = []
-    with torch.random.fork_rng(devices=[]), _one_thread():
+    with torch.random.fork_rng(devices=[]), _reproducible():
         model = build_model(hidden, X, y, dataset.task, generator)
         optimiser = torch.optim.Adam(model.parameters(), lr=lr)
         loss_function = nn.MSELoss() if dataset.task == "regression" else nn.BCEWithLogitsLoss()
@@ -174,14 +174,17 @@ def _epoch(
 
 
 @contextmanager
-def _one_thread() -> Iterator[None]:
-    """Run torch on one CPU thread, so the sums inside each step do not depend on the machine's core count."""
-    threads = torch.get_num_threads()
+def _reproducible() -> Iterator[None]:
+    """Run torch on one CPU thread with deterministic algorithms only, so that the sums inside
+    each step depend neither on the machine's core count nor on kernel choice."""
+    threads, deterministic = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
     torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
     try:
         yield
     finally:
         torch.set_num_threads(threads)
+        torch.use_deterministic_algorithms(deterministic)
 
 
 # ---------------------------------------------------------------------------- command line
