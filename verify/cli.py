@@ -536,13 +536,22 @@ def _data(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The `cardinal` parser: the shared problem flags, then each subcommand's own `_add_*`."""
     parser = _Parser(
         prog="cardinal",
         description="Cardinality-minimal explanations of neural-network predictions, greedy and certified.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     problem = _problem_flags()
+    for add in (
+        _add_explain, _add_certify, _add_check, _add_convert, _add_crosscheck,
+        _add_hunt, _add_train, _add_bench, _add_replay, _add_data,
+    ):  # fmt: skip
+        add(commands, problem)  # one function per subcommand, below, in the order of `cardinal --help`
+    return parser
 
+
+def _add_explain(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
     explain = commands.add_parser(
         "explain",
         parents=[problem],
@@ -556,6 +565,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     explain.set_defaults(handler=_explain)
 
+
+def _add_certify(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
     certify = commands.add_parser(
         "certify",
         parents=[problem],
@@ -575,6 +586,8 @@ def build_parser() -> argparse.ArgumentParser:
     _ci_flag_arguments(certify)
     certify.set_defaults(handler=_certify)
 
+
+def _add_check(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
     check = commands.add_parser(
         "check",
         parents=[problem],
@@ -602,6 +615,8 @@ def build_parser() -> argparse.ArgumentParser:
     _ci_flag_arguments(check)
     check.set_defaults(handler=_check)
 
+
+def _add_convert(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
     convert = commands.add_parser(
         "convert",
         help="convert a network between JSON, ONNX and torch files (by extension: .json, .onnx, .pt/.pth)",
@@ -618,6 +633,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     convert.set_defaults(handler=_convert)
 
+
+def _add_crosscheck(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
     crosscheck = commands.add_parser(
         "crosscheck",
         help="the main job: certify greedy explanations over a suite, log agreement, keep counterexamples",
@@ -644,6 +661,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     crosscheck.set_defaults(handler=_crosscheck)
 
+
+def _add_hunt(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
     hunt = commands.add_parser(
         "hunt",
         help="search random and SET-COVER networks for instances where greedy is not minimal; shrink and save them",
@@ -657,6 +676,8 @@ def build_parser() -> argparse.ArgumentParser:
     hunt.add_argument("--out", required=True, help="directory for the case files")
     hunt.set_defaults(handler=_hunt)
 
+
+def _add_train(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
     from .train import add_train_arguments, run_train
 
     train = commands.add_parser(
@@ -668,6 +689,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_train_arguments(train)
     train.set_defaults(handler=run_train)
 
+
+def _add_bench(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
     bench = commands.add_parser(
         "bench",
         help="run a benchmark script of the source checkout (bench/greedy.py, bench/solvers.py)",
@@ -679,10 +702,14 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("arguments", nargs=argparse.REMAINDER, help="passed to the benchmark")
     bench.set_defaults(handler=_bench)
 
+
+def _add_replay(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
     replay = commands.add_parser("replay", help="re-verify a case file in exact arithmetic (exit 0: holds, 1: does not)")
     replay.add_argument("case", help="case file (cardinal.case/1)")
     replay.set_defaults(handler=_replay)
 
+
+def _add_data(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
     data = commands.add_parser(
         "data",
         help="check the data files of the paper suite (every missing or altered file at once)",
@@ -692,7 +719,6 @@ def build_parser() -> argparse.ArgumentParser:
     data.add_argument("action", choices=("check",))
     data.add_argument("--data-dir", help="the data folder (default: $CARDINAL_DATA, else ../shared/data)")
     data.set_defaults(handler=_data)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
