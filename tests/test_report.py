@@ -70,11 +70,12 @@ def test_new_fields_round_trip(records: list[Record]) -> None:
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [
-        ("verdict", "maybe", "field 'verdict' must be one of greedy_minimal"),
-        ("certified", "yes", "field 'certified' must be true or false"),
-        ("gap", 1.5, "field 'gap' must be an integer"),
-        ("kind", None, "field 'kind' must be one of contrastive, abductive"),
+        ("verdict", "maybe", "field 'verdict' is 'maybe', expected one of greedy_minimal"),
+        ("certified", "yes", "field 'certified' is 'yes', expected true or false"),
+        ("gap", 1.5, "field 'gap' is 1.5, expected an integer"),
+        ("kind", None, "field 'kind' is null, expected one of contrastive, abductive"),
         ("solvers", [], "field 'solvers' must be an object"),
+        ("greedy", {"seconds": 1}, "field 'greedy' is an object, expected an object with 'features'"),
     ],
 )
 def test_bad_records_name_the_line_and_field(tmp_path: Path, field: str, value: object, message: str) -> None:

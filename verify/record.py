@@ -18,6 +18,7 @@ from typing import Any
 from .errors import InputError
 from .io import JsonLines
 from .problem import Kind, Outcome, Status, Verdict
+from .validate import describe, json_vector
 
 
 @dataclass(frozen=True)
@@ -115,22 +116,14 @@ class Record:
         """Read a record line; InputError naming `where` (e.g. "DIR/records.jsonl line 7") and
         the field when a field is missing or of the wrong type."""
         if not isinstance(document, dict):
-            raise InputError(f"{where}: not a campaign record (a JSON object), got {_describe(document)}")
+            raise InputError(f"{where}: not a campaign record (a JSON object), got {describe(document)}")
         read = _Reader(document, where)
         greedy = None
-        if document.get("greedy_check") is not None:
-            answer = document.get("greedy")
-            exists = read.boolean("greedy_exists")
-            if exists and not isinstance(answer, dict):
-                raise InputError(f"{where}: field 'greedy' must be an object when greedy_exists is true, got {_describe(answer)}")
-            greedy = GreedyAnswer(
-                _features(answer.get("features"), f"{where}: greedy.features") if exists else None,
-                _seconds(answer.get("seconds"), f"{where}: greedy.seconds") if exists else 0.0,
-                read.string("greedy_check"),
-            )
+        if document.get("greedy") is not None or document.get("greedy_exists") is not None:
+            greedy = _greedy(document, read)
         outcomes = document.get("solvers")
         if not isinstance(outcomes, dict):
-            raise InputError(f"{where}: field 'solvers' must be an object, got {_describe(outcomes)}")
+            raise InputError(f"{where}: field 'solvers' must be an object, got {describe(outcomes)}")
         return cls(
             key=read.string("key"),
             instance=read.string("instance"),
@@ -156,60 +149,74 @@ class Record:
         )
 
 
+def _greedy(document: dict[str, Any], read: _Reader) -> GreedyAnswer:
+    """Greedy's answer from the fields `greedy`, `greedy_exists` and `greedy_check`."""
+    check, answer = read.string("greedy_check"), document.get("greedy")
+    if not read.boolean("greedy_exists"):
+        return GreedyAnswer(None, 0.0, check)
+    features, seconds = (answer.get("features"), answer.get("seconds")) if isinstance(answer, dict) else (None, None)
+    if not (_is_indices(features) and _is_seconds(seconds)):
+        raise read.fail("greedy", "an object with 'features' (indices) and 'seconds' when greedy_exists is true")
+    return GreedyAnswer(tuple(features), float(seconds), check)
+
+
 def read_records(path: str | Path) -> list[Record]:
     """Every finished record of a `records.jsonl` (a torn last line is skipped), checked."""
     return [Record.from_json(document, f"{path} line {number}") for number, document in enumerate(JsonLines(path).read(), 1)]
 
 
 # ---------------------------------------------------------------------------- field checks
-def _describe(value: Any) -> str:
-    text = repr(value)
-    return f"{type(value).__name__} {text if len(text) <= 40 else text[:37] + '...'}"
-
-
 class _Reader:
     """Typed access to the fields of one record document, errors naming the field."""
 
     def __init__(self, document: dict[str, Any], where: str) -> None:
         self.document, self.where = document, where
 
-    def _fail(self, field: str, expected: str) -> InputError:
-        return InputError(f"{self.where}: field {field!r} must be {expected}, got {_describe(self.document.get(field))}")
+    def fail(self, field: str, expected: str) -> InputError:
+        return InputError(f"{self.where}: field {field!r} is {describe(self.document.get(field))}, expected {expected}")
 
     def string(self, field: str) -> str:
         value = self.document.get(field)
         if not isinstance(value, str):
-            raise self._fail(field, "a string")
+            raise self.fail(field, "a string")
         return value
 
     def choice(self, field: str, enum: type[Kind] | type[Verdict]) -> Any:
         value = self.document.get(field)
         if value not in {member.value for member in enum}:
-            raise self._fail(field, f"one of {', '.join(member.value for member in enum)}")
+            raise self.fail(field, f"one of {', '.join(member.value for member in enum)}")
         return enum(value)
 
     def integer(self, field: str) -> int:
         value = self.document.get(field)
         if isinstance(value, bool) or not isinstance(value, int):
-            raise self._fail(field, "an integer")
+            raise self.fail(field, "an integer")
         return value
 
     def number(self, field: str) -> float:
         value = self.document.get(field)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise self._fail(field, "a finite number")
+            raise self.fail(field, "a finite number")
         return float(value)
 
     def boolean(self, field: str) -> bool:
         value = self.document.get(field)
         if not isinstance(value, bool):
-            raise self._fail(field, "true or false")
+            raise self.fail(field, "true or false")
         return value
 
 
+def _is_indices(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+
+
+def _is_seconds(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+
+
 def _integers(value: Any, where: str) -> list[int]:
-    if not isinstance(value, list) or any(isinstance(v, bool) or not isinstance(v, int) for v in value):
-        raise InputError(f"{where} must be a list of integers, got {_describe(value)}")
+    if not _is_indices(value):
+        raise InputError(f"{where} must be a list of integers, got {describe(value)}")
     return value
 
 
@@ -218,8 +225,8 @@ def _features(value: Any, where: str) -> tuple[int, ...]:
 
 
 def _seconds(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and value >= 0):
-        raise InputError(f"{where} must be a number of seconds ≥ 0, got {_describe(value)}")
+    if not _is_seconds(value):
+        raise InputError(f"{where} must be a number of seconds ≥ 0, got {describe(value)}")
     return float(value)
 
 
@@ -227,17 +234,17 @@ def _outcome(solver: str, document: Any, where: str) -> Outcome:
     """A solver's `Outcome` as `Outcome.to_json` wrote it."""
     statuses = {status.value for status in Status}
     if not isinstance(document, dict) or document.get("status") not in statuses:
-        raise InputError(f"{where} must be an object with a known 'status' and 'seconds', got {_describe(document)}")
+        raise InputError(f"{where} must be an object with a known 'status' and 'seconds', got {describe(document)}")
     claimed = document.get("claimed")
     if claimed is not None and claimed not in statuses:
-        raise InputError(f"{where}.claimed: unknown status {_describe(claimed)}")
+        raise InputError(f"{where}.claimed: unknown status {describe(claimed)}")
     witness = document.get("witness")
     return Outcome(
         status=Status(document["status"]),
         solver=solver,
         seconds=_seconds(document.get("seconds"), f"{where}.seconds"),
         solution=None if document.get("features") is None else _features(document["features"], f"{where}.features"),
-        witness=None if witness is None else tuple(float(v) for v in witness),
+        witness=None if witness is None else tuple(json_vector(witness, f"{where}.witness").tolist()),
         raw_status=str(document.get("raw_status", "")),
         exact=bool(document.get("exact", False)),
         replayed=bool(document.get("replayed", False)),
