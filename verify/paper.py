@@ -408,12 +408,13 @@ def paper_figure(name: str, stats: list[dict[str, Any]], records: list[Record]) 
             thresholds = [s["threshold"] for s in rows]
             left.plot(thresholds, [np.mean(s[key]) if s[key] else np.nan for s in rows], marker=marker, label=kind)
             right.plot(thresholds, [1e3 * np.median(s["reference_seconds"]) for s in rows], marker=marker, label=kind)
+        handles = left.get_lines()
         if share:
             twin = left.twinx()
-            twin.plot(list(share), [100 * c / t for c, t in share.values()], color="grey", linestyle="--", marker=".",
-                      label="certified share of the sample")  # fmt: skip
+            handles += twin.plot(list(share), [100 * c / t for c, t in share.values()], color="grey", linestyle="--",
+                                 marker=".", label="certified share of the sample (%)")  # fmt: skip
             twin.set(ylabel="certified in exact arithmetic (%)", ylim=(0, 105))
-            twin.legend(fontsize=7, loc="lower right")
+        left.legend(handles=handles, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3)
         rows_per = cxp[0]["rows"]
         left.set(xlabel="threshold t (scaled target)", ylabel=f"mean explanation size (of {n})",
                  title=f"{name}: size vs threshold ({rows_per} test rows per t)")  # fmt: skip
@@ -430,6 +431,6 @@ def paper_figure(name: str, stats: list[dict[str, Any]], records: list[Record]) 
                  title=f"{name}: sizes (certified: {certified} of {total} sampled)")  # fmt: skip
         right.set(xlabel="ms per explanation (reference)", ylabel="explanations",
                   title=f"{name}: times, first {REFERENCE_ROWS} rows")  # fmt: skip
-    left.legend(fontsize=7, loc="upper left")
+        left.legend(fontsize=7, loc="upper left")
     right.legend(fontsize=7)
     return figure
