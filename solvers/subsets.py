@@ -47,13 +47,17 @@ class _Form:
         self.coefficients, self.coefficients_radius = coefficients, coefficients_radius
         self.constant, self.constant_radius = constant, constant_radius
 
-    def extreme(self, k: int, largest: bool) -> tuple[np.ndarray, Radius]:
+    def extreme(self, k: int | np.ndarray, largest: bool) -> tuple[np.ndarray, Radius]:
         """[B, r] max (largest) or min of each row over s ∈ {0,1}^n with Σ s ≤ k, as (value,
         radius): the k largest positive (or most negative) coefficients plus the constant; every
-        coefficient's radius counts, whether picked or not."""
+        coefficient's radius counts, whether picked or not. `k` is one bound or one per form [B]."""
         signed = np.maximum(self.coefficients, 0.0) if largest else np.minimum(self.coefficients, 0.0)
         n = signed.shape[-1]
-        if k >= n or k == 0:
+        if isinstance(k, np.ndarray):  # a bound per form: the sorted coefficients, masked by rank
+            ordered = -np.sort(-signed, axis=-1) if largest else np.sort(signed, axis=-1)
+            picked = ordered * (np.arange(n) < k[:, None, None])
+            k = int(k.max(initial=0))
+        elif k >= n or k == 0:
             picked = signed[..., : n if k else 0]
         elif largest:
             picked = np.partition(signed, n - k, axis=-1)[..., n - k :]
@@ -101,6 +105,7 @@ class SetForms:
     def __init__(self, net: Network, base: np.ndarray, target: np.ndarray, threshold: float) -> None:
         self.layers = [(layer.weight, layer.bias) for layer in net.layers]
         self.threshold = threshold
+        self.base, self.target = base, target
         weight, bias = self.layers[0]
         self.move = target - base  # radius u·|target − base| (one rounding)
         self.move_radius = _outwards(UNIT_ROUNDOFF * np.abs(self.move))
@@ -108,17 +113,26 @@ class SetForms:
         self.first_constant = constant + bias
         self.first_constant_radius = _outwards(constant_radius + UNIT_ROUNDOFF * np.abs(self.first_constant))
 
-    def first_form(self, allowed: np.ndarray, rigorous: bool) -> _Form:
-        """The first layer's pre-activations over s ⊆ allowed [B, n] bool: coefficients [B, w0, n]."""
-        weight, _ = self.layers[0]
+    def first_form(self, allowed: np.ndarray, rigorous: bool, fixed: np.ndarray | None = None) -> _Form:
+        """The first layer's pre-activations over s ⊆ allowed [B, n] bool: coefficients [B, w0, n].
+        With `fixed` [B, n] bool, over the sets `fixed ∪ s`, s ⊆ allowed \\ fixed: the fixed
+        features sit at `target` in the constant [B, w0] (exact doubles: a selection)."""
+        weight, bias = self.layers[0]
+        constant, constant_radius = self.first_constant, self.first_constant_radius
+        if fixed is not None:
+            allowed = allowed & ~fixed
+            start = np.where(fixed, self.target, self.base)
+            constant = start @ weight.T + bias
+            terms = np.abs(start) @ np.abs(weight).T
+            constant_radius = _outwards(gamma(weight.shape[1] + 1) * (terms + np.abs(bias)))
         move = self.move * allowed
         coefficients = weight[None, :, :] * move[:, None, :]
-        first = _Form(coefficients, None, self.first_constant, None)
+        first = _Form(coefficients, None, constant, None)
         if rigorous:
             first.coefficients_radius = _outwards(
                 weight[None, :, :] * (self.move_radius * allowed)[:, None, :] + UNIT_ROUNDOFF * np.abs(coefficients)
             )
-            first.constant_radius = self.first_constant_radius
+            first.constant_radius = constant_radius
         return first
 
     def substitute(self, depth: int, lines: list[tuple[np.ndarray, np.ndarray]], first: _Form) -> _Form:
@@ -172,10 +186,21 @@ class SubsetBounds(SetForms):
         about a third of the work: a screen to be confirmed by `refutes`."""
         return self.upper_bound(k, allowed, rigorous=False)[0] <= self.threshold
 
-    def upper_bound(self, k: int, allowed: np.ndarray, rigorous: bool = True) -> tuple[np.ndarray, Radius]:
+    def upper_bound(
+        self, k: int | np.ndarray, allowed: np.ndarray, rigorous: bool = True, fixed: np.ndarray | None = None
+    ) -> tuple[np.ndarray, Radius]:
         """allowed [B, n] bool → (ĝ [B], r [B]): ĝ + r ≥ g(s) for every s ⊆ allowed with Σ s ≤ k
-        (r None if not `rigorous`)."""
-        first = self.first_form(allowed, rigorous)
+        (r None if not `rigorous`). With `fixed` [B, n] bool and k [B]: for every `fixed ∪ s`,
+        s ⊆ allowed with Σ s ≤ k (`first_form`)."""
+        value, radius, _ = self.bound_and_form(k, allowed, rigorous, fixed)
+        return value, radius
+
+    def bound_and_form(
+        self, k: int | np.ndarray, allowed: np.ndarray, rigorous: bool = True, fixed: np.ndarray | None = None
+    ) -> tuple[np.ndarray, Radius, np.ndarray]:
+        """`upper_bound` and the coefficients [B, n] of the output's upper form over s (a feature's
+        share in the bound: what `solvers.branch` branches on)."""
+        first = self.first_form(allowed, rigorous, fixed)
         uppers: list[tuple[np.ndarray, np.ndarray]] = []  # per hidden layer: chord (slopes, offsets)
         lowers: list[tuple[np.ndarray, np.ndarray]] = []
         for depth in range(len(self.layers)):
@@ -186,7 +211,7 @@ class SubsetBounds(SetForms):
                 lower = self.substitute(depth, lowers, first)
             high, high_radius = upper.extreme(k, largest=True)
             if depth == len(self.layers) - 1:
-                return high[:, 0], None if high_radius is None else high_radius[:, 0]
+                return high[:, 0], None if high_radius is None else high_radius[:, 0], upper.coefficients[:, 0, :]
             low, low_radius = lower.extreme(k, largest=False)
             if rigorous:
                 uppers.append(_chords(low - low_radius, high + high_radius))

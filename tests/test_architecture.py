@@ -43,7 +43,7 @@ LAYERS: dict[str, int] = {
     "cardinal.verify.greedy": ENGINE,
     **{
         f"cardinal.solvers.{name}": ENGINE
-        for name in ("base", "cuts", "encode", "enumerate", "gurobi", "highs", "hitting", "milp", "smooth", "smt", "subsets")
+        for name in ("base", "branch", "cuts", "encode", "enumerate", "gurobi", "highs", "hitting", "milp", "smooth", "smt", "subsets")
     },
     **{
         f"cardinal.verify.{name}": APPLICATION
