@@ -86,6 +86,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from fractions import Fraction
+from functools import cached_property
 
 import numpy as np
 import torch
@@ -96,6 +97,7 @@ from ..verify.errors import InputError
 from ..verify.problem import Outcome, Problem, Status
 from . import hitting
 from .base import BaseSolver
+from .branch import NODE_LIMIT as _NODE_LIMIT
 from .branch import SubsetSearch
 from .cuts import Cut, LinearBounds
 from .enumerate import Evaluator
@@ -118,6 +120,11 @@ _WIDEN_WINDOW = 32
 # Widening stops after this many rounds in a row in which it proved nothing (the bounds are too
 # loose for the instance; the rounds go faster without it).
 _WIDEN_PATIENCE = 16
+# With the goal f ≤ t the branch and bound gets this many nodes per check before the SAT loop takes
+# over: measured on 276-feature 32×32 nets, its bound at one tangent point settled some AXps within
+# 205 features in 40 ms where the loop took 0.3 s, and explored thousands of nodes in vain on others
+# that the loop's tangent cuts settled in 0.3–0.5 s.
+_BELOW_NODES = 64
 Check = tuple[str, tuple[int, ...] | None, np.ndarray | None]  # (z3 result, solution, witness y [n])
 # What the lazy strategy's check answers in place of "unsat" when the proof would rest on a set
 # whose smooth enclosure straddles the threshold (`_Lazy.check`).
@@ -265,26 +272,52 @@ class _Lazy:
 
     def __init__(self, problem: Problem, context: z3.Context, base: np.ndarray, target: np.ndarray) -> None:
         self.evaluator = Evaluator(problem)
+        self.context = context
         self.base, self.target = torch.as_tensor(base), torch.as_tensor(target)
         self.valid_when = 1 if problem.kind == "contrastive" else 0
         self.goal_below = (self.valid_when == 1) == (problem.prediction == 1)  # valid iff f ≤ t
         # Bounds: exact linear ones on piecewise-linear networks (tangent cuts for f ≤ t, cardinality
-        # cuts for f > t, widening on ReLU), rigorous float ones with smooth units (both directions).
+        # cuts for f > t), rigorous float ones with smooth units (both directions) and for the
+        # branch and bound on ReLU networks (both directions). Built when first needed (`_start_loop`).
+        self.problem = problem
         self.tangents: LinearBounds | None = None  # tangent cuts from every maximal invalid set
         self.cardinality: Callable[[int], Cut] | None = None  # the cut of each size bound (sets within it)
         self.sized: Callable[[int], Cut] | None = None  # the cut of each size exactly (see `check`)
         self.widener: SmoothBounds | None = None  # proves sets free of valid sets within k
-        self.branch: SubsetSearch | None = None  # answers the check alone (ReLU, valid means f > t)
+        self.branch: SubsetSearch | None = None  # answers the check first (ReLU hidden layers)
+        self.solver: z3.Solver | None = None  # the SAT loop, started by `_start_loop`
+        self.batch = True  # batches of random maximal sets for hard instances (no tangent cuts)
+        self.undecided: list[np.ndarray] = []  # [n] bool sets whose enclosure straddles t, each excluded alone
+        self.open_sets: list[np.ndarray] = []  # those within the bound of the last unsat
+        self.n = problem.n
+        self.random = np.random.default_rng(0)  # the orders of random maximal sets
+        self.float_layers = [(weight.T, bias, activation) for weight, bias, activation in problem.net.torch_layers()]
+        self.threshold = problem.threshold
+        if problem.net.is_piecewise_linear:
+            subsets = SubsetBounds(problem.net, base, target, problem.threshold)
+            if subsets.supported:
+                screen = lambda masks: ~self._float_invalid(masks)  # noqa: E731
+                reference = self.walk(np.zeros(self.n, dtype=bool), True).astype(np.float64) if self.goal_below else None
+                self.branch = SubsetSearch(subsets, self.judge, screen, self.goal_below, reference)
+
+    @cached_property
+    def order(self) -> list[int]:
+        """Heuristic order, least helpful feature first: f with one feature moved (floats suffice)."""
+        base, target = self.base.numpy(), self.target.numpy()
+        single = self.problem.net.forward(np.where(np.eye(self.n, dtype=bool), target, base)).numpy()
+        goal_is_one = (self.valid_when == 1) != (self.problem.prediction == 1)
+        return [int(i) for i in np.argsort(single if goal_is_one else -single, kind="stable")]
+
+    def _start_loop(self) -> None:
+        """The SAT loop's solver, literals and bounds (only where the branch and bound left a check open)."""
+        problem, context = self.problem, self.context
+        base, target = self.base.numpy(), self.target.numpy()
         if problem.net.is_piecewise_linear:
             bounds = LinearBounds(problem.net, base, target, problem.threshold)
-            subsets = SubsetBounds(problem.net, base, target, problem.threshold)
             if self.goal_below:
                 self.tangents = bounds
-            elif subsets.supported:
-                self.branch = SubsetSearch(subsets, self.judge, lambda masks: ~self._float_invalid(masks))
             else:
                 self.cardinality = bounds.cardinality_cut
-            # no tangent cuts: a hard instance gets batches of random maximal sets
             self.batch = self.tangents is None
         else:
             smooth = SmoothBounds(problem.net, base, target, problem.threshold)
@@ -292,9 +325,6 @@ class _Lazy:
                 self.sized, self.widener = smooth.size_cut, smooth
             self.batch = True  # the float bounds are looser: measured, the batches decide the hard tail
         self.failed_widenings = 0  # in a row; at `_WIDEN_PATIENCE` widening stops
-        self.undecided: list[np.ndarray] = []  # [n] bool sets whose enclosure straddles t, each excluded alone
-        self.open_sets: list[np.ndarray] = []  # those within the bound of the last unsat
-        self.n = problem.n
         self.solver = z3.SolverFor("QF_FD", ctx=context)
         self.chosen = [z3.Bool(f"s{i}", context) for i in range(self.n)]
         self.literals = [s.as_ast() for s in self.chosen]
@@ -303,15 +333,8 @@ class _Lazy:
         self.cuts: list[Cut] = []  # the cuts that hold for every size bound
         self.rounds = 0  # invalid proposals so far
         self.batches = 0  # batches of random maximal sets learned so far
-        self.random = np.random.default_rng(0)  # their orders
-        self.float_layers = [(weight.T, bias, activation) for weight, bias, activation in problem.net.torch_layers()]
-        self.threshold = problem.threshold
         # Σ 2^i·s_i: one model evaluation reads the whole proposal (reading each s_i is far slower).
         self.code = z3.Sum([z3.If(s, z3.IntVal(1 << i, context), z3.IntVal(0, context)) for i, s in enumerate(self.chosen)])
-        # Heuristic order, least helpful feature first: f with one feature moved (floats suffice).
-        single = problem.net.forward(np.where(np.eye(self.n, dtype=bool), target, base)).numpy()
-        goal_is_one = (self.valid_when == 1) != (problem.prediction == 1)
-        self.order = [int(i) for i in np.argsort(single if goal_is_one else -single, kind="stable")]
 
     def judge(self, masks: np.ndarray) -> np.ndarray:
         """masks [B, n] bool → [B] int8: is `base with the mask set to target` valid, exactly:
@@ -334,11 +357,16 @@ class _Lazy:
 
     def check(self, bound: int, deadline: float) -> Check:
         if self.branch is not None:
-            raw, found = self.branch.search(bound, deadline)
-            if found is None:
+            # f > t: the branch and bound alone; f ≤ t: first, within a node budget, then the loop
+            raw, found = self.branch.search(bound, deadline, None if not self.goal_below else _BELOW_NODES)
+            if found is not None:
+                minimal = self.walk(found, False)
+                y = np.where(minimal, self.target.numpy(), self.base.numpy())
+                return raw, tuple(int(i) for i in np.flatnonzero(minimal)), y
+            if raw != _NODE_LIMIT:
                 return raw, None, None
-            minimal = self.walk(found, False)
-            return raw, tuple(int(i) for i in np.flatnonzero(minimal)), np.where(minimal, self.target.numpy(), self.base.numpy())
+        if self.solver is None:
+            self._start_loop()
         if bound not in self.guards:
             self.guards[bound] = z3.Bool(f"at_most_{bound}", self.solver.ctx)
             self.solver.add(z3.Implies(self.guards[bound], z3.AtMost(*self.chosen, bound)))

@@ -196,29 +196,56 @@ class SubsetBounds(SetForms):
         return value, radius
 
     def bound_and_form(
-        self, k: int | np.ndarray, allowed: np.ndarray, rigorous: bool = True, fixed: np.ndarray | None = None
+        self,
+        k: int | np.ndarray,
+        allowed: np.ndarray,
+        rigorous: bool = True,
+        fixed: np.ndarray | None = None,
+        minimum: bool = False,
+        reference: np.ndarray | None = None,
     ) -> tuple[np.ndarray, Radius, np.ndarray]:
         """`upper_bound` and the coefficients [B, n] of the output's upper form over s (a feature's
-        share in the bound: what `solvers.branch` branches on)."""
+        share in the bound: what `solvers.branch` branches on). With `minimum`: (ĝ, r) with
+        ĝ − r ≤ g(s) over the same sets instead, by the lower lines z ≥ α·h (α ∈ {0, 1}, exact,
+        valid for relu everywhere), and the lower form's coefficients; α = 1 where the unit is
+        active at `reference` [B, n] (points of [0,1]^n: the lines are then the tangents of the
+        convex g there, Kelley's), else where its bounds lie mostly above 0."""
         first = self.first_form(allowed, rigorous, fixed)
+        actives = self._actives(reference) if reference is not None else None
         uppers: list[tuple[np.ndarray, np.ndarray]] = []  # per hidden layer: chord (slopes, offsets)
         lowers: list[tuple[np.ndarray, np.ndarray]] = []
         for depth in range(len(self.layers)):
+            last = depth == len(self.layers) - 1
             if depth == 0:
                 upper = lower = first
             else:
-                upper = self.substitute(depth, uppers, first)
+                upper = first if last and minimum else self.substitute(depth, uppers, first)
                 lower = self.substitute(depth, lowers, first)
-            high, high_radius = upper.extreme(k, largest=True)
-            if depth == len(self.layers) - 1:
+            if not (last and minimum):
+                high, high_radius = upper.extreme(k, largest=True)
+            if last and not minimum:
                 return high[:, 0], None if high_radius is None else high_radius[:, 0], upper.coefficients[:, 0, :]
             low, low_radius = lower.extreme(k, largest=False)
+            if last:
+                return low[:, 0], None if low_radius is None else low_radius[:, 0], lower.coefficients[:, 0, :]
             if rigorous:
                 uppers.append(_chords(low - low_radius, high + high_radius))
             else:
                 uppers.append(_chords(low, high))
-            lowers.append(((low + high > 0).astype(np.float64), np.zeros_like(low)))
+            active = (low + high > 0) if actives is None else actives[depth]
+            lowers.append((active.astype(np.float64), np.zeros_like(low)))
         raise AssertionError("unreachable: the loop returns at the output layer")
+
+    def _actives(self, reference: np.ndarray) -> list[np.ndarray]:
+        """reference [B, n] in [0,1]^n → per hidden layer [B, w] bool: the units active there
+        (plain float64: they only choose among valid lines)."""
+        z = self.base + self.move * reference
+        actives = []
+        for weight, bias in self.layers[:-1]:
+            h = z @ weight.T + bias
+            actives.append(h > 0)
+            z = np.maximum(h, 0.0)
+        return actives
 
 
 def _chords(low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
