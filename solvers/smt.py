@@ -21,14 +21,16 @@ stays in force. Three things carry what one clause per round cannot:
   Every cut goes in also combined with the size row (`Cut.within`): on the plain knapsack next
   to `AtMost(s, k)` z3's pseudo-Boolean propagation stalls for seconds. A cut that no set within
   k satisfies refutes k at once.
-- *Branch and bound* (valid means f > t, ReLU hidden layers, identity output; `solvers.branch`).
-  There the question "a valid set within k?" goes to a branch and bound over sets instead of
+- *Branch and bound* (ReLU hidden layers, identity output; `solvers.branch`). Valid means
+  f > t: the question "a valid set within k?" goes to a branch and bound over sets instead of
   the SAT loop: rigorous float bounds over all sets of a node (`solvers.subsets`) close whole
   subtrees where the loop learns one clause per round. Measured on the 64-feature 32×32
   benchmark nets, proofs that the loop left at the 5 s limit took 10–20 ms (a handful of
-  nodes); at 128 and 276 features the loop rarely finishes. Elsewhere (leaky relu, hardtanh,
-  steps), an instance that needs many rounds gets one batch of maximal invalid sets grown along
-  random orders, evaluated together.
+  nodes); at 128 and 276 features the loop rarely finished. Valid means f ≤ t: only its root
+  node is tried (`_BELOW_NODES`), a lower bound tangent at a maximal invalid set; the tangent
+  cuts of the loop do the rest, and the loop (its z3 solver, its exact bounds) is built only
+  then. Elsewhere (leaky relu, hardtanh, steps), an instance that needs many rounds gets one
+  batch of maximal invalid sets grown along random orders, evaluated together.
 
 *Smooth units* (sigmoid, tanh, softplus, alone or mixed with piecewise-linear ones). f is then
 neither piecewise linear nor convex, so the exact cuts above do not apply; `solvers.smooth` gives
@@ -121,10 +123,11 @@ _WIDEN_WINDOW = 32
 # loose for the instance; the rounds go faster without it).
 _WIDEN_PATIENCE = 16
 # With the goal f ≤ t the branch and bound gets this many nodes per check before the SAT loop takes
-# over: measured on 276-feature 32×32 nets, its bound at one tangent point settled some AXps within
-# 205 features in 40 ms where the loop took 0.3 s, and explored thousands of nodes in vain on others
-# that the loop's tangent cuts settled in 0.3–0.5 s.
-_BELOW_NODES = 64
+# over: the root alone, whose bound (lower lines tangent at a maximal invalid set) often settles the
+# check at once. Measured A/B (0, 1, 64 nodes): on the 28-feature 32×32 benchmark nets the median
+# call fell from 18–25 ms (loop alone) to 6–8 ms with 1 node; on BlogFeedback's AXps (276 features,
+# 64×64) 64 nodes cost 2–10× the loop's time where 1 node costs 0–0.4 s more.
+_BELOW_NODES = 1
 Check = tuple[str, tuple[int, ...] | None, np.ndarray | None]  # (z3 result, solution, witness y [n])
 # What the lazy strategy's check answers in place of "unsat" when the proof would rest on a set
 # whose smooth enclosure straddles the threshold (`_Lazy.check`).
@@ -357,7 +360,7 @@ class _Lazy:
 
     def check(self, bound: int, deadline: float) -> Check:
         if self.branch is not None:
-            # f > t: the branch and bound alone; f ≤ t: first, within a node budget, then the loop
+            # f > t: the branch and bound alone; f ≤ t: its root first (`_BELOW_NODES`), then the loop
             raw, found = self.branch.search(bound, deadline, None if not self.goal_below else _BELOW_NODES)
             if found is not None:
                 minimal = self.walk(found, False)
