@@ -14,7 +14,9 @@ checked for validity.
 With `--device cuda` the batched runs (and the peak) are on the GPU; the reference stays the
 one-call loop on the CPU, as the paper ran it on one device at a time.
 
-    python -m bench.greedy [--rows 4096] [--repeats 5] [--device cpu] [--out bench/results/greedy.md]
+    python -m bench.greedy [--rows 4096] [--repeats 5] [--device cpu] [--out bench-results/greedy.md]
+
+(`--out bench/results/greedy.md` refreshes the table kept in the repository.)
 """
 
 from __future__ import annotations
@@ -152,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--rows", type=int, default=4096)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--device", default="cpu", help="where the batched runs go: cpu or cuda")
-    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "greedy.md"))
+    parser.add_argument("--out", default="bench-results/greedy.md", help="markdown table to write (default: %(default)s)")
     args = parser.parse_args(argv)
     sample = {28: 512, 276: 64}
     table, peak = run(args.rows, args.repeats, sample, args.device)

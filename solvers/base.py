@@ -22,6 +22,7 @@ from ..verify.errors import InputError
 from ..verify.exact import check_monotone_explanation
 from ..verify.network import Network
 from ..verify.problem import DEFAULT_EPSILON, Outcome, Problem, Status
+from .guard import GuardedSolver
 
 
 class Solver(Protocol):
@@ -69,8 +70,12 @@ _REGISTRY: dict[str, tuple[str, str, str | None]] = {
 SOLVER_NAMES = tuple(_REGISTRY)
 
 
-def get_solver(name: str, **options: Any) -> Solver:
-    """A fresh backend by name; raises `InputError` for an unknown or uninstalled backend."""
+def get_solver(name: str, guarded: bool = False, **options: Any) -> Solver:
+    """A fresh backend by name; raises `InputError` for an unknown or uninstalled backend.
+
+    `guarded`: run it in a child process that is killed when a call overruns its time limit
+    (`solvers.guard`): what certify and crosscheck use, so that every limit holds.
+    """
     if name not in _REGISTRY:
         raise InputError(f"unknown solver {name!r} (known: {', '.join(SOLVER_NAMES)})")
     module_name, class_name, extra = _REGISTRY[name]
@@ -79,7 +84,8 @@ def get_solver(name: str, **options: Any) -> Solver:
     except ImportError as error:
         hint = f"pip install 'cardinal[{extra}]'" if extra else "reinstall cardinal"
         raise InputError(f"solver {name!r} is not installed ({error.name} missing): {hint}") from None
-    return getattr(module, class_name)(**options)
+    factory = getattr(module, class_name)
+    return GuardedSolver(name, factory, options) if guarded else factory(**options)
 
 
 def available_solvers() -> tuple[str, ...]:
@@ -99,7 +105,8 @@ def replay(problem: Problem, outcome: Outcome) -> Outcome:
 
     Checked: a returned set is an explanation (monotone networks: the shortcut; otherwise the
     contrastive witness); a NONE_EXISTS claim (p(x') = p(x) on a monotone network). A failed
-    check turns the outcome into REFUTED with the reason. Lower bounds (OPTIMAL's minimality,
+    check turns the outcome into REFUTED (`Outcome.refuted`: the claim kept in `claimed`, the reason
+    in `message`). Lower bounds (OPTIMAL's minimality,
     NONE_WITHIN) cannot be replayed; `Outcome.exact` says whether an exact backend made them.
     """
     if outcome.status == Status.NONE_EXISTS:
@@ -108,7 +115,7 @@ def replay(problem: Problem, outcome: Outcome) -> Outcome:
         return outcome
     features = outcome.solution
     if outcome.status in (Status.FEASIBLE, Status.OPTIMAL) and problem.kind == "contrastive" and not features:
-        return replace(outcome, status=Status.REFUTED, message="an empty set is never a contrastive explanation")
+        return replace(outcome.refuted("an empty set is never a contrastive explanation"), replayed=True)
     if problem.monotone:
         valid = check_monotone_explanation(problem.exact, problem.x, features, problem.kind, problem.domain, problem.threshold)
         reason = f"exact check: {set(features)} is not a {problem.kind} explanation"
@@ -122,22 +129,20 @@ def replay(problem: Problem, outcome: Outcome) -> Outcome:
             outcome, message=(outcome.message + "; " if outcome.message else "") + "exact replay undecided (smooth margin)"
         )
     if not valid:
-        return replace(outcome, status=Status.REFUTED, replayed=True, message=f"{reason} (backend said {outcome.status.value})")
+        return replace(outcome.refuted(reason), replayed=True)
     return replace(outcome, replayed=True)
 
 
 def _replay_none_exists(problem: Problem, outcome: Outcome) -> Outcome:
     if problem.kind == "abductive":
-        return replace(outcome, status=Status.REFUTED, replayed=True, message="the full feature set is always an AXp")
+        return replace(outcome.refuted("the full feature set is always an AXp"), replayed=True)
     if not problem.monotone:
         return outcome  # a universal claim on a non-monotone network: only the backend's proof stands
     flips = problem.flips(problem.counterpoint)
     if flips is None:
         return outcome
     if flips:
-        return replace(
-            outcome, status=Status.REFUTED, replayed=True, message="exact check: x' flips the prediction, so a CXp exists"
-        )
+        return replace(outcome.refuted("exact check: x' flips the prediction, so a CXp exists"), replayed=True)
     return replace(outcome, replayed=True)
 
 
@@ -166,18 +171,21 @@ def solve_minimum(
     time_limit: float = 60.0,
     at_most: int | None = None,
     epsilon: float = DEFAULT_EPSILON,
+    guarded: bool = True,
 ) -> Outcome:
     """A minimum explanation of `kind` for x [n] by the named backend, replayed exactly.
 
     With `at_most=k` only "is there one of size ≤ k?" is asked: certifying a greedy answer of
-    size g is one call with k = g − 1 (NONE_WITHIN means greedy is minimal).
+    size g is one call with k = g − 1 (NONE_WITHIN means greedy is minimal). `guarded`: the call
+    runs in a child process stopped at the time limit plus `solvers.guard.allowed_overrun`, so
+    the limit holds whatever the backend does; False runs it in this process.
     """
     problem = Problem.make(net, x, kind, domain, threshold, epsilon)
     if at_most is not None and at_most < 0:
         raise InputError(f"at_most must be ≥ 0, got {at_most}")
     if not time_limit > 0:
         raise InputError(f"time limit must be positive, got {time_limit}")
-    with get_solver(solver) as backend:
+    with get_solver(solver, guarded=guarded) as backend:
         return solve_problem(backend, problem, at_most, time_limit)
 
 

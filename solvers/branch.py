@@ -100,9 +100,7 @@ class SubsetSearch:
                     stack_allowed.append(allowed_row)
         return "unsat", None
 
-    def _step(
-        self, k: int, fixed: np.ndarray, allowed: np.ndarray
-    ) -> tuple[np.ndarray | str | None, np.ndarray, np.ndarray]:
+    def _step(self, k: int, fixed: np.ndarray, allowed: np.ndarray) -> tuple[np.ndarray | str | None, np.ndarray, np.ndarray]:
         """One batch of nodes (fixed, allowed [B, n] bool) → (a valid set [n], an "unknown" reason,
         or None; the rows [B] bool left open to branch on; their features' shares [open, n] in
         the bound, the larger the more promising)."""

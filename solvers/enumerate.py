@@ -15,16 +15,9 @@ subset-OR transform) and reads off the smallest S whose complement holds no flip
 networks on a real box need continuous y and are UNSUPPORTED.
 
 **Soundness of float decisions** (`Evaluator`). Rows run in float64 with a rigorous per-row
-bound on the forward error. A layer computes `h = fl(W z + b)` from a computed z with
-`|z − z_true| ≤ e_z`; then `|h − h_true| ≤ γ_{m+1} (|W| |z| + |b|) + |W| e_z` with
-`γ_m = m u / (1 − m u)`, u = 2^-53 (any summation order, FMA included). Activations pass the
-bound on with their Lipschitz constant plus their own rounding (`Activation.float_error`); a step
-unit is exact unless |h − at| is within the bound, which makes its row
-uncertain. Every computed bound is scaled by 1 + 2^-20 and raised by 2^-1000, more than the
-rounding and underflow of evaluating the bound itself. A row whose |f − t| is within its bound is
-re-decided by `verify.exact` (exact dyadic arithmetic for PWL networks, rigorous enclosures for
-smooth ones); an enclosure that straddles t leaves the row undecided, and a verdict that depends
-on an undecided row is reported as ERROR (never guessed).
+bound on the forward error (`verify.bounds.BoundedForward`); a row within its bound of the
+threshold is re-decided by `verify.exact`. An enclosure that straddles t leaves the row
+undecided, and a verdict that depends on an undecided row is reported as ERROR (never guessed).
 """
 
 from __future__ import annotations
@@ -37,10 +30,9 @@ from collections.abc import Iterator
 import numpy as np
 import torch
 
-from ..verify import rounding
-from ..verify.activations import Activation
+from ..verify.bounds import BoundedForward
 from ..verify.errors import InputError
-from ..verify.problem import Outcome, Problem, Status
+from ..verify.problem import Outcome, Problem, Status, stopped
 from .base import BaseSolver
 
 _BATCH_ELEMENTS = 1 << 22  # rows × (inputs + all layer widths) per forward pass
@@ -52,60 +44,22 @@ class _OutOfTime(Exception):
 
 
 class Evaluator:
-    """Exact predictions for batches of points, at float64 speed (see the module docstring)."""
+    """Exact predictions for batches of points, at float64 speed (`verify.bounds.BoundedForward`)."""
 
     def __init__(self, problem: Problem, device: str | torch.device = "cpu") -> None:
         self.problem = problem
         self.device = torch.device(device)
-        self.layers = []
-        for layer in problem.net.layers:
-            weight_t = torch.tensor(layer.weight.T, dtype=torch.float64, device=self.device)
-            bias = torch.tensor(layer.bias, dtype=torch.float64, device=self.device)
-            terms = layer.weight.shape[1] + 1
-            gamma = rounding.gamma(terms)
-            self.layers.append((weight_t, weight_t.abs(), bias, gamma * bias.abs(), gamma, layer.activation))
+        self.forward = BoundedForward(problem.net, self.device, problem.exact)
 
-    @torch.no_grad()
     def predictions(self, Y: torch.Tensor) -> torch.Tensor:
         """Y [B, n] float64 on the device → [B] int8 on the device: p(y) ∈ {0, 1}, or −1 where an
         exact enclosure straddles the threshold."""
-        z, error = Y, None
-        uncertain = torch.zeros(Y.shape[0], dtype=torch.bool, device=self.device)
-        for weight_t, abs_weight_t, bias, abs_bias_term, gamma, activation in self.layers:
-            h = torch.addmm(bias, z, weight_t)
-            spread = gamma * z.abs() if error is None else torch.add(error, z.abs(), alpha=gamma)
-            bound = torch.addmm(abs_bias_term, spread, abs_weight_t).mul_(rounding.SAFETY).add_(rounding.TINY)
-            z, error, unsure = _activate(activation, h, bound)
-            if unsure is not None:
-                uncertain |= unsure
-        margin = z[:, 0] - self.problem.threshold
-        uncertain |= ~(margin.abs() > error[:, 0] * rounding.SAFETY + rounding.TINY)  # NaN (overflow) counts as uncertain
-        predicted = (margin > 0).to(torch.int8)
-        rows = torch.nonzero(uncertain).flatten()
-        if len(rows):
-            exact = self.problem.exact.predictions(Y[rows].cpu().numpy(), self.problem.threshold)
-            predicted[rows] = torch.as_tensor(exact, device=self.device)
-        return predicted
+        return self.forward.predictions(Y, self.problem.threshold)
 
     def flips(self, Y: torch.Tensor) -> torch.Tensor:
         """Y [B, n] → [B] int8: 1 where p(y) ≠ p(x) exactly, 0 where equal, −1 undecided."""
         predicted = self.predictions(Y)
         return torch.where(predicted < 0, predicted, (predicted != self.problem.prediction).to(torch.int8))
-
-
-def _activate(
-    activation: Activation, h: torch.Tensor, bound: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """σ(h) for h [B, w] with error bound [B, w] → (z, bound on z, rows made uncertain or None).
-    A discontinuous σ passes no error on, but a row whose h lies within its bound of a
-    breakpoint is uncertain."""
-    z = activation.apply_(h.clone())
-    if activation.is_continuous:
-        return z, activation.float_error(z, bound), None
-    uncertain = torch.zeros(h.shape[0], dtype=torch.bool, device=h.device)
-    for at in activation.pieces()[0]:
-        uncertain |= (~((h - float(at)).abs() > bound)).any(dim=1)
-    return z.to(h.dtype), torch.zeros_like(bound), uncertain
 
 
 def combinations(n: int, k: int, rows: int) -> Iterator[np.ndarray]:
@@ -201,7 +155,8 @@ class _Search:
         cost no more. A yes is then minimized like a search without `at_most` (`_minimum`); a
         timeout or undecided rows there leave the answer FEASIBLE."""
         n = self.problem.n
-        high, best = n, tuple(range(n))
+        # the full set is valid: it answers a bound ≥ n, but is no find of a search for the minimum
+        high, best = n, tuple(range(n)) if at_most is not None else None
         if at_most is not None and at_most < n:
             upwards = sum(math.comb(n, j) for j in range(1, at_most)) <= math.comb(n, at_most)
             clear_below = True  # every level scanned so far certainly holds no valid set
@@ -220,32 +175,34 @@ class _Search:
                 if not clear_below:
                     return {"status": Status.ERROR, "message": f"undecided rows of size ≤ {at_most} (smooth margin)"}
                 return {"status": Status.NONE_WITHIN}
-        fields = self._minimum(base, target, high, best)
-        if at_most is not None and fields["status"] in (Status.TIMEOUT, Status.ERROR):
-            fields["status"] = Status.FEASIBLE  # "≤ at_most" is answered; only minimality is not
-        return fields
+        return self._minimum(base, target, high, best)
 
-    def _minimum(self, base: np.ndarray, target: np.ndarray, high: int, best: tuple[int, ...]) -> dict:
+    def _minimum(self, base: np.ndarray, target: np.ndarray, high: int, best: tuple[int, ...] | None) -> dict:
         """Two-ended level scan, cheaper level first. Invariant: the levels below `low` hold no
-        valid set; `best`, of size `high`, is valid."""
+        valid set; `best`, of size `high`, is valid (None: the full set). A limit or undecided rows
+        leave the best set found FEASIBLE (`verify.problem.stopped`)."""
         n, low = self.problem.n, 1
         while low < high:
             level = low if math.comb(n, low) <= math.comb(n, high - 1) else high - 1
             try:
                 found, undecided = self._scan(base, target, level)
             except _OutOfTime:
-                return self._fields(Status.TIMEOUT, best, base, target)
+                status, kept = stopped(best, None)
+                return self._fields(status, kept, base, target)
             if found is not None and level == low:
                 return self._fields(Status.OPTIMAL, found, base, target)
             if found is not None:
                 high, best = level, found
             elif undecided:
-                return self._fields(Status.ERROR, best, base, target, message=f"undecided rows of size {level} (smooth margin)")
+                message = f"undecided rows of size {level} (smooth margin)"
+                if best is None:
+                    return {"status": Status.ERROR, "message": message}
+                return self._fields(Status.FEASIBLE, best, base, target, message=message)
             elif level == low:
                 low += 1
             else:
                 break
-        return self._fields(Status.OPTIMAL, best, base, target)
+        return self._fields(Status.OPTIMAL, best if best is not None else tuple(range(n)), base, target)
 
     def ascending(self, toggled: np.ndarray, at_most: int | None) -> dict:
         """Smallest flipping toggle set, level by level (non-monotone CXp on a binary domain)."""

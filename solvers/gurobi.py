@@ -1,7 +1,8 @@
 """`GurobiSolver`: the neutral MILP of `solvers.encode` solved by Gurobi (gurobipy's matrix API).
 
 Tolerances are tightened (feasibility, integrality and optimality 1e-9, relative gap 0, absolute
-gap 0.5 since the objective is integral); NumericFocus stays at Gurobi's default, which measured
+gap 0.5 since the objective is integral); the seed is fixed and one thread runs by default, so a
+run that ends before its time limit is reproducible; NumericFocus stays at Gurobi's default, which measured
 faster than 1 at these tolerances. One `Env` (no output) is created on first use and
 disposed by `close()`; every model is disposed after its run. Gurobi's pip licence is
 size-limited (about 2,000 variables and constraints): errno 10010 becomes a SIZE_LIMIT run.
@@ -24,6 +25,7 @@ PARAMETERS: dict[str, float | int] = {
     "OptimalityTol": 1e-9,
     "MIPGap": 0.0,
     "MIPGapAbs": 0.5,
+    "Seed": 0,  # Gurobi's default, fixed here: with one thread a run is then deterministic
 }
 
 _STATES = {

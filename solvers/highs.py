@@ -31,6 +31,7 @@ OPTIONS: dict[str, float | bool | str] = {
     "dual_feasibility_tolerance": 1e-8,
     "mip_rel_gap": 0.0,
     "mip_abs_gap": 0.5,
+    "random_seed": 0,  # HiGHS's default, fixed here so that runs repeat
 }
 
 _Status = highspy.HighsModelStatus

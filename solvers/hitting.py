@@ -42,10 +42,9 @@ def minimum_abductive(problem: Problem, find_flip: FlipOracle, at_most: int | No
     features = frozenset(range(problem.n))
     contrastive_sets: list[frozenset[int]] = []
     calls = 0
-    best_upper: tuple[int, ...] = tuple(range(problem.n))  # the full set is always an AXp
-    while True:
+    while True:  # at a limit no set was found (the full set, always an AXp, is not reported)
         if time.perf_counter() > deadline:
-            return HittingResult(Status.TIMEOUT, best_upper, calls)
+            return HittingResult(Status.TIMEOUT, None, calls)
         candidate = minimum_hitting_set(contrastive_sets, limit=at_most)
         if candidate is None:
             return HittingResult(Status.NONE_WITHIN, None, calls)
@@ -53,7 +52,7 @@ def minimum_abductive(problem: Problem, find_flip: FlipOracle, at_most: int | No
         try:
             y = find_flip(features - candidate, deadline)
         except OracleTimeout:
-            return HittingResult(Status.TIMEOUT, best_upper, calls)
+            return HittingResult(Status.TIMEOUT, None, calls)
         if y is None:
             return HittingResult(Status.OPTIMAL, tuple(sorted(candidate)), calls)
         flipped = problem.flips(y)

@@ -17,7 +17,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..verify.exact import modified_inputs
-from ..verify.problem import Outcome, Problem, Status
+from ..verify.problem import Outcome, Problem, Status, stopped
 from .base import BaseSolver
 from .encode import MilpModel, encode
 from .hitting import OracleTimeout, minimum_abductive
@@ -109,7 +109,8 @@ class MilpSolver(BaseSolver):
                 )
             return self.outcome(status, started, raw_status=run.raw_status)
         if run.state is RunState.TIME_LIMIT:
-            return self.outcome(Status.TIMEOUT, started, solution=solution, witness=witness, raw_status=run.raw_status)
+            status, kept = stopped(solution, at_most)
+            return self.outcome(status, started, solution=kept, witness=witness if kept else None, raw_status=run.raw_status)
         if run.state is RunState.SIZE_LIMIT:
             return self.outcome(Status.SIZE_LIMIT, started, raw_status=run.raw_status)
         return self.outcome(Status.ERROR, started, raw_status=run.raw_status, message="no verdict from the MILP")

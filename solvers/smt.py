@@ -96,13 +96,14 @@ import z3
 
 from ..verify.activations import Activation
 from ..verify.errors import InputError
-from ..verify.problem import Outcome, Problem, Status
+from ..verify.problem import Outcome, Problem, Status, stopped
 from . import hitting
 from .base import BaseSolver
 from .branch import NODE_LIMIT as _NODE_LIMIT
 from .branch import SubsetSearch
 from .cuts import Cut, LinearBounds
 from .enumerate import Evaluator
+from .guard import report_incumbent
 from .smooth import SmoothBounds
 from .subsets import SubsetBounds
 
@@ -160,7 +161,7 @@ class Z3Solver(BaseSolver):
         if not problem.net.is_piecewise_linear and not (problem.monotone and self.strategy == "auto"):
             message = "z3 needs piecewise-linear activations, or a monotone network and the lazy strategy"
             return self.outcome(Status.UNSUPPORTED, started, message=message)
-        self.context = self.context or z3.Context()
+        self.context = z3.Context()  # fresh per call, so that no answer depends on the calls before it
         deadline = started + time_limit
         try:
             fields = self._dispatch(problem, at_most, deadline)
@@ -192,7 +193,7 @@ class Z3Solver(BaseSolver):
         if flips is None and fields["status"] in (Status.OPTIMAL, Status.NONE_WITHIN):  # _descend never asks about size 0
             lazy.open_sets = lazy.undecided[:1]
             fields["raw_status"] = _UNDECIDED
-            fields["status"] = Status.FEASIBLE if at_most is not None and fields.get("solution") is not None else Status.ERROR
+            fields["status"] = Status.FEASIBLE if fields.get("solution") is not None else Status.ERROR
         if fields["raw_status"] == _UNDECIDED:
             fields["message"] = lazy.undecided_message()
         return fields
@@ -204,22 +205,25 @@ def _descend(
     """Search sizes downwards from `at_most` (or n): each solution of size j asks next for one of
     size ≤ j − 1, until unsat proves the last one minimum. `check(bound, deadline) -> (result,
     solution, witness)`; `best` is a solution known already. The empty set is never a solution
-    here. A timeout after a solution within `at_most` answers that question: FEASIBLE."""
+    here. A timeout after a solution (within `at_most`) is FEASIBLE (`verify.problem.stopped`)."""
     if best is not None and at_most is not None and len(best) > at_most:
         best = None
+    if best is not None:
+        report_incumbent(best)
     bound = min(n if best is None else len(best) - 1, n if at_most is None else at_most)
     witness, raw = None, ""
     while bound >= 1:
         raw, solution, y = check(bound, deadline)
         if raw == "sat":
             best, witness, bound = solution, y, len(solution) - 1
+            report_incumbent(best, witness)  # a guarded call stopped at its limit answers with it
         elif raw == "unsat":
             break
         else:  # a limit, or (lazy) an unsat resting on undecided sets: the question stays open
-            status = Status.FEASIBLE if at_most is not None and best is not None else Status.TIMEOUT
+            status, kept = stopped(best, at_most)
             if raw == _UNDECIDED and status == Status.TIMEOUT:
                 status = Status.ERROR
-            return {"status": status, "solution": best, "witness": _floats(witness), "raw_status": raw}
+            return {"status": status, "solution": kept, "witness": _floats(witness) if kept else None, "raw_status": raw}
     if best is None:
         status = Status.NONE_EXISTS if at_most is None or at_most >= n else Status.NONE_WITHIN
         return {"status": status, "raw_status": raw}
@@ -329,6 +333,7 @@ class _Lazy:
             self.batch = True  # the float bounds are looser: measured, the batches decide the hard tail
         self.failed_widenings = 0  # in a row; at `_WIDEN_PATIENCE` widening stops
         self.solver = z3.SolverFor("QF_FD", ctx=context)
+        self.solver.set("random_seed", 0)  # z3's default, fixed: a run that ends before its limit repeats
         self.chosen = [z3.Bool(f"s{i}", context) for i in range(self.n)]
         self.literals = [s.as_ast() for s in self.chosen]
         self.guards: dict[int, z3.BoolRef] = {}
@@ -546,6 +551,7 @@ class _Encoding:
     def __init__(self, problem: Problem, context: z3.Context, base: np.ndarray | None = None, target: np.ndarray | None = None):
         self.problem, self.context = problem, context
         self.solver = z3.Solver(ctx=context)
+        self.solver.set("random_seed", 0)
         self.chosen = [z3.Bool(f"s{i}", context) for i in range(problem.n)]
         self.guards: dict[int, z3.BoolRef] = {}
         self.rounds = 0  # invalid proposals so far

@@ -69,3 +69,16 @@ def vertex_minimum(problem: Problem) -> int | None:
             if flipping_sets[:, list(chosen)].any(axis=1).all():
                 return size
     raise AssertionError("the full set is always an AXp")
+
+
+def vertex_valid(problem: Problem, features: tuple[int, ...]) -> bool:
+    """Whether `features` is an explanation over the binary domain (vertices of the box), any network."""
+    masks = _masks(problem.n)
+    x, lower, upper = problem.x, problem.domain.lower, problem.domain.upper
+    toggled = np.where(x == lower, upper, lower)
+    inside = ~masks[:, [i for i in range(problem.n) if i not in features]].any(axis=1)  # toggle sets within S
+    flipping = _flips(problem, np.where(masks, toggled, x))
+    if problem.kind == "contrastive":  # some toggle set within S flips
+        return bool((flipping & inside).any())
+    outside = ~masks[:, list(features)].any(axis=1)  # toggle sets disjoint from S
+    return not bool((flipping & outside).any())

@@ -1,6 +1,6 @@
 """The import contract: one `cardinal` namespace, and layers that only look down.
 
-core         errors, io, activations, chain, loaders, onnx_io, torch_io, network, domain, exact, problem
+core         errors, io, activations, chain, loaders, onnx_io, torch_io, network, domain, exact, bounds, problem
 engines      the greedy (verify.greedy) and the exact backends (cardinal.solvers.*)
 application  certify, cases, campaign, hunt, suites, paper, report, cli, ... (everything else)
 
@@ -28,6 +28,7 @@ LAYERS: dict[str, int] = {
         for name in (
             "errors",
             "io",
+            "validate",
             "rounding",
             "activations",
             "chain",
@@ -37,13 +38,28 @@ LAYERS: dict[str, int] = {
             "network",
             "domain",
             "exact",
+            "bounds",
             "problem",
         )
     },
     "cardinal.verify.greedy": ENGINE,
     **{
         f"cardinal.solvers.{name}": ENGINE
-        for name in ("base", "branch", "cuts", "encode", "enumerate", "gurobi", "highs", "hitting", "milp", "smooth", "smt", "subsets")
+        for name in (
+            "base",
+            "branch",
+            "cuts",
+            "encode",
+            "enumerate",
+            "gurobi",
+            "guard",
+            "highs",
+            "hitting",
+            "milp",
+            "smooth",
+            "smt",
+            "subsets",
+        )
     },
     **{
         f"cardinal.verify.{name}": APPLICATION

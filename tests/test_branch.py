@@ -85,7 +85,7 @@ def test_node_bounds_cover_every_set_of_the_node(minimum: bool) -> None:
 
 @pytest.mark.parametrize("below", [False, True], ids=["above", "below"])
 def test_search_agrees_with_brute_force_for_every_bound(below: bool) -> None:
-    """"sat" iff some set within k is valid (g > t, or g ≤ t `below`), the set returned being one;
+    """ "sat" iff some set within k is valid (g > t, or g ≤ t `below`), the set returned being one;
     "unsat" otherwise; with a node limit, either that or NODE_LIMIT."""
     answers = set()
     for seed in range(10):

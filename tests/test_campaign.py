@@ -216,3 +216,44 @@ def test_set_cover_network_computes_coverage_on_the_cube() -> None:
         for bits in np.ndindex(2, 2, 2):
             covered = frozenset().union(*(sets[i] for i in range(3) if bits[i]))
             assert float(net.forward(np.array(bits, dtype=float))) == (1.0 if len(covered) == 3 else 0.0)
+
+
+def test_a_suite_slice_run_twice_gives_the_same_records(tmp_path: Path) -> None:
+    """Reproducible runs: the quick suite's own generator (relu and step, 4 and 8 features), every
+    installed solver, run twice, the second time in reverse order (so that no answer may depend on
+    the calls a backend served before): the same records apart from timings, the same case files."""
+    from cardinal.solvers.base import available_solvers
+    from cardinal.verify.suites import _random
+
+    def instances() -> list[Instance]:
+        return list(_random(2026, ("relu", "step"), (4, 8), ((8,), (8, 8)), rows=3))
+
+    solvers = available_solvers()
+    run_campaign("slice", tmp_path / "a", solvers, 30.0, instances=instances())
+    run_campaign("slice", tmp_path / "b", solvers, 30.0, instances=instances()[::-1])
+    first = _comparable(JsonLines(tmp_path / "a" / "records.jsonl").read())
+    second = _comparable(JsonLines(tmp_path / "b" / "records.jsonl").read())
+    assert len(first) == 48 and first == second
+    assert {r["verdict"] for r in first} >= {"greedy_minimal", "greedy_suboptimal"}
+    assert sorted(p.name for p in (tmp_path / "a" / "cases").glob("*.json")) == sorted(
+        p.name for p in (tmp_path / "b" / "cases").glob("*.json")
+    )
+
+
+def test_crosscheck_exits_1_on_conflicting_exact_evidence(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """A backend that calls itself exact and says "nothing smaller" where enumerate finds a smaller
+    set: a solver_disagreement, saved as a case, listed in the summary, and exit status 1."""
+    import cardinal.solvers.base as base
+    from cardinal.verify import suites
+
+    monkeypatch.setitem(base._REGISTRY, "exact_liar", ("tests.test_cli_certify", "ExactLiarSolver", None))
+    monkeypatch.setitem(suites.SUITES, "quick", lambda out: tiny_instances()[2:])  # the DESIGN network
+    out = tmp_path / "run"
+    assert main(["crosscheck", "--out", str(out), "--solvers", "enumerate,exact_liar"]) == 1
+    assert "conflicting exact evidence" in capsys.readouterr().err
+    records = {r["kind"]: r for r in JsonLines(out / "records.jsonl").read()}
+    assert records["contrastive"]["verdict"] == "solver_disagreement" and not records["contrastive"]["certified"]
+    assert list((out / "cases").glob("solver_disagreement-*.json"))
+    assert "design:0:contrastive" in (out / "summary.md").read_text().split("## Conflicting exact evidence")[1]

@@ -63,7 +63,7 @@ def test_non_monotone_network_is_exact_only(tmp_path: Path, capsys: pytest.Captu
 
 
 class LiarSolver(BaseSolver):
-    """Claims that nothing smaller than greedy exists, whatever the question."""
+    """A float backend that claims nothing smaller than greedy exists, whatever the question."""
 
     name = "liar"
 
@@ -71,16 +71,37 @@ class LiarSolver(BaseSolver):
         return self.outcome(Status.NONE_WITHIN, time.perf_counter())
 
 
-def test_disagreement_is_loud_and_saved(
+class ExactLiarSolver(LiarSolver):
+    """The same lie from a backend that calls itself exact: a bug, so a disagreement."""
+
+    name = "exact_liar"
+    exact = True
+
+
+def test_refuted_float_claim_is_logged_not_a_verdict(
     design_network_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(base._REGISTRY, "liar", (__name__, "LiarSolver", None))
+    flags = ["--threshold", "0.5", "--kind", "contrastive", "--solvers", "enumerate,liar", "--cases", str(tmp_path / "c")]
+    code, [line], err = _certify_design(design_network_file, tmp_path, capsys, *flags)
+    assert code == 0
+    assert line["verdict"] == "greedy_suboptimal" and line["certified"] and line["minimum_proved"]
+    assert line["solvers"]["liar"]["status"] == "refuted" and line["solvers"]["liar"]["claimed"] == "none_within"
+    assert line["refuted"] == ["liar"] and "contradicted" in line["solvers"]["liar"]["message"]
+    assert "claims refuted by exact replay" in err and re.search(r"liar\s+none_within\s+1", err)
+    assert "DISAGREEMENT" not in err
+
+
+def test_disagreement_is_loud_and_saved(
+    design_network_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(base._REGISTRY, "exact_liar", (__name__, "ExactLiarSolver", None))
     out = tmp_path / "certified.jsonl"
-    flags = ["--threshold", "0.5", "--kind", "contrastive", "--solvers", "enumerate,liar", "--out", str(out)]
+    flags = ["--threshold", "0.5", "--kind", "contrastive", "--solvers", "enumerate,exact_liar", "--out", str(out)]
     code, _, err = _certify_design(design_network_file, tmp_path, capsys, *flags)
-    assert code == 1  # exact evidence conflicts: the exit code says so
+    assert code == 1  # exact evidence conflicts
     [line] = [json.loads(text) for text in out.read_text().splitlines()]
-    assert line["verdict"] == "solver_disagreement"
+    assert line["verdict"] == "solver_disagreement" and not line["certified"] and not line["minimum_proved"]
     assert "!!! SOLVER DISAGREEMENT on row 0 (contrastive)" in err
     [case] = (tmp_path / "certified.cases").glob("solver_disagreement-*.json")
     assert main(["replay", str(case)]) == 0  # the exactly replayed minimum {0,2} (or {1,2}) stands
@@ -91,7 +112,7 @@ def test_disagreement_is_loud_and_saved(
     [
         (["--solvers", "cplex"], r"unknown solver 'cplex'"),
         (["--solvers", ""], r"--solvers needs at least one solver"),
-        (["--time-limit", "0"], r"--time-limit must be positive"),
+        (["--time-limit", "0"], r"argument --time-limit: .0. is not positive"),
     ],
 )
 def test_bad_solver_flags(
@@ -109,8 +130,9 @@ def test_missing_backend_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_float_solver_alone_certifies_only_size_one() -> None:
-    """HiGHS's "no smaller" is a float claim: it certifies a greedy answer of size 1 (the empty
-    set is checked exactly), not one of size 2."""
+    """HiGHS's "no smaller" is a float claim: it certifies nothing. A greedy answer of size 1 is
+    minimal by exact evidence alone (the empty set is no CXp); one of size 2 keeps the float
+    verdict, uncertified, and no proved minimum."""
     pytest.importorskip("highspy")
     import numpy as np
     from cardinal.verify.activations import Activation
@@ -120,9 +142,10 @@ def test_float_solver_alone_certifies_only_size_one() -> None:
     single = Network([Layer(np.array([[1.0, 1.0]]), np.array([-0.5]), Activation.make("relu"))])
     (size_one,) = certify(single, np.ones(2), "contrastive", threshold=0.6, solvers=("highs",))
     assert size_one.verdict == "greedy_minimal" and size_one.greedy.size == 1 and size_one.certified
-    assert any("empty set" in note for note in size_one.notes)
+    assert size_one.minimum_proved and size_one.minimum == size_one.greedy.features
     both = Network([Layer(np.array([[1.0, 1.0]]), np.array([0.0]), Activation.make("identity"))])
     (size_two,) = certify(both, np.ones(2), "contrastive", threshold=0.5, solvers=("highs",))
     assert size_two.verdict == "greedy_minimal" and size_two.greedy.size == 2 and not size_two.certified
+    assert not size_two.minimum_proved and any("float MILP" in note for note in size_two.notes)
     (by_enumeration,) = certify(both, np.ones(2), "contrastive", threshold=0.5, solvers=("highs", "enumerate"))
-    assert by_enumeration.certified
+    assert by_enumeration.certified and by_enumeration.minimum_proved

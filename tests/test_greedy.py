@@ -198,6 +198,67 @@ def test_verify_marks_exact_answers(design_network: Network) -> None:
     assert result.checks == ("exact", "exact")
 
 
+def rounding_tie_network() -> Network:
+    """Five inputs, relu units y0..y4 and relu(y0 + y2 − 1), identity output with bias 1.2. At
+    x = (0.5, 0.5, 0.1, 0, 0), t = 1.601, abductive (x' = 1): features 0, 1 and 3 all score 1.7
+    in float, but exactly feature 3 scores 1.7 + 2.8e-17 and 0 and 1 score 1.7 + 5.6e-17 (the
+    weight 0.10000000000000003 of y3 is what float rounding loses). Exact order 2, 3, …: {2, 3}
+    reaches f ≤ t; float order 2, 0, 1, …: {0, 2} does not, {0, 1, 2} does."""
+    weight = np.vstack([np.eye(5), [[1.0, 0.0, 1.0, 0.0, 0.0]]])
+    hidden = Layer(weight, np.array([0.0, 0.0, 0.0, 0.0, 0.0, -1.0]), Activation.make("relu"))
+    output = Layer(np.array([[0.1, 0.2, 0.05, 0.10000000000000003, 0.05, 0.1]]), np.array([1.2]), Activation.make("identity"))
+    return Network([hidden, output])
+
+
+def test_rounding_tie_is_decided_in_exact_arithmetic() -> None:
+    """Issue 10, item 6: the answer judged is Algorithm 1 in exact arithmetic, not the rounding's."""
+    net, x = rounding_tie_network(), np.array([0.5, 0.5, 0.1, 0.0, 0.0])
+    assert explain(net, x, "abductive", threshold=1.601).features(0) == (0, 1, 2)  # float decides the tie
+    assert explain_reference(net, x, "abductive", threshold=1.601).features(0) == (0, 1, 2)
+    exact = explain_reference(net, x, "abductive", threshold=1.601, exact=True)
+    assert exact.features(0) == (2, 3)
+    checked = explain(net, x, "abductive", threshold=1.601, verify=True)
+    assert checked.features(0) == (2, 3) and checked.checks == ("repaired",)
+    assert checked.order[0, :2].tolist() == [2, 3]
+    assert brute_force_minimum(net, x, "abductive", Domain.unit(5), 1.601) == 2  # no counterexample here
+
+
+def test_cli_explain_reports_the_exact_answer(tmp_path, capsys: pytest.CaptureFixture) -> None:
+    from cardinal.verify.cli import main
+
+    network, inputs = tmp_path / "net.json", tmp_path / "x.csv"
+    rounding_tie_network().save(network)
+    inputs.write_text("0.5,0.5,0.1,0,0\n")
+    assert main(["explain", str(network), "--inputs", str(inputs), "--threshold", "1.601", "--kind", "abductive"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert '"features": [2, 3]' in line and '"check": "repaired"' in line
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_verify_equals_exact_algorithm_one(kind: str) -> None:
+    """Random networks with 1-decimal weights and inputs (ties and near-ties common), every family:
+    `explain(verify=True)` returns exactly what `explain_reference(exact=True)` returns, and says
+    "exact" only where the batched float answer was already that."""
+    rng = np.random.default_rng(8)
+    repaired = 0
+    for index in range(60):
+        family = ("relu", "hardtanh", "leaky_relu", "step")[index % 4]
+        n = int(rng.integers(2, 9))
+        net = random_network(rng, n, (int(rng.integers(2, 5)),) * int(rng.integers(1, 3)), family, decimals=1)
+        X = np.round(rng.random((6, n)), 1) if index % 3 else (rng.random((6, n)) > 0.5).astype(float)
+        t = float(np.round(np.median(net.forward(X).numpy()) + rng.normal() * 0.01, 3))
+        fast = explain(net, X, kind=kind, threshold=t)
+        checked = explain(net, X, kind=kind, threshold=t, verify=True)
+        reference = explain_reference(net, X, kind=kind, threshold=t, exact=True)
+        for row in range(len(X)):
+            assert checked.features(row) == reference.features(row), (family, row)
+            assert int(checked.predictions[row]) == int(reference.predictions[row])
+            same = fast.features(row) == reference.features(row) and int(fast.predictions[row]) == int(reference.predictions[row])
+            assert checked.checks[row] == ("exact" if same else "repaired")
+            repaired += not same
+    assert repaired >= 1  # the float answers did differ somewhere, and were put right
+
+
 def test_float32_matches_float64_on_dyadic_network() -> None:
     net, X, t = _dyadic_case(3, n=6, width=4, rows=16)
     _same(explain(net, X, threshold=t, dtype=torch.float32), explain(net, X, threshold=t))

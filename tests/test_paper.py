@@ -80,3 +80,22 @@ def test_statistics_certification_and_report(workdir: Path) -> None:
     for kind in ("contrastive", "abductive"):
         _, _, sample, minimal, suboptimal, _, none_exists, disagreement, unknown, *_ = rows["heart", kind]
         assert sample == 8 and minimal + suboptimal + none_exists + disagreement + unknown == 8
+
+
+def test_crosscheck_paper_writes_its_report_under_out_only(
+    workdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """`crosscheck --suite paper` writes OUT/paper.md and its figures, nothing in the source tree."""
+    from cardinal.verify import paper, suites
+    from cardinal.verify.cli import main
+
+    tracked = Path(__file__).resolve().parents[1] / "bench" / "results"
+    before = {path: path.stat().st_mtime_ns for path in tracked.glob("paper*")}
+    heart_only = paper.paper_models
+    monkeypatch.setattr(paper, "paper_models", lambda out, datasets=None: heart_only(out, ("heart",)))
+    monkeypatch.setitem(suites.SUITES, "paper", lambda out: paper_instances(out, ("heart",), sample=3))
+    monkeypatch.chdir(tmp_path)
+    assert main(["crosscheck", "--suite", "paper", "--out", "run", "--solvers", "enumerate"]) == 0
+    assert (tmp_path / "run" / "paper.md").is_file() and (tmp_path / "run" / "paper_heart.png").is_file()
+    assert {path: path.stat().st_mtime_ns for path in tracked.glob("paper*")} == before
+    assert "run/paper.md" in capsys.readouterr().err

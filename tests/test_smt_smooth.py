@@ -121,7 +121,8 @@ def test_undecided_sets_are_never_proofs() -> None:
         _INVALID,
     ]
     anything = _solve(problem, None)
-    assert anything.status == Status.ERROR and anything.features == (0, 1, 2) and anything.replayed, anything
+    # a valid set whose minimality stays open: FEASIBLE, as on every backend (never OPTIMAL)
+    assert anything.status == Status.FEASIBLE and anything.features == (0, 1, 2) and anything.replayed, anything
     assert "undecided" in anything.message and "{0, 1}" in anything.message
     within_two = _solve(problem, 2)
     assert within_two.status == Status.ERROR and within_two.solution is None, within_two
@@ -135,7 +136,7 @@ def test_undecided_empty_set_blocks_every_lower_bound() -> None:
     answer is no proved minimum."""
     problem = Problem.make(_tie_network(0.0), np.ones(3), "abductive", Domain.unit(3), 0.5)
     found = _solve(problem, None)
-    assert found.status == Status.ERROR and found.size == 1 and found.replayed and "{}" in found.message, found
+    assert found.status == Status.FEASIBLE and found.size == 1 and found.replayed and "{}" in found.message, found
     assert _solve(problem, 1).status == Status.FEASIBLE
     assert _solve(problem, 0).status == Status.ERROR
     # the same network with the tie moved off by a tiny margin is decided at 256 bits

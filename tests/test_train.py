@@ -41,9 +41,11 @@ def test_training_leaves_global_rng_and_threads_alone(cancer: Dataset) -> None:
     expected = torch.rand(3)
     torch.manual_seed(123)
     threads = torch.get_num_threads()
+    deterministic = torch.are_deterministic_algorithms_enabled()
     train_monotone(head(cancer, 60), hidden=(4,), epochs=1, progress=False)
     assert torch.equal(torch.rand(3), expected)
     assert torch.get_num_threads() == threads
+    assert torch.are_deterministic_algorithms_enabled() == deterministic
 
 
 def test_weights_are_non_negative_and_not_all_zero(cancer: Dataset) -> None:

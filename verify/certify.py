@@ -1,19 +1,25 @@
 """Greedy vs exact solvers: one `Certificate` per input and kind, with a verdict.
 
-For a monotone network the greedy answer (size g, re-checked exactly) is certified by one call
-per solver asking "is there an explanation of size ≤ g − 1?". The verdicts:
+For a monotone network the greedy answer (Algorithm 1 in exact arithmetic, `explain(...,
+verify=True)`) of size g is certified by one call per solver asking "is there an explanation of
+size ≤ g − 1?". `judge` then answers two separate questions:
 
-* `greedy_minimal`     — solvers say no smaller one exists, none found one;
-* `greedy_suboptimal`  — a solver found a smaller explanation and it holds in exact arithmetic;
-* `none_exists`        — there is no contrastive explanation at all (greedy and solvers agree);
-* `solver_disagreement`— solvers contradict each other (or one's claim failed the exact replay);
-* `unknown`            — no solver reached a verdict (timeouts, limits, unsupported);
-* `exact_only`         — the network is not monotone: no greedy, solvers give the minimum.
+* **The greedy verdict**, from exact evidence alone: sets replayed in exact arithmetic (greedy's
+  and the solvers'), "nothing smaller" proofs of the exact backends (z3, enumerate), exact
+  none-exists checks. `greedy_suboptimal`: a smaller set holds exactly. `greedy_minimal`: an exact
+  proof that nothing smaller exists (`certified`), or only a float MILP's "nothing smaller"
+  (verdict kept, `certified` false). `none_exists`: no contrastive explanation (greedy's exact
+  check). `unknown`: nothing decided. `exact_only`: the network is not monotone, the solvers give
+  the minimum. `solver_disagreement`: exact evidence conflicts — a bug, never a float error.
+* **Solver agreement**: a claim that fails the exact check is REFUTED under its solver
+  (`Outcome.refuted`, its claim kept): a set that is no explanation (the replay, `solvers.base`),
+  or a "nothing smaller" (none_within, none_exists, optimal's minimality) contradicted by a
+  smaller set replayed exactly. A refuted float claim changes no verdict; a refuted claim of an
+  exact backend is a conflict.
 
-`certified` is true when the verdict rests on exact arithmetic: a smaller set or a none-exists
-claim replayed exactly, a "no smaller" claim by an exact backend (z3, enumerate), or, for a
-greedy answer of size 1, an exact check that the empty set is no explanation. A float MILP's
-"no smaller" alone gives the verdict but not the certificate.
+`minimum` is the canonical smallest exactly valid set known (fewest features, then the
+lexicographically smallest sorted tuple, so runs that find the same sets agree); `minimum_proved`
+says an exact proof that nothing smaller exists backs it.
 """
 
 from __future__ import annotations
@@ -30,12 +36,10 @@ import numpy as np
 from ..solvers.base import Solver, get_solver, solve_problem
 from .cases import Case
 from .domain import Domain
-from .exact import check_monotone_explanation, modified_inputs
+from .exact import modified_inputs
 from .greedy import ExplainResult, explain
 from .network import Network
-from .problem import Outcome, Problem, Status
-
-VERDICTS = ("greedy_minimal", "greedy_suboptimal", "none_exists", "solver_disagreement", "unknown", "exact_only")
+from .problem import Outcome, Problem, Status, Verdict
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,19 @@ class GreedyAnswer:
 
 
 @dataclass(frozen=True)
+class Judgement:
+    """What the evidence of one row decides (see the module docstring). `outcomes`: the solvers'
+    outcomes with the claims that exact evidence contradicts marked REFUTED."""
+
+    verdict: Verdict
+    certified: bool
+    minimum: tuple[int, ...] | None
+    minimum_proved: bool
+    outcomes: dict[str, Outcome]
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Certificate:
     """Greedy vs solvers for one input and kind."""
 
@@ -63,11 +80,23 @@ class Certificate:
     prediction: int
     greedy: GreedyAnswer | None  # None when the network is not monotone
     solvers: dict[str, Outcome]
-    verdict: str
+    verdict: Verdict
     certified: bool
-    minimum: tuple[int, ...] | None = None  # the smallest explanation known (exactly replayed)
+    minimum: tuple[int, ...] | None = None  # the canonical smallest exactly valid set known
     notes: tuple[str, ...] = field(default=())
-    minimum_proved: bool = False  # a solver proved no smaller one exists (else `minimum` is an upper bound)
+    minimum_proved: bool = False  # an exact proof that nothing smaller exists (else `minimum` is an upper bound)
+
+    @property
+    def gap(self) -> int | None:
+        """Greedy size − minimum size (a lower bound on the true gap unless `minimum_proved`)."""
+        if self.greedy is None or self.greedy.size is None or self.minimum is None:
+            return None
+        return self.greedy.size - len(self.minimum)
+
+    @property
+    def refuted(self) -> tuple[str, ...]:
+        """The solvers whose claims exact evidence refuted."""
+        return tuple(name for name, outcome in self.solvers.items() if outcome.status == Status.REFUTED)
 
     def to_json(self) -> dict[str, Any]:
         greedy = None if self.greedy is None else self.greedy.to_json()
@@ -77,22 +106,26 @@ class Certificate:
             "prediction": self.prediction,
             "greedy": greedy,
             "greedy_exists": None if self.greedy is None else self.greedy.features is not None,
+            "greedy_check": None if self.greedy is None else self.greedy.check,
             "solvers": {name: outcome.to_json() for name, outcome in self.solvers.items()},
-            "verdict": self.verdict,
+            "verdict": self.verdict.value,
             "certified": self.certified,
             "minimum": None if self.minimum is None else list(self.minimum),
             "minimum_proved": self.minimum_proved,
+            "gap": self.gap,
+            "refuted": list(self.refuted),
             "notes": list(self.notes),
         }
 
 
 class SolverPool:
     """Open backends by name, reused across calls and closed together; runs HiGHS in place of
-    Gurobi when Gurobi's licence is too small for a model (`fallback=True`)."""
+    Gurobi when Gurobi's licence is too small for a model (`fallback=True`). Each backend runs
+    guarded (`solvers.guard`): its time limit holds even where the backend ignores it."""
 
     def __init__(self, names: Iterable[str], fallback: bool = True) -> None:
         self.names = tuple(dict.fromkeys(names))
-        self.backends: dict[str, Solver] = {name: get_solver(name) for name in self.names}
+        self.backends: dict[str, Solver] = {name: get_solver(name, guarded=True) for name in self.names}
         self.fallback = fallback and "gurobi" in self.backends and "highs" not in self.backends
         self._highs: Solver | None = None
 
@@ -102,7 +135,7 @@ class SolverPool:
         for name, backend in self.backends.items():
             outcomes[name] = solve_problem(backend, problem, at_most, time_limit)
             if name == "gurobi" and outcomes[name].status == Status.SIZE_LIMIT and self.fallback:
-                self._highs = self._highs or get_solver("highs")
+                self._highs = self._highs or get_solver("highs", guarded=True)
                 outcomes["highs"] = solve_problem(self._highs, problem, at_most, time_limit)
                 notes.append("gurobi hit its licence size limit; highs ran in its place")
         return outcomes, notes
@@ -137,33 +170,108 @@ def certify_row(
     row: int = 0,
 ) -> Certificate:
     """Run every solver on one problem and judge the greedy answer (None: not monotone)."""
-    if greedy is None:
-        outcomes, notes = pool.solve(problem, None, time_limit)
-        verdict, certified, minimum = _judge_exact_only(outcomes)
-    elif greedy.features == ():  # an empty AXp: nothing can be smaller
+    at_most = None if greedy is None or greedy.features is None else len(greedy.features) - 1
+    if at_most == -1:  # an empty AXp: nothing can be smaller
         outcomes, notes = {}, ["empty abductive explanation: minimal by definition"]
-        verdict, certified, minimum = "greedy_minimal", True, ()
-    elif greedy.features is None:
-        outcomes, notes = pool.solve(problem, None, time_limit)
-        verdict, certified, minimum = _judge_none_exists(outcomes)
     else:
-        outcomes, notes = pool.solve(problem, len(greedy.features) - 1, time_limit)
-        verdict, certified, minimum = _judge_greedy(outcomes, greedy.features)
-    notes += [f"{name}: {outcome.message}" for name, outcome in outcomes.items() if outcome.message]
-    if verdict == "greedy_minimal" and not certified and greedy is not None and len(greedy.features or ()) == 1:
-        # Size 1 is minimal iff the empty set is no explanation: one exact evaluation decides it.
-        empty = check_monotone_explanation(problem.exact, problem.x, (), problem.kind, problem.domain, problem.threshold)
-        if empty is False:
-            certified = True
-            notes.append("size 1: the empty set is not an explanation (exact check)")
-    if greedy is not None and greedy.check == "undecided":
-        certified = False
-        notes.append("greedy answer undecided in exact arithmetic (smooth network within its margin)")
-    proved = minimum is not None and (
-        verdict == "greedy_minimal"
-        or any(o.status == Status.OPTIMAL and o.replayed and o.size == len(minimum) for o in outcomes.values())
+        outcomes, notes = pool.solve(problem, at_most, time_limit)
+    judgement = judge(problem, greedy, outcomes, at_most)
+    notes += [f"{name}: {outcome.message}" for name, outcome in judgement.outcomes.items() if outcome.message]
+    return Certificate(
+        row,
+        problem.kind,
+        problem.prediction,
+        greedy,
+        judgement.outcomes,
+        judgement.verdict,
+        judgement.certified,
+        judgement.minimum,
+        (*notes, *judgement.notes),
+        judgement.minimum_proved,
     )
-    return Certificate(row, problem.kind, problem.prediction, greedy, outcomes, verdict, certified, minimum, tuple(notes), proved)
+
+
+def judge(problem: Problem, greedy: GreedyAnswer | None, outcomes: dict[str, Outcome], at_most: int | None) -> Judgement:
+    """The greedy verdict and the solvers' agreement for one row (module docstring). `greedy`:
+    None on a non-monotone network, its `features` None when no CXp exists; `at_most`: the bound
+    the solvers were asked (None: the minimum)."""
+    notes: list[str] = []
+    trusted = greedy is not None and greedy.check != "undecided"
+    valid = {name: o.solution for name, o in outcomes.items() if o.status in (Status.OPTIMAL, Status.FEASIBLE) and o.replayed}
+    sets = [s for s in valid.values() if s is not None]
+    if trusted and greedy.features is not None:
+        sets.append(greedy.features)
+    smallest = min(sets, key=lambda s: (len(s), s)) if sets else None
+    # Exact lower bounds: "no explanation has fewer than L features", by source.
+    lower: dict[str, int] = {"definition": 1 if problem.kind == "contrastive" else 0}
+    if trusted and greedy.features:
+        lower["greedy"] = 1  # its exact check found p(x') ≠ p(x): the empty set is no explanation
+    impossible = ["greedy"] if trusted and greedy.features is None else []  # exact: no explanation exists
+    # an exact backend's claim that failed the exact check is a bug, not a float error
+    conflicts = [f"{name} refuted: {o.message}" for name, o in outcomes.items() if o.exact and o.status == Status.REFUTED]
+    for name, o in outcomes.items():
+        if o.status == Status.NONE_EXISTS and (o.exact or o.replayed):
+            impossible.append(name)
+        elif o.exact and o.status == Status.NONE_WITHIN:
+            lower[name] = (problem.n if at_most is None else at_most) + 1
+        elif o.exact and o.status == Status.OPTIMAL and o.solution is not None and o.replayed:
+            lower[name] = len(o.solution)
+    if smallest is not None:
+        conflicts += [
+            f"{name} proves none of size < {bound}, but {list(smallest)} holds"
+            for name, bound in lower.items()
+            if bound > len(smallest)
+        ]
+        conflicts += [f"{name} proves no explanation exists, but {list(smallest)} holds" for name in impossible]
+    outcomes = {name: _contradicted(o, smallest, at_most) for name, o in outcomes.items()}
+    floor = max(lower.values())
+    if conflicts:
+        return Judgement(
+            Verdict.SOLVER_DISAGREEMENT,
+            False,
+            smallest,
+            False,
+            outcomes,
+            tuple(["exact evidence conflicts: " + "; ".join(conflicts)]),
+        )
+    proved = smallest is not None and floor >= len(smallest)
+    if greedy is None:
+        if smallest is None and any(o.status == Status.OPTIMAL for o in outcomes.values()):
+            notes.append("the minimum rests on a float claim that no exact check confirmed")
+        return Judgement(
+            Verdict.EXACT_ONLY, proved or (smallest is None and bool(impossible)), smallest, proved, outcomes, tuple(notes)
+        )
+    if greedy.features == ():
+        return Judgement(Verdict.GREEDY_MINIMAL, trusted, (), trusted, outcomes, tuple(notes))
+    if greedy.features is None:
+        return Judgement(Verdict.NONE_EXISTS, trusted, None, False, outcomes, tuple(notes))
+    size = len(greedy.features)
+    if smallest is not None and len(smallest) < size:
+        verdict, certified = Verdict.GREEDY_SUBOPTIMAL, trusted
+    elif floor >= size:
+        verdict, certified = Verdict.GREEDY_MINIMAL, trusted
+    elif any(o.status == Status.NONE_WITHIN for o in outcomes.values()):
+        verdict, certified = Verdict.GREEDY_MINIMAL, False
+        notes.append("only a float MILP says nothing smaller exists: not certified")
+    else:
+        return Judgement(Verdict.UNKNOWN, False, None, False, outcomes, tuple(notes))
+    if not trusted:
+        notes.append("greedy answer undecided in exact arithmetic (smooth network within its margin)")
+    return Judgement(verdict, certified, smallest, proved and trusted, outcomes, tuple(notes))
+
+
+def _contradicted(outcome: Outcome, smallest: tuple[int, ...] | None, at_most: int | None) -> Outcome:
+    """The outcome, REFUTED when a set replayed exactly contradicts its "nothing smaller"."""
+    if smallest is None or outcome.status == Status.REFUTED:
+        return outcome
+    shown = f"contradicted: {list(smallest)} (size {len(smallest)}) holds in exact arithmetic"
+    if outcome.status == Status.NONE_WITHIN and (at_most is None or len(smallest) <= at_most):
+        return outcome.refuted(shown)
+    if outcome.status == Status.NONE_EXISTS:
+        return outcome.refuted(shown)
+    if outcome.status == Status.OPTIMAL and outcome.solution is not None and len(smallest) < len(outcome.solution):
+        return outcome.refuted(f"not minimum, {shown}")
+    return outcome
 
 
 def certify(
@@ -189,43 +297,8 @@ def certify(
         ]
 
 
-def _smallest(outcomes: dict[str, Outcome]) -> tuple[int, ...] | None:
-    found = [o.solution for o in outcomes.values() if o.solution is not None and o.replayed and o.status != Status.TIMEOUT]
-    return min(found, key=lambda s: (len(s), s)) if found else None
-
-
-def _judge_greedy(outcomes: dict[str, Outcome], greedy: tuple[int, ...]) -> tuple[str, bool, tuple[int, ...] | None]:
-    smaller = {name for name, o in outcomes.items() if o.status in (Status.OPTIMAL, Status.FEASIBLE) and o.replayed}
-    no_smaller = {name for name, o in outcomes.items() if o.status == Status.NONE_WITHIN}
-    refuted = {name for name, o in outcomes.items() if o.status == Status.REFUTED}
-    if refuted or (smaller and no_smaller):
-        return "solver_disagreement", bool(smaller), _smallest(outcomes) or greedy
-    if smaller:
-        return "greedy_suboptimal", True, _smallest(outcomes)
-    if no_smaller:
-        return "greedy_minimal", any(outcomes[name].exact for name in no_smaller), greedy
-    return "unknown", False, None
-
-
-def _judge_none_exists(outcomes: dict[str, Outcome]) -> tuple[str, bool, tuple[int, ...] | None]:
-    found = {name for name, o in outcomes.items() if o.status in (Status.OPTIMAL, Status.FEASIBLE) and o.replayed}
-    if found or any(o.status == Status.REFUTED for o in outcomes.values()):
-        return "solver_disagreement", False, _smallest(outcomes)
-    # Greedy's none-exists was re-checked exactly (p(x') = p(x)): on a monotone network that is the proof.
-    return "none_exists", True, None
-
-
-def _judge_exact_only(outcomes: dict[str, Outcome]) -> tuple[str, bool, tuple[int, ...] | None]:
-    sizes = {name: o.size for name, o in outcomes.items() if o.status == Status.OPTIMAL}
-    none = {name for name, o in outcomes.items() if o.status == Status.NONE_EXISTS}
-    if len(set(sizes.values())) > 1 or (sizes and none) or any(o.status == Status.REFUTED for o in outcomes.values()):
-        return "solver_disagreement", False, _smallest(outcomes)
-    exact = any(outcomes[name].exact for name in [*sizes, *none])
-    return "exact_only", exact, _smallest(outcomes)
-
-
 def case_of(problem: Problem, certificate: Certificate, note: str = "") -> Case:
-    """The case file for a certificate (its minimum: the smallest exactly replayed set)."""
+    """The case file for a certificate (its minimum: the canonical smallest exactly valid set)."""
     witness = None
     for outcome in certificate.solvers.values():
         if outcome.solution == certificate.minimum and outcome.witness is not None:
@@ -243,6 +316,7 @@ def case_of(problem: Problem, certificate: Certificate, note: str = "") -> Case:
         certificate.verdict,
         note or "; ".join(certificate.notes),
         witness,
+        certificate.minimum_proved,
     )
 
 

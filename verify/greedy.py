@@ -27,6 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from .bounds import SAFETY, TINY, UNIT_ROUNDOFF, BoundedForward, constant_piece
 from .domain import Domain
 from .errors import InputError
 from .exact import ExactNetwork, modified_inputs
@@ -126,7 +127,7 @@ def explain(
     worker = _BatchedGreedy(net, domain, threshold, torch_device, dtype, max_rows=rows)
     parts = [worker.run(torch.as_tensor(X_checked[i : i + block]), kind) for i in range(0, len(X_checked), block)]
     result = ExplainResult(kind, *(torch.cat(column) for column in zip(*parts, strict=True)))
-    return _verified(net, X_checked, result, domain, threshold) if verify else result
+    return _verified(net, X_checked, result, domain, threshold, torch_device) if verify else result
 
 
 class _BatchedGreedy:
@@ -322,52 +323,238 @@ def _reference_row(
     return None, prediction, float(output), order
 
 
-def _verified(net: Network, X: np.ndarray, result: ExplainResult, domain: Domain, threshold: float) -> ExplainResult:
-    """Re-check each answer exactly; recompute rows where float rounding decided differently."""
-    exact = ExactNetwork(net)
+def _verified(
+    net: Network, X: np.ndarray, result: ExplainResult, domain: Domain, threshold: float, device: torch.device
+) -> ExplainResult:
+    """Replace each answer by Algorithm 1's in exact arithmetic (`_ExactGreedy`) and say per row
+    whether the batched float answer already equalled it ("exact"), differed ("repaired"), or could
+    not be decided ("undecided": a smooth network's enclosure straddles the threshold; the float
+    answer is kept)."""
+    worker = _ExactGreedy(net, domain, threshold, device)
+    rows = max(1, _CPU_CHUNK_ELEMENTS // (net.n_inputs * (net.n_inputs + sum(net.widths))))
+    columns: dict[str, list[torch.Tensor]] = {name: [] for name in ("masks", "sizes", "exists", "predictions", "order")}
     checks: list[str] = []
-    rows: dict[str, list[torch.Tensor]] = {name: [] for name in ("masks", "sizes", "exists", "predictions", "order")}
-    for row, x in enumerate(X):
-        verdict = _check_row(exact, x, result, row, domain, threshold)
-        if verdict == "repaired":
-            redone = explain_reference(net, x[None, :], result.kind, domain, threshold, exact=True)
-            source, index = redone, 0
-        else:
-            source, index = result, row
-        for name, values in rows.items():
-            values.append(getattr(source, name)[index])
-        checks.append(verdict)
-    stacked = {name: torch.stack(values) for name, values in rows.items()}
+    for start in range(0, len(X), rows):
+        answers = worker.run(X[start : start + rows], result.kind)
+        for offset, answer in enumerate(answers):
+            row = start + offset
+            if answer is None:
+                checks.append("undecided")
+                values = {name: getattr(result, name)[row] for name in columns}
+            else:
+                prediction, exists, size, order = answer
+                mask = torch.zeros(net.n_inputs, dtype=torch.bool)
+                mask[torch.as_tensor(order[:size])] = exists
+                values = {
+                    "masks": mask,
+                    "sizes": torch.tensor(size if exists else 0),
+                    "exists": torch.tensor(exists),
+                    "predictions": torch.tensor(prediction),
+                    "order": torch.as_tensor(order),
+                }
+                same = bool(result.exists[row]) == exists and bool(torch.equal(result.masks[row], mask))
+                checks.append("exact" if same and int(result.predictions[row]) == prediction else "repaired")
+            for name, value in values.items():
+                columns[name].append(value.to(getattr(result, name).dtype))
+    stacked = {name: torch.stack(values) for name, values in columns.items()}
     return ExplainResult(result.kind, outputs=result.outputs, checks=tuple(checks), **stacked)
 
 
-def _check_row(exact: ExactNetwork, x: np.ndarray, result: ExplainResult, row: int, domain: Domain, threshold: float) -> str:
-    """ "exact" when the float decisions that made this answer hold exactly, else "repaired"
-    (or "undecided" when a smooth enclosure straddles the threshold)."""
-    prediction = exact.predictions(x[None, :], threshold)[0]
-    if prediction < 0:
-        return "undecided"
-    if prediction != int(result.predictions[row]):
-        return "repaired"
-    counterpoint = domain.counterpoint(np.array([prediction]))[0]
-    features = result.features(row)
-    kind = result.kind
-    goal = 1 - prediction if kind == "contrastive" else prediction
-    base, target = (x, counterpoint) if kind == "contrastive" else (counterpoint, x)
-    probes: list[np.ndarray] = []
-    expected: list[bool] = []
-    if features is None:  # no CXp: even the whole counterpoint keeps the prediction
-        probes.append(target)
-        expected.append(False)
-    else:
-        probes.append(modified_inputs(base, features, target))
-        expected.append(True)
-        if features:  # the prefix one shorter must not have reached the goal yet
-            last_added = int(result.order[row, len(features) - 1])
-            shorter = tuple(j for j in features if j != last_added)
-            probes.append(modified_inputs(base, shorter, target))
-            expected.append(False)
-    reached = exact.predictions(np.stack(probes), threshold)
-    if (reached < 0).any():
-        return "undecided"
-    return "exact" if all((p == goal) == e for p, e in zip(reached, expected, strict=True)) else "repaired"
+class _ExactGreedy:
+    """Algorithm 1 (or its dual) in exact arithmetic, at float speed where float is provably right.
+
+    Every float64 value comes with a rigorous error bound (`verify.bounds.BoundedForward`), so:
+
+    * predictions (of x, and of the prefixes along the greedy order) are exact: rows within their
+      bound of the threshold are re-decided by exact evaluation;
+    * in the scores sorted in float, neighbours whose bounds do not overlap are in the exact order,
+      and so are two features whose variants provably leave f at its value at the base (every
+      unit they change lies certainly on one flat piece of its activation, both at the base and
+      at the variant: an exact tie, broken by index). The exact order can differ from the float
+      one only inside *groups*, maximal runs of neighbours not settled this way. A prefix that
+      ends at a group boundary is the same set in both orders, and on a monotone network prefix
+      validity only grows along the order. So a binary search over group boundaries finds the
+      group in which the answer stops; only that group's scores are evaluated exactly (ties by
+      lower index, as in `explain_reference`), and the stop inside it is found by a second
+      binary search over its exact order.
+    """
+
+    def __init__(self, net: Network, domain: Domain, threshold: float, device: torch.device) -> None:
+        self.exact = ExactNetwork(net)
+        self.forward = BoundedForward(net, device, self.exact)
+        self.domain, self.threshold, self.device = domain, threshold, device
+        self.n = net.n_inputs
+        # which units each unit feeds, [in, out] float64 (0/1): a changed input may change them
+        self.feeds = [torch.tensor(layer.weight.T != 0, dtype=torch.float64, device=device) for layer in net.layers]
+
+    def _predict(self, Y: torch.Tensor) -> np.ndarray:
+        """[m, n] float64 → [m] int8 exact predictions (−1: undecided)."""
+        return self.forward.predictions(Y.to(self.device), self.threshold).cpu().numpy()
+
+    def _exact_scores(self, Y: np.ndarray) -> list[Fraction]:
+        """Exact outputs (enclosure midpoints, exact for PWL networks) of Y [m, n], as `explain_reference` scores."""
+        return [(e.lower + e.upper) / 2 for e in self.exact.outputs(Y)] if len(Y) else []
+
+    def run(self, X: np.ndarray, kind: str) -> list[tuple[int, bool, int, np.ndarray] | None]:
+        """For rows X [R, n]: (prediction, exists, size, order [n]) per row, None when undecided;
+        the answer is the first `size` features of `order`."""
+        r, n = X.shape
+        X_t = torch.as_tensor(X, dtype=torch.float64)
+        predictions = self._predict(X_t)
+        decided = predictions >= 0
+        p = np.where(decided, predictions, 0)
+        counterpoint = torch.as_tensor(self.domain.counterpoint(p))
+        base, target = (X_t, counterpoint) if kind == "contrastive" else (counterpoint, X_t)
+        goal = 1 - p if kind == "contrastive" else p
+        # The ends: a CXp exists iff the whole counterpoint reaches the goal; the AXp is empty iff
+        # the counterpoint alone (prefix 0) does.
+        end = self._predict(target if kind == "contrastive" else base)
+        decided &= end >= 0
+        exists = end == goal if kind == "contrastive" else np.ones(r, dtype=bool)
+        empty = (end == goal) if kind == "abductive" else np.zeros(r, dtype=bool)
+        scores, errors, unchanged, known = self._scores(base, target)
+        ascending = (p == 1) == (kind == "contrastive")
+        keys = np.where(ascending[:, None], scores, -scores)
+        # Float order; among equal keys the unchanged features first (they are contiguous), then by index.
+        order = np.lexsort((~unchanged, keys), axis=1)
+        sorted_keys, sorted_errors = np.take_along_axis(keys, order, 1), np.take_along_axis(errors, order, 1)
+        settled = np.diff(sorted_keys, axis=1) > (sorted_errors[:, 1:] + sorted_errors[:, :-1]) * SAFETY + TINY
+        settled |= _isolated_block(np.take_along_axis(unchanged, order, 1), settled)
+        # Group boundaries as prefix lengths [r, n + 1], padded with n: 0, the ends of groups, n.
+        lengths = np.full((r, n + 1), n)
+        for row in range(r):
+            ends = np.concatenate([[0], np.flatnonzero(settled[row]) + 1, [n]])
+            lengths[row, : len(ends)] = ends
+        counts = (lengths < n).sum(axis=1) + 1
+        # Binary search over boundaries. Invariant: boundary lo does not reach the goal, hi does.
+        search = decided & exists & ~empty
+        lo, hi = np.zeros(r, dtype=np.int64), counts - 1
+        while (active := search & (hi - lo > 1)).any():
+            middle = (lo + hi) // 2
+            reached = self._prefix_reaches(base, target, order, lengths[np.arange(r), middle], goal)
+            decided &= ~active | (reached >= 0)
+            lo = np.where(active & (reached == 0), middle, lo)
+            hi = np.where(active & (reached == 1), middle, hi)
+            search &= decided
+        answers: list[tuple[int, bool, int, np.ndarray] | None] = []
+        for row in range(r):
+            if not decided[row]:
+                answers.append(None)
+            elif not exists[row] or empty[row]:
+                answers.append((int(p[row]), bool(exists[row]), 0, order[row]))
+            else:
+                low, high = int(lengths[row, lo[row]]), int(lengths[row, hi[row]])
+                group = _Group(row, low, high, bool(ascending[row]), int(goal[row]))
+                size = self._inside_group(group, base[row], target[row], order[row], unchanged[row], known)
+                answers.append(None if size is None else (int(p[row]), True, size, order[row]))
+        return answers
+
+    def _scores(
+        self, base: torch.Tensor, target: torch.Tensor
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[tuple[int, int], Fraction]]:
+        """f at every single-feature variant (row r, feature j) of base [r, n] towards target [r, n]:
+        float scores [r, n], their error bounds [r, n], whether each provably equals f(base)
+        exactly [r, n] (`_unchanged`), and the exact values computed on the way, keyed (r, j) (j = −1:
+        the base), for rows a step unit or an overflow left unsure."""
+        r, n = base.shape
+        variants = torch.where(torch.eye(n, dtype=torch.bool)[None], target[:, None, :], base[:, None, :]).reshape(r * n, n)
+        points = torch.cat([base, variants])
+        first = self.forward.single_moves(base.to(self.device), target.to(self.device))
+        values, bounds, unsure, layers = self.forward.trace(points.to(self.device), first=first)
+        values, bounds = values.cpu().numpy().copy(), bounds.cpu().numpy().copy()
+        known: dict[tuple[int, int], Fraction] = {}
+        rows = np.flatnonzero(unsure.cpu().numpy())
+        for index, value in zip(rows, self._exact_scores(points[rows].numpy()), strict=True):
+            known[(int(index), -1) if index < r else divmod(int(index) - r, n)] = value
+            values[index], bounds[index] = float(value), abs(float(value)) * UNIT_ROUNDOFF * SAFETY + TINY  # |fl(v) − v| ≤ u|v|
+        # a step unit near its breakpoint leaves the bounds of the layers after it meaningless
+        unsure_rows = unsure.cpu().numpy()
+        trusted = ~unsure_rows[r:].reshape(r, n) & ~unsure_rows[:r, None]
+        unchanged = self._unchanged(layers, (target != base).to(self.device), r, n) & trusted
+        scores, errors = values[r:].reshape(r, n), bounds[r:].reshape(r, n)
+        scores[unchanged] = np.broadcast_to(values[:r, None], (r, n))[unchanged]
+        errors[unchanged] = np.broadcast_to(bounds[:r, None], (r, n))[unchanged]
+        return scores, errors, unchanged, known
+
+    def _unchanged(self, layers: list, moved: torch.Tensor, r: int, n: int) -> np.ndarray:
+        """[r, n] bool: f at variant (r, j) provably equals f at base r exactly. `layers` holds each
+        layer's (activation, h, bound) for the r base rows followed by the r·n variants; moved [r, n]:
+        target ≠ base. A unit may change only if an input it reads may change, and does not when
+        its pre-activation lies certainly on the same flat piece at the variant and at the base."""
+        changed = None
+        for number, (activation, h, bound) in enumerate(layers):
+            if number == 0:
+                changed = (moved[:, :, None] & (self.feeds[0] > 0)[None]).reshape(r * n, -1)
+            else:
+                changed = (changed.to(torch.float64) @ self.feeds[number]) > 0
+            at_base = constant_piece(activation, h[:r], bound[:r]).repeat_interleave(n, dim=0)
+            at_variant = constant_piece(activation, h[r:], bound[r:])
+            changed &= ~((at_variant >= 0) & (at_variant == at_base))
+        return ~changed[:, 0].reshape(r, n).cpu().numpy()
+
+    def _prefix_reaches(
+        self, base: torch.Tensor, target: torch.Tensor, order: np.ndarray, lengths: np.ndarray, goal: np.ndarray
+    ) -> np.ndarray:
+        """Per row: 1 if the first `lengths` features of `order` [r, n] reach the goal, 0 if not, −1 undecided."""
+        rank = np.empty_like(order)
+        np.put_along_axis(rank, order, np.arange(order.shape[1])[None, :], axis=1)
+        prefix = torch.where(torch.as_tensor(rank < lengths[:, None]), target, base)
+        predicted = self._predict(prefix)
+        return np.where(predicted < 0, -1, (predicted == goal).astype(np.int64))
+
+    def _inside_group(
+        self,
+        group: _Group,
+        base: torch.Tensor,
+        target: torch.Tensor,
+        order: np.ndarray,
+        unchanged: np.ndarray,
+        known: dict[tuple[int, int], Fraction],
+    ) -> int | None:
+        """The answer's size when prefix `group.low` misses the goal and prefix `group.high` reaches
+        it: order[low:high] is put in its exact order (in place) and searched; None if undecided."""
+        row, low, high = group.row, group.low, group.high
+        if high - low == 1:
+            return high
+        members = [int(j) for j in order[low:high]]
+        missing = [j for j in members if (row, j) not in known and not unchanged[j]]
+        if any(unchanged[j] for j in members) and (row, -1) not in known:
+            missing.append(-1)
+        points = [(base if j < 0 else torch.where(torch.arange(self.n) == j, target, base)).numpy() for j in missing]
+        for j, value in zip(missing, self._exact_scores(np.array(points).reshape(-1, self.n)), strict=True):
+            known[(row, j)] = value
+        score = {j: known[(row, -1)] if unchanged[j] else known[(row, j)] for j in members}
+        order[low:high] = sorted(members, key=lambda j: (score[j] if group.ascending else -score[j], j))
+        below, above = low, high  # prefix `below` misses, prefix `above` reaches
+        while above - below > 1:
+            middle = (below + above) // 2
+            reached = self._prefix_reaches(base[None], target[None], order[None], np.array([middle]), np.array([group.goal]))[0]
+            if reached < 0:
+                return None
+            below, above = (below, middle) if reached else (middle, above)
+        return above
+
+
+def _isolated_block(flat: np.ndarray, apart: np.ndarray) -> np.ndarray:
+    """flat [r, n]: which sorted positions hold a feature that leaves f unchanged (one contiguous
+    block per row, all with exactly f(base)); apart [r, n − 1]: neighbours settled by their bounds.
+    Returns [r, n − 1]: the cuts inside a block whose neighbours on both sides are apart from it.
+    There its members are exactly equal and nothing else can equal them, so their exact order is by
+    index, as the float order has them."""
+    inside = flat[:, 1:] & flat[:, :-1]
+    padded = np.pad(apart, ((0, 0), (1, 1)), constant_values=True)  # the ends count as apart
+    first, last = np.argmax(flat, axis=1), flat.shape[1] - 1 - np.argmax(flat[:, ::-1], axis=1)
+    rows = np.arange(flat.shape[0])
+    isolated = padded[rows, first] & padded[rows, last + 1]
+    return inside & isolated[:, None]
+
+
+@dataclass(frozen=True)
+class _Group:
+    """The group of row `row` in which its answer stops: positions low..high − 1 of its order."""
+
+    row: int
+    low: int
+    high: int
+    ascending: bool
+    goal: int

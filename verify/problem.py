@@ -9,7 +9,7 @@ set S is moved (`base` with S set to `target` reaches `goal` iff S is an explana
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from fractions import Fraction
 from functools import cached_property
@@ -46,17 +46,26 @@ class Verdict(StrEnum):
 
 
 class Status(StrEnum):
-    """How a backend's call ended. Only OPTIMAL, NONE_WITHIN and NONE_EXISTS are verdicts."""
+    """How a backend's call ended (the table in README "Statuses and verdicts")."""
 
     OPTIMAL = "optimal"  # `features` is a minimum explanation
-    FEASIBLE = "feasible"  # `features` is an explanation of size ≤ at_most; minimality not proved
+    FEASIBLE = "feasible"  # `features` is an explanation of size ≤ at_most (any size without a bound); minimality not proved
     NONE_WITHIN = "none_within"  # no explanation of size ≤ at_most
     NONE_EXISTS = "none_exists"  # no explanation of this kind at all
-    TIMEOUT = "timeout"  # time limit reached; `features` may hold the best found so far
+    TIMEOUT = "timeout"  # a time limit stopped it before any set within the bound: no set
     SIZE_LIMIT = "size_limit"  # a licence or memory cap
     UNSUPPORTED = "unsupported"  # e.g. a smooth activation in MILP or SMT
-    REFUTED = "refuted"  # the backend's claim failed the exact replay
+    REFUTED = "refuted"  # the claim (`Outcome.claimed`) failed the exact check
     ERROR = "error"
+
+
+def stopped(solution: tuple[int, ...] | None, at_most: int | None) -> tuple[Status, tuple[int, ...] | None]:
+    """What a call stopped by a limit reports, the same for every backend: FEASIBLE with the best
+    set it found when that set lies within `at_most` (any found set when there is no bound), else
+    TIMEOUT and no set."""
+    if solution is not None and (at_most is None or len(solution) <= at_most):
+        return Status.FEASIBLE, solution
+    return Status.TIMEOUT, None
 
 
 class MissingSolutionError(LookupError):
@@ -67,11 +76,12 @@ class MissingSolutionError(LookupError):
 class Outcome:
     """The answer of one backend call.
 
-    `solution`: the explanation found (sorted feature indices), or the best one at a timeout.
-    `witness`: for a contrastive answer, a point y of the box that agrees with x outside the set
-    and flips the prediction. `exact`: the verdict was reached in exact arithmetic (z3,
-    enumerate) rather than by a float MILP. `replayed`: the returned set (or the none-exists
-    claim) was confirmed in exact arithmetic.
+    `solution`: the explanation found (sorted feature indices). `witness`: for a contrastive
+    answer, a point y of the box that agrees with x outside the set and flips the prediction.
+    `exact`: the verdict was reached in exact arithmetic (z3, enumerate) rather than by a float
+    MILP. `replayed`: the returned set (or the none-exists claim) was confirmed in exact
+    arithmetic. A REFUTED outcome keeps the status it claimed in `claimed` (and the set it
+    claimed in `solution`), the reason in `message`.
     """
 
     status: Status
@@ -83,10 +93,17 @@ class Outcome:
     exact: bool = False
     replayed: bool = False
     message: str = ""
+    claimed: Status | None = None
 
     @property
     def has_solution(self) -> bool:
         return self.solution is not None
+
+    def refuted(self, reason: str) -> Outcome:
+        """This outcome with its claim refuted by exact evidence: status REFUTED, the claimed
+        status kept in `claimed`, the reason appended to the message."""
+        message = f"{self.message}; {reason}" if self.message else reason
+        return replace(self, status=Status.REFUTED, claimed=self.status, message=message)
 
     @property
     def features(self) -> tuple[int, ...]:
@@ -107,6 +124,8 @@ class Outcome:
             "exact": self.exact,
             "replayed": self.replayed,
         }
+        if self.claimed is not None:
+            document["claimed"] = self.claimed.value
         if self.witness is not None:
             document["witness"] = list(self.witness)
         if self.raw_status:
