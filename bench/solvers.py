@@ -42,8 +42,11 @@ Besides the table and the median plot, a cactus plot (`*_cactus.png`): for each 
 calls that answered the question (none_within, optimal, or a replayed feasible set) sorted by
 time, the k-th at the time of the k-th fastest — instances solved within a time budget.
 
+Configurations run in `--jobs` worker processes at once (default 2, one per core of the lead's
+machine; each call still runs on one thread): the default run takes about 20 minutes that way.
+
     python -m bench.solvers [--networks 3] [--inputs 4] [--time-limit 5] [--solvers gurobi,highs,z3,enumerate]
-                            [--no-peer] [--sweeps features,width,depth] [--out bench-results/solvers.md]
+                            [--no-peer] [--sweeps features,width,depth] [--jobs 2] [--out bench-results/solvers.md]
 
 (`--out bench/results/solvers.md` refreshes the tables and figures kept in the repository.)
 """
@@ -59,6 +62,7 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -79,7 +83,7 @@ SWEEPS = {
     "width": [(28, (w, w)) for w in (8, 16, 32, 64, 128)],
     "depth": [(28, (32,) * d) for d in (1, 2, 3)],
 }
-MAX_FEATURES = {"enumerate": 28}  # beyond this, every call times out
+MAX_FEATURES = {"enumerate": 20}  # as in campaigns: at 28 features half its calls timed out (and took 11 of the run's 38 min)
 PEER = "gurobi-ml"
 EXACT = ("z3", "enumerate")  # backends whose "none within" is a proof
 ANSWERED = ("none_within", "optimal", "feasible")  # the question is decided (a feasible set was replayed)
@@ -152,6 +156,19 @@ def peer_model(net: Network) -> torch.nn.Sequential:
 
 def peer_available() -> bool:
     return importlib.util.find_spec("gurobi_ml") is not None and importlib.util.find_spec("gurobipy") is not None
+
+
+def run_config(
+    config: tuple[int, tuple[int, ...]], networks: int, inputs: int, solvers: list[str], with_peer: bool, time_limit: float
+) -> Calls:
+    """`certify_config` in a worker process: one thread, its own peer environment."""
+    torch.set_num_threads(1)  # every backend on one thread, as Gurobi (and campaign workers) run
+    peer = Peer() if with_peer else None
+    try:
+        return dict(certify_config(*config, networks, inputs, solvers, peer, time_limit))
+    finally:
+        if peer is not None:
+            peer.close()
 
 
 def certify_config(
@@ -290,8 +307,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--out", default="bench-results/solvers.md", help="markdown table to write, the figures beside it (default: %(default)s)"
     )
+    parser.add_argument("--jobs", type=int, default=2, help="configurations run at once, one process (and core) each")
     args = parser.parse_args(argv)
-    torch.set_num_threads(1)  # every backend on one thread, as Gurobi (and campaign workers) run
+    torch.set_num_threads(1)  # as in every worker (`run_config`); `machine()` reports it
     solvers = args.solvers.split(",") if args.solvers else list(available_solvers())
     sweeps = [name.strip() for name in args.sweeps.split(",") if name.strip()]
     unknown = [name for name in sweeps if name not in SWEEPS]
@@ -299,20 +317,20 @@ def main(argv: Sequence[str] | None = None) -> None:
         parser.error(f"unknown sweep {unknown[0] if unknown else '(none)'!r}: use {', '.join(SWEEPS)}")
     if not args.no_peer and not peer_available():
         print(f"no {PEER} column: pip install 'cardinal[peer]' (gurobi-machinelearning) to add it", file=sys.stderr)
-    peer = Peer() if not args.no_peer and peer_available() else None
+    with_peer = not args.no_peer and peer_available()
+    configs = list(dict.fromkeys(config for sweep in sweeps for config in SWEEPS[sweep]))
     rows = []
-    done: dict[tuple[int, tuple[int, ...]], Calls] = {}
-    try:
-        for sweep in sweeps:
-            for n, hidden in SWEEPS[sweep]:
-                if (n, hidden) not in done:
-                    done[n, hidden] = certify_config(n, hidden, args.networks, args.inputs, solvers, peer, args.time_limit)
-                for name, calls in sorted(done[n, hidden].items()):
-                    rows.append(_row(sweep, n, hidden, name, calls))
-                    print(" | ".join(map(str, rows[-1])), flush=True)
-    finally:
-        if peer is not None:
-            peer.close()
+    with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = {
+            config: pool.submit(run_config, config, args.networks, args.inputs, solvers, with_peer, args.time_limit)
+            for config in configs
+        }
+        done: dict[tuple[int, tuple[int, ...]], Calls] = {config: future.result() for config, future in futures.items()}
+    for sweep in sweeps:
+        for n, hidden in SWEEPS[sweep]:
+            for name, calls in sorted(done[n, hidden].items()):
+                rows.append(_row(sweep, n, hidden, name, calls))
+                print(" | ".join(map(str, rows[-1])), flush=True)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     figure, cactus_figure = out.with_suffix(".png"), out.with_name(f"{out.stem}_cactus.png")
@@ -320,6 +338,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     cactus(done, args.time_limit, cactus_figure)
     headers = ["sweep", "n", "hidden", "solver", "calls", "median ms", "p90 ms", "max ms", "timeouts", "other", "wrong"]
     command = f"python -m bench.solvers --networks {args.networks} --inputs {args.inputs} --time-limit {args.time_limit:g}"
+    command += f" --jobs {args.jobs}"
     command += "" if sweeps == list(SWEEPS) else f" --sweeps {','.join(sweeps)}"
     command += " --no-peer" if args.no_peer else ""
     text = "\n".join(
@@ -327,7 +346,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             "# Certification time per exact backend",
             "",
             f"Run {datetime.date.today().isoformat()} with `{command}` on {machine()}. Every backend runs on one thread"
-            + (f", the {PEER} peer too." if peer is not None else "; no peer column (gurobi-machinelearning not installed)."),
+            + (f", the {PEER} peer too" if with_peer else "; no peer column (gurobi-machinelearning not installed)")
+            + f"; {args.jobs} configurations at once, one process each.",
             "",
             "Monotone ReLU networks, inputs uniform in [0,1]^n, threshold midway around the median output; each call "
             "certifies greedy's answer of size g by asking for an explanation of size ≤ g − 1 (both kinds; inputs "

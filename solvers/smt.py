@@ -21,10 +21,16 @@ stays in force. Three things carry what one clause per round cannot:
   Every cut goes in also combined with the size row (`Cut.within`): on the plain knapsack next
   to `AtMost(s, k)` z3's pseudo-Boolean propagation stalls for seconds. A cut that no set within
   k satisfies refutes k at once.
-- *Widened clauses* (valid means f > t, ReLU networks; `solvers.subsets`). M is widened to a set
-  C ⊋ M, inside which rigorous float bounds prove that no set within k is valid. The clause "leave
-  C", guarded by k, is shorter than "leave M". Elsewhere, an instance that needs many rounds gets
-  one batch of maximal invalid sets grown along random orders, evaluated together.
+- *Branch and bound* (ReLU hidden layers, identity output; `solvers.branch`). Valid means
+  f > t: the question "a valid set within k?" goes to a branch and bound over sets instead of
+  the SAT loop: rigorous float bounds over all sets of a node (`solvers.subsets`) close whole
+  subtrees where the loop learns one clause per round. Measured on the 64-feature 32×32
+  benchmark nets, proofs that the loop left at the 5 s limit took 10–20 ms (a handful of
+  nodes); at 128 and 276 features the loop rarely finished. Valid means f ≤ t: only its root
+  node is tried (`_BELOW_NODES`), a lower bound tangent at a maximal invalid set; the tangent
+  cuts of the loop do the rest, and the loop (its z3 solver, its exact bounds) is built only
+  then. Elsewhere (leaky relu, hardtanh, steps), an instance that needs many rounds gets one
+  batch of maximal invalid sets grown along random orders, evaluated together.
 
 *Smooth units* (sigmoid, tanh, softplus, alone or mixed with piecewise-linear ones). f is then
 neither piecewise linear nor convex, so the exact cuts above do not apply; `solvers.smooth` gives
@@ -82,6 +88,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from fractions import Fraction
+from functools import cached_property
 
 import numpy as np
 import torch
@@ -92,6 +99,8 @@ from ..verify.errors import InputError
 from ..verify.problem import Outcome, Problem, Status, stopped
 from . import hitting
 from .base import BaseSolver
+from .branch import NODE_LIMIT as _NODE_LIMIT
+from .branch import SubsetSearch
 from .cuts import Cut, LinearBounds
 from .enumerate import Evaluator
 from .guard import report_incumbent
@@ -114,6 +123,12 @@ _WIDEN_WINDOW = 32
 # Widening stops after this many rounds in a row in which it proved nothing (the bounds are too
 # loose for the instance; the rounds go faster without it).
 _WIDEN_PATIENCE = 16
+# With the goal f ≤ t the branch and bound gets this many nodes per check before the SAT loop takes
+# over: the root alone, whose bound (lower lines tangent at a maximal invalid set) often settles the
+# check at once. Measured A/B (0, 1, 64 nodes): on the 28-feature 32×32 benchmark nets the median
+# call fell from 18–25 ms (loop alone) to 6–8 ms with 1 node; on BlogFeedback's AXps (276 features,
+# 64×64) 64 nodes cost 2–10× the loop's time where 1 node costs 0–0.4 s more.
+_BELOW_NODES = 1
 Check = tuple[str, tuple[int, ...] | None, np.ndarray | None]  # (z3 result, solution, witness y [n])
 # What the lazy strategy's check answers in place of "unsat" when the proof would rest on a set
 # whose smooth enclosure straddles the threshold (`_Lazy.check`).
@@ -264,34 +279,59 @@ class _Lazy:
 
     def __init__(self, problem: Problem, context: z3.Context, base: np.ndarray, target: np.ndarray) -> None:
         self.evaluator = Evaluator(problem)
+        self.context = context
         self.base, self.target = torch.as_tensor(base), torch.as_tensor(target)
         self.valid_when = 1 if problem.kind == "contrastive" else 0
         self.goal_below = (self.valid_when == 1) == (problem.prediction == 1)  # valid iff f ≤ t
         # Bounds: exact linear ones on piecewise-linear networks (tangent cuts for f ≤ t, cardinality
-        # cuts for f > t, widening on ReLU), rigorous float ones with smooth units (both directions).
+        # cuts for f > t), rigorous float ones with smooth units (both directions) and for the
+        # branch and bound on ReLU networks (both directions). Built when first needed (`_start_loop`).
+        self.problem = problem
         self.tangents: LinearBounds | None = None  # tangent cuts from every maximal invalid set
         self.cardinality: Callable[[int], Cut] | None = None  # the cut of each size bound (sets within it)
         self.sized: Callable[[int], Cut] | None = None  # the cut of each size exactly (see `check`)
-        self.widener: SubsetBounds | SmoothBounds | None = None  # proves sets free of valid sets within k
+        self.widener: SmoothBounds | None = None  # proves sets free of valid sets within k
+        self.branch: SubsetSearch | None = None  # answers the check first (ReLU hidden layers)
+        self.solver: z3.Solver | None = None  # the SAT loop, started by `_start_loop`
+        self.batch = True  # batches of random maximal sets for hard instances (no tangent cuts)
+        self.undecided: list[np.ndarray] = []  # [n] bool sets whose enclosure straddles t, each excluded alone
+        self.open_sets: list[np.ndarray] = []  # those within the bound of the last unsat
+        self.n = problem.n
+        self.random = np.random.default_rng(0)  # the orders of random maximal sets
+        self.float_layers = [(weight.T, bias, activation) for weight, bias, activation in problem.net.torch_layers()]
+        self.threshold = problem.threshold
+        if problem.net.is_piecewise_linear:
+            subsets = SubsetBounds(problem.net, base, target, problem.threshold)
+            if subsets.supported:
+                screen = lambda masks: ~self._float_invalid(masks)  # noqa: E731
+                reference = self.walk(np.zeros(self.n, dtype=bool), True).astype(np.float64) if self.goal_below else None
+                self.branch = SubsetSearch(subsets, self.judge, screen, self.goal_below, reference)
+
+    @cached_property
+    def order(self) -> list[int]:
+        """Heuristic order, least helpful feature first: f with one feature moved (floats suffice)."""
+        base, target = self.base.numpy(), self.target.numpy()
+        single = self.problem.net.forward(np.where(np.eye(self.n, dtype=bool), target, base)).numpy()
+        goal_is_one = (self.valid_when == 1) != (self.problem.prediction == 1)
+        return [int(i) for i in np.argsort(single if goal_is_one else -single, kind="stable")]
+
+    def _start_loop(self) -> None:
+        """The SAT loop's solver, literals and bounds (only where the branch and bound left a check open)."""
+        problem, context = self.problem, self.context
+        base, target = self.base.numpy(), self.target.numpy()
         if problem.net.is_piecewise_linear:
             bounds = LinearBounds(problem.net, base, target, problem.threshold)
-            subsets = SubsetBounds(problem.net, base, target, problem.threshold)
             if self.goal_below:
                 self.tangents = bounds
             else:
                 self.cardinality = bounds.cardinality_cut
-                self.widener = subsets if subsets.supported else None
-            # neither tangent cuts nor widening: a hard instance gets batches of random maximal sets
-            self.batch = self.tangents is None and self.widener is None
+            self.batch = self.tangents is None
         else:
             smooth = SmoothBounds(problem.net, base, target, problem.threshold)
             if smooth.supported:
                 self.sized, self.widener = smooth.size_cut, smooth
             self.batch = True  # the float bounds are looser: measured, the batches decide the hard tail
         self.failed_widenings = 0  # in a row; at `_WIDEN_PATIENCE` widening stops
-        self.undecided: list[np.ndarray] = []  # [n] bool sets whose enclosure straddles t, each excluded alone
-        self.open_sets: list[np.ndarray] = []  # those within the bound of the last unsat
-        self.n = problem.n
         self.solver = z3.SolverFor("QF_FD", ctx=context)
         self.solver.set("random_seed", 0)  # z3's default, fixed: a run that ends before its limit repeats
         self.chosen = [z3.Bool(f"s{i}", context) for i in range(self.n)]
@@ -301,15 +341,8 @@ class _Lazy:
         self.cuts: list[Cut] = []  # the cuts that hold for every size bound
         self.rounds = 0  # invalid proposals so far
         self.batches = 0  # batches of random maximal sets learned so far
-        self.random = np.random.default_rng(0)  # their orders
-        self.float_layers = [(weight.T, bias, activation) for weight, bias, activation in problem.net.torch_layers()]
-        self.threshold = problem.threshold
         # Σ 2^i·s_i: one model evaluation reads the whole proposal (reading each s_i is far slower).
         self.code = z3.Sum([z3.If(s, z3.IntVal(1 << i, context), z3.IntVal(0, context)) for i, s in enumerate(self.chosen)])
-        # Heuristic order, least helpful feature first: f with one feature moved (floats suffice).
-        single = problem.net.forward(np.where(np.eye(self.n, dtype=bool), target, base)).numpy()
-        goal_is_one = (self.valid_when == 1) != (problem.prediction == 1)
-        self.order = [int(i) for i in np.argsort(single if goal_is_one else -single, kind="stable")]
 
     def judge(self, masks: np.ndarray) -> np.ndarray:
         """masks [B, n] bool → [B] int8: is `base with the mask set to target` valid, exactly:
@@ -331,6 +364,17 @@ class _Lazy:
         return tuple(int(i) for i in np.flatnonzero(self.walk(np.ones(self.n, dtype=bool), False)))
 
     def check(self, bound: int, deadline: float) -> Check:
+        if self.branch is not None:
+            # f > t: the branch and bound alone; f ≤ t: its root first (`_BELOW_NODES`), then the loop
+            raw, found = self.branch.search(bound, deadline, None if not self.goal_below else _BELOW_NODES)
+            if found is not None:
+                minimal = self.walk(found, False)
+                y = np.where(minimal, self.target.numpy(), self.base.numpy())
+                return raw, tuple(int(i) for i in np.flatnonzero(minimal)), y
+            if raw != _NODE_LIMIT:
+                return raw, None, None
+        if self.solver is None:
+            self._start_loop()
         if bound not in self.guards:
             self.guards[bound] = z3.Bool(f"at_most_{bound}", self.solver.ctx)
             self.solver.add(z3.Implies(self.guards[bound], z3.AtMost(*self.chosen, bound)))

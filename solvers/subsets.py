@@ -15,7 +15,9 @@ u = 2^-53 and γ_m = m·u/(1 − m·u): a product or sum of m terms, rounded in 
 included), is within γ_m·Σ|terms| of the exact one; so a matrix product of (Â ± r_A)(B̂ ± r_B)
 gets the radius r_A·|B̂| + |Â|·r_B + r_A·r_B + γ_{m+1}·|Â|·|B̂|, and a sum a + b the radius
 r_a + r_b + u·|a + b|. Radii are computed in float64 too and then scaled by 1 + 2^-20 and raised
-by 2^-1000, far more than the rounding and underflow of their own computation. The lines of the
+by 2^-300 (`_FLOOR`), far more than the rounding and underflow of their own computation — and
+high enough that products of radii and weights never fall into the subnormal range, where
+float64 arithmetic runs 20× slower (measured at 2^-1000 on BlogFeedback's 276 × 64 × 64 net). The lines of the
 unstable units are doubles chosen outwards from the rigorous bounds: a chord slope
 fl(hi / (hi − lo))·(1 + 2^-50) ≥ hi / (hi − lo) exactly, and its offset −slope·lo rounded up the
 same way, so each line is a valid upper line in exact arithmetic. The final upper bound ĝ + r
@@ -31,9 +33,10 @@ from fractions import Fraction
 import numpy as np
 
 from ..verify.network import Network
-from ..verify.rounding import SAFETY, TINY, UNIT_ROUNDOFF, gamma
+from ..verify.rounding import SAFETY, UNIT_ROUNDOFF, gamma
 
 _SLOPE_UP = 1.0 + 2.0**-50
+_FLOOR = 2.0**-300  # every radius is raised by this (module docstring); ≥ `verify.rounding.TINY`: still rigorous
 
 
 Radius = np.ndarray | None  # None: not tracked (a screening estimate, not a bound)
@@ -47,13 +50,17 @@ class _Form:
         self.coefficients, self.coefficients_radius = coefficients, coefficients_radius
         self.constant, self.constant_radius = constant, constant_radius
 
-    def extreme(self, k: int, largest: bool) -> tuple[np.ndarray, Radius]:
+    def extreme(self, k: int | np.ndarray, largest: bool) -> tuple[np.ndarray, Radius]:
         """[B, r] max (largest) or min of each row over s ∈ {0,1}^n with Σ s ≤ k, as (value,
         radius): the k largest positive (or most negative) coefficients plus the constant; every
-        coefficient's radius counts, whether picked or not."""
+        coefficient's radius counts, whether picked or not. `k` is one bound or one per form [B]."""
         signed = np.maximum(self.coefficients, 0.0) if largest else np.minimum(self.coefficients, 0.0)
         n = signed.shape[-1]
-        if k >= n or k == 0:
+        if isinstance(k, np.ndarray):  # a bound per form: the sorted coefficients, masked by rank
+            ordered = -np.sort(-signed, axis=-1) if largest else np.sort(signed, axis=-1)
+            picked = ordered * (np.arange(n) < k[:, None, None])
+            k = int(k.max(initial=0))
+        elif k >= n or k == 0:
             picked = signed[..., : n if k else 0]
         elif largest:
             picked = np.partition(signed, n - k, axis=-1)[..., n - k :]
@@ -68,7 +75,7 @@ class _Form:
 
 
 def _outwards(radius: np.ndarray) -> np.ndarray:
-    return radius * SAFETY + TINY
+    return radius * SAFETY + _FLOOR
 
 
 def _product(
@@ -101,6 +108,7 @@ class SetForms:
     def __init__(self, net: Network, base: np.ndarray, target: np.ndarray, threshold: float) -> None:
         self.layers = [(layer.weight, layer.bias) for layer in net.layers]
         self.threshold = threshold
+        self.base, self.target = base, target
         weight, bias = self.layers[0]
         self.move = target - base  # radius u·|target − base| (one rounding)
         self.move_radius = _outwards(UNIT_ROUNDOFF * np.abs(self.move))
@@ -108,17 +116,26 @@ class SetForms:
         self.first_constant = constant + bias
         self.first_constant_radius = _outwards(constant_radius + UNIT_ROUNDOFF * np.abs(self.first_constant))
 
-    def first_form(self, allowed: np.ndarray, rigorous: bool) -> _Form:
-        """The first layer's pre-activations over s ⊆ allowed [B, n] bool: coefficients [B, w0, n]."""
-        weight, _ = self.layers[0]
+    def first_form(self, allowed: np.ndarray, rigorous: bool, fixed: np.ndarray | None = None) -> _Form:
+        """The first layer's pre-activations over s ⊆ allowed [B, n] bool: coefficients [B, w0, n].
+        With `fixed` [B, n] bool, over the sets `fixed ∪ s`, s ⊆ allowed \\ fixed: the fixed
+        features sit at `target` in the constant [B, w0] (exact doubles: a selection)."""
+        weight, bias = self.layers[0]
+        constant, constant_radius = self.first_constant, self.first_constant_radius
+        if fixed is not None:
+            allowed = allowed & ~fixed
+            start = np.where(fixed, self.target, self.base)
+            constant = start @ weight.T + bias
+            terms = np.abs(start) @ np.abs(weight).T
+            constant_radius = _outwards(gamma(weight.shape[1] + 1) * (terms + np.abs(bias)))
         move = self.move * allowed
         coefficients = weight[None, :, :] * move[:, None, :]
-        first = _Form(coefficients, None, self.first_constant, None)
+        first = _Form(coefficients, None, constant, None)
         if rigorous:
             first.coefficients_radius = _outwards(
                 weight[None, :, :] * (self.move_radius * allowed)[:, None, :] + UNIT_ROUNDOFF * np.abs(coefficients)
             )
-            first.constant_radius = self.first_constant_radius
+            first.constant_radius = constant_radius
         return first
 
     def substitute(self, depth: int, lines: list[tuple[np.ndarray, np.ndarray]], first: _Form) -> _Form:
@@ -172,28 +189,66 @@ class SubsetBounds(SetForms):
         about a third of the work: a screen to be confirmed by `refutes`."""
         return self.upper_bound(k, allowed, rigorous=False)[0] <= self.threshold
 
-    def upper_bound(self, k: int, allowed: np.ndarray, rigorous: bool = True) -> tuple[np.ndarray, Radius]:
+    def upper_bound(
+        self, k: int | np.ndarray, allowed: np.ndarray, rigorous: bool = True, fixed: np.ndarray | None = None
+    ) -> tuple[np.ndarray, Radius]:
         """allowed [B, n] bool → (ĝ [B], r [B]): ĝ + r ≥ g(s) for every s ⊆ allowed with Σ s ≤ k
-        (r None if not `rigorous`)."""
-        first = self.first_form(allowed, rigorous)
+        (r None if not `rigorous`). With `fixed` [B, n] bool and k [B]: for every `fixed ∪ s`,
+        s ⊆ allowed with Σ s ≤ k (`first_form`)."""
+        value, radius, _ = self.bound_and_form(k, allowed, rigorous, fixed)
+        return value, radius
+
+    def bound_and_form(
+        self,
+        k: int | np.ndarray,
+        allowed: np.ndarray,
+        rigorous: bool = True,
+        fixed: np.ndarray | None = None,
+        minimum: bool = False,
+        reference: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, Radius, np.ndarray]:
+        """`upper_bound` and the coefficients [B, n] of the output's upper form over s (a feature's
+        share in the bound: what `solvers.branch` branches on). With `minimum`: (ĝ, r) with
+        ĝ − r ≤ g(s) over the same sets instead, by the lower lines z ≥ α·h (α ∈ {0, 1}, exact,
+        valid for relu everywhere), and the lower form's coefficients; α = 1 where the unit is
+        active at `reference` [B, n] (points of [0,1]^n: the lines are then the tangents of the
+        convex g there, Kelley's), else where its bounds lie mostly above 0."""
+        first = self.first_form(allowed, rigorous, fixed)
+        actives = self._actives(reference) if reference is not None else None
         uppers: list[tuple[np.ndarray, np.ndarray]] = []  # per hidden layer: chord (slopes, offsets)
         lowers: list[tuple[np.ndarray, np.ndarray]] = []
         for depth in range(len(self.layers)):
+            last = depth == len(self.layers) - 1
             if depth == 0:
                 upper = lower = first
             else:
-                upper = self.substitute(depth, uppers, first)
+                upper = first if last and minimum else self.substitute(depth, uppers, first)
                 lower = self.substitute(depth, lowers, first)
-            high, high_radius = upper.extreme(k, largest=True)
-            if depth == len(self.layers) - 1:
-                return high[:, 0], None if high_radius is None else high_radius[:, 0]
+            if not (last and minimum):
+                high, high_radius = upper.extreme(k, largest=True)
+            if last and not minimum:
+                return high[:, 0], None if high_radius is None else high_radius[:, 0], upper.coefficients[:, 0, :]
             low, low_radius = lower.extreme(k, largest=False)
+            if last:
+                return low[:, 0], None if low_radius is None else low_radius[:, 0], lower.coefficients[:, 0, :]
             if rigorous:
                 uppers.append(_chords(low - low_radius, high + high_radius))
             else:
                 uppers.append(_chords(low, high))
-            lowers.append(((low + high > 0).astype(np.float64), np.zeros_like(low)))
+            active = (low + high > 0) if actives is None else actives[depth]
+            lowers.append((active.astype(np.float64), np.zeros_like(low)))
         raise AssertionError("unreachable: the loop returns at the output layer")
+
+    def _actives(self, reference: np.ndarray) -> list[np.ndarray]:
+        """reference [B, n] in [0,1]^n → per hidden layer [B, w] bool: the units active there
+        (plain float64: they only choose among valid lines)."""
+        z = self.base + self.move * reference
+        actives = []
+        for weight, bias in self.layers[:-1]:
+            h = z @ weight.T + bias
+            actives.append(h > 0)
+            z = np.maximum(h, 0.0)
+        return actives
 
 
 def _chords(low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -47,6 +47,7 @@ LAYERS: dict[str, int] = {
         f"cardinal.solvers.{name}": ENGINE
         for name in (
             "base",
+            "branch",
             "cuts",
             "encode",
             "enumerate",

@@ -1,5 +1,6 @@
-"""Campaigns route networks with smooth units to z3 whatever their width (the MILPs cannot encode
-them, enumeration stops at 20 features), and z3 decides them in exact arithmetic."""
+"""Campaigns route monotone networks and networks with smooth units to z3 whatever their width
+(its lazy loop scales with the features; the MILPs cannot encode smooth units, enumeration stops
+at 20 features), and z3 decides them in exact arithmetic."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from bruteforce import random_network as any_network
+from cardinal.verify.activations import Activation
 from cardinal.verify.campaign import solvers_for
 from cardinal.verify.domain import Domain
 from cardinal.verify.generate import median_threshold, random_network
@@ -21,7 +24,9 @@ from cardinal.verify.campaign import run_campaign
 def test_routing_by_width_and_activation() -> None:
     rng = np.random.default_rng(0)
     solvers = ("gurobi", "highs", "z3", "enumerate")
-    assert solvers_for(random_network(rng, 44, (8,), "relu"), solvers) == ("gurobi", "highs")
+    assert solvers_for(random_network(rng, 44, (8,), "relu"), solvers) == ("gurobi", "highs", "z3")
+    not_monotone = any_network(rng, 44, (8,), Activation.make("relu"), monotone=False)
+    assert solvers_for(not_monotone, solvers) == ("gurobi", "highs")
     assert solvers_for(random_network(rng, 44, (8,), "tanh"), solvers) == ("gurobi", "highs", "z3")
     assert solvers_for(random_network(rng, 24, (8,), "sigmoid"), solvers) == ("gurobi", "highs", "z3")
     assert solvers_for(random_network(rng, 12, (8,), "sigmoid"), solvers) == solvers
@@ -37,6 +42,22 @@ def test_smooth_networks_beyond_enumeration_are_certified_by_z3(tmp_path: Path) 
     run_campaign("wide", tmp_path, ("z3", "enumerate"), 30.0, instances=instances)
     records = JsonLines(tmp_path / "records.jsonl").read()
     assert len(records) == 8
+    for record in records:
+        assert list(record["solvers"]) == ["z3"], record
+        assert record["verdict"] in ("greedy_minimal", "greedy_suboptimal"), record
+        assert record["certified"], record
+
+
+def test_wide_relu_networks_are_certified_by_z3(tmp_path: Path) -> None:
+    """Beyond z3's cap for full encodings (40 features), a monotone ReLU network still gets z3."""
+    rng = np.random.default_rng(5)
+    n = 64
+    net = random_network(rng, n, (16, 16), "relu")
+    X = rng.random((3, n))
+    instance = Instance("wide-relu", "random", net, X, median_threshold(net, X), Domain.unit(n))
+    run_campaign("wide", tmp_path, ("z3", "enumerate"), 30.0, instances=[instance])
+    records = JsonLines(tmp_path / "records.jsonl").read()
+    assert len(records) == 6
     for record in records:
         assert list(record["solvers"]) == ["z3"], record
         assert record["verdict"] in ("greedy_minimal", "greedy_suboptimal"), record

@@ -51,15 +51,21 @@ def force_enumerate_limit(monkeypatch: pytest.MonkeyPatch, after: int) -> None:
 
 
 def force_z3_limit(monkeypatch: pytest.MonkeyPatch, after: int) -> None:
-    """z3 answers "unknown" (its limit) from the `after`+1-th check on."""
-    real = smt._run
+    """z3 (or the lazy strategy's branch and bound, `solvers.branch`) answers "unknown" (its
+    limit) from the `after`+1-th check on."""
+    real, real_search = smt._run, smt.SubsetSearch.search
     calls = [0]
 
     def limited(solver, assumptions, deadline):
         calls[0] += 1
         return real(solver, assumptions, deadline) if calls[0] <= after else "unknown (forced limit)"
 
+    def limited_search(search, k, deadline, nodes=None):
+        calls[0] += 1
+        return real_search(search, k, deadline, nodes) if calls[0] <= after else ("unknown (forced limit)", None)
+
     monkeypatch.setattr(smt, "_run", limited)
+    monkeypatch.setattr(smt.SubsetSearch, "search", limited_search)
 
 
 def _stopped_with(name: str, monkeypatch: pytest.MonkeyPatch, incumbent: bool, problem: Problem, at_most: int):
