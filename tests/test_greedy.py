@@ -86,7 +86,7 @@ def test_chunking_does_not_change_answers(monkeypatch: pytest.MonkeyPatch, kind:
     whole = explain(net, X, kind=kind, threshold=t, device="cpu")
     import cardinal.verify.greedy as greedy
 
-    monkeypatch.setattr(greedy, "_CPU_CHUNK_ELEMENTS", chunk)
+    monkeypatch.setattr(greedy, "_CPU_CHUNK_ELEMENTS_PER_THREAD", max(1, chunk // torch.get_num_threads()))
     monkeypatch.setattr(greedy, "_SEARCH_BLOCK_ELEMENTS", block)
     _same(whole, explain(net, X, kind=kind, threshold=t, device="cpu"))
 
