@@ -302,3 +302,25 @@ def test_cuda_equals_cpu_in_float64(kind: str) -> None:
     _same(explain(net, X, kind=kind, threshold=t, device="cpu"), explain(net, X, kind=kind, threshold=t, device="cuda"))
     on_gpu = explain(net, X, kind=kind, threshold=t, device="cuda", verify=True)
     assert on_gpu.checks == explain(net, X, kind=kind, threshold=t, device="cpu", verify=True).checks
+
+
+def test_bench_torch_loop_equals_reference_and_is_quoted_in_the_docstring() -> None:
+    """The benchmark's baseline (Algorithm 1 as a plain torch loop on the nn.Sequential) gives
+    `explain_reference`'s answers, rows without a CXp and empty AXps included; its code is the
+    one its docstring states."""
+    import inspect
+    import itertools
+    import textwrap
+
+    import bench.greedy as bench
+
+    assert textwrap.indent(inspect.getsource(bench.plain_loop), " " * 6) in bench.__doc__
+    seen = {"none": 0, "empty": 0}
+    for seed in range(3):
+        net, X, median = _case(seed, "relu", n=7, hidden=(6, 4), rows=16)
+        below_box = float(net.forward(np.zeros((1, 7)))[0]) - 0.01  # every row predicts 1, none can flip
+        for t, kind in itertools.product((median, below_box), KINDS):
+            reference = explain_reference(net, X, kind=kind, threshold=t)
+            assert torch.equal(bench.run_plain_loop(net, X, kind, t, torch.float64), reference.masks)
+            seen["none" if kind == "contrastive" else "empty"] += int((reference.sizes == 0).sum())
+    assert seen["none"] > 0 and seen["empty"] > 0
