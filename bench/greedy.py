@@ -54,8 +54,8 @@ read + write), the table gives the achieved fraction of each.
 
     python -m bench.greedy [--full] [--rows R] [--repeats K] [--device cpu] [--out bench-results/greedy.md]
 
-By default (under 3 minutes on 2 cores): B = 4,096, 3 repeats, loop samples of 128 rows at
-n = 28 and 16 at n = 276. `--full`: B = 16,384, 5 repeats, samples of 512 and 64.
+By default (about a minute on 2 idle cores): B = 4,096, 5 repeats, loop samples of 256 rows at
+n = 28 and 32 at n = 276. `--full`: B = 16,384, 7 repeats, samples of 1,024 and 128.
 (`--out bench/results/greedy.md` refreshes the table kept in the repository.)
 """
 
@@ -79,8 +79,8 @@ from cardinal.verify.network import Network
 from tabulate import tabulate
 
 HIDDEN = (64, 64)
-DEFAULTS = {"rows": 4096, "repeats": 3, "sample": {28: 128, 276: 16}}
-FULL = {"rows": 16384, "repeats": 5, "sample": {28: 512, 276: 64}}
+DEFAULTS = {"rows": 4096, "repeats": 5, "sample": {28: 256, 276: 32}}
+FULL = {"rows": 16384, "repeats": 7, "sample": {28: 1024, 276: 128}}
 
 
 def plain_loop(model, x, kind, lower, upper, t):
@@ -260,7 +260,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog=f"cardinal bench {__name__.rsplit('.', 1)[-1]}", description=__doc__.splitlines()[0])
     parser.add_argument("--full", action="store_true", help="the long run: more rows, repeats and loop samples")
     parser.add_argument("--rows", type=int, help="batched rows B (default 4096; --full 16384)")
-    parser.add_argument("--repeats", type=int, help="batched repeats, median taken (default 3; --full 5)")
+    parser.add_argument("--repeats", type=int, help="batched repeats, median taken (default 5; --full 7)")
     parser.add_argument("--device", default="cpu", help="where the batched runs go: cpu or cuda")
     parser.add_argument("--out", default="bench-results/greedy.md", help="markdown table to write (default: %(default)s)")
     args = parser.parse_args(argv)

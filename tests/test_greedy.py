@@ -45,11 +45,11 @@ def test_batched_equals_reference_and_row_by_row(family: str, kind: str) -> None
             assert single.features(0) == batched.features(row)
 
 
-def _dyadic_case(seed: int, n: int, width: int, rows: int):
+def _dyadic_case(seed: int, n: int, width: int, rows: int, depth: int = 1):
     """Weights in quarters and inputs in halves: every float computation is exact, so equal
-    scores are genuine ties for every implementation."""
+    scores are genuine ties for every implementation. `depth` hidden layers of `width`."""
     rng = np.random.default_rng(seed)
-    net = random_network(rng, n, (width,), "relu")
+    net = random_network(rng, n, (width,) * depth, "relu")
     layers = [Layer(np.round(layer.weight * 4) / 4, np.round(layer.bias * 4) / 4, layer.activation) for layer in net.layers]
     net = Network(layers)
     X = np.round(rng.random((rows, n)) * 2) / 2
@@ -262,6 +262,29 @@ def test_verify_equals_exact_algorithm_one(kind: str) -> None:
 def test_float32_matches_float64_on_dyadic_network() -> None:
     net, X, t = _dyadic_case(3, n=6, width=4, rows=16)
     _same(explain(net, X, threshold=t, dtype=torch.float32), explain(net, X, threshold=t))
+
+
+@pytest.mark.parametrize("fused", [True, False])
+@pytest.mark.parametrize("kind", KINDS)
+def test_float32_tails_equal_reference_on_dyadic_network(monkeypatch: pytest.MonkeyPatch, kind: str, fused: bool) -> None:
+    """float32 on the CPU, with oneDNN's fused linear + ReLU for the hidden layers after the first
+    (where torch has it) and without: the answers of the exact reference, ties included."""
+    import cardinal.verify.greedy as greedy
+
+    if fused and not greedy._fused_relu_linear_available(torch.device("cpu"), torch.float32):
+        pytest.skip("this torch build has no oneDNN fused linear + ReLU")
+    if not fused:
+        monkeypatch.setattr(greedy, "_fused_relu_linear_available", lambda device, dtype: False)
+    for seed in range(3):
+        net, X, t = _dyadic_case(seed, n=9, width=6, rows=30, depth=2)
+        _same(explain(net, X, kind=kind, threshold=t, dtype=torch.float32), explain_reference(net, X, kind=kind, threshold=t, exact=True))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_large_n_equals_reference(kind: str) -> None:
+    """300 features: long sorts and a 9-pass binary search; the reference's answers."""
+    net, X, t = _case(5, "relu", n=300, hidden=(8, 8), rows=5)
+    _same(explain(net, X, kind=kind, threshold=t, device="cpu"), explain_reference(net, X, kind=kind, threshold=t))
 
 
 # ---------------------------------------------------------------- bad input

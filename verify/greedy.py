@@ -212,8 +212,9 @@ class _BatchedGreedy:
             scores[start:stop] = self._tail(variants.view((stop - start) * n, -1), self.buffers).view(stop - start, n)
         ascending = predictions ^ (kind == "abductive")
         order = torch.sort(torch.where(ascending[:, None], scores, -scores), dim=1, stable=True).indices
-        rank = torch.empty_like(order)
-        rank.scatter_(1, order, torch.arange(n, device=self.device).expand(b, n))
+        # rank [b, n]: each feature's position in the order, in 32 bits (the search reads it on every pass)
+        rank = torch.empty(b, n, dtype=torch.int32, device=self.device)
+        rank.scatter_(1, order, torch.arange(n, dtype=torch.int32, device=self.device).expand(b, n))
         # goal: the prediction a prefix must reach — the other class (CXp) or x's class (AXp).
         goal = ~predictions if kind == "contrastive" else predictions
         lo = torch.zeros(b, dtype=torch.long, device=self.device)
@@ -227,7 +228,7 @@ class _BatchedGreedy:
         active = exists & (hi - lo > 1)
         while bool(active.any()):
             middle = (lo + hi) // 2
-            prefix = torch.where(rank < middle[:, None], target, base)
+            prefix = torch.where(rank < middle[:, None].to(torch.int32), target, base)
             reached = self._predict(prefix) == goal
             hi = torch.where(active & reached, middle, hi)
             lo = torch.where(active & ~reached, middle, lo)
