@@ -22,6 +22,7 @@ from ..verify.errors import InputError
 from ..verify.exact import check_monotone_explanation
 from ..verify.network import Network
 from ..verify.problem import DEFAULT_EPSILON, Outcome, Problem, Status
+from .guard import GuardedSolver
 
 
 class Solver(Protocol):
@@ -69,8 +70,12 @@ _REGISTRY: dict[str, tuple[str, str, str | None]] = {
 SOLVER_NAMES = tuple(_REGISTRY)
 
 
-def get_solver(name: str, **options: Any) -> Solver:
-    """A fresh backend by name; raises `InputError` for an unknown or uninstalled backend."""
+def get_solver(name: str, guarded: bool = False, **options: Any) -> Solver:
+    """A fresh backend by name; raises `InputError` for an unknown or uninstalled backend.
+
+    `guarded`: run it in a child process that is killed when a call overruns its time limit
+    (`solvers.guard`): what certify and crosscheck use, so that every limit holds.
+    """
     if name not in _REGISTRY:
         raise InputError(f"unknown solver {name!r} (known: {', '.join(SOLVER_NAMES)})")
     module_name, class_name, extra = _REGISTRY[name]
@@ -79,7 +84,8 @@ def get_solver(name: str, **options: Any) -> Solver:
     except ImportError as error:
         hint = f"pip install 'cardinal[{extra}]'" if extra else "reinstall cardinal"
         raise InputError(f"solver {name!r} is not installed ({error.name} missing): {hint}") from None
-    return getattr(module, class_name)(**options)
+    factory = getattr(module, class_name)
+    return GuardedSolver(name, factory, options) if guarded else factory(**options)
 
 
 def available_solvers() -> tuple[str, ...]:
@@ -165,18 +171,21 @@ def solve_minimum(
     time_limit: float = 60.0,
     at_most: int | None = None,
     epsilon: float = DEFAULT_EPSILON,
+    guarded: bool = True,
 ) -> Outcome:
     """A minimum explanation of `kind` for x [n] by the named backend, replayed exactly.
 
     With `at_most=k` only "is there one of size ≤ k?" is asked: certifying a greedy answer of
-    size g is one call with k = g − 1 (NONE_WITHIN means greedy is minimal).
+    size g is one call with k = g − 1 (NONE_WITHIN means greedy is minimal). `guarded`: the call
+    runs in a child process stopped at the time limit plus `solvers.guard.allowed_overrun`, so
+    the limit holds whatever the backend does; False runs it in this process.
     """
     problem = Problem.make(net, x, kind, domain, threshold, epsilon)
     if at_most is not None and at_most < 0:
         raise InputError(f"at_most must be ≥ 0, got {at_most}")
     if not time_limit > 0:
         raise InputError(f"time limit must be positive, got {time_limit}")
-    with get_solver(solver) as backend:
+    with get_solver(solver, guarded=guarded) as backend:
         return solve_problem(backend, problem, at_most, time_limit)
 
 

@@ -94,6 +94,7 @@ from . import hitting
 from .base import BaseSolver
 from .cuts import Cut, LinearBounds
 from .enumerate import Evaluator
+from .guard import report_incumbent
 from .smooth import SmoothBounds
 from .subsets import SubsetBounds
 
@@ -192,12 +193,15 @@ def _descend(
     here. A timeout after a solution (within `at_most`) is FEASIBLE (`verify.problem.stopped`)."""
     if best is not None and at_most is not None and len(best) > at_most:
         best = None
+    if best is not None:
+        report_incumbent(best)
     bound = min(n if best is None else len(best) - 1, n if at_most is None else at_most)
     witness, raw = None, ""
     while bound >= 1:
         raw, solution, y = check(bound, deadline)
         if raw == "sat":
             best, witness, bound = solution, y, len(solution) - 1
+            report_incumbent(best, witness)  # a guarded call stopped at its limit answers with it
         elif raw == "unsat":
             break
         else:  # a limit, or (lazy) an unsat resting on undecided sets: the question stays open

@@ -28,6 +28,7 @@ LAYERS: dict[str, int] = {
         for name in (
             "errors",
             "io",
+            "validate",
             "rounding",
             "activations",
             "chain",
@@ -44,7 +45,20 @@ LAYERS: dict[str, int] = {
     "cardinal.verify.greedy": ENGINE,
     **{
         f"cardinal.solvers.{name}": ENGINE
-        for name in ("base", "cuts", "encode", "enumerate", "gurobi", "highs", "hitting", "milp", "smooth", "smt", "subsets")
+        for name in (
+            "base",
+            "cuts",
+            "encode",
+            "enumerate",
+            "gurobi",
+            "guard",
+            "highs",
+            "hitting",
+            "milp",
+            "smooth",
+            "smt",
+            "subsets",
+        )
     },
     **{
         f"cardinal.verify.{name}": APPLICATION

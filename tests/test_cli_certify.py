@@ -112,7 +112,7 @@ def test_disagreement_is_loud_and_saved(
     [
         (["--solvers", "cplex"], r"unknown solver 'cplex'"),
         (["--solvers", ""], r"--solvers needs at least one solver"),
-        (["--time-limit", "0"], r"--time-limit must be positive"),
+        (["--time-limit", "0"], r"argument --time-limit: .0. is not positive"),
     ],
 )
 def test_bad_solver_flags(

@@ -67,9 +67,9 @@ def test_domain_flags(design_network_file: Path, tmp_path: Path, capsys: pytest.
     [
         ("missing", "1,1,1\n", [], r"network file .*missing.json not found"),
         ("malformed", "1,1,1\n", [], r"malformed JSON"),
-        ("ok", "1,1\n", [], r"row 0 has 2 values, expected 3"),
-        ("ok", "1,nan,1\n", [], r"row 0, feature 1 is nan"),
-        ("ok", "1,1,1\n1,abc,1\n", [], r"row 1, feature 1: 'abc' is not a number"),
+        ("ok", "1,1\n", [], r"row 0 \(line 1\) has 2 values, expected 3"),
+        ("ok", "1,nan,1\n", [], r"row 0 \(line 1\), column 1 is nan"),
+        ("ok", "1,1,1\n1,abc,1\n", [], r"row 1 \(line 2\), column 1: 'abc' is not a number"),
         ("ok", "1,1,1\n1,2,1\n", [], r"row 1, feature 1 = 2.0 lies outside the domain \[0.0, 1.0\]"),
         ("ok", "", [], r"no input rows"),
         ("ok", "1,1,1\n", ["--lower", "0,0"], r"lower bound has 2 entries, the network has 3 inputs"),

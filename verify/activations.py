@@ -21,6 +21,7 @@ from torch import nn
 
 from .errors import InputError
 from .rounding import TINY, UNIT_ROUNDOFF
+from .validate import describe, json_number
 
 Params = dict[str, float]
 Piece = tuple[Fraction, Fraction]  # σ(h) = slope·h + offset
@@ -250,8 +251,7 @@ class _Softplus(_Smooth):
 
 
 _FAMILIES: dict[str, _Family] = {
-    family.name: family
-    for family in (_Identity(), _ReLU(), _LeakyReLU(), _Hardtanh(), _Step(), _Sigmoid(), _Tanh(), _Softplus())
+    family.name: family for family in (_Identity(), _ReLU(), _LeakyReLU(), _Hardtanh(), _Step(), _Sigmoid(), _Tanh(), _Softplus())
 }
 NAMES = tuple(_FAMILIES)
 CONTINUOUS = tuple(name for name, family in _FAMILIES.items() if family.continuous)
@@ -283,12 +283,14 @@ class Activation:
         if isinstance(spec, str):
             return cls.make(spec)
         if isinstance(spec, dict) and isinstance(spec.get("name"), str):
-            params = {key: value for key, value in spec.items() if key != "name"}
-            for key, value in params.items():
-                if isinstance(value, bool) or not isinstance(value, (int, float)):
-                    raise InputError(f"activation {spec['name']!r}: parameter {key!r} must be a number")
-            return cls.make(spec["name"], **params)
-        raise InputError(f"activation must be a name or an object with a 'name', got {spec!r}")
+            name = spec["name"]
+            params = {
+                key: json_number(value, f"activation {describe(name)}: parameter {describe(key)}")
+                for key, value in spec.items()
+                if key != "name"
+            }
+            return cls.make(name, **params)
+        raise InputError(f"activation must be a name or an object with a 'name', got {describe(spec)}")
 
     @classmethod
     def from_module(cls, module: nn.Module) -> Activation:
@@ -358,7 +360,10 @@ class Activation:
 
 
 def _finite(name: str, key: str, value: float) -> float:
-    value = float(value)
+    try:
+        value = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise InputError(f"activation {name!r}: parameter {key!r} is not a finite number") from None
     if not math.isfinite(value):
         raise InputError(f"activation {name!r}: parameter {key!r} is {value}")
     return value

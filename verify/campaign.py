@@ -12,26 +12,42 @@ exact check refutes is logged under its solver. With `workers > 1` the solver ca
 processes; the records are the same as with one worker, and as in any other run of the suite
 (only their order in the file and the measured seconds differ), unless a call reaches its time
 limit. A record with conflicting exact evidence (`solver_disagreement`) is counted in
-`CampaignResult.disagreements`, and `cardinal crosscheck` then exits 1.
+`CampaignResult.disagreements`, and `cardinal crosscheck` then exits 1. Workers die with the
+campaign (`solvers.guard.die_with_parent`), and so do the processes its solvers run in.
+
+A folder holds one campaign at a time: a run holds an advisory lock (`flock`) on
+`DIR/campaign.lock` from its checks to its summary, so a second run or `--resume` on the same
+folder stops with a message while the first is alive. The kernel drops the lock when its holder
+dies, so the folder of a killed run can be resumed at once.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import math
+import os
 import signal
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ..solvers.guard import die_with_parent
 from .errors import InputError
 from .instance import Instance
 from .io import JsonLines
 from .network import Network
+from .problem import KINDS, Status, Verdict
 from .suites import SUITES
+from .validate import describe, output_directory, output_file
+
+LOCK_FILE = "campaign.lock"
 
 # Backends that run only up to this many features (beyond, exhaustive enumeration is hopeless and
 # z3's exact search rarely finishes within a campaign's time limit) — except z3 on networks with
@@ -102,9 +118,10 @@ def units_of(instance: Instance, solvers: tuple[str, ...], time_limit: float, do
 _POOL = None
 
 
-def _worker_init() -> None:
+def _worker_init(parent: int) -> None:
     import torch
 
+    die_with_parent(parent)
     torch.set_num_threads(1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops us
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's handler, inherited through fork
@@ -168,21 +185,56 @@ def run_campaign(
     resume: bool = False,
     progress: Callable[[int, int, str], None] | None = None,
     instances: Iterable[Instance] | None = None,
+    announce: Callable[[int], None] | None = None,
 ) -> CampaignResult:
-    """Run a suite (or the given instances) into `out`; see the module docstring."""
+    """Run a suite (or the given instances) into `out`; see the module docstring.
+
+    `announce(count)` is called with the number of explanations to certify once greedy has run,
+    before any solver. Bad input (the folder, its records, the suite's data) raises InputError
+    before any record is written, and a folder made by this run is then removed again.
+    """
     if suite not in SUITES and instances is None:
         raise InputError(f"unknown suite {suite!r} (use {', '.join(SUITES)})")
+    _check_folder(out)
+    _refuse_if_in_use(out)
     log = JsonLines(out / "records.jsonl")
-    existing = log.read()
-    if existing and not resume:
-        raise InputError(f"{out} already holds {len(existing)} records: pass --resume to continue, or choose another --out")
-    done = {record["key"] for record in existing}
+    _finished(log, resume)  # the checks once before the lock file is made, so a refusal writes nothing
+    created = not out.exists()
+    try:
+        with _locked(out):
+            done = _finished(log, resume)
+            try:
+                return _run(suite, out, log, done, solvers, time_limit, workers, progress, instances, announce)
+            finally:
+                _close_pool()
+    except InputError:
+        if created:
+            (out / LOCK_FILE).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                out.rmdir()  # only if nothing else was written
+        raise
+
+
+def _run(
+    suite: str,
+    out: Path,
+    log: JsonLines,
+    done: set[str],
+    solvers: tuple[str, ...],
+    time_limit: float,
+    workers: int,
+    progress: Callable[[int, int, str], None] | None,
+    instances: Iterable[Instance] | None,
+    announce: Callable[[int], None] | None = None,
+) -> CampaignResult:
     started = time.perf_counter()
     units = [
         unit
         for instance in (instances if instances is not None else SUITES[suite](out))
         for unit in units_of(instance, solvers, time_limit, done)
     ]
+    if announce is not None:
+        announce(len(units))
     new = cases = 0
     interrupted = False
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
@@ -210,6 +262,97 @@ def run_campaign(
     return CampaignResult(out, len(records), new, cases, time.perf_counter() - started, interrupted, disagreements)
 
 
+def _check_folder(out: Path) -> None:
+    """The campaign folder and what goes in it can be written (nothing is created here)."""
+    output_directory(out, "campaign folder")
+    for name in ("cases", "figures"):
+        output_directory(out / name, "campaign folder:")
+    for name in ("records.jsonl", "summary.md"):
+        output_file(out / name, "campaign folder:")
+
+
+@contextmanager
+def _locked(out: Path) -> Iterator[None]:
+    """Hold the folder's lock (module docstring) for the duration; InputError if another process
+    holds it. The lock file keeps the pid of its last holder, for the message."""
+    out.mkdir(parents=True, exist_ok=True)
+    descriptor = _lock(out, os.O_RDWR | os.O_CREAT)
+    try:
+        os.ftruncate(descriptor, 0)
+        os.pwrite(descriptor, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(descriptor)  # releases the lock
+
+
+def _refuse_if_in_use(out: Path) -> None:
+    """InputError if a live campaign holds the folder's lock (creates nothing)."""
+    if (out / LOCK_FILE).is_file():
+        os.close(_lock(out, os.O_RDONLY))
+
+
+def _lock(out: Path, flags: int) -> int:
+    """An open descriptor of the lock file, locked; InputError naming the holder if it is busy."""
+    descriptor = os.open(out / LOCK_FILE, flags, 0o666)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(descriptor, 32, 0).decode(errors="replace").strip() or "unknown"
+        os.close(descriptor)
+        raise InputError(
+            f"{out} is in use by another campaign (pid {holder}): wait for it to end, or choose another --out"
+        ) from None
+    return descriptor
+
+
+def _finished(log: JsonLines, resume: bool) -> set[str]:
+    """Keys of the records already in the log; InputError if there are some and not `resume`."""
+    existing = log.read()
+    if existing and not resume:
+        raise InputError(
+            f"{log.path.parent} already holds {len(existing)} records: pass --resume to continue, or choose another --out"
+        )
+    return {_checked_record(record, f"{log.path} line {number}") for number, record in enumerate(existing, start=1)}
+
+
+def _checked_record(record: dict[str, Any], where: str) -> str:
+    """The key of a finished record read back for --resume, after checking the fields that the
+    summary reads; InputError naming the line and field otherwise."""
+    strings = {"key": None, "family": None, "activation": None, "kind": KINDS, "verdict": [v.value for v in Verdict]}
+    for field, choices in strings.items():
+        value = record.get(field)
+        if not isinstance(value, str) or (choices is not None and value not in choices):
+            raise InputError(f"{where}: field {field!r} is {describe(value)}, not a campaign record's")
+    if not isinstance(record.get("certified"), bool):
+        raise InputError(f"{where}: field 'certified' must be true or false, got {describe(record.get('certified'))}")
+    gap = record.get("gap")
+    if gap is not None and (isinstance(gap, bool) or not isinstance(gap, int)):
+        raise InputError(f"{where}: field 'gap' must be an integer or null, got {describe(gap)}")
+    greedy = record.get("greedy")
+    if greedy is not None and not (isinstance(greedy, dict) and _is_seconds(greedy.get("seconds"))):
+        raise InputError(f"{where}: field 'greedy' must be null or an object with 'seconds', got {describe(greedy)}")
+    outcomes = record.get("solvers")
+    if not isinstance(outcomes, dict):
+        raise InputError(f"{where}: field 'solvers' must be an object, got {describe(outcomes)}")
+    statuses = {status.value for status in Status}
+    for name, outcome in outcomes.items():
+        if not (isinstance(outcome, dict) and outcome.get("status") in statuses and _is_seconds(outcome.get("seconds"))):
+            raise InputError(f"{where}: solvers.{name} must be an object with a known 'status' and 'seconds'")
+    return record["key"]
+
+
+def _is_seconds(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value and math.isfinite(value)
+
+
+def _close_pool() -> None:
+    """Stop this process's solver pool (and the processes its backends run in)."""
+    global _POOL
+    if _POOL is not None:
+        _POOL.close()
+        _POOL = None
+
+
 def _raise_interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
@@ -220,7 +363,7 @@ def _execute(units: list[Unit], workers: int):
         for unit in units:
             yield certify_unit(unit)
         return
-    executor = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init)
+    executor = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init, initargs=(os.getpid(),))
     finished_all = False
     try:
         pending: set[Future] = set()

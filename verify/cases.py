@@ -22,6 +22,8 @@ from .exact import ExactNetwork, check_monotone_explanation
 from .greedy import explain_reference
 from .io import read_json, write_atomic
 from .network import Network
+from .problem import KINDS, Verdict
+from .validate import describe, json_bool, json_number, json_object, json_string, json_vector
 
 FORMAT = "cardinal.case/1"
 ENUMERATION_LIMIT = 16  # replay proves "nothing smaller" exhaustively up to this many features
@@ -68,6 +70,7 @@ class Case:
 
     @classmethod
     def from_json(cls, document: Any, source: str = "case") -> Case:
+        """Parse a `cardinal.case/1` document; every field is type-checked and errors name it."""
         if not isinstance(document, dict) or document.get("format") != FORMAT:
             raise InputError(f"{source}: not a case file ('format' must be {FORMAT!r})")
         missing = [key for key in ("network", "domain", "threshold", "input", "kind", "greedy", "minimum") if key not in document]
@@ -75,22 +78,24 @@ class Case:
             raise InputError(f"{source}: missing {', '.join(missing)}")
         network = Network.from_json(document["network"], source=f"{source}: network")
         domain = Domain.from_json(document["domain"], source=f"{source}: domain")
-        x = domain.check(np.asarray(document["input"], dtype=np.float64), source=f"{source}: input")[0]
-        if document["kind"] not in ("contrastive", "abductive"):
-            raise InputError(f"{source}: unknown kind {document['kind']!r}")
+        if domain.n != network.n_inputs:
+            raise InputError(f"{source}: domain has {domain.n} features, the network has {network.n_inputs} inputs")
+        n = network.n_inputs
+        x = domain.check(json_vector(document["input"], f"{source}: input", length=n), source=f"{source}: input")[0]
+        witness = document.get("minimum_witness")
         return cls(
             network,
             domain,
-            float(document["threshold"]),
+            json_number(document["threshold"], f"{source}: threshold"),
             x,
-            document["kind"],
-            _feature_set(document["greedy"], network.n_inputs, f"{source}: greedy"),
-            _feature_set(document["minimum"], network.n_inputs, f"{source}: minimum"),
-            dict(document.get("solvers") or {}),
-            str(document.get("verdict", "")),
-            str(document.get("note", "")),
-            None if document.get("minimum_witness") is None else tuple(float(v) for v in document["minimum_witness"]),
-            bool(document.get("minimum_proved", True)),
+            json_string(document["kind"], f"{source}: kind", KINDS),
+            _feature_set(document["greedy"], n, f"{source}: greedy"),
+            _feature_set(document["minimum"], n, f"{source}: minimum"),
+            json_object(document.get("solvers", {}), f"{source}: solvers"),
+            json_string(document.get("verdict", ""), f"{source}: verdict", ("", *(verdict.value for verdict in Verdict))),
+            json_string(document.get("note", ""), f"{source}: note"),
+            None if witness is None else tuple(json_vector(witness, f"{source}: minimum_witness", length=n).tolist()),
+            json_bool(document.get("minimum_proved", True), f"{source}: minimum_proved"),
         )
 
     @classmethod
@@ -116,7 +121,7 @@ def _feature_set(value: Any, n: int, where: str) -> tuple[int, ...] | None:
     if value is None:
         return None
     if not isinstance(value, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in value):
-        raise InputError(f"{where} must be a list of feature indices or null")
+        raise InputError(f"{where} must be a list of feature indices or null, got {describe(value)}")
     if any(not 0 <= i < n for i in value) or len(set(value)) != len(value):
         raise InputError(f"{where}: indices must be distinct and in 0..{n - 1}")
     return tuple(sorted(value))

@@ -120,11 +120,12 @@ class Certificate:
 
 class SolverPool:
     """Open backends by name, reused across calls and closed together; runs HiGHS in place of
-    Gurobi when Gurobi's licence is too small for a model (`fallback=True`)."""
+    Gurobi when Gurobi's licence is too small for a model (`fallback=True`). Each backend runs
+    guarded (`solvers.guard`): its time limit holds even where the backend ignores it."""
 
     def __init__(self, names: Iterable[str], fallback: bool = True) -> None:
         self.names = tuple(dict.fromkeys(names))
-        self.backends: dict[str, Solver] = {name: get_solver(name) for name in self.names}
+        self.backends: dict[str, Solver] = {name: get_solver(name, guarded=True) for name in self.names}
         self.fallback = fallback and "gurobi" in self.backends and "highs" not in self.backends
         self._highs: Solver | None = None
 
@@ -134,7 +135,7 @@ class SolverPool:
         for name, backend in self.backends.items():
             outcomes[name] = solve_problem(backend, problem, at_most, time_limit)
             if name == "gurobi" and outcomes[name].status == Status.SIZE_LIMIT and self.fallback:
-                self._highs = self._highs or get_solver("highs")
+                self._highs = self._highs or get_solver("highs", guarded=True)
                 outcomes["highs"] = solve_problem(self._highs, problem, at_most, time_limit)
                 notes.append("gurobi hit its licence size limit; highs ran in its place")
         return outcomes, notes

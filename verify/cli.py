@@ -9,28 +9,45 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from .errors import InputError
+from .validate import count, finite_number, number_list, output_directory, output_file, positive_number, seconds
 
 KIND_CHOICES = ("contrastive", "abductive", "both")
+MAX_WORKERS = 4 * (os.cpu_count() or 1)
+MAX_HUNT_FEATURES = 20  # hunt certifies by exhaustive enumeration
 
 
-def _number_list(text: str) -> float | list[float]:
-    try:
-        values = [float(part) for part in text.split(",")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number or a comma-separated list of numbers") from None
-    return values[0] if len(values) == 1 else values
+class UsageError(Exception):
+    """A command-line error found by argparse; `main` prints it on one line."""
+
+    def __init__(self, prog: str, message: str) -> None:
+        super().__init__(message)
+        self.prog = prog
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (`cardinal CMD: error: ...`), handed to `main` rather than
+    printed after the usage text; values such as `-1e-3` or `-1,0,0` are read as values, not as
+    unknown options (argparse's own pattern knows only `-1` and `-0.5`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = re.compile(r"^-\.?\d[\d.eE+\-,]*$")
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(self.prog, f"{message} (see {self.prog} --help)")
 
 
 def _problem_flags() -> argparse.ArgumentParser:
     """Flags shared by explain and certify: network, inputs, kind, threshold, domain."""
-    parent = argparse.ArgumentParser(add_help=False)
+    parent = _Parser(add_help=False)
     parent.add_argument(
         "network", help="network file: JSON (cardinal.network/1), ONNX, or torch (.pt: nn.Sequential or state_dict)"
     )
@@ -40,10 +57,20 @@ def _problem_flags() -> argparse.ArgumentParser:
         "(with parameters: leaky_relu:0.1, hardtanh:0:1, step:0.5)",
     )
     parent.add_argument("--inputs", required=True, help="CSV of inputs, one per row (a header row is allowed)")
+    header = parent.add_mutually_exclusive_group()
+    header.add_argument(
+        "--header", dest="header", action="store_true", default=None, help="the first row of --inputs is a header"
+    )
+    header.add_argument(
+        "--no-header",
+        dest="header",
+        action="store_false",
+        help="the first row of --inputs is data (default: a header only when none of its cells is a number)",
+    )
     parent.add_argument("--kind", choices=KIND_CHOICES, default="both", help="explanation kind (default: both)")
-    parent.add_argument("--threshold", type=float, default=0.0, help="prediction is 1 iff f(x) > T (default 0)")
-    parent.add_argument("--lower", type=_number_list, help="domain lower bound: a scalar or n comma-separated values (default 0)")
-    parent.add_argument("--upper", type=_number_list, help="domain upper bound: a scalar or n comma-separated values (default 1)")
+    parent.add_argument("--threshold", type=finite_number, default=0.0, help="prediction is 1 iff f(x) > T (default 0)")
+    parent.add_argument("--lower", type=number_list, help="domain lower bound: a scalar or n comma-separated values (default 0)")
+    parent.add_argument("--upper", type=number_list, help="domain upper bound: a scalar or n comma-separated values (default 1)")
     parent.add_argument("--domain", help='domain file {"lower": [...], "upper": [...]} (instead of --lower/--upper)')
     parent.add_argument("--binary", action="store_true", help="features take only their two bound values (Boolean cube)")
     parent.add_argument("--out", help="write JSON lines here instead of stdout (written whole, or not at all)")
@@ -68,7 +95,7 @@ def _load_problem(args: argparse.Namespace):
         lower = 0.0 if args.lower is None else args.lower
         upper = 1.0 if args.upper is None else args.upper
         domain = Domain.broadcast(lower, upper, net.n_inputs, binary=args.binary)
-    X = domain.check(read_inputs(args.inputs, net.n_inputs), source=args.inputs)
+    X = domain.check(read_inputs(args.inputs, net.n_inputs, args.header), source=args.inputs)
     return net, domain, X
 
 
@@ -90,6 +117,8 @@ def _emit(lines: list[dict[str, Any]], out: str | None) -> None:
 def _explain(args: argparse.Namespace) -> int:
     from .greedy import explain
 
+    if args.out is not None:
+        output_file(args.out, "--out")
     net, domain, X = _load_problem(args)
     results = [
         explain(net, X, kind=kind, domain=domain, threshold=args.threshold, device=args.device, verify=not args.no_verify)
@@ -124,14 +153,15 @@ def _certify(args: argparse.Namespace) -> int:
     from .certify import SolverPool, case_of, certify_row, greedy_answers
     from .problem import Problem, Status, Verdict
 
+    if args.out is not None:
+        output_file(args.out, "--out")
+    cases_dir = Path(args.cases) if args.cases else (Path(args.out).with_suffix(".cases") if args.out else Path("cardinal-cases"))
+    output_directory(cases_dir, "--cases" if args.cases else "case folder")
     net, domain, X = _load_problem(args)
     names = [name.strip() for name in args.solvers.split(",") if name.strip()]
     if not names:
         raise InputError("--solvers needs at least one solver name")
-    if not args.time_limit > 0:
-        raise InputError(f"--time-limit must be positive, got {args.time_limit}")
     fail_on, baseline = _ci_flags(args, "certify")
-    cases_dir = Path(args.cases) if args.cases else (Path(args.out).with_suffix(".cases") if args.out else Path("cardinal-cases"))
     lines, certificates, saved = [], [], []
     with SolverPool(names) as pool, _Progress(len(X) * len(_kinds(args)), "certify") as progress:
         for kind in _kinds(args):
@@ -176,6 +206,8 @@ def _check(args: argparse.Namespace) -> int:
     from ..solvers.base import SOLVER_NAMES
     from .check import check_explanations, read_claims
 
+    if args.out is not None:
+        output_file(args.out, "--out")
     net, domain, X = _load_problem(args)
     claims = read_claims(args.explanations, len(X), net.n_inputs, _kinds(args))
     names = [name.strip() for name in args.solvers.split(",") if name.strip()]
@@ -184,8 +216,6 @@ def _check(args: argparse.Namespace) -> int:
     unknown = [name for name in names if name not in SOLVER_NAMES]
     if unknown:  # (a missing library is named when the solver is first needed)
         raise InputError(f"unknown solver {unknown[0]!r} (known: {', '.join(SOLVER_NAMES)})")
-    if not args.time_limit > 0:
-        raise InputError(f"--time-limit must be positive, got {args.time_limit}")
     fail_on, baseline = _ci_flags(args, "check")
     with _Progress(len(claims), "check") as progress:
         judgements = check_explanations(
@@ -210,6 +240,8 @@ def _ci_flags(args: argparse.Namespace, command: str):
     fail_on = parse_fail_on(args.fail_on, args.baseline is not None)
     if args.diff_out is not None and args.baseline is None:
         raise InputError("--diff-out needs --baseline")
+    if args.diff_out is not None:
+        output_file(args.diff_out, "--diff-out")
     return fail_on, None if args.baseline is None else read_baseline(args.baseline, command)
 
 
@@ -255,7 +287,8 @@ def _convert(args: argparse.Namespace) -> int:
     from .network import Network
     from .torch_io import activation_flag
 
-    format_for_output(args.output)  # fail on the extension before reading anything
+    format_for_output(args.output)  # fail on the extension and the path before reading anything
+    output_file(args.output, "OUT")
     net = Network.load(args.input, activations=args.activations)
     net.save(args.output, float32=args.float32, state_dict=args.state_dict)
     print(f"{args.input} → {args.output}: {net}", file=sys.stderr)
@@ -282,6 +315,8 @@ def _crosscheck(args: argparse.Namespace) -> int:
     from .campaign import default_solvers, run_campaign
 
     solvers = default_solvers() if args.solvers is None else tuple(n.strip() for n in args.solvers.split(",") if n.strip())
+    if args.solvers is not None and not solvers:
+        raise InputError("--solvers needs at least one solver name")
     if args.solvers is not None:
         from ..solvers.base import get_solver
 
@@ -289,18 +324,26 @@ def _crosscheck(args: argparse.Namespace) -> int:
             get_solver(name).close()  # fail early on an unknown or missing backend
     if not solvers:
         raise InputError("no exact solver is installed: pip install 'cardinal[solvers]'")
-    if args.workers < 1 or not args.time_limit > 0:
-        raise InputError("--workers must be ≥ 1 and --time-limit positive")
+    out = output_directory(args.out, "--out")
+    if args.suite == "paper" and args.paper_report is not None:
+        output_file(args.paper_report, "--paper-report")
     if args.data_dir is not None:  # through the environment, so that worker processes see it too
+        if not Path(args.data_dir).is_dir():
+            raise InputError(f"--data-dir {args.data_dir} is not a directory")
         os.environ["CARDINAL_DATA"] = str(Path(args.data_dir).resolve())
-    out = Path(args.out)
-    print(
-        f"cardinal crosscheck: suite {args.suite} → {out}/ (solvers {', '.join(solvers)}, {args.workers} worker(s))",
-        file=sys.stderr,
-    )
+
+    def announce(count: int) -> None:  # once greedy has run, before any solver
+        print(
+            f"cardinal crosscheck: suite {args.suite} → {out}/: {count} explanation(s) to certify "
+            f"(solvers {', '.join(solvers)}, {args.workers} worker(s))",
+            file=sys.stderr,
+        )
+
     bar, report = _progress(args.suite)
     try:
-        result = run_campaign(args.suite, out, solvers, args.time_limit, args.workers, args.resume, progress=report)
+        result = run_campaign(
+            args.suite, out, solvers, args.time_limit, args.workers, args.resume, progress=report, announce=announce
+        )
     finally:
         if bar is not None:
             bar.close()
@@ -427,15 +470,13 @@ def _hunt(args: argparse.Namespace) -> int:
 
     from .hunt import hunt
 
-    if args.max_features < 3 or not args.seconds > 0:
-        raise InputError("--max-features must be ≥ 3 and --seconds positive")
+    out = output_directory(args.out, "--out")
     bar, report = _ticker(f"hunt {args.activation}")
     try:
         result = hunt(args.activation, args.max_features, args.seconds, args.seed, progress=report)
     finally:
         if bar is not None:
             bar.close()
-    out = Path(args.out)
     rows = []
     for found in result.smallest:
         path = found.case().save(out)
@@ -495,13 +536,22 @@ def _data(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    """The `cardinal` parser: the shared problem flags, then each subcommand's own `_add_*`."""
+    parser = _Parser(
         prog="cardinal",
         description="Cardinality-minimal explanations of neural-network predictions, greedy and certified.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     problem = _problem_flags()
+    for add in (
+        _add_explain, _add_certify, _add_check, _add_convert, _add_crosscheck,
+        _add_hunt, _add_train, _add_bench, _add_replay, _add_data,
+    ):  # fmt: skip
+        add(commands, problem)  # one function per subcommand, below, in the order of `cardinal --help`
+    return parser
 
+
+def _add_explain(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
     explain = commands.add_parser(
         "explain",
         parents=[problem],
@@ -515,6 +565,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     explain.set_defaults(handler=_explain)
 
+
+def _add_certify(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
     certify = commands.add_parser(
         "certify",
         parents=[problem],
@@ -526,12 +578,16 @@ def build_parser() -> argparse.ArgumentParser:
         "Exit 1 when exact evidence conflicts (solver_disagreement), 2 on bad input.",
     )
     certify.add_argument("--solvers", default="enumerate", help="comma-separated: gurobi,highs,z3,enumerate (default enumerate)")
-    certify.add_argument("--time-limit", type=float, default=60.0, help="seconds per solver call (default 60)")
-    certify.add_argument("--epsilon", type=float, default=1e-6, help="MILP margin to reach class 1: f ≥ t + ε (default 1e-6)")
+    certify.add_argument("--time-limit", type=seconds, default=60.0, help="seconds per solver call (default 60)")
+    certify.add_argument(
+        "--epsilon", type=positive_number, default=1e-6, help="MILP margin to reach class 1: f ≥ t + ε (default 1e-6)"
+    )
     certify.add_argument("--cases", help="directory for case files (default: OUT.cases/ or ./cardinal-cases/)")
     _ci_flag_arguments(certify)
     certify.set_defaults(handler=_certify)
 
+
+def _add_check(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
     check = commands.add_parser(
         "check",
         parents=[problem],
@@ -552,11 +608,15 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--solvers", default="enumerate", help="for --require minimum and non-monotone networks (default enumerate)"
     )
-    check.add_argument("--time-limit", type=float, default=60.0, help="seconds per solver call (default 60)")
-    check.add_argument("--epsilon", type=float, default=1e-6, help="MILP margin to reach class 1: f ≥ t + ε (default 1e-6)")
+    check.add_argument("--time-limit", type=seconds, default=60.0, help="seconds per solver call (default 60)")
+    check.add_argument(
+        "--epsilon", type=positive_number, default=1e-6, help="MILP margin to reach class 1: f ≥ t + ε (default 1e-6)"
+    )
     _ci_flag_arguments(check)
     check.set_defaults(handler=_check)
 
+
+def _add_convert(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
     convert = commands.add_parser(
         "convert",
         help="convert a network between JSON, ONNX and torch files (by extension: .json, .onnx, .pt/.pth)",
@@ -573,6 +633,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     convert.set_defaults(handler=_convert)
 
+
+def _add_crosscheck(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
     crosscheck = commands.add_parser(
         "crosscheck",
         help="the main job: certify greedy explanations over a suite, log agreement, keep counterexamples",
@@ -583,12 +645,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--suite", choices=("quick", "standard", "paper"), default="quick", help="default quick (no data files)"
     )
     crosscheck.add_argument("--out", default="crosscheck", help="output directory (default ./crosscheck)")
-    crosscheck.add_argument("--workers", type=int, default=1, help="parallel solver processes (default 1)")
+    crosscheck.add_argument(
+        "--workers", type=count(1, MAX_WORKERS), default=1, help=f"parallel solver processes, at most {MAX_WORKERS} (default 1)"
+    )
     crosscheck.add_argument(
         "--resume", action="store_true", help="continue an interrupted run in --out, skipping finished records"
     )
     crosscheck.add_argument("--solvers", help="comma-separated backends (default: every installed one)")
-    crosscheck.add_argument("--time-limit", type=float, default=10.0, help="seconds per solver call (default 10)")
+    crosscheck.add_argument("--time-limit", type=seconds, default=10.0, help="seconds per solver call (default 10)")
     crosscheck.add_argument(
         "--data-dir", help="folder with the data files for --suite paper (default: $CARDINAL_DATA, else ../shared/data)"
     )
@@ -597,17 +661,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     crosscheck.set_defaults(handler=_crosscheck)
 
+
+def _add_hunt(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
     hunt = commands.add_parser(
         "hunt",
         help="search random and SET-COVER networks for instances where greedy is not minimal; shrink and save them",
     )
     hunt.add_argument("--activation", choices=("relu", "hardtanh", "step", "sigmoid"), default="relu")
-    hunt.add_argument("--max-features", type=int, default=8, help="largest random network input size (default 8)")
-    hunt.add_argument("--seconds", type=float, default=60.0, help="search time (default 60)")
-    hunt.add_argument("--seed", type=int, default=0)
+    hunt.add_argument(
+        "--max-features", type=count(3, MAX_HUNT_FEATURES), default=8, help="largest random network input size (default 8)"
+    )
+    hunt.add_argument("--seconds", type=seconds, default=60.0, help="search time (default 60)")
+    hunt.add_argument("--seed", type=count(0), default=0)
     hunt.add_argument("--out", required=True, help="directory for the case files")
     hunt.set_defaults(handler=_hunt)
 
+
+def _add_train(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
     from .train import add_train_arguments, run_train
 
     train = commands.add_parser(
@@ -619,6 +689,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_train_arguments(train)
     train.set_defaults(handler=run_train)
 
+
+def _add_bench(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
     bench = commands.add_parser(
         "bench",
         help="run a benchmark script of the source checkout (bench/greedy.py, bench/solvers.py)",
@@ -630,10 +702,14 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("arguments", nargs=argparse.REMAINDER, help="passed to the benchmark")
     bench.set_defaults(handler=_bench)
 
+
+def _add_replay(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
     replay = commands.add_parser("replay", help="re-verify a case file in exact arithmetic (exit 0: holds, 1: does not)")
     replay.add_argument("case", help="case file (cardinal.case/1)")
     replay.set_defaults(handler=_replay)
 
+
+def _add_data(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
     data = commands.add_parser(
         "data",
         help="check the data files of the paper suite (every missing or altered file at once)",
@@ -643,21 +719,28 @@ def build_parser() -> argparse.ArgumentParser:
     data.add_argument("action", choices=("check",))
     data.add_argument("--data-dir", help="the data folder (default: $CARDINAL_DATA, else ../shared/data)")
     data.set_defaults(handler=_data)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as error:
+        return _fail(error.prog, str(error))
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
         return handler(args)
     except InputError as error:
-        print(f"cardinal {args.command}: error: {error}", file=sys.stderr)
-        return 2
+        return _fail(f"cardinal {args.command}", str(error))
     except KeyboardInterrupt:
         print(f"cardinal {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+def _fail(prog: str, message: str) -> int:
+    """Print the one-line message of a user's error (line breaks in names escaped); exit code 2."""
+    print(f"{prog}: error: {message}".replace("\r", "\\r").replace("\n", "\\n"), file=sys.stderr)
+    return 2
 
 
 def entry() -> None:

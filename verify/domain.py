@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from .errors import InputError
+from .validate import describe, json_bool, json_vector
 
 
 @dataclass(frozen=True, eq=False)
@@ -73,11 +74,16 @@ class Domain:
 
     @classmethod
     def from_json(cls, document: Any, source: str = "domain") -> Domain:
+        """Parse `{"lower": [...], "upper": [...], "binary": true|false}` ("binary" optional, a
+        JSON Boolean only); errors name `source` and the field."""
         if not isinstance(document, dict) or "lower" not in document or "upper" not in document:
-            raise InputError(f"{source}: expected an object with 'lower' and 'upper'")
+            raise InputError(f"{source}: expected an object with 'lower' and 'upper', got {describe(document)}")
+        lower = json_vector(document["lower"], f"{source}: lower")
+        upper = json_vector(document["upper"], f"{source}: upper", length=len(lower))
+        binary = json_bool(document.get("binary", False), f"{source}: binary")
         try:
-            return cls(document["lower"], document["upper"], binary=bool(document.get("binary", False)))
-        except (TypeError, ValueError) as error:
+            return cls(lower, upper, binary=binary)
+        except InputError as error:
             raise InputError(f"{source}: {error}") from None
 
     def check(self, X: np.ndarray, source: str = "inputs") -> np.ndarray:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -25,6 +24,7 @@ from .activations import Activation
 from .chain import ChainStep
 from .errors import InputError
 from .io import write_atomic
+from .validate import describe, json_matrix, json_vector
 
 FORMAT = "cardinal.network/1"
 
@@ -191,9 +191,9 @@ class Network:
     def from_json(cls, document: Any, source: str = "network") -> Network:
         """Build from a parsed `cardinal.network/1` document; errors name `source` and the layer."""
         if not isinstance(document, dict):
-            raise InputError(f"{source}: expected a JSON object with 'format' and 'layers'")
+            raise InputError(f"{source}: expected a JSON object with 'format' and 'layers', got {describe(document)}")
         if document.get("format") != FORMAT:
-            raise InputError(f"{source}: 'format' must be {FORMAT!r}, got {document.get('format')!r}")
+            raise InputError(f"{source}: 'format' must be {FORMAT!r}, got {describe(document.get('format'))}")
         specs = document.get("layers")
         if not isinstance(specs, list) or not specs:
             raise InputError(f"{source}: 'layers' must be a non-empty list")
@@ -207,7 +207,7 @@ class Network:
             except InputError as error:
                 raise InputError(f"{where}: {error}") from None
             layers.append(
-                Layer(_json_matrix(spec["weight"], f"{where}: weight"), _json_vector(spec["bias"], f"{where}: bias"), activation)
+                Layer(json_matrix(spec["weight"], f"{where}: weight"), json_vector(spec["bias"], f"{where}: bias"), activation)
             )
         try:
             return cls(layers)
@@ -295,27 +295,3 @@ def _vector(value: Any, where: str) -> np.ndarray:
     if array.ndim != 1:
         raise InputError(f"{where} must be a 1-D array, got shape {list(array.shape)}")
     return _checked(array, where)
-
-
-def _json_number(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InputError(f"{where}: {value!r} is not a number")
-    if not math.isfinite(value):
-        raise InputError(f"{where}: {value} is not finite")
-    return float(value)
-
-
-def _json_vector(value: Any, where: str) -> np.ndarray:
-    if not isinstance(value, list):
-        raise InputError(f"{where} must be a list of numbers")
-    return np.array([_json_number(v, f"{where}[{i}]") for i, v in enumerate(value)], dtype=np.float64)
-
-
-def _json_matrix(value: Any, where: str) -> np.ndarray:
-    if not isinstance(value, list) or not value or not all(isinstance(row, list) for row in value):
-        raise InputError(f"{where} must be a non-empty list of rows")
-    rows = [_json_vector(row, f"{where}[{i}]") for i, row in enumerate(value)]
-    lengths = {len(row) for row in rows}
-    if len(lengths) != 1:
-        raise InputError(f"{where} is ragged: rows have lengths {sorted(lengths)}")
-    return np.stack(rows)

@@ -31,6 +31,7 @@ from tqdm import tqdm
 from .datasets import Dataset, dataset_names, load_dataset
 from .errors import InputError
 from .network import Network
+from .validate import count, output_file, positive_number
 
 
 @dataclass(frozen=True)
@@ -207,10 +208,10 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task", choices=("regression", "classification"), help="for csv:PATH (default: inferred)")
     parser.add_argument("--data-dir", help="folder with the data files (default: $CARDINAL_DATA, else ../shared/data)")
     parser.add_argument("--hidden", type=_widths, default=(64, 64), help="hidden widths, e.g. 64,64 or none (default 64,64)")
-    parser.add_argument("--epochs", type=int, default=10, help="training epochs (default 10)")
-    parser.add_argument("--seed", type=int, default=0, help="seed for initialisation and shuffling (default 0)")
-    parser.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate (default 1e-3)")
-    parser.add_argument("--batch-size", type=int, default=32, help="batch size (default 32)")
+    parser.add_argument("--epochs", type=count(1), default=10, help="training epochs (default 10)")
+    parser.add_argument("--seed", type=count(0), default=0, help="seed for initialisation and shuffling (default 0)")
+    parser.add_argument("--lr", type=positive_number, default=1e-3, help="Adam learning rate (default 1e-3)")
+    parser.add_argument("--batch-size", type=count(1), default=32, help="batch size (default 32)")
     parser.add_argument("--export-test", metavar="FILE.csv", help="also write the test inputs (header: feature names)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -229,8 +230,16 @@ def run_train(args: argparse.Namespace) -> int:
     """`cardinal train`: load, train, save the network atomically, report the test metric."""
     from .io import write_atomic
 
+    output_file(args.out, "--out")
+    if args.export_test:
+        output_file(args.export_test, "--export-test")
     dataset = load_dataset(args.dataset, data_dir=args.data_dir, target=args.target, task=args.task)
-    result = train_monotone(dataset, args.hidden, args.epochs, args.seed, args.lr, args.batch_size, progress=not args.quiet)
+    try:
+        result = train_monotone(dataset, args.hidden, args.epochs, args.seed, args.lr, args.batch_size, progress=not args.quiet)
+    except (MemoryError, RuntimeError) as error:  # torch's allocator raises RuntimeError
+        if isinstance(error, RuntimeError) and "allocate" not in str(error):
+            raise
+        raise InputError(f"not enough memory to train hidden widths {','.join(map(str, args.hidden))}") from None
     result.network.save(args.out)
     if args.export_test:
         write_atomic(args.export_test, export_inputs(dataset.feature_names, dataset.X_test))

@@ -1,0 +1,196 @@
+"""Checks of user input made before any work starts, shared by every command: numbers given on the
+command line, output paths, and the typed fields of JSON documents.
+
+Each check raises `InputError` (command-line values: `argparse.ArgumentTypeError`) with a message
+that names the culprit: the flag, the path, the file and the field. Nothing here writes a file;
+an output folder is tested by creating an unnamed temporary file in it, which leaves no trace and,
+unlike a permission-bit test, is right for root and for read-only file systems alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import InputError
+
+MAX_SECONDS = 1e7  # about 116 days: a longer time limit is a typo
+
+
+# ---------------------------------------------------------------------------- command-line values
+def finite_number(text: str) -> float:
+    """argparse type: a finite float (not nan, inf, or a literal that overflows, such as 1e400)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    return value
+
+
+def positive_number(text: str) -> float:
+    """argparse type: a finite float > 0."""
+    value = finite_number(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not positive")
+    return value
+
+
+def seconds(text: str) -> float:
+    """argparse type: a duration in seconds, 0 < s ≤ MAX_SECONDS."""
+    value = positive_number(text)
+    if value > MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"{text!r} seconds is more than the {MAX_SECONDS:.0e} allowed")
+    return value
+
+
+def number_list(text: str) -> float | list[float]:
+    """argparse type: one finite number or a comma-separated list of them."""
+    parts = text.split(",")
+    if len(parts) == 1:
+        return finite_number(text)
+    values = []
+    for index, part in enumerate(parts):
+        try:
+            values.append(finite_number(part))
+        except argparse.ArgumentTypeError as error:
+            raise argparse.ArgumentTypeError(f"{text!r}, value {index}: {error}") from None
+    return values
+
+
+def count(low: int, high: int | None = None) -> Callable[[str], int]:
+    """argparse type: an integer in [low, high] (no upper bound if `high` is None)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < low or (high is not None and value > high):
+            allowed = f"≥ {low}" if high is None else f"between {low} and {high}"
+            raise argparse.ArgumentTypeError(f"{text!r} is not {allowed}")
+        return value
+
+    return parse
+
+
+# ---------------------------------------------------------------------------- output paths
+def output_file(path: str | Path, flag: str) -> Path:
+    """A file that `io.write_atomic` can create or replace: not a directory or a device, in a
+    folder that exists (or can be made) and takes new files."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{flag} {path} is a directory, not a file")
+    if path.exists() and not path.is_file():
+        raise InputError(f"{flag} {path} exists and is not a regular file")
+    _creatable(path.parent, flag, path)
+    return path
+
+
+def output_directory(path: str | Path, flag: str) -> Path:
+    """A folder that exists and takes new files, or can be created."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise InputError(f"{flag} {path} is a file, not a directory")
+    _creatable(path, flag, path)
+    return path
+
+
+def _creatable(folder: Path, flag: str, path: Path) -> None:
+    """`folder` takes new files, or its nearest existing ancestor does (the rest can be made)."""
+    existing = folder
+    while not existing.exists():
+        if existing.is_symlink():
+            raise InputError(f"{flag} {path}: {existing} is a broken symbolic link")
+        existing = existing.parent
+    if not existing.is_dir():
+        raise InputError(f"{flag} {path}: {existing} is a file, not a directory")
+    try:
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as error:
+        raise InputError(f"{flag} {path}: cannot create files in {existing} ({error.strerror})") from None
+
+
+# ---------------------------------------------------------------------------- JSON fields
+def describe(value: Any) -> str:
+    """A short description of a JSON value for messages (never a huge or deep repr)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return repr(value) if len(value) <= 40 else repr(value[:40]) + "…"
+    if isinstance(value, int):
+        text = str(value) if value.bit_length() < 128 else f"an integer of {len(str(abs(value)))} digits"
+        return text
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, list):
+        return f"a list of {len(value)}"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def json_number(value: Any, where: str) -> float:
+    """A JSON number (not a Boolean) that is a finite double."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(f"{where}: {describe(value)} is not a number")
+    try:
+        result = float(value)
+    except OverflowError:
+        raise InputError(f"{where}: {describe(value)} is too large for a double") from None
+    if not math.isfinite(result):
+        raise InputError(f"{where}: {describe(value)} is not finite")
+    return result
+
+
+def json_vector(value: Any, where: str, length: int | None = None) -> np.ndarray:
+    """A JSON list of numbers → float64 [m] (m = `length` when given)."""
+    if not isinstance(value, list):
+        raise InputError(f"{where} must be a list of numbers, got {describe(value)}")
+    if length is not None and len(value) != length:
+        raise InputError(f"{where} has {len(value)} entries, expected {length}")
+    return np.array([json_number(v, f"{where}[{i}]") for i, v in enumerate(value)], dtype=np.float64)
+
+
+def json_matrix(value: Any, where: str) -> np.ndarray:
+    """A non-empty JSON list of equally long lists of numbers → float64 [rows, columns]."""
+    if not isinstance(value, list) or not value or not all(isinstance(row, list) for row in value):
+        raise InputError(f"{where} must be a non-empty list of rows (lists of numbers), got {describe(value)}")
+    rows = [json_vector(row, f"{where}[{i}]") for i, row in enumerate(value)]
+    lengths = {len(row) for row in rows}
+    if len(lengths) != 1:
+        raise InputError(f"{where} is ragged: rows have lengths {sorted(lengths)}")
+    return np.stack(rows)
+
+
+def json_bool(value: Any, where: str) -> bool:
+    """A JSON Boolean: `true` or `false`, nothing else ("no", 0 and null are errors)."""
+    if not isinstance(value, bool):
+        raise InputError(f"{where} must be true or false, got {describe(value)}")
+    return value
+
+
+def json_string(value: Any, where: str, choices: Iterable[str] | None = None) -> str:
+    """A JSON string, one of `choices` when given."""
+    if not isinstance(value, str):
+        raise InputError(f"{where} must be a string, got {describe(value)}")
+    if choices is not None and value not in (allowed := tuple(choices)):
+        raise InputError(f"{where}: {describe(value)} is not one of {', '.join(allowed)}")
+    return value
+
+
+def json_object(value: Any, where: str) -> dict[str, Any]:
+    """A JSON object."""
+    if not isinstance(value, dict):
+        raise InputError(f"{where} must be an object, got {describe(value)}")
+    return value
