@@ -73,9 +73,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from cardinal.verify.errors import InputError
 from cardinal.verify.generate import median_threshold, random_network
 from cardinal.verify.greedy import explain, explain_reference
 from cardinal.verify.network import Network
+from cardinal.verify.validate import count, output_file
 from tabulate import tabulate
 
 HIDDEN = (64, 64)
@@ -259,11 +261,17 @@ def run(rows: int, repeats: int, sample: dict[int, int], device: str = "cpu") ->
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog=f"cardinal bench {__name__.rsplit('.', 1)[-1]}", description=__doc__.splitlines()[0])
     parser.add_argument("--full", action="store_true", help="the long run: more rows, repeats and loop samples")
-    parser.add_argument("--rows", type=int, help="batched rows B (default 4096; --full 16384)")
-    parser.add_argument("--repeats", type=int, help="batched repeats, median taken (default 5; --full 7)")
-    parser.add_argument("--device", default="cpu", help="where the batched runs go: cpu or cuda")
+    parser.add_argument("--rows", type=count(1), help="batched rows B (default 4096; --full 16384)")
+    parser.add_argument("--repeats", type=count(1), help="batched repeats, median taken (default 5; --full 7)")
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="where the batched runs go")
     parser.add_argument("--out", default="bench-results/greedy.md", help="markdown table to write (default: %(default)s)")
     args = parser.parse_args(argv)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: torch sees no CUDA device")
+    try:
+        output_file(args.out, "--out")
+    except InputError as error:
+        parser.error(str(error))
     setting = FULL if args.full else DEFAULTS
     rows, repeats, sample = args.rows or setting["rows"], args.repeats or setting["repeats"], setting["sample"]
     sample = {n: min(size, rows) for n, size in sample.items()}

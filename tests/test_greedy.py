@@ -347,3 +347,12 @@ def test_bench_torch_loop_equals_reference_and_is_quoted_in_the_docstring() -> N
             assert torch.equal(bench.run_plain_loop(net, X, kind, t, torch.float64), reference.masks)
             seen["none" if kind == "contrastive" else "empty"] += int((reference.sizes == 0).sum())
     assert seen["none"] > 0 and seen["empty"] > 0
+
+
+@pytest.mark.parametrize(("arguments", "message"), [(["--rows", "0"], "--rows"), (["--out", "."], "is a directory")])
+def test_bench_refuses_bad_arguments_before_any_work(capsys: pytest.CaptureFixture, arguments, message) -> None:
+    import bench.greedy as bench
+
+    with pytest.raises(SystemExit) as exit_info:
+        bench.main(arguments)
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
