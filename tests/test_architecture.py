@@ -74,6 +74,7 @@ LAYERS: dict[str, int] = {
             "hunt",
             "instance",
             "paper",
+            "record",
             "report",
             "suites",
             "train",

@@ -68,7 +68,9 @@ def _problem_flags() -> argparse.ArgumentParser:
         help="the first row of --inputs is data (default: a header only when none of its cells is a number)",
     )
     parent.add_argument("--kind", choices=KIND_CHOICES, default="both", help="explanation kind (default: both)")
-    parent.add_argument("--threshold", type=finite_number, default=0.0, help="prediction is 1 iff f(x) > T (default 0)")
+    parent.add_argument(
+        "--threshold", type=finite_number, help="prediction is 1 iff f(x) > T (default: the network file's threshold, else 0)"
+    )
     parent.add_argument("--lower", type=number_list, help="domain lower bound: a scalar or n comma-separated values (default 0)")
     parent.add_argument("--upper", type=number_list, help="domain upper bound: a scalar or n comma-separated values (default 1)")
     parent.add_argument("--domain", help='domain file {"lower": [...], "upper": [...]} (instead of --lower/--upper)')
@@ -84,7 +86,12 @@ def _load_problem(args: argparse.Namespace):
     from .network import Network
 
     net = Network.load(args.network, activations=args.activations)
-    if args.domain is not None:
+    if args.threshold is None:  # the network file's metadata, else 0
+        args.threshold = net.metadata.threshold if net.metadata.threshold is not None else 0.0
+    if args.domain is None and args.lower is None and args.upper is None and net.metadata.domain is not None:
+        domain = Domain.from_json(net.metadata.domain, source=f"{args.network}: metadata.domain")
+        domain = Domain(domain.lower, domain.upper, binary=domain.binary or args.binary)
+    elif args.domain is not None:
         if args.lower is not None or args.upper is not None:
             raise InputError("give either --domain or --lower/--upper, not both")
         domain = Domain.from_json(read_json(args.domain, "domain file"), source=args.domain)
@@ -101,6 +108,26 @@ def _load_problem(args: argparse.Namespace):
 
 def _kinds(args: argparse.Namespace) -> tuple[str, ...]:
     return ("contrastive", "abductive") if args.kind == "both" else (args.kind,)
+
+
+def _named(lines: list[dict[str, Any]], net) -> list[dict[str, Any]]:
+    """Output lines with the feature names of the network's metadata beside each index list:
+    "names" for "features", "minimum_names" for "minimum", and "names" inside "greedy"."""
+    names = net.metadata.feature_names
+    if names is None:
+        return lines
+
+    def named(indices: Any) -> list[str] | None:
+        return None if indices is None else [names[i] for i in indices]
+
+    for line in lines:
+        if "features" in line:
+            line["names"] = named(line["features"])
+        if "minimum" in line:
+            line["minimum_names"] = named(line["minimum"])
+        if isinstance(line.get("greedy"), dict):
+            line["greedy"]["names"] = named(line["greedy"]["features"])
+    return lines
 
 
 def _emit(lines: list[dict[str, Any]], out: str | None) -> None:
@@ -140,7 +167,7 @@ def _explain(args: argparse.Namespace) -> int:
             if result.checks is not None:
                 line["check"] = result.checks[row]
             lines.append(line)
-    _emit(lines, args.out)
+    _emit(_named(lines, net), args.out)
     return 0
 
 
@@ -178,7 +205,7 @@ def _certify(args: argparse.Namespace) -> int:
                     progress.write(f"!!! SOLVER DISAGREEMENT on {where} — case saved to {saved[-1]}")
                 progress.update()
     failed = _ci_report(lines, "certify", _kinds(args), fail_on, baseline, args.diff_out)
-    _emit(lines, args.out)
+    _emit(_named(lines, net), args.out)
     verdicts = Counter((c.kind, c.verdict.value) for c in certificates)
     table = [[kind, verdict, count] for (kind, verdict), count in sorted(verdicts.items())]
     print(tabulate(table, headers=["kind", "verdict", "count"], tablefmt="simple"), file=sys.stderr)
@@ -224,7 +251,7 @@ def _check(args: argparse.Namespace) -> int:
     lines = [judgement.to_json() for judgement in judgements]
     failed = [f"{judgement.describe()}" for judgement in judgements if not judgement.passed]
     failed += _ci_report(lines, "check", _kinds(args), fail_on, baseline, args.diff_out)
-    _emit(lines, args.out)
+    _emit(_named(lines, net), args.out)
     verdicts = Counter((j.claim.kind, j.verdict) for j in judgements)
     table = [[kind, verdict, count] for (kind, verdict), count in sorted(verdicts.items())]
     print(tabulate(table, headers=["kind", "verdict", "count"], tablefmt="simple"), file=sys.stderr)
@@ -348,13 +375,13 @@ def _crosscheck(args: argparse.Namespace) -> int:
         if bar is not None:
             bar.close()
     if args.suite == "paper" and not result.interrupted:
-        from .io import JsonLines
         from .paper import greedy_statistics, paper_models, write_paper_report
+        from .record import read_records
 
         models = list(paper_models(out))
         stats = greedy_statistics(models)
         report = Path(args.paper_report) if args.paper_report else out / "paper.md"
-        written = write_paper_report(report, models, stats, JsonLines(out / "records.jsonl").read())
+        written = write_paper_report(report, models, stats, read_records(out / "records.jsonl"))
         print(f"paper report: {', '.join(map(str, written))}", file=sys.stderr)
     state = "interrupted" if result.interrupted else "done"
     print(
