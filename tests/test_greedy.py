@@ -45,11 +45,11 @@ def test_batched_equals_reference_and_row_by_row(family: str, kind: str) -> None
             assert single.features(0) == batched.features(row)
 
 
-def _dyadic_case(seed: int, n: int, width: int, rows: int):
+def _dyadic_case(seed: int, n: int, width: int, rows: int, depth: int = 1):
     """Weights in quarters and inputs in halves: every float computation is exact, so equal
-    scores are genuine ties for every implementation."""
+    scores are genuine ties for every implementation. `depth` hidden layers of `width`."""
     rng = np.random.default_rng(seed)
-    net = random_network(rng, n, (width,), "relu")
+    net = random_network(rng, n, (width,) * depth, "relu")
     layers = [Layer(np.round(layer.weight * 4) / 4, np.round(layer.bias * 4) / 4, layer.activation) for layer in net.layers]
     net = Network(layers)
     X = np.round(rng.random((rows, n)) * 2) / 2
@@ -86,7 +86,7 @@ def test_chunking_does_not_change_answers(monkeypatch: pytest.MonkeyPatch, kind:
     whole = explain(net, X, kind=kind, threshold=t, device="cpu")
     import cardinal.verify.greedy as greedy
 
-    monkeypatch.setattr(greedy, "_CPU_CHUNK_ELEMENTS", chunk)
+    monkeypatch.setattr(greedy, "_CPU_CHUNK_ELEMENTS_PER_THREAD", max(1, chunk // torch.get_num_threads()))
     monkeypatch.setattr(greedy, "_SEARCH_BLOCK_ELEMENTS", block)
     _same(whole, explain(net, X, kind=kind, threshold=t, device="cpu"))
 
@@ -264,6 +264,29 @@ def test_float32_matches_float64_on_dyadic_network() -> None:
     _same(explain(net, X, threshold=t, dtype=torch.float32), explain(net, X, threshold=t))
 
 
+@pytest.mark.parametrize("fused", [True, False])
+@pytest.mark.parametrize("kind", KINDS)
+def test_float32_tails_equal_reference_on_dyadic_network(monkeypatch: pytest.MonkeyPatch, kind: str, fused: bool) -> None:
+    """float32 on the CPU, with oneDNN's fused linear + ReLU for the hidden layers after the first
+    (where torch has it) and without: the answers of the exact reference, ties included."""
+    import cardinal.verify.greedy as greedy
+
+    if fused and not greedy._fused_relu_linear_available(torch.device("cpu"), torch.float32):
+        pytest.skip("this torch build has no oneDNN fused linear + ReLU")
+    if not fused:
+        monkeypatch.setattr(greedy, "_fused_relu_linear_available", lambda device, dtype: False)
+    for seed in range(3):
+        net, X, t = _dyadic_case(seed, n=9, width=6, rows=30, depth=2)
+        _same(explain(net, X, kind=kind, threshold=t, dtype=torch.float32), explain_reference(net, X, kind=kind, threshold=t, exact=True))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_large_n_equals_reference(kind: str) -> None:
+    """300 features: long sorts and a 9-pass binary search; the reference's answers."""
+    net, X, t = _case(5, "relu", n=300, hidden=(8, 8), rows=5)
+    _same(explain(net, X, kind=kind, threshold=t, device="cpu"), explain_reference(net, X, kind=kind, threshold=t))
+
+
 # ---------------------------------------------------------------- bad input
 def test_non_monotone_network_is_refused() -> None:
     net = Network([Layer(np.array([[1.0, -2.0]]), np.array([0.0]), Activation.make("identity"))])
@@ -302,3 +325,34 @@ def test_cuda_equals_cpu_in_float64(kind: str) -> None:
     _same(explain(net, X, kind=kind, threshold=t, device="cpu"), explain(net, X, kind=kind, threshold=t, device="cuda"))
     on_gpu = explain(net, X, kind=kind, threshold=t, device="cuda", verify=True)
     assert on_gpu.checks == explain(net, X, kind=kind, threshold=t, device="cpu", verify=True).checks
+
+
+def test_bench_torch_loop_equals_reference_and_is_quoted_in_the_docstring() -> None:
+    """The benchmark's baseline (Algorithm 1 as a plain torch loop on the nn.Sequential) gives
+    `explain_reference`'s answers, rows without a CXp and empty AXps included; its code is the
+    one its docstring states."""
+    import inspect
+    import itertools
+    import textwrap
+
+    import bench.greedy as bench
+
+    assert textwrap.indent(inspect.getsource(bench.plain_loop), " " * 6) in bench.__doc__
+    seen = {"none": 0, "empty": 0}
+    for seed in range(3):
+        net, X, median = _case(seed, "relu", n=7, hidden=(6, 4), rows=16)
+        below_box = float(net.forward(np.zeros((1, 7)))[0]) - 0.01  # every row predicts 1, none can flip
+        for t, kind in itertools.product((median, below_box), KINDS):
+            reference = explain_reference(net, X, kind=kind, threshold=t)
+            assert torch.equal(bench.run_plain_loop(net, X, kind, t, torch.float64), reference.masks)
+            seen["none" if kind == "contrastive" else "empty"] += int((reference.sizes == 0).sum())
+    assert seen["none"] > 0 and seen["empty"] > 0
+
+
+@pytest.mark.parametrize(("arguments", "message"), [(["--rows", "0"], "--rows"), (["--out", "."], "is a directory")])
+def test_bench_refuses_bad_arguments_before_any_work(capsys: pytest.CaptureFixture, arguments, message) -> None:
+    import bench.greedy as bench
+
+    with pytest.raises(SystemExit) as exit_info:
+        bench.main(arguments)
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err

@@ -20,6 +20,7 @@ arithmetic where float rounding decided differently.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -34,11 +35,13 @@ from .exact import ExactNetwork, modified_inputs
 from .network import Network
 from .problem import KINDS
 
-# Elements of the [rows, n, width] variant tensor processed at once: a few MB on a CPU (measured
-# best on 2 cores; smaller chunks pay per-call overhead, larger ones leave the cache), large
-# enough to keep a GPU busy.
-_CPU_CHUNK_ELEMENTS = 1 << 20
+# Elements of the [rows, n, width] variant tensor processed at once: on a CPU about 1 MB per torch
+# thread (measured best: smaller chunks pay per-call overhead, larger ones leave the cache; torch
+# splits each product across the threads), on a GPU large enough to keep it busy.
+_CPU_CHUNK_ELEMENTS_PER_THREAD = 1 << 18
 _CUDA_CHUNK_ELEMENTS = 1 << 27
+# Elements of the [rows, n, n + widths] tensors of the exact re-check processed at once.
+_VERIFY_CHUNK_ELEMENTS = 1 << 20
 # Elements of the [rows, n] tensors of the sort and the binary search processed at once.
 _SEARCH_BLOCK_ELEMENTS = 1 << 22
 
@@ -120,7 +123,10 @@ def explain(
     """
     X_checked, domain = _validated(net, X, kind, domain)
     torch_device = resolve_device(device)
-    limit = _CUDA_CHUNK_ELEMENTS if torch_device.type == "cuda" else _CPU_CHUNK_ELEMENTS
+    if torch_device.type == "cuda":
+        limit = _CUDA_CHUNK_ELEMENTS
+    else:
+        limit = _CPU_CHUNK_ELEMENTS_PER_THREAD * torch.get_num_threads()
     rows = min(len(X_checked), max(1, limit // (net.n_inputs * max(net.widths))))
     # Sort and search run on larger blocks than the variants: fewer, larger calls.
     block = min(len(X_checked), max(rows, _SEARCH_BLOCK_ELEMENTS // net.n_inputs))
@@ -141,9 +147,11 @@ class _BatchedGreedy:
     def __init__(
         self, net: Network, domain: Domain, threshold: float, device: torch.device, dtype: torch.dtype, max_rows: int
     ) -> None:
-        self.weights_t = [torch.tensor(layer.weight.T, dtype=dtype, device=device) for layer in net.layers]  # [in, out]
+        self.weights = [torch.tensor(layer.weight, dtype=dtype, device=device) for layer in net.layers]  # [out, in]
+        self.weights_t = [weight.T.contiguous() for weight in self.weights]  # [in, out]
         self.biases = [torch.tensor(layer.bias, dtype=dtype, device=device) for layer in net.layers]
         self.activations = [layer.activation for layer in net.layers]
+        self.fused = _fused_relu_linear_available(device, dtype)
         self.lower = torch.tensor(domain.lower, dtype=dtype, device=device)
         self.upper = torch.tensor(domain.upper, dtype=dtype, device=device)
         self.threshold = threshold
@@ -154,12 +162,23 @@ class _BatchedGreedy:
 
     def _tail(self, h1: torch.Tensor, buffers: list[torch.Tensor] | None = None) -> torch.Tensor:
         """From the first activation on: pre-activations h1 [m, d1] → outputs [m]. With
-        `buffers`, h1 is overwritten and layer ℓ writes into buffers[ℓ][:m]."""
+        `buffers`, h1 is overwritten and layer ℓ may write into buffers[ℓ][:m].
+
+        A width-1 layer is a matrix-vector product (an [m, 64] × [64, 1] matmul runs several times
+        slower); a ReLU layer on a CPU in float32 is oneDNN's fused linear + ReLU (one pass over its
+        output instead of bias copy, matmul and ReLU)."""
         z = self.activations[0].apply_(h1)
         for layer in range(1, len(self.weights_t)):
-            out = None if buffers is None else buffers[layer][: z.shape[0]]
-            h = torch.addmm(self.biases[layer], z, self.weights_t[layer], out=out)
-            z = self.activations[layer].apply_(h)
+            activation = self.activations[layer]
+            if self.weights[layer].shape[0] == 1:
+                h = torch.mv(z, self.weights[layer][0]).add_(self.biases[layer])[:, None]
+            elif self.fused and activation.name == "relu":
+                z = torch.ops.mkldnn._linear_pointwise(z, self.weights[layer], self.biases[layer], "relu", [], "")
+                continue
+            else:
+                out = None if buffers is None else buffers[layer][: z.shape[0]]
+                h = torch.addmm(self.biases[layer], z, self.weights_t[layer], out=out)
+            z = activation.apply_(h)
         return z[:, 0]
 
     def _first(self, x: torch.Tensor) -> torch.Tensor:
@@ -183,17 +202,19 @@ class _BatchedGreedy:
         # Scores: f at every single-feature variant, each a rank-one update of base_h1; the
         # variants of at most `max_rows` rows at a time.
         scores = torch.empty(b, n, dtype=self.dtype, device=self.device)
+        moves = target - base
         for start in range(0, b, self.max_rows):
             stop = min(b, start + self.max_rows)
             variants = self.buffers[0][: (stop - start) * n].view(stop - start, n, -1)
             torch.addcmul(
-                base_h1[start:stop, None, :], (target - base)[start:stop, :, None], self.weights_t[0][None], out=variants
+                base_h1[start:stop, None, :], moves[start:stop, :, None], self.weights_t[0][None], out=variants
             )
             scores[start:stop] = self._tail(variants.view((stop - start) * n, -1), self.buffers).view(stop - start, n)
         ascending = predictions ^ (kind == "abductive")
         order = torch.sort(torch.where(ascending[:, None], scores, -scores), dim=1, stable=True).indices
-        rank = torch.empty_like(order)
-        rank.scatter_(1, order, torch.arange(n, device=self.device).expand(b, n))
+        # rank [b, n]: each feature's position in the order, in 32 bits (the search reads it on every pass)
+        rank = torch.empty(b, n, dtype=torch.int32, device=self.device)
+        rank.scatter_(1, order, torch.arange(n, dtype=torch.int32, device=self.device).expand(b, n))
         # goal: the prediction a prefix must reach — the other class (CXp) or x's class (AXp).
         goal = ~predictions if kind == "contrastive" else predictions
         lo = torch.zeros(b, dtype=torch.long, device=self.device)
@@ -207,7 +228,7 @@ class _BatchedGreedy:
         active = exists & (hi - lo > 1)
         while bool(active.any()):
             middle = (lo + hi) // 2
-            prefix = torch.where(rank < middle[:, None], target, base)
+            prefix = torch.where(rank < middle[:, None].to(torch.int32), target, base)
             reached = self._predict(prefix) == goal
             hi = torch.where(active & reached, middle, hi)
             lo = torch.where(active & ~reached, middle, lo)
@@ -223,6 +244,20 @@ class _BatchedGreedy:
             outputs.to(cpu, torch.float64),
             order.to(cpu),
         )
+
+
+@functools.cache
+def _fused_relu_linear_available(device: torch.device, dtype: torch.dtype) -> bool:
+    """Whether oneDNN's fused linear + ReLU (`torch.ops.mkldnn._linear_pointwise`, the op torch's
+    own compiler emits on CPUs) runs here and agrees with addmm + ReLU: CPU, float32 only."""
+    if device.type != "cpu" or dtype != torch.float32 or not torch.backends.mkldnn.is_available():
+        return False
+    x, weight, bias = torch.randn(8, 4), torch.randn(3, 4), torch.randn(3)
+    try:
+        fused = torch.ops.mkldnn._linear_pointwise(x, weight, bias, "relu", [], "")
+    except (AttributeError, RuntimeError):
+        return False
+    return bool(torch.allclose(fused, torch.relu(torch.addmm(bias, x, weight.T)), rtol=1e-5, atol=1e-5))
 
 
 def explain_reference(
@@ -331,7 +366,7 @@ def _verified(
     not be decided ("undecided": a smooth network's enclosure straddles the threshold; the float
     answer is kept)."""
     worker = _ExactGreedy(net, domain, threshold, device)
-    rows = max(1, _CPU_CHUNK_ELEMENTS // (net.n_inputs * (net.n_inputs + sum(net.widths))))
+    rows = max(1, _VERIFY_CHUNK_ELEMENTS // (net.n_inputs * (net.n_inputs + sum(net.widths))))
     columns: dict[str, list[torch.Tensor]] = {name: [] for name in ("masks", "sizes", "exists", "predictions", "order")}
     checks: list[str] = []
     for start in range(0, len(X), rows):
