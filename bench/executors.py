@@ -28,7 +28,7 @@ from pathlib import Path
 
 from cardinal.solvers.base import available_solvers
 from cardinal.verify.campaign import run_campaign
-from cardinal.verify.executors import execute, import_ray
+from cardinal.verify.executors import execute, import_ray, start_local_ray
 from cardinal.verify.io import JsonLines
 from cardinal.verify.suites import quick
 from tabulate import tabulate
@@ -95,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 startup = None
                 if executor == "ray":
                     started = time.perf_counter()
-                    ray.init(num_cpus=workers, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False)
+                    start_local_ray(workers)
                     startup = time.perf_counter() - started
                 try:
                     took, units, records = certify(executor, workers, instances, solvers, args.time_limit, scratch)
@@ -110,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 start = "–" if startup is None else f"{startup:.1f}"
                 rows.append([executor, workers, units, f"{took:.1f}", f"{took / units * 1000:.0f}", start])
                 print(" | ".join(map(str, rows[-1])), flush=True)
-        ray.init(num_cpus=1, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False)
+        start_local_ray(1)
         try:
             list(execute(abs, [1], 1, "ray"))  # a warm worker
             round_trip = {"ray": trivial_round_trip("ray", 1, args.trivial)}

@@ -75,6 +75,7 @@ LAYERS: dict[str, int] = {
             "hunt",
             "instance",
             "paper",
+            "record",
             "report",
             "suites",
             "train",

@@ -91,18 +91,29 @@ def _replay(tmp: Path, **changes: object) -> list[str]:
     return ["replay", _write(tmp, "case.json", json.dumps({**CASE, **changes}))]
 
 
-RECORD = {
+RECORD = {  # a whole campaign record, as `Record.to_json` writes it
     "key": "design:0:contrastive",
+    "instance": "design",
     "family": "hand-built",
     "activation": "relu",
+    "network_hash": "0123456789abcdef",
+    "n": 3,
+    "widths": [2, 1],
+    "row": 0,
     "kind": "contrastive",
+    "threshold": 0.5,
+    "prediction": 1,
+    "output": 1.6,
+    "greedy": {"features": [0, 1, 2], "size": 3, "seconds": 0.001},
+    "greedy_exists": True,
+    "greedy_check": "exact",
+    "solvers": {"enumerate": {"status": "optimal", "features": [2], "size": 1, "seconds": 0.002}},
     "verdict": "greedy_suboptimal",
     "certified": True,
+    "minimum": [2],
+    "minimum_proved": True,
     "gap": 1,
-    "greedy": {"features": [0, 1, 2], "size": 3, "seconds": 0.001},
-    "solvers": {"enumerate": {"status": "optimal", "seconds": 0.002}},
 }
-
 
 def _campaign(tmp: Path, *lines: str | bytes, cases_file: bool = False) -> list[str]:
     """A campaign folder whose records.jsonl holds these lines (and, if `cases_file`, a file where

@@ -86,8 +86,9 @@ def test_end_to_end_campaign(tmp_path: Path) -> None:
     assert all(r["verdict"] in ("greedy_minimal", "greedy_suboptimal", "none_exists") for r in records)
     summary = (tmp_path / "summary.md").read_text()
     assert "greedy_suboptimal" in summary and "## Solver runtimes" in summary
-    assert (tmp_path / "figures" / "gap_histogram.png").stat().st_size > 0
-    assert (tmp_path / "figures" / "certification_time.png").stat().st_size > 0
+    for name in ("gap_distribution", "greedy_vs_minimum", "certification_cactus", "certification_time"):
+        assert (tmp_path / "figures" / f"{name}.png").stat().st_size > 0
+        assert f"](figures/{name}.png)" in summary
     cases = sorted((tmp_path / "cases").glob("*.json"))
     assert len(cases) == sum(r["verdict"] == "greedy_suboptimal" for r in records) >= 1
     assert all(replay(Case.load(path)).holds for path in cases)

@@ -13,15 +13,17 @@ import pytest
 from cardinal.verify.campaign import run_campaign
 from cardinal.verify.datasets import data_directory
 from cardinal.verify.greedy import explain
-from cardinal.verify.io import JsonLines
 from cardinal.verify.paper import (
     REGRESSION_THRESHOLDS,
     certification_rows,
     greedy_statistics,
+    paper_figure,
     paper_instances,
     paper_models,
     write_paper_report,
 )
+from cardinal.verify.problem import Verdict
+from cardinal.verify.record import read_records
 
 FILES = ("COMET/Heart/train_data.csv", "COMET/Auto-MPG/train_data.csv")
 
@@ -67,9 +69,9 @@ def test_statistics_certification_and_report(workdir: Path) -> None:
     out = workdir / "campaign"
     instances = [*paper_instances(workdir, ("heart",), sample=8), *paper_instances(workdir, ("auto-mpg",), sample=9)]
     run_campaign("paper", out, ("enumerate",), 30.0, instances=instances)
-    records = JsonLines(out / "records.jsonl").read()
+    records = read_records(out / "records.jsonl")
     assert len(records) == 2 * (8 + 9)
-    assert all(r["certified"] and r["verdict"] != "solver_disagreement" for r in records)
+    assert all(r.certified and r.verdict != Verdict.SOLVER_DISAGREEMENT for r in records)
     written = write_paper_report(workdir / "report" / "paper.md", models, stats, records)
     text = written[0].read_text()
     assert all(path.is_file() for path in written) and [p.name for p in written[1:]] == ["paper_heart.png", "paper_auto-mpg.png"]
@@ -80,6 +82,22 @@ def test_statistics_certification_and_report(workdir: Path) -> None:
     for kind in ("contrastive", "abductive"):
         _, _, sample, minimal, suboptimal, _, none_exists, disagreement, unknown, *_ = rows["heart", kind]
         assert sample == 8 and minimal + suboptimal + none_exists + disagreement + unknown == 8
+    # The figures plot these statistics and records: the sweep's sizes against the threshold, with
+    # the certified share of the sample (all certified here: enumerate on small networks).
+    sweep = paper_figure("auto-mpg", stats, records)
+    size_axis, _, share_axis = sweep.axes
+    cxp = [s for s in stats if s["dataset"] == "auto-mpg" and s["kind"] == "contrastive"]
+    cxp_line = next(line for line in size_axis.get_lines() if line.get_label() == "CXp")
+    assert list(cxp_line.get_xdata()) == [s["threshold"] for s in cxp]
+    assert np.allclose(cxp_line.get_ydata(), [np.mean(s["sizes"]) if s["sizes"] else np.nan for s in cxp], equal_nan=True)
+    share = share_axis.get_lines()[0]
+    sampled = sorted({round(r.threshold, 6) for r in records if r.family == "paper:auto-mpg"})
+    assert list(share.get_xdata()) == sampled and set(share.get_ydata()) == {100.0}
+    heart = paper_figure("heart", stats, records)
+    assert "certified: 16 of 16 sampled" in heart.axes[0].get_title()
+    sizes = [size for s in stats if s["dataset"] == "heart" and s["kind"] == "contrastive" for size in s["sizes"]]
+    bars = heart.axes[0].containers[0]
+    assert sum(patch.get_height() for patch in bars) == len(sizes)
 
 
 def test_crosscheck_paper_writes_its_report_under_out_only(

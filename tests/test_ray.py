@@ -18,7 +18,7 @@ import pytest
 from cardinal.verify import campaign
 from cardinal.verify.campaign import certify_unit, run_campaign
 from cardinal.verify.cli import main
-from cardinal.verify.executors import RETRIES
+from cardinal.verify.executors import RETRIES, start_local_ray
 from cardinal.verify.io import JsonLines
 
 from tests.test_campaign import _comparable, tiny_instances
@@ -39,7 +39,7 @@ def ray_instance(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     # workers import `dying_certify` from this module, under the name pytest gave it
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, str(Path(__file__).parent), saved]))
     before = _descendants(os.getpid())  # e.g. the solver helper process of earlier tests in this process
-    context = ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False)
+    context = start_local_ray(2)
     roots = {pid for pid in _descendants(os.getpid()) - before if "ray" in _command(pid)}  # GCS, raylet, ...
     try:
         yield context.address_info["gcs_address"]

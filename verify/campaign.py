@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import math
 import os
 import signal
 import time
@@ -44,9 +43,10 @@ from .executors import Failed, execute
 from .instance import Instance
 from .io import JsonLines
 from .network import Network
-from .problem import KINDS, Outcome, Problem, Status, Verdict
+from .problem import Kind, Outcome, Problem, Status, Verdict
+from .record import GreedyAnswer, Record, read_records
 from .suites import SUITES
-from .validate import describe, output_directory, output_file
+from .validate import output_directory, output_file
 
 if TYPE_CHECKING:
     from .certify import SolverPool
@@ -66,9 +66,9 @@ def solvers_for(net: Network, solvers: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(name for name in solvers if (smooth and name == "z3") or n <= MAX_FEATURES.get(name, n))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Unit:
-    """One explanation to certify: everything a worker process needs, in plain data."""
+    """One explanation to certify: everything a worker process needs, in plain data (built by keyword)."""
 
     key: str
     instance: str
@@ -83,7 +83,7 @@ class Unit:
     row: int
     kind: str
     output: float
-    greedy: tuple[tuple[int, ...] | None, float, str] | None  # (features, seconds, check) or None
+    greedy: GreedyAnswer | None  # None: the network is not monotone
     solvers: tuple[str, ...]
     time_limit: float
 
@@ -107,14 +107,26 @@ def units_of(instance: Instance, solvers: tuple[str, ...], time_limit: float, do
         for row, (key, answer) in enumerate(zip(keys, answers, strict=True)):
             if key in done:
                 continue
-            greedy = None if answer is None else (answer.features, answer.seconds, answer.check)
             units.append(
                 Unit(
-                    key, instance.id, instance.family, instance.activation, instance.net.to_json(), instance.net.hash,
-                    instance.net.widths, instance.domain.to_json(), instance.threshold,
-                    tuple(float(v) for v in instance.X[row]), row, kind, float(outputs[row]), greedy, names, time_limit,
+                    key=key,
+                    instance=instance.id,
+                    family=instance.family,
+                    activation=instance.activation,
+                    network=instance.net.to_json(),
+                    network_hash=instance.net.hash,
+                    widths=instance.net.widths,
+                    domain=instance.domain.to_json(),
+                    threshold=instance.threshold,
+                    x=tuple(float(v) for v in instance.X[row]),
+                    row=row,
+                    kind=kind,
+                    output=float(outputs[row]),
+                    greedy=answer,
+                    solvers=names,
+                    time_limit=time_limit,
                 )
-            )  # fmt: skip
+            )
     return units
 
 
@@ -122,10 +134,10 @@ def units_of(instance: Instance, solvers: tuple[str, ...], time_limit: float, do
 _POOL = None
 
 
-def certify_unit(unit: Unit, pool: SolverPool | _FailedCalls | None = None) -> tuple[dict[str, Any], dict[str, Any] | None]:
+def certify_unit(unit: Unit, pool: SolverPool | _FailedCalls | None = None) -> tuple[Record, dict[str, Any] | None]:
     """Certify one unit: its record, and its case file document when it is worth keeping.
     `pool`: the solvers to run (default: this process's pool of `unit.solvers`)."""
-    from .certify import GreedyAnswer, SolverPool, case_of, certify_row, tie_decided
+    from .certify import SolverPool, case_of, certify_row, tie_decided
     from .domain import Domain
     from .network import Network
 
@@ -136,23 +148,31 @@ def certify_unit(unit: Unit, pool: SolverPool | _FailedCalls | None = None) -> t
         _POOL = SolverPool(unit.solvers)
     net = Network.from_json(unit.network)
     problem = Problem.make(net, np.array(unit.x), unit.kind, Domain.from_json(unit.domain), unit.threshold)
-    greedy = None if unit.greedy is None else GreedyAnswer(*unit.greedy)
-    certificate = certify_row(pool or _POOL, problem, greedy, unit.time_limit, unit.row)
+    certificate = certify_row(pool or _POOL, problem, unit.greedy, unit.time_limit, unit.row)
     suboptimal = certificate.verdict == Verdict.GREEDY_SUBOPTIMAL
-    record = {
-        "key": unit.key,
-        "instance": unit.instance,
-        "family": unit.family,
-        "activation": unit.activation,
-        "network_hash": unit.network_hash,
-        "n": len(unit.x),
-        "widths": list(unit.widths),
-        "threshold": unit.threshold,
-        "output": unit.output,
-        "margin": unit.output - unit.threshold,
-        **certificate.to_json(),
-        "tie_decided": tie_decided(problem, certificate.greedy.features) if suboptimal else None,
-    }
+    record = Record(
+        key=unit.key,
+        instance=unit.instance,
+        family=unit.family,
+        activation=unit.activation,
+        network_hash=unit.network_hash,
+        n=len(unit.x),
+        widths=unit.widths,
+        row=unit.row,
+        kind=Kind(unit.kind),
+        threshold=unit.threshold,
+        prediction=certificate.prediction,
+        output=unit.output,
+        greedy=certificate.greedy,
+        solvers=certificate.solvers,
+        verdict=certificate.verdict,
+        certified=certificate.certified,
+        minimum=certificate.minimum,
+        minimum_proved=certificate.minimum_proved,
+        gap=certificate.gap,
+        tie_decided=tie_decided(problem, certificate.greedy.features) if suboptimal else None,
+        notes=certificate.notes,
+    )
     case = None
     if certificate.verdict in (Verdict.GREEDY_SUBOPTIMAL, Verdict.SOLVER_DISAGREEMENT):
         case = case_of(problem, certificate, note=f"crosscheck {unit.key}").to_json()
@@ -247,20 +267,20 @@ def _run(
 
                 Case.from_json(case).save(out / "cases")
                 cases += 1
-            log.append(record)
+            log.append(record.to_json())
             new += 1
             if progress is not None:
-                progress(new, len(units), record["key"])
+                progress(new, len(units), record.key)
     except KeyboardInterrupt:
         interrupted = True
     finally:
         signal.signal(signal.SIGTERM, previous)
     from .report import write_report
 
-    records = log.read()
+    records = read_records(log.path)
     write_report(out, records, suite=suite, solvers=solvers, time_limit=time_limit, seconds=time.perf_counter() - started)
-    disagreements = sum(record["verdict"] == "solver_disagreement" for record in records)
-    failed = sum(bool(r["solvers"]) and all(o["status"] == Status.ERROR for o in r["solvers"].values()) for r in records)
+    disagreements = sum(record.verdict == Verdict.SOLVER_DISAGREEMENT for record in records)
+    failed = sum(bool(r.solvers) and all(o.status == Status.ERROR for o in r.solvers.values()) for r in records)
     return CampaignResult(out, len(records), new, cases, time.perf_counter() - started, interrupted, disagreements, failed)
 
 
@@ -314,37 +334,7 @@ def _finished(log: JsonLines, resume: bool) -> set[str]:
         raise InputError(
             f"{log.path.parent} already holds {len(existing)} records: pass --resume to continue, or choose another --out"
         )
-    return {_checked_record(record, f"{log.path} line {number}") for number, record in enumerate(existing, start=1)}
-
-
-def _checked_record(record: dict[str, Any], where: str) -> str:
-    """The key of a finished record read back for --resume, after checking the fields that the
-    summary reads; InputError naming the line and field otherwise."""
-    strings = {"key": None, "family": None, "activation": None, "kind": KINDS, "verdict": [v.value for v in Verdict]}
-    for field, choices in strings.items():
-        value = record.get(field)
-        if not isinstance(value, str) or (choices is not None and value not in choices):
-            raise InputError(f"{where}: field {field!r} is {describe(value)}, not a campaign record's")
-    if not isinstance(record.get("certified"), bool):
-        raise InputError(f"{where}: field 'certified' must be true or false, got {describe(record.get('certified'))}")
-    gap = record.get("gap")
-    if gap is not None and (isinstance(gap, bool) or not isinstance(gap, int)):
-        raise InputError(f"{where}: field 'gap' must be an integer or null, got {describe(gap)}")
-    greedy = record.get("greedy")
-    if greedy is not None and not (isinstance(greedy, dict) and _is_seconds(greedy.get("seconds"))):
-        raise InputError(f"{where}: field 'greedy' must be null or an object with 'seconds', got {describe(greedy)}")
-    outcomes = record.get("solvers")
-    if not isinstance(outcomes, dict):
-        raise InputError(f"{where}: field 'solvers' must be an object, got {describe(outcomes)}")
-    statuses = {status.value for status in Status}
-    for name, outcome in outcomes.items():
-        if not (isinstance(outcome, dict) and outcome.get("status") in statuses and _is_seconds(outcome.get("seconds"))):
-            raise InputError(f"{where}: solvers.{name} must be an object with a known 'status' and 'seconds'")
-    return record["key"]
-
-
-def _is_seconds(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value and math.isfinite(value)
+    return {Record.from_json(document, f"{log.path} line {number}").key for number, document in enumerate(existing, start=1)}
 
 
 def _close_pool() -> None:

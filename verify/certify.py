@@ -40,22 +40,7 @@ from .exact import modified_inputs
 from .greedy import ExplainResult, explain
 from .network import Network
 from .problem import Outcome, Problem, Status, Verdict
-
-
-@dataclass(frozen=True)
-class GreedyAnswer:
-    features: tuple[int, ...] | None  # None: no explanation of this kind exists
-    seconds: float  # the batched run's time divided by its rows
-    check: str = "exact"  # from `explain(..., verify=True)`: exact, repaired or undecided
-
-    @property
-    def size(self) -> int | None:
-        return None if self.features is None else len(self.features)
-
-    def to_json(self) -> dict[str, Any] | None:
-        if self.features is None:
-            return None
-        return {"features": list(self.features), "size": len(self.features), "seconds": round(self.seconds, 6)}
+from .record import GreedyAnswer
 
 
 @dataclass(frozen=True)

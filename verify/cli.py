@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from .errors import InputError
+from .executors import EXECUTORS
 from .validate import count, finite_number, number_list, output_directory, output_file, positive_number, seconds
 
 KIND_CHOICES = ("contrastive", "abductive", "both")
@@ -68,7 +69,9 @@ def _problem_flags() -> argparse.ArgumentParser:
         help="the first row of --inputs is data (default: a header only when none of its cells is a number)",
     )
     parent.add_argument("--kind", choices=KIND_CHOICES, default="both", help="explanation kind (default: both)")
-    parent.add_argument("--threshold", type=finite_number, default=0.0, help="prediction is 1 iff f(x) > T (default 0)")
+    parent.add_argument(
+        "--threshold", type=finite_number, help="prediction is 1 iff f(x) > T (default: the network file's threshold, else 0)"
+    )
     parent.add_argument("--lower", type=number_list, help="domain lower bound: a scalar or n comma-separated values (default 0)")
     parent.add_argument("--upper", type=number_list, help="domain upper bound: a scalar or n comma-separated values (default 1)")
     parent.add_argument("--domain", help='domain file {"lower": [...], "upper": [...]} (instead of --lower/--upper)')
@@ -84,7 +87,12 @@ def _load_problem(args: argparse.Namespace):
     from .network import Network
 
     net = Network.load(args.network, activations=args.activations)
-    if args.domain is not None:
+    if args.threshold is None:  # the network file's metadata, else 0
+        args.threshold = net.metadata.threshold if net.metadata.threshold is not None else 0.0
+    if args.domain is None and args.lower is None and args.upper is None and net.metadata.domain is not None:
+        domain = Domain.from_json(net.metadata.domain, source=f"{args.network}: metadata.domain")
+        domain = Domain(domain.lower, domain.upper, binary=domain.binary or args.binary)
+    elif args.domain is not None:
         if args.lower is not None or args.upper is not None:
             raise InputError("give either --domain or --lower/--upper, not both")
         domain = Domain.from_json(read_json(args.domain, "domain file"), source=args.domain)
@@ -101,6 +109,26 @@ def _load_problem(args: argparse.Namespace):
 
 def _kinds(args: argparse.Namespace) -> tuple[str, ...]:
     return ("contrastive", "abductive") if args.kind == "both" else (args.kind,)
+
+
+def _named(lines: list[dict[str, Any]], net) -> list[dict[str, Any]]:
+    """Output lines with the feature names of the network's metadata beside each index list:
+    "names" for "features", "minimum_names" for "minimum", and "names" inside "greedy"."""
+    names = net.metadata.feature_names
+    if names is None:
+        return lines
+
+    def named(indices: Any) -> list[str] | None:
+        return None if indices is None else [names[i] for i in indices]
+
+    for line in lines:
+        if "features" in line:
+            line["names"] = named(line["features"])
+        if "minimum" in line:
+            line["minimum_names"] = named(line["minimum"])
+        if isinstance(line.get("greedy"), dict):
+            line["greedy"]["names"] = named(line["greedy"]["features"])
+    return lines
 
 
 def _emit(lines: list[dict[str, Any]], out: str | None) -> None:
@@ -140,7 +168,7 @@ def _explain(args: argparse.Namespace) -> int:
             if result.checks is not None:
                 line["check"] = result.checks[row]
             lines.append(line)
-    _emit(lines, args.out)
+    _emit(_named(lines, net), args.out)
     return 0
 
 
@@ -178,7 +206,7 @@ def _certify(args: argparse.Namespace) -> int:
                     progress.write(f"!!! SOLVER DISAGREEMENT on {where} — case saved to {saved[-1]}")
                 progress.update()
     failed = _ci_report(lines, "certify", _kinds(args), fail_on, baseline, args.diff_out)
-    _emit(lines, args.out)
+    _emit(_named(lines, net), args.out)
     verdicts = Counter((c.kind, c.verdict.value) for c in certificates)
     table = [[kind, verdict, count] for (kind, verdict), count in sorted(verdicts.items())]
     print(tabulate(table, headers=["kind", "verdict", "count"], tablefmt="simple"), file=sys.stderr)
@@ -224,7 +252,7 @@ def _check(args: argparse.Namespace) -> int:
     lines = [judgement.to_json() for judgement in judgements]
     failed = [f"{judgement.describe()}" for judgement in judgements if not judgement.passed]
     failed += _ci_report(lines, "check", _kinds(args), fail_on, baseline, args.diff_out)
-    _emit(lines, args.out)
+    _emit(_named(lines, net), args.out)
     verdicts = Counter((j.claim.kind, j.verdict) for j in judgements)
     table = [[kind, verdict, count] for (kind, verdict), count in sorted(verdicts.items())]
     print(tabulate(table, headers=["kind", "verdict", "count"], tablefmt="simple"), file=sys.stderr)
@@ -366,13 +394,13 @@ def _crosscheck(args: argparse.Namespace) -> int:
         if bar is not None:
             bar.close()
     if args.suite == "paper" and not result.interrupted:
-        from .io import JsonLines
         from .paper import greedy_statistics, paper_models, write_paper_report
+        from .record import read_records
 
         models = list(paper_models(out))
         stats = greedy_statistics(models)
         report = Path(args.paper_report) if args.paper_report else out / "paper.md"
-        written = write_paper_report(report, models, stats, JsonLines(out / "records.jsonl").read())
+        written = write_paper_report(report, models, stats, read_records(out / "records.jsonl"))
         print(f"paper report: {', '.join(map(str, written))}", file=sys.stderr)
     state = "interrupted" if result.interrupted else "done"
     print(
@@ -382,8 +410,8 @@ def _crosscheck(args: argparse.Namespace) -> int:
     )
     if result.failed:
         print(
-            f"{result.failed} unit(s) failed: every solver call of their record ended in error (the reason is in their "
-            "solvers' messages; summary.md counts them under each solver's `error` status)",
+            f"{result.failed} unit(s) failed: every solver call of their record ended in error (the reason is in the "
+            "solvers' messages of their records in records.jsonl)",
             file=sys.stderr,
         )
     if result.disagreements:
@@ -560,13 +588,22 @@ def _data(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The `cardinal` parser: the shared problem flags, then each subcommand's own `_add_*`."""
     parser = _Parser(
         prog="cardinal",
         description="Cardinality-minimal explanations of neural-network predictions, greedy and certified.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     problem = _problem_flags()
+    for add in (
+        _add_explain, _add_certify, _add_check, _add_convert, _add_crosscheck,
+        _add_hunt, _add_train, _add_bench, _add_replay, _add_data,
+    ):  # fmt: skip
+        add(commands, problem)  # one function per subcommand, below, in the order of `cardinal --help`
+    return parser
 
+
+def _add_explain(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
     explain = commands.add_parser(
         "explain",
         parents=[problem],
@@ -580,6 +617,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     explain.set_defaults(handler=_explain)
 
+
+def _add_certify(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
     certify = commands.add_parser(
         "certify",
         parents=[problem],
@@ -599,6 +638,8 @@ def build_parser() -> argparse.ArgumentParser:
     _ci_flag_arguments(certify)
     certify.set_defaults(handler=_certify)
 
+
+def _add_check(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
     check = commands.add_parser(
         "check",
         parents=[problem],
@@ -626,6 +667,8 @@ def build_parser() -> argparse.ArgumentParser:
     _ci_flag_arguments(check)
     check.set_defaults(handler=_check)
 
+
+def _add_convert(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
     convert = commands.add_parser(
         "convert",
         help="convert a network between JSON, ONNX and torch files (by extension: .json, .onnx, .pt/.pth)",
@@ -642,6 +685,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     convert.set_defaults(handler=_convert)
 
+
+def _add_crosscheck(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
     crosscheck = commands.add_parser(
         "crosscheck",
         help="the main job: certify greedy explanations over a suite, log agreement, keep counterexamples",
@@ -660,7 +705,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     crosscheck.add_argument(
         "--executor",
-        choices=("local", "ray"),
+        choices=EXECUTORS,
         default="local",
         help="where solver calls run: local processes (default) or Ray (pip install 'cardinal[ray]')",
     )
@@ -679,6 +724,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     crosscheck.set_defaults(handler=_crosscheck)
 
+
+def _add_hunt(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
     hunt = commands.add_parser(
         "hunt",
         help="search random and SET-COVER networks for instances where greedy is not minimal; shrink and save them",
@@ -692,6 +739,8 @@ def build_parser() -> argparse.ArgumentParser:
     hunt.add_argument("--out", required=True, help="directory for the case files")
     hunt.set_defaults(handler=_hunt)
 
+
+def _add_train(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
     from .train import add_train_arguments, run_train
 
     train = commands.add_parser(
@@ -703,6 +752,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_train_arguments(train)
     train.set_defaults(handler=run_train)
 
+
+def _add_bench(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
     bench = commands.add_parser(
         "bench",
         help="run a benchmark script of the source checkout (bench/greedy.py, bench/solvers.py)",
@@ -714,10 +765,14 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("arguments", nargs=argparse.REMAINDER, help="passed to the benchmark")
     bench.set_defaults(handler=_bench)
 
+
+def _add_replay(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
     replay = commands.add_parser("replay", help="re-verify a case file in exact arithmetic (exit 0: holds, 1: does not)")
     replay.add_argument("case", help="case file (cardinal.case/1)")
     replay.set_defaults(handler=_replay)
 
+
+def _add_data(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
     data = commands.add_parser(
         "data",
         help="check the data files of the paper suite (every missing or altered file at once)",
@@ -727,7 +782,6 @@ def build_parser() -> argparse.ArgumentParser:
     data.add_argument("action", choices=("check",))
     data.add_argument("--data-dir", help="the data folder (default: $CARDINAL_DATA, else ../shared/data)")
     data.set_defaults(handler=_data)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -64,6 +64,7 @@ class Dataset:
     flipped: tuple[int, ...]
     source: str
     target_range: tuple[float, float] | None = None
+    feature_ranges: tuple[tuple[float, ...], tuple[float, ...]] | None = None  # raw training (min [n], max [n])
 
     def __post_init__(self) -> None:
         if self.task not in TASKS:
@@ -224,7 +225,7 @@ def _finish(
     monotone = sorted(features.index(column) for column in (*increasing, *decreasing))
     return Dataset(
         name, tuple(features), X_train, y_train, X_test, y_test, task, target,
-        tuple(monotone), tuple(sorted(flipped)), source, target_range,
+        tuple(monotone), tuple(sorted(flipped)), source, target_range, (tuple(low.tolist()), tuple(high.tolist())),
     )  # fmt: skip
 
 

@@ -168,10 +168,17 @@ def import_ray(local: bool) -> Any:
     return ray
 
 
+def start_local_ray(cpus: int) -> Any:
+    """Start a Ray instance of `cpus` CPUs on this machine's loopback interface, never joining a
+    cluster that `ray start` may have left running here; Ray's context object."""
+    ray = import_ray(local=True)
+    return ray.init(address="local", num_cpus=cpus, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False)
+
+
 def _start_ray(ray: Any, workers: int, address: str | None) -> None:
-    """Start a local instance of `workers` CPUs on the loopback interface, or join `address`."""
+    """Start a local instance of `workers` CPUs (`start_local_ray`), or join `address`."""
     if address is None:
-        ray.init(num_cpus=workers, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False)
+        start_local_ray(workers)
         return
     try:
         ray.init(address=address, log_to_driver=False)

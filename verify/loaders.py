@@ -53,23 +53,26 @@ def parse_activations(specs: str | Sequence[str | Activation] | None) -> list[Ac
     return [item if isinstance(item, Activation) else parse_activation(item) for item in items]
 
 
-def read_model(path: str | Path, activations: str | Sequence[str | Activation] | None = None) -> tuple[Any, list[ChainStep]]:
+def read_model(
+    path: str | Path, activations: str | Sequence[str | Activation] | None = None
+) -> tuple[Any, list[ChainStep], Any]:
     """(the parsed JSON document of a cardinal network file, or None; the chain of an ONNX or
-    torch model, or []); `activations` only for a torch state_dict."""
+    torch model, or []; an ONNX model's cardinal metadata document, or None); `activations` only
+    for a torch state_dict."""
     path = Path(path)
     kind = detect_format(path)
     parsed = parse_activations(activations)
     if parsed and kind != "torch":
         raise InputError(f"{path} is a {kind.upper()} network, which names its own activations: drop --activations")
     if kind == "json":
-        return read_json(path, "network file"), []
+        return read_json(path, "network file"), [], None
     if kind == "onnx":
         from .onnx_io import load_onnx
 
-        return None, load_onnx(path)
+        return None, *load_onnx(path)
     from .torch_io import load_torch
 
-    return None, load_torch(path, parsed)
+    return None, load_torch(path, parsed), None
 
 
 def format_for_output(path: str | Path, strict: bool = True) -> str:

@@ -22,11 +22,68 @@ from torch import nn
 
 from .activations import Activation
 from .chain import ChainStep
+from .domain import Domain
 from .errors import InputError
 from .io import write_atomic
-from .validate import describe, json_matrix, json_vector
+from .validate import describe, json_matrix, json_number, json_vector
 
 FORMAT = "cardinal.network/1"
+
+
+@dataclass(frozen=True)
+class Metadata:
+    """What a network file may say about its inputs, all optional (docs/formats.md, "metadata").
+
+    `feature_names` [n]; `threshold`: the prediction is 1 iff f(x) > threshold; `scaling`: how raw
+    values became inputs, x_i = (raw_i − min_i) / (max_i − min_i) clipped to [0, 1] and then
+    1 − x_i for i in `flipped` (dict with "min" [n], "max" [n], "flipped"); `domain`: the box of
+    the inputs (`Domain.to_json()`). Commands use each field when present unless a flag overrides it.
+    """
+
+    feature_names: tuple[str, ...] | None = None
+    threshold: float | None = None
+    scaling: dict[str, Any] | None = None
+    domain: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        document = {
+            "feature_names": None if self.feature_names is None else list(self.feature_names),
+            "threshold": self.threshold,
+            "scaling": self.scaling,
+            "domain": self.domain,
+        }
+        return {key: value for key, value in document.items() if value is not None}
+
+    @classmethod
+    def from_json(cls, document: Any, n: int, source: str) -> Metadata:
+        """Check a parsed "metadata" object against a network of n inputs; errors name the field."""
+        where = f"{source}: metadata"
+        if not isinstance(document, dict):
+            raise InputError(f"{where} must be an object")
+        unknown = set(document) - {"feature_names", "threshold", "scaling", "domain"}
+        if unknown:
+            raise InputError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+        names = document.get("feature_names")
+        if names is not None and (not isinstance(names, list) or len(names) != n or not all(isinstance(v, str) for v in names)):
+            raise InputError(f"{where}.feature_names must be a list of {n} strings")
+        threshold = document.get("threshold")
+        if threshold is not None:
+            threshold = json_number(threshold, f"{where}.threshold")
+        scaling = document.get("scaling")
+        if scaling is not None:
+            if not isinstance(scaling, dict) or not {"min", "max"} <= set(scaling):
+                raise InputError(f"{where}.scaling must be an object with 'min' and 'max' ({n} numbers each)")
+            for key in ("min", "max"):
+                if len(json_vector(scaling[key], f"{where}.scaling.{key}")) != n:
+                    raise InputError(f"{where}.scaling.{key} must hold {n} numbers")
+            flipped = scaling.get("flipped", [])
+            if not isinstance(flipped, list) or not all(isinstance(i, int) and 0 <= i < n for i in flipped):
+                raise InputError(f"{where}.scaling.flipped must be a list of feature indices below {n}")
+        domain = document.get("domain")
+        if domain is not None:
+            if Domain.from_json(domain, source=f"{where}.domain").n != n:
+                raise InputError(f"{where}.domain must have {n} features")
+        return cls(None if names is None else tuple(names), threshold, scaling, domain)
 
 
 @dataclass(frozen=True, eq=False)
@@ -45,7 +102,7 @@ class Layer:
 class Network:
     """A validated fully connected network; immutable once built."""
 
-    def __init__(self, layers: Sequence[Layer]) -> None:
+    def __init__(self, layers: Sequence[Layer], metadata: Metadata | None = None) -> None:
         if not layers:
             raise InputError("network has no layers")
         checked = []
@@ -64,6 +121,11 @@ class Network:
         if fan_in != 1:
             raise InputError(f"layer {len(layers)} (the last) has width {fan_in}; the output layer must have width 1")
         self.layers: tuple[Layer, ...] = tuple(checked)
+        self.metadata = metadata if metadata is not None else Metadata()
+
+    def with_metadata(self, metadata: Metadata) -> Network:
+        """The same layers with `metadata` (checked against the inputs)."""
+        return Network(self.layers, Metadata.from_json(metadata.to_json(), self.n_inputs, "metadata"))
 
     # ------------------------------------------------------------------ properties
     @property
@@ -210,11 +272,19 @@ class Network:
                 Layer(json_matrix(spec["weight"], f"{where}: weight"), json_vector(spec["bias"], f"{where}: bias"), activation)
             )
         try:
-            return cls(layers)
+            net = cls(layers)
         except InputError as error:
             raise InputError(f"{source}: {error}") from None
+        if "metadata" in document:
+            return Network(net.layers, Metadata.from_json(document["metadata"], net.n_inputs, source))
+        return net
 
     def to_json(self) -> dict[str, Any]:
+        document = self._layers_json()
+        metadata = self.metadata.to_json()
+        return {**document, "metadata": metadata} if metadata else document
+
+    def _layers_json(self) -> dict[str, Any]:
         return {
             "format": FORMAT,
             "layers": [
@@ -231,14 +301,15 @@ class Network:
         `verify.loaders`. Never runs pickled code."""
         from .loaders import read_model
 
-        document, chain = read_model(path, activations)
+        document, chain, metadata = read_model(path, activations)
         if not chain:
             return cls.from_json(document, source=str(path))
         try:
-            return cls.from_chain(chain)
+            net = cls.from_chain(chain)
         except InputError as error:
             message = str(error)
             raise InputError(message if message.startswith(str(path)) else f"{path}: {message}") from None
+        return net if metadata is None else Network(net.layers, Metadata.from_json(metadata, net.n_inputs, str(path)))
 
     def save(self, path: str | Path, float32: bool = False, state_dict: bool = False) -> None:
         """Write the network, whole or not at all, in the format of the extension: `.onnx`, a
@@ -255,7 +326,7 @@ class Network:
         if kind == "onnx":
             from .onnx_io import onnx_bytes
 
-            write_atomic(path, onnx_bytes(self.chain(), self.n_inputs, float32))
+            write_atomic(path, onnx_bytes(self.chain(), self.n_inputs, float32, self.metadata.to_json() or None))
         elif kind == "torch":
             from .torch_io import torch_bytes
 
@@ -265,8 +336,8 @@ class Network:
 
     @property
     def hash(self) -> str:
-        """SHA-256 (first 16 hex digits) of the canonical JSON form."""
-        canonical = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
+        """SHA-256 (first 16 hex digits) of the canonical JSON form of the layers (metadata aside)."""
+        canonical = json.dumps(self._layers_json(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
     def __repr__(self) -> str:

@@ -17,6 +17,7 @@ weight survives the round trip exactly; float32 rounds them, for tools that read
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from fractions import Fraction
 from pathlib import Path
@@ -42,8 +43,12 @@ def _onnx() -> Any:
     return onnx
 
 
-def load_onnx(path: Path) -> list[ChainStep]:
-    """The chain of an ONNX file; `InputError` names the node that cardinal cannot represent."""
+METADATA_KEY = "cardinal.metadata"  # metadata_props entry: the network's metadata as JSON text
+
+
+def load_onnx(path: Path) -> tuple[list[ChainStep], Any]:
+    """The chain of an ONNX file and its cardinal metadata document (None if it has none);
+    `InputError` names the node that cardinal cannot represent."""
     onnx = _onnx()
     try:
         model = onnx.load(str(path))
@@ -51,9 +56,16 @@ def load_onnx(path: Path) -> list[ChainStep]:
         reason = " ".join(str(error).split()) or type(error).__name__
         raise InputError(f"{path}: not a readable ONNX model ({reason})") from None
     try:
-        return _GraphReader(model.graph).chain()
+        chain = _GraphReader(model.graph).chain()
     except InputError as error:
         raise InputError(f"{path}: {error}") from None
+    props = {prop.key: prop.value for prop in model.metadata_props}
+    if METADATA_KEY not in props:
+        return chain, None
+    try:
+        return chain, json.loads(props[METADATA_KEY])
+    except json.JSONDecodeError:
+        raise InputError(f"{path}: metadata_props {METADATA_KEY} is not JSON") from None
 
 
 class _GraphReader:
@@ -242,9 +254,10 @@ def _scaled(values: np.ndarray, factor: float, where: str) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------- writing
-def onnx_bytes(chain: Sequence[ChainStep], n_inputs: int, float32: bool = False) -> bytes:
+def onnx_bytes(chain: Sequence[ChainStep], n_inputs: int, float32: bool = False, metadata: dict[str, Any] | None = None) -> bytes:
     """A network's chain (`Network.chain()`) as a serialized ONNX model: input `input` [batch, n]
-    → output `output` [batch, 1], float64 unless `float32`."""
+    → output `output` [batch, 1], float64 unless `float32`; `metadata` (`Metadata.to_json()`) as
+    JSON text in the model's metadata_props under `cardinal.metadata`."""
     onnx = _onnx()
     from onnx import TensorProto, helper, numpy_helper
 
@@ -292,5 +305,7 @@ def onnx_bytes(chain: Sequence[ChainStep], n_inputs: int, float32: bool = False)
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="cardinal")
     model.ir_version = 8  # the oldest IR for opset 17: readable by the widest range of tools
+    if metadata:
+        helper.set_model_props(model, {METADATA_KEY: json.dumps(metadata)})
     onnx.checker.check_model(model)
     return model.SerializeToString()

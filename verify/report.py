@@ -1,4 +1,10 @@
-"""`summary.md` and `figures/*.png` of a campaign, rebuilt from its records alone."""
+"""`summary.md` and `figures/*.png` of a campaign, rebuilt from its records (`verify.record`) alone.
+
+The summary opens with a glossary of the verdicts and statuses it counts, and says how its counts
+relate (why a solver made fewer calls than there are records, which records a table leaves out).
+Each figure is built by a function that returns the matplotlib `Figure` (tests read the plotted
+data from it) and is written by `write_figures`.
+"""
 
 from __future__ import annotations
 
@@ -10,15 +16,38 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from tabulate import tabulate
 
 from .activations import CONTINUOUS
 from .io import write_atomic
 from .problem import Status, Verdict
+from .record import Record
 
 VERDICT_COLUMNS = tuple(verdict.value for verdict in Verdict)
 ADMISSIBLE = set(CONTINUOUS)  # every activation is monotone; admissible ones are also continuous
+
+# What each verdict and status means, for the glossary that opens `summary.md`.
+VERDICT_MEANING = {
+    Verdict.GREEDY_MINIMAL: "no explanation smaller than greedy's exists (proved in exact arithmetic when `certified`, "
+    "else only by a float MILP's claim)",
+    Verdict.GREEDY_SUBOPTIMAL: "a smaller explanation than greedy's holds in exact arithmetic: greedy was not minimal",
+    Verdict.NONE_EXISTS: "no contrastive explanation exists at all (no change of features flips the prediction); "
+    "there is nothing to compare",
+    Verdict.SOLVER_DISAGREEMENT: "exact evidence conflicts (a bug, never a float error)",
+    Verdict.UNKNOWN: "no evidence decided it (limits were reached)",
+    Verdict.EXACT_ONLY: "the network is not monotone, so greedy does not apply; the solvers give the minimum alone",
+}
+STATUS_MEANING = {
+    Status.OPTIMAL: "the solver returned a minimum explanation",
+    Status.FEASIBLE: "an explanation within the bound, its minimality not proved (a limit stopped the search)",
+    Status.NONE_WITHIN: "no explanation of size ≤ the bound (greedy's size − 1): the solver's 'nothing smaller'",
+    Status.NONE_EXISTS: "no explanation of this kind at all",
+    Status.TIMEOUT: "the time limit stopped it before it found any set within the bound",
+    Status.SIZE_LIMIT: "a licence or memory cap (Gurobi's size-limited licence)",
+    Status.UNSUPPORTED: "the backend cannot encode this network (e.g. a smooth activation in a MILP)",
+    Status.REFUTED: "the solver's claim failed the exact check; the claim is kept (`claimed`) and changes no verdict",
+    Status.ERROR: "the backend failed",
+}
 
 
 def _quantile(values: list[float], q: float) -> float:
@@ -26,13 +55,13 @@ def _quantile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def verdict_table(records: list[dict[str, Any]]) -> list[list[Any]]:
+def verdict_table(records: list[Record]) -> list[list[Any]]:
     groups: dict[tuple[str, str, str], Counter] = defaultdict(Counter)
     certified: Counter = Counter()
     for record in records:
-        key = (record["family"], record["activation"], record["kind"])
-        groups[key][record["verdict"]] += 1
-        certified[key] += bool(record["certified"])
+        key = (record.family, record.activation, record.kind.value)
+        groups[key][record.verdict.value] += 1
+        certified[key] += record.certified
     rows = []
     for key in sorted(groups):
         counts = groups[key]
@@ -48,73 +77,57 @@ GAP_BINS = (
 )  # fmt: skip
 
 
-def _gap_bins(records: list[dict[str, Any]], group_of: Callable[[dict[str, Any]], str]) -> tuple[list[str], dict[str, list[int]]]:
+def _gap_bins(records: list[Record], group_of: Callable[[Record], str]) -> tuple[list[str], dict[str, list[int]]]:
     """Bin labels up to the largest non-empty bin, and each group's count per bin."""
     counts: dict[str, list[int]] = defaultdict(lambda: [0] * len(GAP_BINS))
     for record in records:
-        if record.get("gap") is not None:
-            index = next(i for i, (_, low, high) in enumerate(GAP_BINS) if low <= record["gap"] <= high)
+        if record.gap is not None:
+            index = next(i for i, (_, low, high) in enumerate(GAP_BINS) if low <= record.gap <= high)
             counts[group_of(record)][index] += 1
     used = max((i for row in counts.values() for i, c in enumerate(row) if c), default=0) + 1
     return [label for label, _, _ in GAP_BINS[:used]], {group: row[:used] for group, row in sorted(counts.items())}
 
 
-def gap_table(records: list[dict[str, Any]]) -> tuple[list[str], list[list[Any]]]:
+def gap_table(records: list[Record]) -> tuple[list[str], list[list[Any]]]:
     """Headers and rows: per family / activation, explanations per greedy-gap bin."""
-    labels, counts = _gap_bins(records, lambda r: f"{r['family']} / {r['activation']}")
+    labels, counts = _gap_bins(records, lambda r: f"{r.family} / {r.activation}")
     return ["family / activation", *(f"gap {label}" for label in labels)], [[group, *row] for group, row in counts.items()]
 
 
-def runtime_table(records: list[dict[str, Any]]) -> list[list[Any]]:
+def runtime_table(records: list[Record]) -> list[list[Any]]:
     times: dict[str, list[float]] = defaultdict(list)
     statuses: dict[str, Counter] = defaultdict(Counter)
     for record in records:
-        for name, outcome in record["solvers"].items():
-            times[name].append(outcome["seconds"])
-            statuses[name][outcome["status"]] += 1
+        for name, outcome in record.solvers.items():
+            times[name].append(outcome.seconds)
+            statuses[name][outcome.status.value] += 1
     rows = []
     for name in sorted(times):
         values = times[name]
         status_text = ", ".join(f"{status} {count}" for status, count in statuses[name].most_common())
-        rows.append(
-            [
-                name,
-                len(values),
-                f"{statistics.median(values) * 1e3:.1f}",
-                f"{_quantile(values, 0.9) * 1e3:.1f}",
-                f"{max(values) * 1e3:.1f}",
-                status_text,
-            ]
-        )
-    greedy = [record["greedy"]["seconds"] for record in records if record.get("greedy")]
+        rows.append([name, len(values), *_milliseconds(values, ".1f"), status_text])
+    greedy = [record.greedy.seconds for record in records if record.greedy is not None and record.greedy.features is not None]
     if greedy:
-        rows.append(
-            [
-                "greedy (batched, per row)",
-                len(greedy),
-                f"{statistics.median(greedy) * 1e3:.2f}",
-                f"{_quantile(greedy, 0.9) * 1e3:.2f}",
-                f"{max(greedy) * 1e3:.2f}",
-                "",
-            ]
-        )
+        rows.append(["greedy (batched, per row)", len(greedy), *_milliseconds(greedy, ".2f"), ""])
     return rows
+
+
+def _milliseconds(values: list[float], style: str) -> list[str]:
+    """Median, p90 and max of `values` (seconds) in ms."""
+    return [f"{1e3 * value:{style}}" for value in (statistics.median(values), _quantile(values, 0.9), max(values))]
 
 
 _ANSWERS = (Status.OPTIMAL, Status.FEASIBLE, Status.NONE_WITHIN, Status.NONE_EXISTS)
 
 
-def agreement_table(records: list[dict[str, Any]]) -> list[list[Any]]:
+def agreement_table(records: list[Record]) -> list[list[Any]]:
     """Per solver: calls, answers, claims refuted by exact evidence (by the status claimed), and
     calls without an answer. A refuted claim changes no verdict; it measures the solver."""
     rows = []
-    names = sorted({name for record in records for name in record["solvers"]})
-    for name in names:
-        outcomes = [record["solvers"][name] for record in records if name in record["solvers"]]
-        statuses = Counter(outcome["status"] for outcome in outcomes)
-        claimed = Counter(
-            outcome.get("claimed") or Status.REFUTED.value for outcome in outcomes if outcome["status"] == Status.REFUTED
-        )
+    for name in sorted({name for record in records for name in record.solvers}):
+        outcomes = [record.solvers[name] for record in records if name in record.solvers]
+        statuses = Counter(outcome.status for outcome in outcomes)
+        claimed = Counter((outcome.claimed or Status.REFUTED).value for outcome in outcomes if outcome.status == Status.REFUTED)
         rows.append(
             [
                 name,
@@ -129,33 +142,37 @@ def agreement_table(records: list[dict[str, Any]]) -> list[list[Any]]:
     return rows
 
 
-def refuted_claims(records: list[dict[str, Any]], limit: int = 50) -> list[str]:
+def refuted_claims(records: list[Record], limit: int = 50) -> list[str]:
     """One line per refuted claim (the first `limit`)."""
     lines = []
     for record in records:
-        for name, outcome in record["solvers"].items():
-            if outcome["status"] == Status.REFUTED:
-                claim = f"{outcome.get('claimed') or 'a witness'} {outcome['features'] or ''}".rstrip()
-                lines.append(f"- `{record['key']}`: {name} claimed {claim} — {outcome.get('message', '')}")
+        for name, outcome in record.solvers.items():
+            if outcome.status == Status.REFUTED:
+                claimed = outcome.claimed.value if outcome.claimed else "a witness"
+                claim = f"{claimed} {list(outcome.solution) if outcome.solution is not None else ''}".rstrip()
+                lines.append(f"- `{record.key}`: {name} claimed {claim} — {outcome.message}")
     return lines[:limit] + ([f"- … and {len(lines) - limit} more"] if len(lines) > limit else [])
 
 
-def claim_summary(records: list[dict[str, Any]]) -> list[str]:
+def is_admissible(record: Record) -> bool:
+    return record.activations <= ADMISSIBLE
+
+
+def claim_summary(records: list[Record]) -> list[str]:
     """What the records say about 'greedy is minimal on admissible monotone networks'."""
     lines = []
     for label, admissible in (("admissible (continuous activations)", True), ("step (not admissible)", False)):
-        chosen = [
-            r for r in records if r.get("greedy") is not None and (set(r["activation"].split("+")) <= ADMISSIBLE) == admissible
-        ]
-        decided = [r for r in chosen if r["verdict"] in ("greedy_minimal", "greedy_suboptimal")]
-        suboptimal = [r for r in decided if r["verdict"] == "greedy_suboptimal"]
-        certified = [r for r in decided if r["certified"]]
+        chosen = [r for r in records if r.greedy is not None and is_admissible(r) == admissible]
+        decided = [r for r in chosen if r.verdict in (Verdict.GREEDY_MINIMAL, Verdict.GREEDY_SUBOPTIMAL)]
+        suboptimal = [r for r in decided if r.verdict == Verdict.GREEDY_SUBOPTIMAL]
+        certified = [r for r in decided if r.certified]
         if not chosen:
             continue
-        robust = sum(r.get("tie_decided") is False for r in suboptimal)
-        rescued = sum(r.get("tie_decided") is True for r in suboptimal)
+        robust = sum(r.tie_decided is False for r in suboptimal)
+        rescued = sum(r.tie_decided is True for r in suboptimal)
+        undecided = f"; {len(chosen) - len(decided)} none_exists or unknown" if len(decided) < len(chosen) else ""
         lines.append(
-            f"- {label}: {len(chosen)} greedy explanations, {len(decided)} decided by the solvers "
+            f"- {label}: {len(chosen)} greedy explanations, {len(decided)} decided by the solvers{undecided} "
             f"({len(certified)} certified in exact arithmetic"
             + (
                 f"; {len(decided) - len(certified)} on a float MILP's 'nothing smaller' alone"
@@ -164,9 +181,9 @@ def claim_summary(records: list[dict[str, Any]]) -> list[str]:
             )
             + f"); greedy was **not minimal in {len(suboptimal)}**"
             + (
-                f" (largest gap {max(r['gap'] for r in suboptimal)}). Ties in the scores: in {robust} of them no way of "
-                f"breaking ties would have given greedy a smaller answer, in {rescued} another tie order would have, "
-                f"{len(suboptimal) - robust - rescued} undetermined (too many tie orders to check)"
+                f" (largest gap {max(r.gap for r in suboptimal if r.gap is not None)}). Ties in the scores: in {robust} "
+                f"of them no way of breaking ties would have given greedy a smaller answer, in {rescued} another tie "
+                f"order would have, {len(suboptimal) - robust - rescued} undetermined (too many tie orders to check)"
                 if suboptimal
                 else ""
             )
@@ -175,20 +192,87 @@ def claim_summary(records: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def glossary() -> list[str]:
+    """The verdicts and statuses the summary counts, one line each."""
+    return [
+        "Each record is one explanation: an instance (a network, a threshold, a box), one input row and one kind "
+        "(contrastive: a smallest set of features whose change can flip the prediction; abductive: a smallest set that, "
+        "kept fixed, holds the prediction whatever the others do). Greedy answers first; each solver is then asked "
+        "for an explanation smaller than greedy's.",
+        "",
+        "Verdicts (one per record):",
+        "",
+        *[f"- `{verdict.value}`: {meaning}." for verdict, meaning in VERDICT_MEANING.items()],
+        "",
+        "Solver statuses (one per solver call):",
+        "",
+        *[f"- `{status.value}`: {meaning}." for status, meaning in STATUS_MEANING.items()],
+        "",
+        "`certified`: the verdict rests on exact arithmetic alone (a smaller set replayed exactly, a 'nothing smaller' "
+        "from z3 or enumeration, or greedy of size 1 or an empty abductive explanation). Gap: greedy's size minus the "
+        "smallest size known.",
+    ]
+
+
+def count_notes(records: list[Record]) -> list[str]:
+    """How the summary's counts relate, one bullet per count that does not add up to another."""
+    verdicts = Counter(record.verdict.value for record in records)
+    notes = [
+        f"- {len(records)} records = {len(records)} explanations (instances × rows × kinds) = the sum of the verdict "
+        f"columns ({', '.join(f'{verdict} {count}' for verdict, count in verdicts.most_common())})."
+    ]
+    empty = [r for r in records if not r.solvers and r.greedy is not None and r.greedy.size == 0]
+    if empty:
+        notes.append(
+            f"- {len(empty)} records are empty abductive explanations: greedy found that no feature needs fixing (the "
+            "prediction holds on the whole box), nothing can be smaller, and no solver is called for them. So each "
+            f"solver makes at most {len(records) - len(empty)} calls."
+        )
+    for name in sorted({name for record in records for name in record.solvers}):
+        skipped = [r for r in records if name not in r.solvers and r.solvers]
+        if skipped:
+            ran = max(r.n for r in records if name in r.solvers)
+            sizes = ", ".join(map(str, sorted({r.n for r in skipped})))
+            notes.append(
+                f"- {name}: {len(records) - len(empty) - len(skipped)} calls; not run on {len(skipped)} more records with "
+                f"n = {sizes} features (the campaign caps it by size: here it ran up to n = {ran})."
+            )
+    no_set = sum(r.greedy is not None and r.greedy.features is None for r in records)
+    if no_set:
+        timed = sum(r.greedy is not None and r.greedy.features is not None for r in records)
+        notes.append(
+            f"- The greedy runtime row counts {timed} explanations: in {no_set} records greedy found that no contrastive "
+            "explanation exists (`none_exists`), which carries no set and no time of its own."
+        )
+    gaps = sum(r.gap is not None for r in records)
+    if gaps < len(records):
+        left = Counter(r.verdict.value for r in records if r.gap is None)
+        notes.append(
+            f"- The gap table and figures count {gaps} explanations, those with a greedy set and a known minimum; "
+            f"left out: {', '.join(f'{count} {verdict}' for verdict, count in left.most_common())}."
+        )
+    return notes
+
+
 def write_report(
-    out: Path, records: list[dict[str, Any]], suite: str, solvers: tuple[str, ...], time_limit: float, seconds: float
+    out: Path, records: list[Record], suite: str, solvers: tuple[str, ...], time_limit: float, seconds: float
 ) -> None:
     """Write `out/summary.md` and `out/figures/*.png` from the records."""
-    disagreements = [r for r in records if r["verdict"] == "solver_disagreement"]
-    cases = sorted(p.name for p in (out / "cases").glob("*.json")) if (out / "cases").exists() else []
-    figures = write_figures(out / "figures", records)
-    gap_headers, gap_rows = gap_table(records)
+    figures = write_figures(out / "figures", records, time_limit)
     parts = [
         f"# crosscheck — suite `{suite}`",
         "",
         f"{len(records)} records; solvers {', '.join(solvers) or 'none'}; time limit {time_limit:g} s per call; "
         f"this run {seconds:.0f} s on {platform.node() or 'this machine'} ({platform.machine()}, {_cpus()} CPUs), "
         f"{datetime.date.today().isoformat()}.",
+        "",
+        "## Reading this summary",
+        "",
+        *glossary(),
+        "",
+        "How the counts below relate:",
+        "",
+        *count_notes(records),
         "",
         "## The paper's claim, as measured",
         "",
@@ -202,14 +286,30 @@ def write_report(
             tablefmt="github",
         ),
         "",
-        "## Greedy gap (greedy size − minimum), where a minimum is known",
-        "",
-        tabulate(gap_rows, headers=gap_headers, tablefmt="github") if gap_rows else "No minimum known yet.",
-        "",
+        *_gap_section(records),
         "## Solver runtimes (ms per certification call)",
         "",
         tabulate(runtime_table(records), headers=["solver", "calls", "median", "p90", "max", "statuses"], tablefmt="github"),
         "",
+        *_agreement_section(records),
+        *_disagreement_section(records),
+        *_cases_section(out),
+        "## Figures",
+        "",
+        *[f"![{name}](figures/{name})" for name in figures],
+        "",
+    ]
+    write_atomic(out / "summary.md", "\n".join(parts))
+
+
+def _gap_section(records: list[Record]) -> list[str]:
+    headers, rows = gap_table(records)
+    table = tabulate(rows, headers=headers, tablefmt="github") if rows else "No minimum known yet."
+    return ["## Greedy gap (greedy size − minimum), where a minimum is known", "", table, ""]
+
+
+def _agreement_section(records: list[Record]) -> list[str]:
+    return [
         "## Solver agreement: claims refuted by exact replay",
         "",
         'A claim is refuted when its set is no explanation in exact arithmetic, or when its "nothing smaller" '
@@ -226,26 +326,23 @@ def write_report(
         "",
         *(refuted_claims(records) or ["No claim was refuted."]),
         "",
-        "## Conflicting exact evidence (solver_disagreement: a bug)",
-        "",
-        *(
-            [
-                f"- `{r['key']}`: " + ", ".join(f"{n} {o['status']} {o['features']}" for n, o in r["solvers"].items())
-                for r in disagreements
-            ]
-            or ["None."]
-        ),
-        "",
-        f"## Cases ({len(cases)} in `cases/`, replay with `cardinal replay FILE`)",
-        "",
-        *([f"- `{name}`" for name in cases[:50]] + ([f"- … and {len(cases) - 50} more"] if len(cases) > 50 else []) or ["None."]),
-        "",
-        "## Figures",
-        "",
-        *[f"![{name}](figures/{name})" for name in figures],
-        "",
     ]
-    write_atomic(out / "summary.md", "\n".join(parts))
+
+
+def _disagreement_section(records: list[Record]) -> list[str]:
+    lines = [
+        f"- `{r.key}`: "
+        + ", ".join(f"{n} {o.status.value} {list(o.solution) if o.solution is not None else None}" for n, o in r.solvers.items())
+        for r in records
+        if r.verdict == Verdict.SOLVER_DISAGREEMENT
+    ]
+    return ["## Conflicting exact evidence (solver_disagreement: a bug)", "", *(lines or ["None."]), ""]
+
+
+def _cases_section(out: Path) -> list[str]:
+    cases = sorted(p.name for p in (out / "cases").glob("*.json")) if (out / "cases").exists() else []
+    listed = [f"- `{name}`" for name in cases[:50]] + ([f"- … and {len(cases) - 50} more"] if len(cases) > 50 else [])
+    return [f"## Cases ({len(cases)} in `cases/`, replay with `cardinal replay FILE`)", "", *(listed or ["None."]), ""]
 
 
 def _cpus() -> int:
@@ -254,44 +351,178 @@ def _cpus() -> int:
     return os.cpu_count() or 1
 
 
-def write_figures(directory: Path, records: list[dict[str, Any]]) -> list[str]:
-    """gap_histogram.png and certification_time.png; returns the file names written."""
+# ---------------------------------------------------------------------------- figures
+def _pyplot() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def gap_figure(records: list[Record]) -> Any | None:
+    """Grouped bars: per family, explanations per greedy-gap bin (linear axis, counts on bars)."""
+    labels, gaps = _gap_bins(records, lambda r: r.family)
+    if not gaps:
+        return None
+    plt = _pyplot()
+    total = sum(map(sum, gaps.values()))
+    figure, axis = plt.subplots(figsize=(8, 4))
+    width = 0.8 / len(gaps)
+    for number, (family, row) in enumerate(gaps.items()):
+        positions = [i + (number - (len(gaps) - 1) / 2) * width for i in range(len(labels))]
+        bars = axis.bar(positions, row, width=width, label=f"{family} (n = {sum(row)})")
+        axis.bar_label(bars, labels=[str(c) if c else "" for c in row], fontsize=7, padding=1)
+    axis.set_xticks(range(len(labels)), labels)
+    axis.set(
+        xlabel="greedy size − minimum size (features)",
+        ylabel="explanations",
+        title=f"Greedy gap per family (n = {total} explanations with a known minimum;\n"
+        f"excluded: {_excluded(records, lambda r: r.gap is None)})",
+    )
+    axis.margins(y=0.1)
+    axis.legend(fontsize=8)
+    return figure
+
+
+def _excluded(records: list[Record], left_out: Callable[[Record], bool]) -> str:
+    """'6 none_exists, 2 unknown': the verdicts of the records a figure leaves out."""
+    counts = Counter(r.verdict.value for r in records if left_out(r))
+    return ", ".join(f"{count} {verdict}" for verdict, count in counts.most_common()) or "none"
+
+
+def size_figure(records: list[Record]) -> Any | None:
+    """Scatter per family: greedy size against the minimum size, with the diagonal; the number
+    of explanations at a point is printed beside it (points overlap)."""
+    chosen = [r for r in records if r.gap is not None and r.minimum is not None and r.greedy is not None]
+    if not chosen:
+        return None
+    plt = _pyplot()
+    families = sorted({r.family for r in chosen})
+    columns = min(3, len(families))
+    rows = -(-len(families) // columns)
+    figure, axes = plt.subplots(rows, columns, figsize=(4 * columns, 3.6 * rows), squeeze=False)
+    for axis, family in zip(axes.flat, families, strict=False):
+        points = Counter((len(r.minimum), r.greedy.size) for r in chosen if r.family == family)
+        top = max(max(point) for point in points) + 1
+        axis.plot([0, top], [0, top], color="grey", linewidth=0.8, linestyle="--", label="greedy = minimum")
+        xs, ys = zip(*points, strict=True)
+        axis.scatter(xs, ys, s=[12 + 4 * min(c, 40) for c in points.values()], alpha=0.6, label="explanations")
+        for (x, y), count in points.items():
+            if count > 1:
+                axis.annotate(str(count), (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
+        axis.set(
+            xlabel="minimum size (features)",
+            ylabel="greedy size (features)",
+            title=f"{family} (n = {sum(points.values())})",
+            xlim=(-0.5, top),
+            ylim=(-0.5, top),
+        )
+        axis.legend(fontsize=7, loc="upper left")
+        axis.xaxis.get_major_locator().set_params(integer=True)
+        axis.yaxis.get_major_locator().set_params(integer=True)
+    for axis in list(axes.flat)[len(families) :]:
+        axis.set_visible(False)
+    excluded = _excluded(records, lambda r: r.gap is None)
+    figure.suptitle(
+        f"Greedy vs minimum explanation size (above the diagonal: greedy not minimal; excluded: {excluded})", fontsize=10
+    )
+    return figure
+
+
+def _answered(records: list[Record]) -> dict[str, list[float]]:
+    """Per solver, the seconds of the calls that answered (optimal, feasible, none_within, none_exists)."""
+    times: dict[str, list[float]] = defaultdict(list)
+    for record in records:
+        for name, outcome in record.solvers.items():
+            if outcome.status in _ANSWERS:
+                times[name].append(outcome.seconds)
+    return times
+
+
+def cactus_figure(records: list[Record], time_limit: float | None = None) -> Any | None:
+    """Cactus plot: per solver, the k-th fastest answered call against k (higher right = slower)."""
+    times = _answered(records)
+    if not times:
+        return None
+    plt = _pyplot()
+    calls = Counter(name for record in records for name in record.solvers)
+    figure, axis = plt.subplots(figsize=(7, 4))
+    for name in sorted(times):
+        ordered = sorted(times[name])
+        features = max(r.n for r in records if name in r.solvers)
+        label = f"{name}: {len(ordered)} of {calls[name]} calls answered (n ≤ {features})"
+        axis.step(range(1, len(ordered) + 1), ordered, where="post", label=label)
+    if time_limit:
+        axis.axhline(time_limit, color="grey", linestyle=":", linewidth=0.8, label=f"time limit {time_limit:g} s")
+    axis.set(
+        xlabel="calls answered (sorted by time)",
+        ylabel="seconds per call (log)",
+        yscale="log",
+        title=f"Certification time per backend (cactus; {len(records)} records; unanswered calls —\n"
+        "timeout, unsupported, size limit, refuted, error — are left out)",
+    )
+    axis.legend(fontsize=7)
+    return figure
+
+
+def time_figure(records: list[Record]) -> Any | None:
+    """Per activation family, median seconds per answered call against the number of features,
+    one line per solver; a solver's line ends where the campaign stops running it."""
+    groups: dict[str, dict[str, dict[int, list[float]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    for record in records:
+        for name, outcome in record.solvers.items():
+            if outcome.status in _ANSWERS:
+                groups[record.activation][name][record.n].append(outcome.seconds)
+    if not groups:
+        return None
+    plt = _pyplot()
+    columns = min(3, len(groups))
+    rows = -(-len(groups) // columns)
+    figure, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.4 * rows), squeeze=False)
+    for axis, activation in zip(axes.flat, sorted(groups), strict=False):
+        largest = max(r.n for r in records if r.activation == activation)
+        for name, by_n in sorted(groups[activation].items()):
+            sizes = sorted(by_n)
+            stops = f", stops at n = {sizes[-1]}" if sizes[-1] < largest else ""
+            axis.plot(sizes, [statistics.median(by_n[n]) for n in sizes], marker="o", markersize=3, label=f"{name}{stops}")
+        unanswered: dict[str, Counter] = defaultdict(Counter)
+        for record in records:
+            for name, outcome in record.solvers.items():
+                if record.activation == activation and name not in groups[activation]:
+                    unanswered[name][outcome.status.value] += 1
+        for name, statuses in sorted(unanswered.items()):
+            reason = ", ".join(f"{status} {count}" for status, count in statuses.most_common())
+            axis.plot([], [], linestyle="none", marker="x", label=f"{name}: no answer ({reason})")
+        count = sum(r.activation == activation for r in records)
+        axis.set(xlabel="features n", ylabel="median s per call (log)", yscale="log", title=f"{activation} ({count} records)")
+        axis.legend(fontsize=7)
+    for axis in list(axes.flat)[len(groups) :]:
+        axis.set_visible(False)
+    figure.suptitle("Certification time vs features, per activation (answered calls only)", fontsize=10)
+    return figure
+
+
+FIGURES: dict[str, Callable[..., Any]] = {
+    "gap_distribution.png": gap_figure,
+    "greedy_vs_minimum.png": size_figure,
+    "certification_cactus.png": cactus_figure,
+    "certification_time.png": time_figure,
+}
+
+
+def write_figures(directory: Path, records: list[Record], time_limit: float | None = None) -> list[str]:
+    """Every figure of `FIGURES` that the records can fill; returns the file names written."""
+    plt = _pyplot()
     directory.mkdir(parents=True, exist_ok=True)
     written = []
-    labels, gaps = _gap_bins(records, lambda r: r["family"])
-    if gaps:
-        figure, axis = plt.subplots(figsize=(6, 3.5))
-        bottom = np.zeros(len(labels))
-        for family, row in gaps.items():
-            axis.bar(labels, row, bottom=bottom, label=family)
-            bottom += row
-        axis.set(xlabel="greedy size − minimum size", ylabel="explanations", yscale="log", title="Greedy gap")
-        written.append(_finish(figure, axis, directory / "gap_histogram.png"))
-    times: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for record in records:
-        for name, outcome in record["solvers"].items():
-            times[name][record["n"]].append(outcome["seconds"])
-    if times:
-        figure, axis = plt.subplots(figsize=(6, 3.5))
-        for name, by_n in sorted(times.items()):
-            sizes = sorted(by_n)
-            axis.plot(sizes, [statistics.median(by_n[n]) for n in sizes], marker="o", label=f"{name} (median)")
-        axis.set(xlabel="features n", ylabel="seconds per call", yscale="log", title="Certification time vs features")
-        written.append(_finish(figure, axis, directory / "certification_time.png"))
+    for name, build in FIGURES.items():
+        figure = build(records, time_limit) if build is cactus_figure else build(records)
+        if figure is None:
+            continue
+        figure.tight_layout()
+        figure.savefig(directory / name, dpi=120)
+        plt.close(figure)
+        written.append(name)
     return written
-
-
-def _finish(figure: Any, axis: Any, path: Path) -> str:
-    """Legend, layout, save and close; returns the file name."""
-    import matplotlib.pyplot as plt
-
-    axis.legend(fontsize=8)
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
-    return path.name

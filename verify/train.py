@@ -3,7 +3,14 @@
 The model is `Linear, ReLU, …, Linear` (identity output) trained with Adam; after every step all
 negative weights are set to 0 (projected Adam; biases are free). Regression minimises the mean
 squared error on the scaled target; classification minimises binary cross-entropy on the logit,
-and the prediction is `f(x) > 0`, i.e. cardinal's default threshold 0.
+and the prediction is `f(x) > 0`, i.e. cardinal's default threshold 0. With `balanced`, the
+positive class is weighted by (negatives / positives) of the training part (`pos_weight`), so a
+rare class is not traded for accuracy: a model that predicts both classes. Classification is
+scored by accuracy, balanced accuracy (the mean of the two classes' recalls) and ROC AUC.
+
+The saved network carries metadata (`verify.network.Metadata`): the feature names, the threshold
+(0 for classification), the input scaling and the unit domain, so `explain`, `certify` and
+`check` need no flags to read it as it was trained.
 
 Training is bit-for-bit reproducible for a seed: initialisation and shuffling draw from a seeded
 generator (the global torch RNG is left as it was) and the arithmetic runs on one CPU thread.
@@ -30,7 +37,7 @@ from tqdm import tqdm
 
 from .datasets import Dataset, dataset_names, load_dataset
 from .errors import InputError
-from .network import Network
+from .network import Metadata, Network
 from .validate import count, output_file, positive_number
 
 
@@ -56,6 +63,8 @@ class TrainResult:
     baseline: float
     seconds: float
     history: tuple[EpochStats, ...]
+    balanced_accuracy: float | None = None  # classification, on the test part
+    auc: float | None = None  # classification: ROC AUC of f on the test part
 
 
 def build_model(hidden: Sequence[int], X: torch.Tensor, y: torch.Tensor, task: str, generator: torch.Generator) -> nn.Sequential:
@@ -100,6 +109,30 @@ def score(network: Network, X: np.ndarray, y: np.ndarray, task: str) -> float:
     return float(np.mean((output > 0) == (y > 0.5)))
 
 
+def class_scores(network: Network, X: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Balanced accuracy of `f(x) > 0` and ROC AUC of f on X [N, n] against 0/1 labels y [N]."""
+    from sklearn.metrics import balanced_accuracy_score, roc_auc_score
+
+    output = network.forward(np.array(X)).numpy()
+    labels = y > 0.5
+    return float(balanced_accuracy_score(labels, output > 0)), float(roc_auc_score(labels, output))
+
+
+def metadata_of(dataset: Dataset) -> Metadata:
+    """What a network trained on `dataset` should carry: names, threshold, scaling, unit box."""
+    n = dataset.n_features
+    scaling = None
+    if dataset.feature_ranges is not None:
+        low, high = dataset.feature_ranges
+        scaling = {"min": list(low), "max": list(high), "flipped": list(dataset.flipped)}
+    return Metadata(
+        feature_names=dataset.feature_names,
+        threshold=0.0 if dataset.task == "classification" else None,
+        scaling=scaling,
+        domain={"lower": [0.0] * n, "upper": [1.0] * n},
+    )
+
+
 def baseline_score(dataset: Dataset) -> float:
     """Test metric of the training mean (regression) or the training majority class (classification)."""
     if dataset.task == "regression":
@@ -116,8 +149,10 @@ def train_monotone(
     lr: float = 1e-3,
     batch_size: int = 32,
     progress: bool = True,
+    balanced: bool = False,
 ) -> TrainResult:
-    """Train a fully monotone ReLU network on `dataset` (every feature treated as non-decreasing).
+    """Train a fully monotone ReLU network on `dataset` (every feature treated as non-decreasing);
+    `balanced`: weight the positive class by negatives / positives (classification only).
 
     The bar (tqdm, on stderr) shows each epoch; it is off when `progress` is False or stderr is
     not a terminal. Same arguments and data → the identical network (bit for bit).
@@ -132,7 +167,7 @@ def train_monotone(
     with torch.random.fork_rng(devices=[]), _reproducible():
         model = build_model(hidden, X, y, dataset.task, generator)
         optimiser = torch.optim.Adam(model.parameters(), lr=lr)
-        loss_function = nn.MSELoss() if dataset.task == "regression" else nn.BCEWithLogitsLoss()
+        loss_function = _loss(dataset.task, y, balanced)
         batches, show = (len(X) + batch_size - 1) // batch_size, progress and sys.stderr.isatty()
         for epoch in range(1, epochs + 1):
             with tqdm(total=batches, desc=f"epoch {epoch}/{epochs}", unit="batch", disable=not show) as bar:
@@ -142,7 +177,12 @@ def train_monotone(
                 test_metric = score(network, dataset.X_test, dataset.y_test, dataset.task)
                 bar.set_postfix(loss=f"{loss:.4g}", test=f"{test_metric:.4g}")
             history.append(EpochStats(epoch, loss, test_metric, time.perf_counter() - start))
+    network = network.with_metadata(metadata_of(dataset))
+    classification = dataset.task == "classification"
+    balanced_accuracy, auc = class_scores(network, dataset.X_test, dataset.y_test) if classification else (None, None)
     return TrainResult(
+        balanced_accuracy=balanced_accuracy,
+        auc=auc,
         network=network,
         metric="rmse" if dataset.task == "regression" else "accuracy",
         test_metric=history[-1].test_metric,
@@ -151,6 +191,21 @@ def train_monotone(
         seconds=time.perf_counter() - start,
         history=tuple(history),
     )
+
+
+def _loss(task: str, y: torch.Tensor, balanced: bool) -> nn.Module:
+    """MSE (regression), or binary cross-entropy on the logit, its positive class weighted by
+    negatives / positives of the training labels y [N] when `balanced`."""
+    if task == "regression":
+        if balanced:
+            raise InputError("--balanced applies to classification only")
+        return nn.MSELoss()
+    if not balanced:
+        return nn.BCEWithLogitsLoss()
+    positives = float(y.sum())
+    if positives == 0 or positives == len(y):
+        raise InputError("--balanced needs both classes in the training part")
+    return nn.BCEWithLogitsLoss(pos_weight=torch.tensor((len(y) - positives) / positives))
 
 
 def _epoch(
@@ -212,6 +267,9 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=count(0), default=0, help="seed for initialisation and shuffling (default 0)")
     parser.add_argument("--lr", type=positive_number, default=1e-3, help="Adam learning rate (default 1e-3)")
     parser.add_argument("--batch-size", type=count(1), default=32, help="batch size (default 32)")
+    parser.add_argument(
+        "--balanced", action="store_true", help="classification: weight the positive class by negatives/positives"
+    )
     parser.add_argument("--export-test", metavar="FILE.csv", help="also write the test inputs (header: feature names)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -235,7 +293,8 @@ def run_train(args: argparse.Namespace) -> int:
         output_file(args.export_test, "--export-test")
     dataset = load_dataset(args.dataset, data_dir=args.data_dir, target=args.target, task=args.task)
     try:
-        result = train_monotone(dataset, args.hidden, args.epochs, args.seed, args.lr, args.batch_size, progress=not args.quiet)
+        result = train_monotone(dataset, args.hidden, args.epochs, args.seed, args.lr, args.batch_size, progress=not args.quiet,
+                                balanced=args.balanced)
     except (MemoryError, RuntimeError) as error:  # torch's allocator raises RuntimeError
         if isinstance(error, RuntimeError) and "allocate" not in str(error):
             raise
@@ -247,6 +306,8 @@ def run_train(args: argparse.Namespace) -> int:
     print(f"{dataset.name}: {dataset.n_features} inputs, hidden {shape}, {args.epochs} epochs, {result.seconds:.1f} s")
     line = f"test {result.metric} {result.test_metric:.4f} on {len(dataset.y_test)} rows (train {result.train_metric:.4f}"
     print(f"{line}; constant predictor {result.baseline:.4f})")
+    if result.auc is not None:
+        print(f"test balanced accuracy {result.balanced_accuracy:.4f}, ROC AUC {result.auc:.4f}")
     if dataset.target_range is not None:
         low, high = dataset.target_range
         raw = result.test_metric * (high - low)

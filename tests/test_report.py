@@ -1,0 +1,162 @@
+"""Campaign records (`verify.record`) and what `verify.report` builds from them alone.
+
+`tests/data/records_old.jsonl` holds 11 lines written by the campaign before `Record` existed
+(quick suite, before the `refuted` field): they must still load. The figures are checked on the
+data they plot (bar heights, points, lines, labels), not only on the PNG files.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cardinal.verify.errors import InputError
+from cardinal.verify.problem import Kind, Status, Verdict
+from cardinal.verify.record import Record, read_records
+from cardinal.verify.report import (
+    cactus_figure,
+    count_notes,
+    gap_figure,
+    size_figure,
+    time_figure,
+    write_report,
+)
+
+OLD = Path(__file__).parent / "data" / "records_old.jsonl"
+
+
+@pytest.fixture(scope="module")
+def records() -> list[Record]:
+    return read_records(OLD)
+
+
+def _exact_only(record: Record) -> dict:
+    """A record of a non-monotone network (no greedy), one solver's claim refuted, as written now."""
+    document = record.to_json()
+    document.update(key="hand:0:contrastive", verdict="exact_only", greedy=None, greedy_exists=None, greedy_check=None, gap=None)
+    document["solvers"]["gurobi"].update(status="refuted", claimed="optimal", features=[0], message="not an explanation")
+    return document
+
+
+def test_old_records_load_and_round_trip(records: list[Record]) -> None:
+    lines = [json.loads(line) for line in OLD.read_text().splitlines()]
+    assert len(records) == len(lines) == 11 and all("refuted" not in line for line in lines)
+    first = records[0]
+    assert first.kind == Kind.CONTRASTIVE and first.verdict == Verdict.GREEDY_MINIMAL and first.certified
+    assert first.greedy.features == (3,) and first.minimum == (3,) and first.gap == 0
+    assert first.solvers["highs"].status == Status.NONE_WITHIN and first.solvers["highs"].raw_status == "Infeasible"
+    for record, line in zip(records, lines, strict=True):
+        again = record.to_json()
+        assert Record.from_json(again) == record
+        # Everything the old line held reads back the same; `refuted` is new (derived from the outcomes).
+        assert {key: value for key, value in again.items() if key != "refuted"} == line
+    empty = next(r for r in records if r.greedy is not None and r.greedy.size == 0)
+    assert empty.solvers == {} and empty.verdict == Verdict.GREEDY_MINIMAL
+    none = next(r for r in records if r.verdict == Verdict.NONE_EXISTS)
+    assert none.greedy is not None and none.greedy.features is None and none.gap is None
+
+
+def test_new_fields_round_trip(records: list[Record]) -> None:
+    document = _exact_only(records[0])
+    record = Record.from_json(document)
+    assert record.greedy is None and record.refuted == ("gurobi",)
+    assert record.solvers["gurobi"].claimed == Status.OPTIMAL and record.solvers["gurobi"].solution == (0,)
+    assert record.to_json()["refuted"] == ["gurobi"] and Record.from_json(record.to_json()) == record
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("verdict", "maybe", "field 'verdict' is 'maybe', expected one of greedy_minimal"),
+        ("certified", "yes", "field 'certified' is 'yes', expected true or false"),
+        ("gap", 1.5, "field 'gap' is 1.5, expected an integer"),
+        ("kind", None, "field 'kind' is null, expected one of contrastive, abductive"),
+        ("solvers", [], "field 'solvers' must be an object"),
+        ("greedy", {"seconds": 1}, "field 'greedy' is an object, expected an object with 'features'"),
+    ],
+)
+def test_bad_records_name_the_line_and_field(tmp_path: Path, field: str, value: object, message: str) -> None:
+    lines = OLD.read_text().splitlines()
+    broken = json.loads(lines[2])
+    broken[field] = value
+    path = tmp_path / "records.jsonl"
+    path.write_text("\n".join([lines[0], lines[1], json.dumps(broken)]) + "\n")
+    with pytest.raises(InputError, match=f"records.jsonl line 3: {message}"):
+        read_records(path)
+
+
+def test_solver_outcome_with_unknown_status_is_refused(records: list[Record]) -> None:
+    document = records[0].to_json()
+    document["solvers"]["z3"]["status"] = "fine"
+    with pytest.raises(InputError, match=r"solvers\.z3 must be an object with a known 'status'"):
+        Record.from_json(document, "line 9")
+
+
+def test_gap_figure_plots_the_counts_per_family(records: list[Record]) -> None:
+    figure = gap_figure(records)
+    axis = figure.axes[0]
+    assert [tick.get_text() for tick in axis.get_xticklabels()] == ["0", "1", "2", "3", "4", "5–9"]
+    assert axis.get_yscale() == "linear"
+    expected = {"random": [5, 1, 1, 0, 0, 0], "set-cover": [0, 0, 1, 0, 1, 0], "trained:breast-cancer": [0, 0, 0, 0, 0, 1]}
+    legend = [text.get_text() for text in axis.get_legend().get_texts()]
+    assert legend == [f"{family} (n = {sum(counts)})" for family, counts in expected.items()]
+    for container, counts in zip(axis.containers, expected.values(), strict=True):
+        assert [patch.get_height() for patch in container] == counts
+    printed = sorted(text.get_text() for text in axis.texts if text.get_text())
+    assert printed == sorted(str(c) for counts in expected.values() for c in counts if c)
+    assert "n = 10 explanations" in axis.get_title() and "excluded: 1 none_exists" in axis.get_title()
+
+
+def test_size_figure_plots_greedy_against_the_minimum(records: list[Record]) -> None:
+    figure = size_figure(records)
+    panels = {axis.get_title(): axis for axis in figure.axes if axis.get_visible()}
+    assert set(panels) == {"random (n = 7)", "set-cover (n = 2)", "trained:breast-cancer (n = 1)"}
+    points = {tuple(point) for point in panels["set-cover (n = 2)"].collections[0].get_offsets()}
+    assert points == {(2, 6), (2, 4)}  # (minimum, greedy): greedy above the diagonal
+    diagonal = panels["random (n = 7)"].get_lines()[0]
+    assert list(diagonal.get_xdata()) == list(diagonal.get_ydata())
+    random_points = Counter((len(r.minimum), r.greedy.size) for r in records if r.family == "random" and r.gap is not None)
+    assert {tuple(p) for p in panels["random (n = 7)"].collections[0].get_offsets()} == set(random_points)
+    counts = {text.get_text() for text in panels["random (n = 7)"].texts}
+    assert counts == {str(c) for c in random_points.values() if c > 1}
+
+
+def test_cactus_and_time_figures(records: list[Record]) -> None:
+    axis = cactus_figure(records, time_limit=10.0).axes[0]
+    lines = {line.get_label().split(":")[0]: line for line in axis.get_lines()}
+    answered = sorted(
+        o.seconds
+        for r in records
+        for name, o in r.solvers.items()
+        if name == "z3" and o.status in (Status.OPTIMAL, Status.FEASIBLE, Status.NONE_WITHIN, Status.NONE_EXISTS)
+    )
+    assert list(lines["z3"].get_ydata()) == answered and list(lines["z3"].get_xdata()) == list(range(1, len(answered) + 1))
+    assert "enumerate: 9 of 9 calls answered (n ≤ 8)" in [line.get_label() for line in axis.get_lines()]
+    assert list(lines["time limit 10 s"].get_ydata()) == [10.0, 10.0] and axis.get_yscale() == "log"
+    panels = {axis.get_title(): axis for axis in time_figure(records).axes if axis.get_visible()}
+    assert set(panels) == {"relu (5 records)", "sigmoid (2 records)", "step (4 records)"}
+    relu = {line.get_label(): line for line in panels["relu (5 records)"].get_lines()}
+    assert list(relu["enumerate, stops at n = 8"].get_xdata()) == [4, 8]
+    assert list(relu["z3"].get_xdata()) == [4, 8, 30]
+    sigmoid = [line.get_label() for line in panels["sigmoid (2 records)"].get_lines()]
+    assert "gurobi: no answer (unsupported 2)" in sigmoid and "enumerate" in sigmoid
+
+
+def test_summary_explains_its_counts(records: list[Record], tmp_path: Path) -> None:
+    notes = "\n".join(count_notes(records))
+    assert "11 records = 11 explanations" in notes
+    assert "1 records are empty abductive explanations" in notes and "at most 10 calls" in notes
+    assert "enumerate: 9 calls; not run on 1 more records with n = 30 features" in notes
+    assert "The gap table and figures count 10 explanations" in notes and "1 none_exists" in notes
+    write_report(tmp_path, [*records, Record.from_json(_exact_only(records[0]))], "test", ("enumerate",), 10.0, 1.0)
+    summary = (tmp_path / "summary.md").read_text()
+    glossary = summary[summary.index("## Reading this summary") : summary.index("## The paper's claim")]
+    for word in (*(v.value for v in Verdict), *(s.value for s in Status)):
+        assert f"- `{word}`:" in glossary
+    assert "`hand:0:contrastive`: gurobi claimed optimal [0] — not an explanation" in summary
+    for name in ("gap_distribution", "greedy_vs_minimum", "certification_cactus", "certification_time"):
+        assert (tmp_path / "figures" / f"{name}.png").stat().st_size > 0
+    assert np.isclose(records[0].margin, json.loads(OLD.read_text().splitlines()[0])["margin"])

@@ -1,0 +1,253 @@
+"""`Record`: one certified explanation of a campaign, the line `cardinal crosscheck` writes to
+`DIR/records.jsonl` and the one type that `verify.report` and `verify.paper` read.
+
+In the style of OR-Tools MathOpt's `result.py`: a frozen dataclass whose enums (`Kind`, `Verdict`,
+and the `Status` of each solver's `Outcome`) are defined once in `verify.problem`, with
+`to_json` / `from_json`. `from_json` checks every field it reads and names the line and field of
+a bad one; fields added after the first campaigns (`refuted`, `tie_decided`, `notes`) are
+optional, so records written by older versions still load.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import InputError
+from .io import JsonLines
+from .problem import Kind, Outcome, Status, Verdict
+from .validate import describe, json_vector
+
+
+@dataclass(frozen=True)
+class GreedyAnswer:
+    """Greedy's answer to one row: `features` None when no explanation of the kind exists;
+    `seconds` the batched run's time divided by its rows; `check` from `explain(...,
+    verify=True)`: exact, repaired or undecided."""
+
+    features: tuple[int, ...] | None
+    seconds: float
+    check: str = "exact"
+
+    @property
+    def size(self) -> int | None:
+        return None if self.features is None else len(self.features)
+
+    def to_json(self) -> dict[str, Any] | None:
+        if self.features is None:
+            return None
+        return {"features": list(self.features), "size": len(self.features), "seconds": round(self.seconds, 6)}
+
+
+@dataclass(frozen=True)
+class Record:
+    """One explanation (instance, row, kind) with greedy's answer, every solver's outcome and the
+    verdict that exact evidence supports (see `verify.certify`)."""
+
+    key: str  # "instance:row:kind"
+    instance: str
+    family: str
+    activation: str  # e.g. "relu", or "relu+sigmoid" for mixed networks
+    network_hash: str
+    n: int  # features
+    widths: tuple[int, ...]
+    row: int
+    kind: Kind
+    threshold: float
+    prediction: int
+    output: float  # f(x) in float64
+    greedy: GreedyAnswer | None  # None: the network is not monotone, greedy did not run
+    solvers: dict[str, Outcome]
+    verdict: Verdict
+    certified: bool
+    minimum: tuple[int, ...] | None
+    minimum_proved: bool
+    gap: int | None  # greedy size − minimum size
+    tie_decided: bool | None = None  # for greedy_suboptimal: would some tie order have rescued greedy?
+    notes: tuple[str, ...] = ()
+
+    @property
+    def margin(self) -> float:
+        return self.output - self.threshold
+
+    @property
+    def refuted(self) -> tuple[str, ...]:
+        """The solvers whose claims exact evidence refuted."""
+        return tuple(name for name, outcome in self.solvers.items() if outcome.status == Status.REFUTED)
+
+    @property
+    def activations(self) -> frozenset[str]:
+        return frozenset(self.activation.split("+"))
+
+    def to_json(self) -> dict[str, Any]:
+        greedy = self.greedy
+        return {
+            "key": self.key,
+            "instance": self.instance,
+            "family": self.family,
+            "activation": self.activation,
+            "network_hash": self.network_hash,
+            "n": self.n,
+            "widths": list(self.widths),
+            "row": self.row,
+            "kind": self.kind.value,
+            "threshold": self.threshold,
+            "prediction": self.prediction,
+            "output": self.output,
+            "margin": self.margin,
+            "greedy": None if greedy is None else greedy.to_json(),
+            "greedy_exists": None if greedy is None else greedy.features is not None,
+            "greedy_check": None if greedy is None else greedy.check,
+            "solvers": {name: outcome.to_json() for name, outcome in self.solvers.items()},
+            "verdict": self.verdict.value,
+            "certified": self.certified,
+            "minimum": None if self.minimum is None else list(self.minimum),
+            "minimum_proved": self.minimum_proved,
+            "gap": self.gap,
+            "refuted": list(self.refuted),
+            "tie_decided": self.tie_decided,
+            "notes": list(self.notes),
+        }
+
+    @classmethod
+    def from_json(cls, document: Any, where: str = "record") -> Record:
+        """Read a record line; InputError naming `where` (e.g. "DIR/records.jsonl line 7") and
+        the field when a field is missing or of the wrong type."""
+        if not isinstance(document, dict):
+            raise InputError(f"{where}: not a campaign record (a JSON object), got {describe(document)}")
+        read = _Reader(document, where)
+        greedy = None
+        if document.get("greedy") is not None or document.get("greedy_exists") is not None:
+            greedy = _greedy(document, read)
+        outcomes = document.get("solvers")
+        if not isinstance(outcomes, dict):
+            raise InputError(f"{where}: field 'solvers' must be an object, got {describe(outcomes)}")
+        return cls(
+            key=read.string("key"),
+            instance=read.string("instance"),
+            family=read.string("family"),
+            activation=read.string("activation"),
+            network_hash=read.string("network_hash"),
+            n=read.integer("n"),
+            widths=tuple(_integers(document.get("widths"), f"{where}: widths")),
+            row=read.integer("row"),
+            kind=read.choice("kind", Kind),
+            threshold=read.number("threshold"),
+            prediction=read.integer("prediction"),
+            output=read.number("output"),
+            greedy=greedy,
+            solvers={name: _outcome(name, outcome, f"{where}: solvers.{name}") for name, outcome in outcomes.items()},
+            verdict=read.choice("verdict", Verdict),
+            certified=read.boolean("certified"),
+            minimum=None if document.get("minimum") is None else _features(document["minimum"], f"{where}: minimum"),
+            minimum_proved=read.boolean("minimum_proved"),
+            gap=None if document.get("gap") is None else read.integer("gap"),
+            tie_decided=None if document.get("tie_decided") is None else read.boolean("tie_decided"),
+            notes=tuple(str(note) for note in document.get("notes") or ()),
+        )
+
+
+def _greedy(document: dict[str, Any], read: _Reader) -> GreedyAnswer:
+    """Greedy's answer from the fields `greedy`, `greedy_exists` and `greedy_check`."""
+    check, answer = read.string("greedy_check"), document.get("greedy")
+    if not read.boolean("greedy_exists"):
+        return GreedyAnswer(None, 0.0, check)
+    features, seconds = (answer.get("features"), answer.get("seconds")) if isinstance(answer, dict) else (None, None)
+    if not (_is_indices(features) and _is_seconds(seconds)):
+        raise read.fail("greedy", "an object with 'features' (indices) and 'seconds' when greedy_exists is true")
+    return GreedyAnswer(tuple(features), float(seconds), check)
+
+
+def read_records(path: str | Path) -> list[Record]:
+    """Every finished record of a `records.jsonl` (a torn last line is skipped), checked."""
+    return [Record.from_json(document, f"{path} line {number}") for number, document in enumerate(JsonLines(path).read(), 1)]
+
+
+# ---------------------------------------------------------------------------- field checks
+class _Reader:
+    """Typed access to the fields of one record document, errors naming the field."""
+
+    def __init__(self, document: dict[str, Any], where: str) -> None:
+        self.document, self.where = document, where
+
+    def fail(self, field: str, expected: str) -> InputError:
+        return InputError(f"{self.where}: field {field!r} is {describe(self.document.get(field))}, expected {expected}")
+
+    def string(self, field: str) -> str:
+        value = self.document.get(field)
+        if not isinstance(value, str):
+            raise self.fail(field, "a string")
+        return value
+
+    def choice(self, field: str, enum: type[Kind] | type[Verdict]) -> Any:
+        value = self.document.get(field)
+        if value not in {member.value for member in enum}:
+            raise self.fail(field, f"one of {', '.join(member.value for member in enum)}")
+        return enum(value)
+
+    def integer(self, field: str) -> int:
+        value = self.document.get(field)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(field, "an integer")
+        return value
+
+    def number(self, field: str) -> float:
+        value = self.document.get(field)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise self.fail(field, "a finite number")
+        return float(value)
+
+    def boolean(self, field: str) -> bool:
+        value = self.document.get(field)
+        if not isinstance(value, bool):
+            raise self.fail(field, "true or false")
+        return value
+
+
+def _is_indices(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+
+
+def _is_seconds(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+
+
+def _integers(value: Any, where: str) -> list[int]:
+    if not _is_indices(value):
+        raise InputError(f"{where} must be a list of integers, got {describe(value)}")
+    return value
+
+
+def _features(value: Any, where: str) -> tuple[int, ...]:
+    return tuple(_integers(value, where))
+
+
+def _seconds(value: Any, where: str) -> float:
+    if not _is_seconds(value):
+        raise InputError(f"{where} must be a number of seconds ≥ 0, got {describe(value)}")
+    return float(value)
+
+
+def _outcome(solver: str, document: Any, where: str) -> Outcome:
+    """A solver's `Outcome` as `Outcome.to_json` wrote it."""
+    statuses = {status.value for status in Status}
+    if not isinstance(document, dict) or document.get("status") not in statuses:
+        raise InputError(f"{where} must be an object with a known 'status' and 'seconds', got {describe(document)}")
+    claimed = document.get("claimed")
+    if claimed is not None and claimed not in statuses:
+        raise InputError(f"{where}.claimed: unknown status {describe(claimed)}")
+    witness = document.get("witness")
+    return Outcome(
+        status=Status(document["status"]),
+        solver=solver,
+        seconds=_seconds(document.get("seconds"), f"{where}.seconds"),
+        solution=None if document.get("features") is None else _features(document["features"], f"{where}.features"),
+        witness=None if witness is None else tuple(json_vector(witness, f"{where}.witness").tolist()),
+        raw_status=str(document.get("raw_status", "")),
+        exact=bool(document.get("exact", False)),
+        replayed=bool(document.get("replayed", False)),
+        message=str(document.get("message", "")),
+        claimed=None if claimed is None else Status(claimed),
+    )
