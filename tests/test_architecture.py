@@ -66,6 +66,7 @@ LAYERS: dict[str, int] = {
         for name in (
             "baseline",
             "campaign",
+            "executors",
             "cases",
             "certify",
             "check",

@@ -35,11 +35,11 @@ import cardinal.verify.campaign as campaign
 
 suites.SUITES["quick"] = lambda out: tiny_instances()
 original = campaign._run
-def slow(suite, out, log, done, solvers, limit, workers, progress, instances, announce=None):
+def slow(suite, out, log, done, solvers, limit, workers, progress, *rest):
     def report(*state):
         time.sleep(0.3)
         progress(*state)
-    return original(suite, out, log, done, solvers, limit, workers, report, instances, announce)
+    return original(suite, out, log, done, solvers, limit, workers, report, *rest)
 campaign._run = slow
 sys.exit(cli.main(["crosscheck", "--out", {out!r}, "--solvers", "enumerate", "--workers", "{workers}"]))
 """

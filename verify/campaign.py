@@ -9,11 +9,13 @@ record), greedy-suboptimal and disagreeing instances to `DIR/cases/`, and `DIR/s
 Each record is `verify.certify`'s certificate with the instance's data around it: the verdict,
 `certified`, `minimum` and `minimum_proved` rest on exact evidence alone, and a solver claim the
 exact check refutes is logged under its solver. With `workers > 1` the solver calls run in worker
-processes; the records are the same as with one worker, and as in any other run of the suite
-(only their order in the file and the measured seconds differ), unless a call reaches its time
-limit. A record with conflicting exact evidence (`solver_disagreement`) is counted in
-`CampaignResult.disagreements`, and `cardinal crosscheck` then exits 1. Workers die with the
-campaign (`solvers.guard.die_with_parent`), and so do the processes its solvers run in.
+processes, or on Ray with `executor="ray"` (`executors`: a unit whose worker kept dying gets a
+record whose every solver call ended in `error`, counted in `CampaignResult.failed`); the records
+are the same as with one worker, and as in any other run of the suite (only their order in the
+file and the measured seconds differ), unless a call reaches its time limit. A record with
+conflicting exact evidence (`solver_disagreement`) is counted in `CampaignResult.disagreements`,
+and `cardinal crosscheck` then exits 1. Workers die with the campaign
+(`solvers.guard.die_with_parent`), and so do the processes its solvers run in.
 
 A folder holds one campaign at a time: a run holds an advisory lock (`flock`) on
 `DIR/campaign.lock` from its checks to its summary, so a second run or `--resume` on the same
@@ -29,23 +31,25 @@ import os
 import signal
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..solvers.guard import die_with_parent
 from .errors import InputError
+from .executors import Failed, execute
 from .instance import Instance
 from .io import JsonLines
 from .network import Network
-from .problem import Kind, Problem, Verdict
+from .problem import Kind, Outcome, Problem, Status, Verdict
 from .record import GreedyAnswer, Record, read_records
 from .suites import SUITES
 from .validate import output_directory, output_file
+
+if TYPE_CHECKING:
+    from .certify import SolverPool
 
 LOCK_FILE = "campaign.lock"
 
@@ -132,29 +136,21 @@ def units_of(instance: Instance, solvers: tuple[str, ...], time_limit: float, do
 _POOL = None
 
 
-def _worker_init(parent: int) -> None:
-    import torch
-
-    die_with_parent(parent)
-    torch.set_num_threads(1)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops us
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's handler, inherited through fork
-
-
-def certify_unit(unit: Unit) -> tuple[Record, dict[str, Any] | None]:
-    """Certify one unit: its record, and its case file document when it is worth keeping."""
+def certify_unit(unit: Unit, pool: SolverPool | _FailedCalls | None = None) -> tuple[Record, dict[str, Any] | None]:
+    """Certify one unit: its record, and its case file document when it is worth keeping.
+    `pool`: the solvers to run (default: this process's pool of `unit.solvers`)."""
     from .certify import SolverPool, case_of, certify_row, tie_decided
     from .domain import Domain
     from .network import Network
 
     global _POOL
-    if _POOL is None or _POOL.names != unit.solvers:
+    if pool is None and (_POOL is None or _POOL.names != unit.solvers):
         if _POOL is not None:
             _POOL.close()
         _POOL = SolverPool(unit.solvers)
     net = Network.from_json(unit.network)
     problem = Problem.make(net, np.array(unit.x), unit.kind, Domain.from_json(unit.domain), unit.threshold)
-    certificate = certify_row(_POOL, problem, unit.greedy, unit.time_limit, unit.row)
+    certificate = certify_row(pool or _POOL, problem, unit.greedy, unit.time_limit, unit.row)
     suboptimal = certificate.verdict == Verdict.GREEDY_SUBOPTIMAL
     record = Record(
         key=unit.key,
@@ -195,6 +191,7 @@ class CampaignResult:
     seconds: float
     interrupted: bool
     disagreements: int = 0  # records whose exact evidence conflicts (a bug: the command exits non-zero)
+    failed: int = 0  # records whose every solver call ended in `error` (e.g. a unit whose worker kept dying)
 
 
 def run_campaign(
@@ -207,12 +204,15 @@ def run_campaign(
     progress: Callable[[int, int, str], None] | None = None,
     instances: Iterable[Instance] | None = None,
     announce: Callable[[int], None] | None = None,
+    executor: str = "local",
+    address: str | None = None,
 ) -> CampaignResult:
     """Run a suite (or the given instances) into `out`; see the module docstring.
 
     `announce(count)` is called with the number of explanations to certify once greedy has run,
-    before any solver. Bad input (the folder, its records, the suite's data) raises InputError
-    before any record is written, and a folder made by this run is then removed again.
+    before any solver. `executor`, `address`: where the solver calls run (`executors.execute`).
+    Bad input (the folder, its records, the suite's data) raises InputError before any record is
+    written, and a folder made by this run is then removed again.
     """
     if suite not in SUITES and instances is None:
         raise InputError(f"unknown suite {suite!r} (use {', '.join(SUITES)})")
@@ -225,7 +225,7 @@ def run_campaign(
         with _locked(out):
             done = _finished(log, resume)
             try:
-                return _run(suite, out, log, done, solvers, time_limit, workers, progress, instances, announce)
+                return _run(suite, out, log, done, solvers, time_limit, workers, progress, instances, announce, executor, address)
             finally:
                 _close_pool()
     except InputError:
@@ -247,6 +247,8 @@ def _run(
     progress: Callable[[int, int, str], None] | None,
     instances: Iterable[Instance] | None,
     announce: Callable[[int], None] | None = None,
+    executor: str = "local",
+    address: str | None = None,
 ) -> CampaignResult:
     started = time.perf_counter()
     units = [
@@ -260,7 +262,7 @@ def _run(
     interrupted = False
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
-        for record, case in _execute(units, workers):
+        for record, case in _execute(units, workers, executor, address):
             # The case file first: a record in the log is finished work that --resume skips.
             if case is not None:
                 from .cases import Case
@@ -280,7 +282,8 @@ def _run(
     records = read_records(log.path)
     write_report(out, records, suite=suite, solvers=solvers, time_limit=time_limit, seconds=time.perf_counter() - started)
     disagreements = sum(record.verdict == Verdict.SOLVER_DISAGREEMENT for record in records)
-    return CampaignResult(out, len(records), new, cases, time.perf_counter() - started, interrupted, disagreements)
+    failed = sum(bool(r.solvers) and all(o.status == Status.ERROR for o in r.solvers.values()) for r in records)
+    return CampaignResult(out, len(records), new, cases, time.perf_counter() - started, interrupted, disagreements, failed)
 
 
 def _check_folder(out: Path) -> None:
@@ -348,37 +351,23 @@ def _raise_interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def _execute(units: list[Unit], workers: int):
-    """Yield (record, case) as units finish: in order with one worker, as completed otherwise."""
-    if workers <= 1:
-        for unit in units:
-            yield certify_unit(unit)
-        return
-    executor = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init, initargs=(os.getpid(),))
-    finished_all = False
-    try:
-        pending: set[Future] = set()
-        queue = iter(units)
-        for unit in queue:
-            pending.add(executor.submit(certify_unit, unit))
-            if len(pending) >= 2 * workers:
-                break
-        while pending:
-            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for future in finished:
-                yield future.result()
-                following = next(queue, None)
-                if following is not None:
-                    pending.add(executor.submit(certify_unit, following))
-        finished_all = True
-    finally:
-        if finished_all:
-            executor.shutdown(wait=True)
-        else:  # interrupted: do not wait for solver calls in flight, stop the workers outright
-            workers_running = list((executor._processes or {}).values())
-            executor.shutdown(wait=False, cancel_futures=True)
-            for process in workers_running:
-                process.terminate()
+def _execute(units: list[Unit], workers: int, executor: str = "local", address: str | None = None):
+    """Yield (record, case) as units finish (`executors.execute`): in order with one local worker,
+    as completed otherwise. A unit whose task failed (`Failed`: it raised, or on Ray its worker
+    died on every try) gets the record of a certification in which every solver call ended in
+    `error` with the reason, built here in the driver."""
+    for unit, result in execute(certify_unit, units, workers, executor, address):
+        yield certify_unit(unit, _FailedCalls(unit.solvers, result.message)) if isinstance(result, Failed) else result
+
+
+class _FailedCalls:
+    """Stands in for a `SolverPool` whose every call failed for one reason."""
+
+    def __init__(self, names: tuple[str, ...], message: str) -> None:
+        self.names, self.message = names, message
+
+    def solve(self, problem: Problem, at_most: int | None, time_limit: float) -> tuple[dict[str, Outcome], list[str]]:
+        return {name: Outcome(Status.ERROR, name, 0.0, message=self.message) for name in self.names}, []
 
 
 def default_solvers() -> tuple[str, ...]:

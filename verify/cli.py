@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from .errors import InputError
+from .executors import EXECUTORS
 from .validate import count, finite_number, number_list, output_directory, output_file, positive_number, seconds
 
 KIND_CHOICES = ("contrastive", "abductive", "both")
@@ -359,17 +360,35 @@ def _crosscheck(args: argparse.Namespace) -> int:
             raise InputError(f"--data-dir {args.data_dir} is not a directory")
         os.environ["CARDINAL_DATA"] = str(Path(args.data_dir).resolve())
 
+    if args.address is not None and args.executor != "ray":
+        raise InputError("--address names a Ray cluster: use it with --executor ray")
+    if args.executor == "ray":
+        from .executors import import_ray
+
+        import_ray(local=args.address is None)  # fail before greedy runs when Ray is not installed
+    where = f"{args.workers} worker(s)" if args.address is None else f"Ray cluster {args.address}"
+    where += " on Ray" if args.executor == "ray" and args.address is None else ""
+
     def announce(count: int) -> None:  # once greedy has run, before any solver
         print(
             f"cardinal crosscheck: suite {args.suite} → {out}/: {count} explanation(s) to certify "
-            f"(solvers {', '.join(solvers)}, {args.workers} worker(s))",
+            f"(solvers {', '.join(solvers)}, {where})",
             file=sys.stderr,
         )
 
     bar, report = _progress(args.suite)
     try:
         result = run_campaign(
-            args.suite, out, solvers, args.time_limit, args.workers, args.resume, progress=report, announce=announce
+            args.suite,
+            out,
+            solvers,
+            args.time_limit,
+            args.workers,
+            args.resume,
+            progress=report,
+            announce=announce,
+            executor=args.executor,
+            address=args.address,
         )
     finally:
         if bar is not None:
@@ -389,6 +408,12 @@ def _crosscheck(args: argparse.Namespace) -> int:
         f"summary {out / 'summary.md'}; {result.seconds:.0f} s",
         file=sys.stderr,
     )
+    if result.failed:
+        print(
+            f"{result.failed} unit(s) failed: every solver call of their record ended in error (the reason is in the "
+            "solvers' messages of their records in records.jsonl)",
+            file=sys.stderr,
+        )
     if result.disagreements:
         print(
             f"!!! {result.disagreements} record(s) with conflicting exact evidence (solver_disagreement): see the summary",
@@ -677,6 +702,17 @@ def _add_crosscheck(commands: argparse._SubParsersAction, problem: argparse.Argu
     )
     crosscheck.add_argument(
         "--resume", action="store_true", help="continue an interrupted run in --out, skipping finished records"
+    )
+    crosscheck.add_argument(
+        "--executor",
+        choices=EXECUTORS,
+        default="local",
+        help="where solver calls run: local processes (default) or Ray (pip install 'cardinal[ray]')",
+    )
+    crosscheck.add_argument(
+        "--address",
+        help="with --executor ray: the Ray cluster to join ('auto': the one `ray start` started on this machine), whose "
+        "CPUs set how many calls run at once; default: a local Ray instance of --workers CPUs",
     )
     crosscheck.add_argument("--solvers", help="comma-separated backends (default: every installed one)")
     crosscheck.add_argument("--time-limit", type=seconds, default=10.0, help="seconds per solver call (default 10)")

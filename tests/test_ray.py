@@ -1,0 +1,220 @@
+"""Campaigns on Ray (`--executor ray`): the same records as the local executor, resume after a
+killed driver, a worker killed mid-call, a solver missing on a worker. One local Ray instance of
+2 CPUs on the loopback interface serves the module; a killed driver's own instance is checked to
+die with it."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cardinal.verify import campaign
+from cardinal.verify.campaign import certify_unit, run_campaign
+from cardinal.verify.cli import main
+from cardinal.verify.executors import RETRIES, start_local_ray
+from cardinal.verify.io import JsonLines
+
+from tests.test_campaign import _comparable, tiny_instances
+from tests.test_processes import _descendants, _running
+
+ROOT = str(Path(__file__).resolve().parents[1])
+ATTEMPTS = "CARDINAL_TEST_ATTEMPTS"  # folder where `dying_certify` counts its tries (set before Ray starts)
+
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # Ray on 127.0.0.1 only (see verify/executors.py)
+ray = pytest.importorskip("ray")
+
+
+@pytest.fixture(scope="module")
+def ray_instance(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A local Ray instance of 2 CPUs for the module (its workers see `ATTEMPTS`): its address."""
+    os.environ[ATTEMPTS] = str(tmp_path_factory.mktemp("attempts"))
+    saved = os.environ.get("PYTHONPATH")
+    # workers import `dying_certify` from this module, under the name pytest gave it
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, str(Path(__file__).parent), saved]))
+    before = _descendants(os.getpid())  # e.g. the solver helper process of earlier tests in this process
+    context = start_local_ray(2)
+    roots = {pid for pid in _descendants(os.getpid()) - before if "ray" in _command(pid)}  # GCS, raylet, ...
+    try:
+        yield context.address_info["gcs_address"]
+    finally:
+        below = roots.union(*(_descendants(pid) for pid in roots))  # with Ray's workers and their solver processes
+        assert len(below) >= 3
+        ray.shutdown()
+        os.environ.pop(ATTEMPTS, None)
+        if saved is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved
+        deadline = time.monotonic() + 10
+        while any(_running(pid) for pid in below) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert [pid for pid in below if _running(pid)] == [], "Ray processes outlived ray.shutdown()"
+
+
+def dying_certify(unit: campaign.Unit, pool: object = None) -> tuple[dict, dict | None]:
+    """`certify_unit`, except that on a Ray worker it kills its own process: always for the
+    DESIGN network's contrastive unit, on the first try only for its abductive one."""
+    if pool is None and unit.instance == "design":
+        folder = Path(os.environ[ATTEMPTS])
+        tries = len(list(folder.glob(f"{unit.kind}.*")))
+        (folder / f"{unit.kind}.{tries}").touch()
+        if unit.kind == "contrastive" or tries == 0:
+            os.kill(os.getpid(), signal.SIGKILL)
+    return certify_unit(unit, pool)
+
+
+def test_ray_gives_the_records_of_one_local_worker(tmp_path: Path, ray_instance: str) -> None:
+    """A slice of the quick suite (its own generator), every installed solver: the same records
+    (apart from timings and order) and case files from Ray with 2 workers as from one local worker."""
+    from cardinal.solvers.base import available_solvers
+    from cardinal.verify.suites import _random
+
+    def instances() -> list:
+        return list(_random(2026, ("relu", "step"), (4, 8), ((8,),), rows=2))
+
+    solvers = available_solvers()
+    run_campaign("slice", tmp_path / "local", solvers, 30.0, workers=1, instances=instances())
+    result = run_campaign("slice", tmp_path / "ray", solvers, 30.0, workers=2, instances=instances(), executor="ray")
+    local = _comparable(JsonLines(tmp_path / "local" / "records.jsonl").read())
+    on_ray = _comparable(JsonLines(tmp_path / "ray" / "records.jsonl").read())
+    assert len(local) == 16 and on_ray == local and result.failed == 0
+    assert {r["verdict"] for r in local} >= {"greedy_minimal", "greedy_suboptimal"}
+    cases = [sorted(p.name for p in (tmp_path / name / "cases").glob("*.json")) for name in ("local", "ray")]
+    assert cases[0] == cases[1] != []
+
+
+KILLED_DRIVER = """
+import sys, time
+sys.path.insert(0, {root!r})
+from tests.test_campaign import tiny_instances
+from cardinal.verify import cli, suites
+import cardinal.verify.campaign as campaign
+
+suites.SUITES["quick"] = lambda out: tiny_instances()
+original = campaign._run
+def slow(*arguments):
+    progress = arguments[7]
+    def report(*state):
+        time.sleep(0.3)  # leave time for the kill to land mid-run
+        progress(*state)
+    return original(*arguments[:7], report, *arguments[8:])
+campaign._run = slow
+sys.exit(cli.main(["crosscheck", "--out", {out!r}, "--solvers", "enumerate", "--executor", "ray", "--workers", "2"]))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_killed_driver_then_resume_gives_every_record_once(tmp_path: Path, ray_instance: str) -> None:
+    """SIGKILL a `crosscheck --executor ray` driver that started its own Ray instance, mid-run:
+    that instance (GCS, raylet, workers, the solvers' processes) dies with it within seconds, and
+    --resume (on the module's instance) ends with the records of
+    an uninterrupted local run, none lost or duplicated."""
+    out = tmp_path / "killed"
+    script = KILLED_DRIVER.format(root=ROOT, out=str(out))
+    with (tmp_path / "stderr.txt").open("w") as stderr:
+        process = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stderr=stderr)
+    log = out / "records.jsonl"
+    deadline = time.monotonic() + 120
+    while not (log.exists() and len(log.read_text().splitlines()) >= 3):
+        assert process.poll() is None, (tmp_path / "stderr.txt").read_text()
+        assert time.monotonic() < deadline, "the campaign wrote no records"
+        time.sleep(0.05)
+    below = _descendants(process.pid)
+    assert len(below) >= 4  # Ray's processes (GCS, raylet, workers) and the solvers' guard processes
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    # Ray's two agent processes see their raylet die at once, but then spend a minute or two
+    # trying to report it to the dead GCS before they exit: they are not waited for, but stopped.
+    agents = {pid for pid in below if _command(pid).startswith(("ray::DashboardAgent", "ray::RuntimeEnvAgent"))}
+    deadline = time.monotonic() + 15
+    while any(_running(pid) for pid in below - agents) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert [(pid, _command(pid)) for pid in below - agents if _running(pid)] == []
+    for pid in agents:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    finished = len(JsonLines(log).read())
+    assert 3 <= finished < 14
+    result = run_campaign("tiny", out, ("enumerate",), 30.0, workers=2, resume=True, instances=tiny_instances(), executor="ray")
+    assert result.records == 14 and result.new == 14 - finished
+    run_campaign("tiny", tmp_path / "whole", ("enumerate",), 30.0, instances=tiny_instances())
+    records = JsonLines(log).read()
+    assert len({r["key"] for r in records}) == 14
+    assert _comparable(records) == _comparable(JsonLines(tmp_path / "whole" / "records.jsonl").read())
+
+
+def _command(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+@pytest.mark.filterwarnings("ignore:Data has no positive values")  # every call of the run took 0 s
+def test_a_unit_whose_worker_keeps_dying_is_recorded_as_failed(
+    tmp_path: Path, ray_instance: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """A unit that kills its worker process on every try is run 1 + RETRIES times, then gets an
+    error record; one that kills it once is retried and certified as usual; the campaign ends
+    and says how many units failed."""
+    from cardinal.verify import suites
+
+    monkeypatch.setattr(campaign, "certify_unit", dying_certify)
+    monkeypatch.setitem(suites.SUITES, "quick", lambda out: tiny_instances()[2:])  # the DESIGN network
+    out = tmp_path / "run"
+    code = main(["crosscheck", "--out", str(out), "--solvers", "enumerate", "--executor", "ray", "--workers", "2"])
+    assert code == 0
+    assert "1 unit(s) failed" in capsys.readouterr().err
+    attempts = Path(os.environ[ATTEMPTS])
+    assert len(list(attempts.glob("contrastive.*"))) == 1 + RETRIES
+    assert len(list(attempts.glob("abductive.*"))) == 2
+    records = {r["kind"]: r for r in JsonLines(out / "records.jsonl").read()}
+    failed = records["contrastive"]
+    assert failed["verdict"] == "unknown" and failed["certified"] is False
+    assert failed["solvers"]["enumerate"]["status"] == "error"
+    assert "worker process died" in failed["solvers"]["enumerate"]["message"]
+    monkeypatch.undo()
+    run_campaign("design", tmp_path / "local", ("enumerate",), 30.0, instances=tiny_instances()[2:])
+    local = {r["kind"]: r for r in JsonLines(tmp_path / "local" / "records.jsonl").read()}
+    assert _comparable([records["abductive"]]) == _comparable([local["abductive"]])
+    assert local["contrastive"]["verdict"] == "greedy_suboptimal"  # what the failed unit would have said
+
+
+@pytest.mark.filterwarnings("ignore:Data has no positive values")
+def test_a_solver_missing_on_a_worker_gives_an_error_record(
+    tmp_path: Path, ray_instance: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The driver knows a backend that the workers do not: each unit's record says so, and the
+    campaign ends."""
+    import cardinal.solvers.base as base
+
+    monkeypatch.setitem(base._REGISTRY, "exact_liar", ("tests.test_cli_certify", "ExactLiarSolver", None))
+    result = run_campaign(
+        "design", tmp_path, ("enumerate", "exact_liar"), 30.0, workers=2, instances=tiny_instances()[2:], executor="ray"
+    )
+    assert result.records == 2 and result.failed == 2
+    for record in JsonLines(tmp_path / "records.jsonl").read():
+        assert {name: o["status"] for name, o in record["solvers"].items()} == {"enumerate": "error", "exact_liar": "error"}
+        assert "unknown solver 'exact_liar'" in record["solvers"]["exact_liar"]["message"]
+
+
+def test_ray_flags_refused_before_any_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """--address without --executor ray, and --executor ray without Ray installed: a one-line
+    message, exit 2, nothing written."""
+    out = tmp_path / "run"
+    assert main(["crosscheck", "--out", str(out), "--solvers", "enumerate", "--address", "auto"]) == 2
+    assert "--address names a Ray cluster: use it with --executor ray" in capsys.readouterr().err
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` fails as where it is not installed
+    assert main(["crosscheck", "--out", str(out), "--solvers", "enumerate", "--executor", "ray"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "pip install 'cardinal[ray]'" in err
+    assert not out.exists()

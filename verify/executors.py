@@ -1,0 +1,186 @@
+"""Where a campaign's work runs: in this process, in a local process pool, or on a Ray cluster.
+
+`execute(task, items, workers, executor, address)` runs `task(item)` for every item and yields
+`(item, result)` as items finish: in order in this process (`local`, one worker), as completed
+in a pool of `workers` processes (`local`), or as completed on Ray (`ray`: with no `address` a
+Ray instance of `workers` CPUs on this machine, started and stopped here; `address="auto"` or
+`HOST:PORT` joins a running cluster, whose CPUs then set how many calls run at once). Tasks and
+items must be picklable plain data; the caller does everything else (writing files), so it stays
+the only writer of its outputs.
+
+A task that raises yields `Failed` with the exception's message instead of a result (a solver
+missing on a Ray worker, say), on every executor. On Ray, a worker process that dies mid-call
+(killed, out of memory, its node lost) is retried up to `RETRIES` times, then yields `Failed`
+too; the campaign goes on. In the local pool a dead worker still stops the run
+(`concurrent.futures.process.BrokenProcessPool`), as before.
+
+Ray is optional (`pip install 'cardinal[ray]'`). A Ray instance started here listens on the
+loopback interface only (127.0.0.1): it serves this machine alone.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from ..solvers.guard import die_with_parent
+from .errors import InputError
+
+EXECUTORS = ("local", "ray")
+RETRIES = 2  # Ray: how many times a unit whose worker process died is run again
+
+Item = TypeVar("Item")
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A task that raised, or whose worker process died on every try: why, in one line."""
+
+    message: str
+
+
+def execute(
+    task: Callable[[Item], Any], items: list[Item], workers: int, executor: str = "local", address: str | None = None
+) -> Iterator[tuple[Item, Any]]:
+    """Yield (item, task(item) or Failed) for every item as it finishes (module docstring)."""
+    if executor == "ray":
+        yield from _on_ray(task, items, workers, address)
+    elif executor != "local":
+        raise InputError(f"unknown executor {executor!r} (use {', '.join(EXECUTORS)})")
+    elif workers <= 1:
+        for item in items:
+            yield item, _attempt(task, item)
+    else:
+        yield from _in_pool(task, items, workers)
+
+
+def _attempt(task: Callable[[Item], Any], item: Item) -> Any:
+    """task(item), or Failed naming the exception it raised."""
+    try:
+        return task(item)
+    except Exception as error:
+        return Failed(f"{type(error).__name__}: {error}")
+
+
+# ---------------------------------------------------------------------------- local pool
+def _worker_init(parent: int) -> None:
+    import torch
+
+    die_with_parent(parent)
+    torch.set_num_threads(1)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops us
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's handler, inherited through fork
+
+
+def _in_pool(task: Callable[[Item], Any], items: list[Item], workers: int) -> Iterator[tuple[Item, Any]]:
+    executor = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init, initargs=(os.getpid(),))
+    finished_all = False
+    try:
+        pending: dict[Future, Item] = {}
+        queue = iter(items)
+        for item in queue:
+            pending[executor.submit(_attempt, task, item)] = item
+            if len(pending) >= 2 * workers:
+                break
+        while pending:
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished:
+                yield pending.pop(future), future.result()
+                following = next(queue, None)
+                if following is not None:
+                    pending[executor.submit(_attempt, task, following)] = following
+        finished_all = True
+    finally:
+        if finished_all:
+            executor.shutdown(wait=True)
+        else:  # interrupted: do not wait for solver calls in flight, stop the workers outright
+            workers_running = list((executor._processes or {}).values())
+            executor.shutdown(wait=False, cancel_futures=True)
+            for process in workers_running:
+                process.terminate()
+
+
+# ---------------------------------------------------------------------------- Ray
+def _on_worker(task: Callable[[Item], Any], item: Item) -> Any:
+    """The Ray task: `_attempt` with one torch thread (Ray gives each task one CPU)."""
+    import torch
+
+    torch.set_num_threads(1)
+    return _attempt(task, item)
+
+
+def _on_ray(task: Callable[[Item], Any], items: list[Item], workers: int, address: str | None) -> Iterator[tuple[Item, Any]]:
+    ray = import_ray(local=address is None)
+    started = not ray.is_initialized()
+    if started:
+        _start_ray(ray, workers, address)
+    remote = ray.remote(_on_worker).options(num_cpus=1, max_retries=RETRIES, retry_exceptions=False)
+    window = 2 * max(1, int(ray.cluster_resources().get("CPU", workers)))  # calls queued at once
+    pending: dict[Any, Item] = {}
+    try:
+        queue = iter(items)
+        for item in queue:
+            pending[remote.remote(task, item)] = item
+            if len(pending) >= window:
+                break
+        while pending:
+            [ready], _ = ray.wait(list(pending), num_returns=1)
+            item = pending.pop(ready)
+            try:
+                result = ray.get(ready)
+            except ray.exceptions.WorkerCrashedError:
+                result = Failed(f"the worker process died {RETRIES + 1} times running it (killed, or out of memory)")
+            except ray.exceptions.RayError as error:  # its node lost, its function not loadable there, ...
+                result = Failed(_last_line(error))
+            yield item, result
+            following = next(queue, None)
+            if following is not None:
+                pending[remote.remote(task, following)] = following
+    finally:
+        for reference in pending:  # interrupted: stop the calls in flight
+            ray.cancel(reference, force=True)
+        if started:
+            ray.shutdown()
+
+
+def _last_line(error: Exception) -> str:
+    """The gist of a Ray error: the last line of its text (the exception's own, under Ray's
+    traceback), without terminal colours."""
+    lines = [line.strip() for line in re.sub(r"\x1b\[[0-9;]*m", "", str(error)).splitlines() if line.strip()]
+    return f"{type(error).__name__}: {lines[-1] if lines else 'no message'}"
+
+
+def import_ray(local: bool) -> Any:
+    """The `ray` module (InputError if it is not installed); `local`: for a local instance."""
+    if local:
+        # Ray names a node by the address of the machine's outward interface (read when Ray is
+        # imported); a local instance needs no other machine, so it is kept off that interface.
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # then Ray's lookup answers 127.0.0.1
+    try:
+        import ray
+    except ImportError:
+        raise InputError("--executor ray needs Ray: pip install 'cardinal[ray]'") from None
+    return ray
+
+
+def start_local_ray(cpus: int) -> Any:
+    """Start a Ray instance of `cpus` CPUs on this machine's loopback interface, never joining a
+    cluster that `ray start` may have left running here; Ray's context object."""
+    ray = import_ray(local=True)
+    return ray.init(address="local", num_cpus=cpus, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False)
+
+
+def _start_ray(ray: Any, workers: int, address: str | None) -> None:
+    """Start a local instance of `workers` CPUs (`start_local_ray`), or join `address`."""
+    if address is None:
+        start_local_ray(workers)
+        return
+    try:
+        ray.init(address=address, log_to_driver=False)
+    except (ConnectionError, ValueError) as error:
+        raise InputError(f"--address {address}: no Ray cluster to join ({error})") from None
