@@ -215,7 +215,7 @@ def _bound_vectors(
     """Monotone: y = base + (other − base)·s. Returns the region's low, high [n], y at s = 0 [n]
     and y's indices [n]."""
     x, counter = problem.x, problem.counterpoint
-    base, other = (x, counter) if problem.kind == "contrastive" else (counter, x)
+    base, other = problem.base, problem.target
     low, high = np.minimum(x, counter), np.maximum(x, counter)
     y = builder.variables(low, high)
     builder.rows(base, base, (y, 1.0), (selectors, -(other - base)))

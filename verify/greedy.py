@@ -33,7 +33,7 @@ from .domain import Domain
 from .errors import InputError
 from .exact import ExactNetwork, modified_inputs
 from .network import Network
-from .problem import KINDS
+from .problem import KINDS, shortcut
 
 # Elements of the [rows, n, width] variant tensor processed at once: on a CPU about 1 MB per torch
 # thread (measured best: smaller chunks pay per-call overhead, larger ones leave the cache; torch
@@ -196,7 +196,8 @@ class _BatchedGreedy:
         outputs = self._tail(h1)
         predictions = outputs > self.threshold
         counterpoint = torch.where(predictions[:, None], self.lower, self.upper)
-        base, target = (X, counterpoint) if kind == "contrastive" else (counterpoint, X)
+        # goal: the prediction a prefix must reach — the other class (CXp) or x's class (AXp).
+        base, target, goal = shortcut(kind, X, counterpoint, predictions)
         if base_h1 is None:
             base_h1 = self._first(base)
         # Scores: f at every single-feature variant, each a rank-one update of base_h1; the
@@ -215,8 +216,6 @@ class _BatchedGreedy:
         # rank [b, n]: each feature's position in the order, in 32 bits (the search reads it on every pass)
         rank = torch.empty(b, n, dtype=torch.int32, device=self.device)
         rank.scatter_(1, order, torch.arange(n, dtype=torch.int32, device=self.device).expand(b, n))
-        # goal: the prediction a prefix must reach — the other class (CXp) or x's class (AXp).
-        goal = ~predictions if kind == "contrastive" else predictions
         lo = torch.zeros(b, dtype=torch.long, device=self.device)
         if kind == "contrastive":  # no CXp unless the whole counterpoint (prefix n) flips
             exists = self._predict(target) == goal
@@ -342,14 +341,13 @@ def _reference_row(
     output = call(x)
     prediction = int(output > threshold)
     counterpoint = domain.lower if prediction == 1 else domain.upper
-    base, target = (x, counterpoint) if kind == "contrastive" else (counterpoint, x)
+    base, target, goal = shortcut(kind, x, counterpoint, prediction)
     scores = [call(modified_inputs(base, [j], target)) for j in range(n)]
     # Line 9: ascending when the starting point predicts 1 (x for CXp, x' for AXp, where p(x') ≠ p(x)).
     ascending = (prediction == 1) == (kind == "contrastive")
     order = sorted(range(n), key=lambda j: scores[j] if ascending else -scores[j])
     if kind == "abductive" and int(call(counterpoint) > threshold) == prediction:
         return (), prediction, float(output), order  # constant prediction on the box: ∅ is the AXp
-    goal = 1 - prediction if kind == "contrastive" else prediction
     chosen: list[int] = []
     for j in order:
         chosen.append(j)
@@ -439,8 +437,7 @@ class _ExactGreedy:
         decided = predictions >= 0
         p = np.where(decided, predictions, 0)
         counterpoint = torch.as_tensor(self.domain.counterpoint(p))
-        base, target = (X_t, counterpoint) if kind == "contrastive" else (counterpoint, X_t)
-        goal = 1 - p if kind == "contrastive" else p
+        base, target, goal = shortcut(kind, X_t, counterpoint, p)
         # The ends: a CXp exists iff the whole counterpoint reaches the goal; the AXp is empty iff
         # the counterpoint alone (prefix 0) does.
         end = self._predict(target if kind == "contrastive" else base)

@@ -34,6 +34,16 @@ KINDS: tuple[str, ...] = tuple(kind.value for kind in Kind)
 DEFAULT_EPSILON = 1e-6
 
 
+def shortcut(kind: str, x: Any, counterpoint: Any, prediction: Any) -> tuple[Any, Any, Any]:
+    """The monotone shortcut (DESIGN §1) for one input or a batch, numpy or torch, broadcasting:
+    (base, target, goal). S is an explanation iff `base` with S set to `target` predicts `goal`:
+    CXp base x, target x', goal 1 − p(x); AXp base x', target x, goal p(x). `prediction` may be
+    an int, an int array or a bool tensor; the goal has its type."""
+    if kind == Kind.CONTRASTIVE:
+        return x, counterpoint, prediction ^ True
+    return counterpoint, x, prediction
+
+
 class Verdict(StrEnum):
     """What a certificate says about the greedy answer (or the minimum, with no greedy)."""
 
@@ -193,17 +203,17 @@ class Problem:
     @property
     def goal(self) -> int:
         """The prediction the moved point must reach: 1 − p(x) for a CXp, p(x) for an AXp."""
-        return 1 - self.prediction if self.kind == Kind.CONTRASTIVE else self.prediction
+        return int(shortcut(self.kind, self.x, self.counterpoint, self.prediction)[2])
 
     @property
     def base(self) -> np.ndarray:
         """Where the monotone shortcut starts [n]: x for a CXp, x' for an AXp."""
-        return self.x if self.kind == Kind.CONTRASTIVE else self.counterpoint
+        return shortcut(self.kind, self.x, self.counterpoint, self.prediction)[0]
 
     @property
     def target(self) -> np.ndarray:
         """Where a moved feature goes [n]: x' for a CXp, x for an AXp."""
-        return self.counterpoint if self.kind == Kind.CONTRASTIVE else self.x
+        return shortcut(self.kind, self.x, self.counterpoint, self.prediction)[1]
 
     @property
     def exact_threshold(self) -> Fraction:
