@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import platform
 import tempfile
@@ -31,6 +30,7 @@ from cardinal.solvers.base import available_solvers
 from cardinal.verify.campaign import run_campaign
 from cardinal.verify.executors import execute, import_ray, start_local_ray
 from cardinal.verify.io import JsonLines
+from cardinal.verify.record import without_timings
 from cardinal.verify.suites import quick
 from tabulate import tabulate
 
@@ -54,17 +54,6 @@ def differences(records: list[dict], reference: list[dict]) -> int:
     return len(differing)
 
 
-def comparable(records: list[dict]) -> list[dict]:
-    """Records without measured times, in key order."""
-    cleaned = []
-    for record in sorted(records, key=lambda r: r["key"]):
-        record = json.loads(json.dumps(record))
-        if record["greedy"]:
-            record["greedy"].pop("seconds")
-        for outcome in record["solvers"].values():
-            outcome.pop("seconds")
-        cleaned.append(record)
-    return cleaned
 
 
 def certify(executor: str, workers: int, instances: list, solvers: tuple[str, ...], time_limit: float, scratch: Path):
@@ -84,7 +73,7 @@ def certify(executor: str, workers: int, instances: list, solvers: tuple[str, ..
     records = JsonLines(out / "records.jsonl").read()
     if result.failed or result.interrupted:
         raise SystemExit(f"{executor} with {workers} worker(s): {result.failed} failed unit(s), interrupted={result.interrupted}")
-    return marks["end"] - marks["start"], result.new, comparable(records)
+    return marks["end"] - marks["start"], result.new, without_timings(records)
 
 
 def trivial_round_trip(executor: str, workers: int, count: int) -> float:

@@ -27,6 +27,7 @@ from cardinal.verify.generate import (
 )
 from cardinal.verify.instance import Instance
 from cardinal.verify.io import JsonLines
+from cardinal.verify.record import without_timings
 
 pytest.importorskip("torch")
 
@@ -48,17 +49,6 @@ def tiny_instances() -> list[Instance]:
     return instances
 
 
-def _comparable(records: list[dict]) -> list[dict]:
-    """Records without measured times, in key order."""
-    cleaned = []
-    for record in sorted(records, key=lambda r: r["key"]):
-        record = json.loads(json.dumps(record))
-        if record["greedy"]:
-            record["greedy"].pop("seconds")
-        for outcome in record["solvers"].values():
-            outcome.pop("seconds")
-        cleaned.append(record)
-    return cleaned
 
 
 def test_end_to_end_campaign(tmp_path: Path) -> None:
@@ -109,7 +99,7 @@ def test_interrupted_then_resumed_equals_uninterrupted(tmp_path: Path) -> None:
         run_campaign("tiny", parts, ("enumerate",), 30.0, instances=tiny_instances())
     second = run_campaign("tiny", parts, ("enumerate",), 30.0, resume=True, instances=tiny_instances())
     assert second.new == second.records - 5
-    assert _comparable(JsonLines(parts / "records.jsonl").read()) == _comparable(JsonLines(whole / "records.jsonl").read())
+    assert without_timings(JsonLines(parts / "records.jsonl").read()) == without_timings(JsonLines(whole / "records.jsonl").read())
 
 
 KILL_SCRIPT = """
@@ -142,7 +132,7 @@ def test_killed_run_loses_no_finished_record(tmp_path: Path) -> None:
     run_campaign("tiny", out, ("enumerate",), 30.0, resume=True, instances=tiny_instances())
     whole = tmp_path / "whole"
     run_campaign("tiny", whole, ("enumerate",), 30.0, instances=tiny_instances())
-    assert _comparable(JsonLines(log).read()) == _comparable(JsonLines(whole / "records.jsonl").read())
+    assert without_timings(JsonLines(log).read()) == without_timings(JsonLines(whole / "records.jsonl").read())
     assert sorted(p.name for p in (out / "cases").glob("*.json")) == sorted(p.name for p in (whole / "cases").glob("*.json"))
 
 
@@ -160,8 +150,8 @@ def test_torn_last_line_is_dropped_and_cut_before_the_next_append(tmp_path: Path
 def test_two_workers_equal_one(tmp_path: Path) -> None:
     run_campaign("tiny", tmp_path / "one", ("enumerate",), 30.0, workers=1, instances=tiny_instances())
     run_campaign("tiny", tmp_path / "two", ("enumerate",), 30.0, workers=2, instances=tiny_instances())
-    one = _comparable(JsonLines(tmp_path / "one" / "records.jsonl").read())
-    two = _comparable(JsonLines(tmp_path / "two" / "records.jsonl").read())
+    one = without_timings(JsonLines(tmp_path / "one" / "records.jsonl").read())
+    two = without_timings(JsonLines(tmp_path / "two" / "records.jsonl").read())
     assert one == two and len(one) == 14
 
 
@@ -232,8 +222,8 @@ def test_a_suite_slice_run_twice_gives_the_same_records(tmp_path: Path) -> None:
     solvers = available_solvers()
     run_campaign("slice", tmp_path / "a", solvers, 30.0, instances=instances())
     run_campaign("slice", tmp_path / "b", solvers, 30.0, instances=instances()[::-1])
-    first = _comparable(JsonLines(tmp_path / "a" / "records.jsonl").read())
-    second = _comparable(JsonLines(tmp_path / "b" / "records.jsonl").read())
+    first = without_timings(JsonLines(tmp_path / "a" / "records.jsonl").read())
+    second = without_timings(JsonLines(tmp_path / "b" / "records.jsonl").read())
     assert len(first) == 48 and first == second
     assert {r["verdict"] for r in first} >= {"greedy_minimal", "greedy_suboptimal"}
     assert sorted(p.name for p in (tmp_path / "a" / "cases").glob("*.json")) == sorted(

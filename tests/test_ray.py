@@ -20,8 +20,9 @@ from cardinal.verify.campaign import certify_unit, run_campaign
 from cardinal.verify.cli import main
 from cardinal.verify.executors import RETRIES, start_local_ray
 from cardinal.verify.io import JsonLines
+from cardinal.verify.record import without_timings
 
-from tests.test_campaign import _comparable, tiny_instances
+from tests.test_campaign import tiny_instances
 from tests.test_processes import _descendants, _running
 
 ROOT = str(Path(__file__).resolve().parents[1])
@@ -82,8 +83,8 @@ def test_ray_gives_the_records_of_one_local_worker(tmp_path: Path, ray_instance:
     solvers = available_solvers()
     run_campaign("slice", tmp_path / "local", solvers, 30.0, workers=1, instances=instances())
     result = run_campaign("slice", tmp_path / "ray", solvers, 30.0, workers=2, instances=instances(), executor="ray")
-    local = _comparable(JsonLines(tmp_path / "local" / "records.jsonl").read())
-    on_ray = _comparable(JsonLines(tmp_path / "ray" / "records.jsonl").read())
+    local = without_timings(JsonLines(tmp_path / "local" / "records.jsonl").read())
+    on_ray = without_timings(JsonLines(tmp_path / "ray" / "records.jsonl").read())
     assert len(local) == 16 and on_ray == local and result.failed == 0
     assert {r["verdict"] for r in local} >= {"greedy_minimal", "greedy_suboptimal"}
     cases = [sorted(p.name for p in (tmp_path / name / "cases").glob("*.json")) for name in ("local", "ray")]
@@ -147,7 +148,7 @@ def test_killed_driver_then_resume_gives_every_record_once(tmp_path: Path, ray_i
     run_campaign("tiny", tmp_path / "whole", ("enumerate",), 30.0, instances=tiny_instances())
     records = JsonLines(log).read()
     assert len({r["key"] for r in records}) == 14
-    assert _comparable(records) == _comparable(JsonLines(tmp_path / "whole" / "records.jsonl").read())
+    assert without_timings(records) == without_timings(JsonLines(tmp_path / "whole" / "records.jsonl").read())
 
 
 def _command(pid: int) -> str:
@@ -183,7 +184,7 @@ def test_a_unit_whose_worker_keeps_dying_is_recorded_as_failed(
     monkeypatch.undo()
     run_campaign("design", tmp_path / "local", ("enumerate",), 30.0, instances=tiny_instances()[2:])
     local = {r["kind"]: r for r in JsonLines(tmp_path / "local" / "records.jsonl").read()}
-    assert _comparable([records["abductive"]]) == _comparable([local["abductive"]])
+    assert without_timings([records["abductive"]]) == without_timings([local["abductive"]])
     assert local["contrastive"]["verdict"] == "greedy_suboptimal"  # what the failed unit would have said
 
 

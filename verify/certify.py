@@ -40,7 +40,7 @@ from .exact import modified_inputs
 from .greedy import ExplainResult, explain
 from .network import Network
 from .problem import Outcome, Problem, Status, Verdict
-from .record import GreedyAnswer
+from .record import GreedyAnswer, refuted_solvers, verdict_fields
 
 
 @dataclass(frozen=True)
@@ -81,24 +81,14 @@ class Certificate:
     @property
     def refuted(self) -> tuple[str, ...]:
         """The solvers whose claims exact evidence refuted."""
-        return tuple(name for name, outcome in self.solvers.items() if outcome.status == Status.REFUTED)
+        return refuted_solvers(self.solvers)
 
     def to_json(self) -> dict[str, Any]:
-        greedy = None if self.greedy is None else self.greedy.to_json()
         return {
             "row": self.row,
             "kind": self.kind,
             "prediction": self.prediction,
-            "greedy": greedy,
-            "greedy_exists": None if self.greedy is None else self.greedy.features is not None,
-            "greedy_check": None if self.greedy is None else self.greedy.check,
-            "solvers": {name: outcome.to_json() for name, outcome in self.solvers.items()},
-            "verdict": self.verdict.value,
-            "certified": self.certified,
-            "minimum": None if self.minimum is None else list(self.minimum),
-            "minimum_proved": self.minimum_proved,
-            "gap": self.gap,
-            "refuted": list(self.refuted),
+            **verdict_fields(self),
             "notes": list(self.notes),
         }
 

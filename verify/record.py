@@ -10,6 +10,7 @@ optional, so records written by older versions still load.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,14 +76,13 @@ class Record:
     @property
     def refuted(self) -> tuple[str, ...]:
         """The solvers whose claims exact evidence refuted."""
-        return tuple(name for name, outcome in self.solvers.items() if outcome.status == Status.REFUTED)
+        return refuted_solvers(self.solvers)
 
     @property
     def activations(self) -> frozenset[str]:
         return frozenset(self.activation.split("+"))
 
     def to_json(self) -> dict[str, Any]:
-        greedy = self.greedy
         return {
             "key": self.key,
             "instance": self.instance,
@@ -97,16 +97,7 @@ class Record:
             "prediction": self.prediction,
             "output": self.output,
             "margin": self.margin,
-            "greedy": None if greedy is None else greedy.to_json(),
-            "greedy_exists": None if greedy is None else greedy.features is not None,
-            "greedy_check": None if greedy is None else greedy.check,
-            "solvers": {name: outcome.to_json() for name, outcome in self.solvers.items()},
-            "verdict": self.verdict.value,
-            "certified": self.certified,
-            "minimum": None if self.minimum is None else list(self.minimum),
-            "minimum_proved": self.minimum_proved,
-            "gap": self.gap,
-            "refuted": list(self.refuted),
+            **verdict_fields(self),
             "tie_decided": self.tie_decided,
             "notes": list(self.notes),
         }
@@ -158,6 +149,43 @@ def _greedy(document: dict[str, Any], read: _Reader) -> GreedyAnswer:
     if not (_is_indices(features) and _is_seconds(seconds)):
         raise read.fail("greedy", "an object with 'features' (indices) and 'seconds' when greedy_exists is true")
     return GreedyAnswer(tuple(features), float(seconds), check)
+
+
+def refuted_solvers(solvers: dict[str, Outcome]) -> tuple[str, ...]:
+    """The names of the solvers whose claims exact evidence refuted."""
+    return tuple(name for name, outcome in solvers.items() if outcome.status == Status.REFUTED)
+
+
+def verdict_fields(result: Any) -> dict[str, Any]:
+    """The JSON fields a certificate and a campaign record share: greedy's answer, each solver's
+    outcome and the verdict with its evidence (`result` is a `Certificate` or a `Record`)."""
+    greedy = result.greedy
+    return {
+        "greedy": None if greedy is None else greedy.to_json(),
+        "greedy_exists": None if greedy is None else greedy.features is not None,
+        "greedy_check": None if greedy is None else greedy.check,
+        "solvers": {name: outcome.to_json() for name, outcome in result.solvers.items()},
+        "verdict": result.verdict.value,
+        "certified": result.certified,
+        "minimum": None if result.minimum is None else list(result.minimum),
+        "minimum_proved": result.minimum_proved,
+        "gap": result.gap,
+        "refuted": list(result.refuted),
+    }
+
+
+def without_timings(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Record documents without their measured seconds, in key order: what two runs of the same
+    campaign must share."""
+    cleaned = []
+    for record in sorted(records, key=lambda r: r["key"]):
+        record = json.loads(json.dumps(record))
+        if record["greedy"]:
+            record["greedy"].pop("seconds")
+        for outcome in record["solvers"].values():
+            outcome.pop("seconds")
+        cleaned.append(record)
+    return cleaned
 
 
 def read_records(path: str | Path) -> list[Record]:
