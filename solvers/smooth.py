@@ -197,9 +197,11 @@ class SmoothBounds(SetForms):
 
     Validity is upward closed, so "no valid s ⊆ C with Σ s ≤ k" holds as soon as no s ⊆ C with
     Σ s = min(k, |C|) is valid: the bounds range over those sets only. Every unit's pre-activation
-    then lies between the minimum of a lower form and the maximum of an upper form over them (and
-    on the side of h_j(0), beyond its rigorous value at `base`), a far narrower range than over
-    all sets within k when k is large."""
+    then lies between the minimum of a lower form and the maximum of an upper form over them, a
+    far narrower range than over all sets within k when k is large. And h_j is monotone in s, so
+    it lies between its rigorous values at the smallest and the largest set that holds them all
+    (∅, or a node's fixed features, and C): an interval bound that is exact at its ends, and the
+    bound of the output that closes a node of `solvers.branch` whose C is itself invalid."""
 
     def __init__(self, net: Network, base: np.ndarray, target: np.ndarray, threshold: float) -> None:
         super().__init__(net, base, target, threshold)
@@ -211,42 +213,74 @@ class SmoothBounds(SetForms):
             and all(activation.name in SUPPORTED for activation in self.activations)
             and (self.upward or bool((move <= 0).all()))
         )
-        self.anchor = self._interval_pass(np.asarray(base, dtype=np.float64))
+        self.anchor = self._interval_pass(np.asarray(base, dtype=np.float64)[None, :])
 
-    def _interval_pass(self, point: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Rigorous (low [w], high [w]) of every layer's pre-activation at `point` [n]."""
-        low = high = point
+    def _interval_pass(self, points: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Rigorous (low [B, w], high [B, w]) of every layer's pre-activation at `points` [B, n]."""
+        low = high = points
         bounds = []
         for (weight, bias), activation in zip(self.layers, self.activations, strict=True):
             error = gamma(weight.shape[1] + 1)
-            h_low = weight @ low + bias - (error * (weight @ np.abs(low) + np.abs(bias)) * SAFETY + TINY)
-            h_high = weight @ high + bias + (error * (weight @ np.abs(high) + np.abs(bias)) * SAFETY + TINY)
+            h_low = low @ weight.T + bias - (error * (np.abs(low) @ weight.T + np.abs(bias)) * SAFETY + TINY)
+            h_high = high @ weight.T + bias + (error * (np.abs(high) @ weight.T + np.abs(bias)) * SAFETY + TINY)
             bounds.append((h_low, h_high))
             low, high = _enclose(activation, h_low, -1), _enclose(activation, h_high, +1)
         return bounds
 
-    def _output_layer(self, k: int, allowed: np.ndarray, rigorous: bool) -> tuple[np.ndarray, np.ndarray, _Form, _Form]:
-        """The output layer's pre-activation over the s ⊆ allowed [B, n] with Σ s = min(k, |allowed|):
-        bounds low [B, 1] ≤ h ≤ high [B, 1] (rigorous only if `rigorous`), and its lower and upper forms."""
-        sizes = np.minimum(k, allowed.sum(axis=1))
-        first = self.first_form(allowed, rigorous)
+    def _output_layer(
+        self, k: int | np.ndarray, allowed: np.ndarray, rigorous: bool, fixed: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, _Form, _Form]:
+        """The output layer's pre-activation over the s ⊆ allowed [B, n] with Σ s = min(k, |allowed|)
+        (with `fixed` [B, n] and k [B]: over the sets `fixed ∪ s`, s ⊆ allowed \\ fixed, Σ s =
+        min(k, |allowed \\ fixed|)): bounds low [B, 1] ≤ h ≤ high [B, 1] (rigorous only if
+        `rigorous`), and its lower and upper forms."""
+        free = allowed if fixed is None else allowed & ~fixed
+        sizes = np.minimum(k, free.sum(axis=1))
+        first = self.first_form(allowed, rigorous, fixed)
+        # h is monotone in s and every set lies between `fixed` (or ∅) and `allowed`: h there bounds h on the sets
+        anchors = self.anchor if fixed is None else self._interval_pass(np.where(fixed, self.target, self.base))
+        ceilings = self._interval_pass(np.where(allowed, self.target, self.base))
         lower_lines: list[tuple[np.ndarray, np.ndarray]] = []
         upper_lines: list[tuple[np.ndarray, np.ndarray]] = []
         for depth, activation in enumerate(self.activations):
             lower = first if depth == 0 else self.substitute(depth, lower_lines, first)
             upper = first if depth == 0 else self.substitute(depth, upper_lines, first)
-            low, low_radius = _exactly(lower, sizes, allowed, largest=False)
-            high, high_radius = _exactly(upper, sizes, allowed, largest=True)
+            low, low_radius = _exactly(lower, sizes, free, largest=False)
+            high, high_radius = _exactly(upper, sizes, free, largest=True)
             if rigorous:
                 low, high = low - low_radius, high + high_radius
-            anchor_low, anchor_high = self.anchor[depth]
-            low, high = (np.maximum(low, anchor_low), high) if self.upward else (low, np.minimum(high, anchor_high))
+            (anchor_low, anchor_high), (ceiling_low, ceiling_high) = anchors[depth], ceilings[depth]
+            if self.upward:
+                low, high = np.maximum(low, anchor_low), np.minimum(high, ceiling_high)
+            else:
+                low, high = np.maximum(low, ceiling_low), np.minimum(high, anchor_high)
             high = np.maximum(high, low)
             if depth == len(self.activations) - 1:
                 return low, high, lower, upper
             lower_lines.append(_lines(activation, low, high, upper=False))
             upper_lines.append(_lines(activation, low, high, upper=True))
         raise AssertionError("unreachable: the loop returns at the output layer")
+
+    def bound_and_form(
+        self,
+        k: np.ndarray,
+        allowed: np.ndarray,
+        fixed: np.ndarray,
+        minimum: bool,
+        reference: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The node bound of `solvers.branch`: over the sets `fixed ∪ s`, s ⊆ allowed \\ fixed, Σ s ≤ k
+        (fixed, allowed [B, n] bool, k [B]), (ĝ [B], r [B], shares [B, n]) with ĝ + r ≥ g(s) upward,
+        ĝ − r ≤ g(s) downward (`minimum`, which must be the direction's side; r is 0: ĝ is rigorous
+        itself), and the coefficients of the output's upper (lower) form over s. Upward closure
+        makes the sets with Σ s = min(k, |allowed \\ fixed|) enough. `reference` is not used."""
+        if minimum == self.upward:
+            raise ValueError("the bound's side is fixed by the direction of the moves")
+        low, high, lower, upper = self._output_layer(k, allowed, rigorous=True, fixed=fixed)
+        output = self.activations[-1]
+        value = _enclose(output, low, -1)[:, 0] if minimum else _enclose(output, high, +1)[:, 0]
+        form = lower if minimum else upper
+        return value, np.zeros_like(value), np.broadcast_to(form.coefficients[:, 0, :], allowed.shape)
 
     def extreme_output(self, k: int, allowed: np.ndarray, rigorous: bool = True) -> np.ndarray:
         """allowed [B, n] bool → [B]: upward ≥ g(s), downward ≤ g(s), for every s ⊆ allowed with

@@ -21,30 +21,32 @@ stays in force. Three things carry what one clause per round cannot:
   Every cut goes in also combined with the size row (`Cut.within`): on the plain knapsack next
   to `AtMost(s, k)` z3's pseudo-Boolean propagation stalls for seconds. A cut that no set within
   k satisfies refutes k at once.
-- *Branch and bound* (ReLU hidden layers, identity output; `solvers.branch`). Valid means
-  f > t: the question "a valid set within k?" goes to a branch and bound over sets instead of
-  the SAT loop: rigorous float bounds over all sets of a node (`solvers.subsets`) close whole
-  subtrees where the loop learns one clause per round. Measured on the 64-feature 32×32
-  benchmark nets, proofs that the loop left at the 5 s limit took 10–20 ms (a handful of
-  nodes); at 128 and 276 features the loop rarely finished. Valid means f ≤ t: only its root
-  node is tried (`_BELOW_NODES`), a lower bound tangent at a maximal invalid set; the tangent
-  cuts of the loop do the rest, and the loop (its z3 solver, its exact bounds) is built only
-  then. Elsewhere (leaky relu, hardtanh, steps), an instance that needs many rounds gets one
-  batch of maximal invalid sets grown along random orders, evaluated together.
+- *Branch and bound* (`solvers.branch`, every continuous monotone network). Each question "a
+  valid set within k?" goes first to a branch and bound over sets: exact probes and rigorous
+  float bounds over all sets of a node (`solvers.subsets` on ReLU networks, `solvers.smooth`
+  on the others) close whole subtrees where the loop learns one clause per round. Measured on
+  the 64-feature 32×32 ReLU benchmark nets, proofs that the loop left at the 5 s limit took
+  10–20 ms (a handful of nodes); at 128 and 276 features the loop rarely finished. On ReLU
+  networks with valid meaning f ≤ t only its root node is tried (`_BELOW_NODES`), a lower bound
+  tangent at a maximal invalid set; the tangent cuts of the loop do the rest, and the loop (its
+  z3 solver, its exact bounds) is built only then. Elsewhere the search runs to its answer, and
+  the loop runs only where the search met an undecided set (below) or on step networks, where an
+  instance that needs many rounds gets one batch of maximal invalid sets grown along random
+  orders, evaluated together.
 
 *Smooth units* (sigmoid, tanh, softplus, alone or mixed with piecewise-linear ones). f is then
 neither piecewise linear nor convex, so the exact cuts above do not apply; `solvers.smooth` gives
-rigorous float bounds instead, in both goal directions. Validity being upward closed, the search
-for size ≤ k looks for sets of size exactly k (`AtLeast` under an assumption of that bound only),
-and each k adds the cut of a linear bound of f over the sets of size k; maximal invalid sets are
-widened as above while that keeps paying (`_WIDEN_PATIENCE`). Each invalid proposal also grows
-`_SIBLINGS` maximal invalid sets along random orders, and batches of random maximal sets come at
-doubling intervals: on the standard suite's 24–40-feature sigmoid and tanh AXps these decided the
-instances that clauses alone left at the 10 s limit.
+rigorous float bounds instead, in both goal directions, for the branch and bound and for the
+loop. In the loop, validity being upward closed, the search for size ≤ k looks for sets of size
+exactly k (`AtLeast` under an assumption of that bound only), and each k adds the cut of a linear
+bound of f over the sets of size k; maximal invalid sets are widened as above while that keeps
+paying (`_WIDEN_PATIENCE`). Each invalid proposal also grows `_SIBLINGS` maximal invalid sets
+along random orders, and batches of random maximal sets come at doubling intervals.
 
 *Undecided sets.* A smooth set is judged by a rigorous enclosure (`verify.exact`, 256 bits); an
-enclosure that straddles the threshold (f = t exactly, say) decides nothing. Such a proposal is
-neither learned as invalid nor taken as valid: it is excluded alone and remembered. An unsat that
+enclosure that straddles the threshold (f = t exactly, say) decides nothing. The branch and bound
+stops at one that could matter, and the loop takes over. There such a proposal is neither
+learned as invalid nor taken as valid: it is excluded alone and remembered. An unsat that
 a set of size ≤ k so excluded could overturn is no proof: the answer is then FEASIBLE (a set
 within `at_most` is known) or ERROR, with a message naming the sets, never a verdict.
 
@@ -84,6 +86,7 @@ exists).
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -100,7 +103,7 @@ from ..verify.problem import Outcome, Problem, Status, stopped
 from . import hitting
 from .base import BaseSolver
 from .branch import NODE_LIMIT as _NODE_LIMIT
-from .branch import SubsetSearch
+from .branch import UNDECIDED_SET, SubsetSearch
 from .cuts import Cut, LinearBounds
 from .enumerate import Evaluator
 from .guard import report_incumbent
@@ -300,12 +303,19 @@ class _Lazy:
         self.random = np.random.default_rng(0)  # the orders of random maximal sets
         self.float_layers = [(weight.T, bias, activation) for weight, bias, activation in problem.net.torch_layers()]
         self.threshold = problem.threshold
-        if problem.net.is_piecewise_linear:
-            subsets = SubsetBounds(problem.net, base, target, problem.threshold)
-            if subsets.supported:
-                screen = lambda masks: ~self._float_invalid(masks)  # noqa: E731
-                reference = self.walk(np.zeros(self.n, dtype=bool), True).astype(np.float64) if self.goal_below else None
-                self.branch = SubsetSearch(subsets, self.judge, screen, self.goal_below, reference)
+        self.branch, self.branch_nodes = self._branch_and_bound(base, target)
+
+    def _branch_and_bound(self, base: np.ndarray, target: np.ndarray) -> tuple[SubsetSearch | None, int | None]:
+        """The branch and bound that answers each check first, and its nodes per check (None: no
+        limit): with the node bounds of `SubsetBounds` on ReLU networks (for f ≤ t its root only,
+        `_BELOW_NODES`), else of `SmoothBounds` on every continuous monotone network; None on others."""
+        search = functools.partial(SubsetSearch, self.n, self.threshold, self.judge, self._float_values, self.goal_below)
+        subsets = SubsetBounds(self.problem.net, base, target, self.threshold)
+        if subsets.supported:
+            reference = self.walk(np.zeros(self.n, dtype=bool), True).astype(np.float64) if self.goal_below else None
+            return search(subsets, reference), _BELOW_NODES if self.goal_below else None
+        smooth = SmoothBounds(self.problem.net, base, target, self.threshold)
+        return (search(smooth), None) if smooth.supported else (None, None)
 
     @cached_property
     def order(self) -> list[int]:
@@ -366,12 +376,12 @@ class _Lazy:
     def check(self, bound: int, deadline: float) -> Check:
         if self.branch is not None:
             # f > t: the branch and bound alone; f ≤ t: its root first (`_BELOW_NODES`), then the loop
-            raw, found = self.branch.search(bound, deadline, None if not self.goal_below else _BELOW_NODES)
+            raw, found = self.branch.search(bound, deadline, self.branch_nodes)
             if found is not None:
                 minimal = self.walk(found, False)
                 y = np.where(minimal, self.target.numpy(), self.base.numpy())
                 return raw, tuple(int(i) for i in np.flatnonzero(minimal)), y
-            if raw != _NODE_LIMIT:
+            if raw not in (_NODE_LIMIT, UNDECIDED_SET):
                 return raw, None, None
         if self.solver is None:
             self._start_loop()
@@ -504,12 +514,16 @@ class _Lazy:
         return grown[self.judge(grown) == _INVALID]
 
     @torch.no_grad()
-    def _float_invalid(self, masks: np.ndarray) -> np.ndarray:
-        """masks [B, n] bool → [B] bool: invalid by a plain float64 forward pass (not rigorous)."""
+    def _float_values(self, masks: np.ndarray) -> np.ndarray:
+        """masks [B, n] bool → [B] float64: g by a plain float64 forward pass (not rigorous)."""
         z = torch.where(torch.as_tensor(masks), self.target, self.base)
         for weight, bias, activation in self.float_layers:
             z = activation(torch.addmm(bias, z, weight))
-        above = (z[:, 0] > self.threshold).numpy()
+        return z[:, 0].numpy()
+
+    def _float_invalid(self, masks: np.ndarray) -> np.ndarray:
+        """masks [B, n] bool → [B] bool: invalid by a plain float64 forward pass (not rigorous)."""
+        above = self._float_values(masks) > self.threshold
         return above if self.goal_below else ~above
 
     def grow_from(self, start: np.ndarray, count: int, deadline: float = math.inf) -> np.ndarray:

@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 from bruteforce import random_network
 from cardinal.solvers.branch import NODE_LIMIT, SubsetSearch
+from cardinal.solvers.smooth import SmoothBounds
 from cardinal.solvers.subsets import SubsetBounds
+from cardinal.verify import Layer, Network
 from cardinal.verify.activations import Activation
 from cardinal.verify.exact import ExactNetwork
 
@@ -38,6 +40,11 @@ def _judge(net, base: np.ndarray, target: np.ndarray, threshold: float, below: b
         return 1 - above if below else above
 
     return judge
+
+
+def _values(net, base: np.ndarray, target: np.ndarray):
+    """g in plain float64 (the search's hint)."""
+    return lambda masks: net.forward(np.where(masks, target, base)).numpy().ravel()
 
 
 def _reference(judge, n: int) -> np.ndarray:
@@ -96,7 +103,7 @@ def test_search_agrees_with_brute_force_for_every_bound(below: bool) -> None:
             judge = _judge(net, base, target, threshold, below)
             reference = _reference(judge, n) if below and seed % 2 else None
             bounds = SubsetBounds(net, base, target, threshold)
-            search = SubsetSearch(bounds, judge, lambda m, j=judge: j(m) == 1, below, reference)
+            search = SubsetSearch(n, threshold, judge, _values(net, base, target), below, bounds, reference)
             sizes = S.sum(axis=1)
             valid = np.array([(v <= Fraction(threshold)) if below else (v > Fraction(threshold)) for v in g])
             for k in range(n + 1):
@@ -128,6 +135,119 @@ def test_search_never_refutes_a_set_valid_by_less_than_an_ulp(below: bool) -> No
                 threshold = float(best) if Fraction(float(best)) < best else float(np.nextafter(float(best), -np.inf))
             judge = _judge(net, base, target, threshold, below)
             bounds = SubsetBounds(net, base, target, threshold)
-            search = SubsetSearch(bounds, judge, lambda m, j=judge: j(m) == 1, below, _reference(judge, n) if below else None)
+            search = SubsetSearch(n, threshold, judge, _values(net, base, target), below, bounds, _reference(judge, n) if below else None)
             raw, found = search.search(k)
             assert raw == "sat" and found.sum() <= k and judge(found[None, :])[0] == 1
+
+
+SMOOTH = [("sigmoid", "sigmoid"), ("tanh", "tanh"), ("softplus", "tanh"), ("leaky_relu", "hardtanh"), ("relu", "sigmoid")]
+
+
+def _smooth_setting(seed: int, n: int, names: tuple[str, str], below: bool):
+    """A random monotone network with the hidden activations `names` (identity output), base and
+    target [n], every set S [2^n, n] and the enclosures of g(S)."""
+    rng = np.random.default_rng(seed)
+    layers, fan_in = [], n
+    for width, name in zip((6, 4, 1), (*names, "identity"), strict=True):
+        weight = np.abs(rng.normal(size=(width, fan_in))) / np.sqrt(fan_in)
+        bias = rng.normal(size=width) * 0.5 - 0.5 * weight.sum(axis=1)
+        activation = Activation.make(name, **({"slope": 0.1} if name == "leaky_relu" else {}))
+        layers.append(Layer(weight, bias, activation))
+        fan_in = width
+    net = Network(layers)
+    base, target = rng.uniform(size=n) * 0.5, 0.5 + rng.uniform(size=n) * 0.5
+    if below:
+        base, target = target, base
+    S = np.array(list(itertools.product([False, True], repeat=n)))
+    return net, base, target, S, ExactNetwork(net).outputs(np.where(S, target, base))
+
+
+def _exact_judge(net, base: np.ndarray, target: np.ndarray, threshold: float, below: bool):
+    """1 valid, 0 invalid, −1 where the enclosure straddles t (never in these tests' networks)."""
+    exact = ExactNetwork(net)
+
+    def judge(masks: np.ndarray) -> np.ndarray:
+        above = exact.predictions(np.where(masks, target, base), threshold).astype(np.int8)
+        return np.where(above < 0, -1, 1 - above if below else above).astype(np.int8)
+
+    return judge
+
+
+@pytest.mark.parametrize("names", SMOOTH, ids="+".join)
+@pytest.mark.parametrize("below", [False, True], ids=["above", "below"])
+def test_smooth_node_bounds_cover_every_set_of_the_node(names: tuple[str, str], below: bool) -> None:
+    """`SmoothBounds.bound_and_form` with features fixed in and a budget per node: ĝ ≥ (≤ below)
+    every g(fixed ∪ s), s ⊆ allowed \\ fixed within the budget, as enclosures; the shares of the
+    features outside the node's free ones are zero; and some node is closed by it."""
+    n = 7
+    closed = 0
+    for seed in range(3):
+        net, base, target, S, enclosures = _smooth_setting(seed + 40, n, names, below)
+        values = sorted(float(e.lower) for e in enclosures)
+        threshold = values[len(values) // 3 if below else len(values) * 2 // 3]
+        bounds = SmoothBounds(net, base, target, threshold)
+        assert bounds.supported and bounds.upward != below
+        rng = np.random.default_rng(seed)
+        allowed = rng.uniform(size=(24, n)) < 0.75
+        fixed = allowed & (rng.uniform(size=(24, n)) < 0.3)
+        budget = rng.integers(0, n + 1, size=24)
+        value, radius, shares = bounds.bound_and_form(budget, allowed, fixed, minimum=below)
+        assert shares.shape == (24, n) and not shares[~(allowed & ~fixed)].any() and (radius == 0).all()
+        for row in range(24):
+            inside = (~(S & ~allowed[row]).any(axis=1)) & (S & fixed[row] == fixed[row]).all(axis=1)
+            inside &= (S & ~fixed[row]).sum(axis=1) <= budget[row]
+            node = [e for e, within in zip(enclosures, inside, strict=True) if within]
+            if below:
+                assert all(Fraction(value[row]) <= e.lower for e in node)
+                closed += Fraction(value[row]) > Fraction(threshold)
+            else:
+                assert all(Fraction(value[row]) >= e.upper for e in node)
+                closed += Fraction(value[row]) <= Fraction(threshold)
+    assert closed > 0
+
+
+@pytest.mark.parametrize("names", SMOOTH, ids="+".join)
+@pytest.mark.parametrize("below", [False, True], ids=["above", "below"])
+def test_search_on_continuous_networks_agrees_with_brute_force(names: tuple[str, str], below: bool, monkeypatch) -> None:
+    """With the smooth node bounds or none, probing every node or none, leaves of one set or of
+    many: "sat" iff some set within k is valid (the set returned being one), else "unsat"."""
+    import cardinal.solvers.branch as branch
+
+    n = 8
+    for seed, (leaf, probe, with_bounds) in enumerate([(1, 0, True), (1, n, True), (64, n, False), (1, n, False)]):
+        monkeypatch.setattr(branch, "_LEAF_SETS", leaf)
+        monkeypatch.setattr(branch, "_PROBE_FREE", probe)
+        net, base, target, S, enclosures = _smooth_setting(seed + 60, n, names, below)
+        sizes = S.sum(axis=1)
+        for quantile in (0.1, 0.4, 0.8):
+            lows = sorted(float(e.lower) for e in enclosures)
+            threshold = lows[int(len(lows) * quantile)]
+            t = Fraction(threshold)
+            valid = np.array([(e.upper <= t) if below else (e.lower > t) for e in enclosures])
+            judge = _exact_judge(net, base, target, threshold, below)
+            bounds = SmoothBounds(net, base, target, threshold) if with_bounds else None
+            search = SubsetSearch(n, threshold, judge, _values(net, base, target), below, bounds)
+            for k in range(n + 1):
+                raw, found = search.search(k)
+                exists = bool((valid & (sizes <= k)).any())
+                assert raw == ("sat" if exists else "unsat"), (names, seed, quantile, k)
+                if exists:
+                    assert found.sum() <= k and judge(found[None, :])[0] == 1
+
+
+def test_probe_closes_invalid_nodes_and_forces_what_every_valid_set_needs() -> None:
+    """`_probe`: a node whose `allowed` is invalid closes; a free feature without which `allowed`
+    is invalid is fixed in; a node whose `allowed` fits within k answers with it when valid."""
+    n = 5
+    # valid iff the set holds features 0 and 1 and at least one of 2, 3 (upward closed)
+    judge = lambda masks: (masks[:, 0] & masks[:, 1] & (masks[:, 2] | masks[:, 3])).astype(np.int8)  # noqa: E731
+    search = SubsetSearch(n, 0.5, judge, lambda masks: masks.sum(axis=1).astype(float), below=False)
+    allowed = np.array([[1, 1, 1, 1, 1], [0, 1, 1, 1, 1], [1, 1, 1, 0, 0]], dtype=bool)
+    fixed = np.zeros_like(allowed)
+    found, open_rows, shares = search._probe(2, fixed, allowed)
+    assert found is None and open_rows.tolist() == [True, False, False]  # row 2 needs 3 features: more than k
+    assert fixed[0].tolist() == [True, True, False, False, False]  # 2 and 3 replace each other: neither forced
+    assert fixed[2].tolist() == [True, True, True, False, False]
+    assert shares.shape == (3, n) and (shares[0] == 1).all() and not shares[2, 3:].any()
+    found, open_rows, _ = search._probe(3, np.zeros((1, n), dtype=bool), allowed[2:])
+    assert found.tolist() == [True, True, True, False, False]  # allowed fits within k and is valid
