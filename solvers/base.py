@@ -19,7 +19,6 @@ import numpy as np
 
 from ..verify.domain import Domain
 from ..verify.errors import InputError
-from ..verify.exact import check_monotone_explanation
 from ..verify.network import Network
 from ..verify.problem import DEFAULT_EPSILON, Outcome, Problem, Status
 from .guard import GuardedSolver
@@ -117,7 +116,7 @@ def replay(problem: Problem, outcome: Outcome) -> Outcome:
     if outcome.status in (Status.FEASIBLE, Status.OPTIMAL) and problem.kind == "contrastive" and not features:
         return replace(outcome.refuted("an empty set is never a contrastive explanation"), replayed=True)
     if problem.monotone:
-        valid = check_monotone_explanation(problem.exact, problem.x, features, problem.kind, problem.domain, problem.threshold)
+        valid = problem.is_explanation(features)
         reason = f"exact check: {set(features)} is not a {problem.kind} explanation"
     elif problem.kind == "contrastive":
         valid, reason = _check_witness(problem, features, outcome.witness)

@@ -20,7 +20,7 @@ min(k − |fixed|, |allowed \\ fixed|) are the ones that matter. Per node, in ba
   first layer's constant and the budget k − |fixed|, bounds g over the node's sets rigorously,
   from above (g > t) or below (g ≤ t): a bound on the wrong side of t closes the node;
 - otherwise the node's likely best set (fixed plus the open features of largest share, up to the
-  budget) is screened in float and, if it passes, judged exactly; a valid one ends the search;
+  budget) is judged exactly; a valid one ends the search;
 - otherwise it branches on the open feature of largest share: in (if the budget allows) or out.
   A share is the feature's coefficient in the bound's output form, or without a bound how far g
   moves in float64 when the feature leaves `allowed`.
@@ -69,8 +69,8 @@ UNDECIDED_SET = "unknown (undecided set)"
 class SubsetSearch:
     """The branch and bound of the module docstring for one problem over n features.
 
-    `judge(masks [B, n] bool) -> [B] int8`: 1 valid, 0 invalid, −1 undecided, exactly.
-    `value(masks [B, n] bool) -> [B] float64`: g in plain float64 (a hint, never a proof).
+    `evaluate(masks [B, n] bool) -> (verdicts [B] int8, values [B] float64)`: validity exactly
+    (1 valid, 0 invalid, −1 undecided), and g in float64 (a hint, never a proof).
     `below`: valid means g ≤ t (else g > t). `bounds`: the node bounds (`bound_and_form` of
     `SubsetBounds` or `solvers.smooth.SmoothBounds`), or None to branch on the probes alone;
     `reference` [n] in [0,1]^n: with `below`, the point where the lower lines of `SubsetBounds`
@@ -80,22 +80,15 @@ class SubsetSearch:
         self,
         n: int,
         threshold: float,
-        judge: Callable[[np.ndarray], np.ndarray],
-        value: Callable[[np.ndarray], np.ndarray],
+        evaluate: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
         below: bool = False,
         bounds: SubsetBounds | SmoothBounds | None = None,
         reference: np.ndarray | None = None,
     ) -> None:
-        self.n, self.judge, self.value, self.below = n, judge, value, below
+        self.n, self.evaluate, self.below = n, evaluate, below
         self.bounds, self.reference = bounds, reference
-        self.float_threshold = threshold
         self.threshold = Fraction(threshold)
         self.nodes = 0  # bounded so far (over every search)
-
-    def screen(self, masks: np.ndarray) -> np.ndarray:
-        """masks [B, n] bool → [B] bool: valid in plain float64."""
-        values = self.value(masks)
-        return values <= self.float_threshold if self.below else values > self.float_threshold
 
     def search(self, k: int, deadline: float = math.inf, nodes: int | None = None) -> tuple[str, np.ndarray | None]:
         """("sat", a valid set [n] bool within k), ("unsat", None): none within k, or
@@ -148,7 +141,7 @@ class SubsetSearch:
         if small.any():
             sets = np.concatenate([_subsets(f, int(b)) for f, b in zip(free[small], sizes[small], strict=True)])
             sets |= np.repeat(fixed[small], counts[small], axis=0)
-            verdicts = self.judge(sets)
+            verdicts, _ = self.evaluate(sets)
             if (verdicts == 1).any():
                 return sets[np.argmax(verdicts == 1)], open_rows, shares
             if (verdicts < 0).any():
@@ -173,11 +166,9 @@ class SubsetSearch:
             rows = rows[~closed]
         if len(rows):
             best = _likely_best(fixed[rows], allowed[rows], shares[rows], k)
-            hopeful = self.screen(best)
-            if hopeful.any():
-                verdicts = self.judge(best[hopeful])
-                if (verdicts == 1).any():
-                    return best[hopeful][np.argmax(verdicts == 1)], open_rows, shares
+            verdicts, _ = self.evaluate(best)
+            if (verdicts == 1).any():
+                return best[np.argmax(verdicts == 1)], open_rows, shares
         return None, open_rows, shares
 
     def _probe(self, k: int, fixed: np.ndarray, allowed: np.ndarray) -> tuple[np.ndarray | str | None, np.ndarray, np.ndarray]:
@@ -192,10 +183,9 @@ class SubsetSearch:
         rows, features = np.nonzero(free & (free.sum(axis=1) <= _PROBE_FREE)[:, None])
         probes = np.concatenate([allowed, allowed[rows]])
         probes[len(allowed) + np.arange(len(rows)), features] = False
-        values = self.value(probes)
+        verdicts, values = self.evaluate(probes)
         shares = np.zeros(allowed.shape)
         shares[rows, features] = np.abs(values[len(allowed) :] - values[rows])
-        verdicts = self.judge(probes)
         whole, without = verdicts[: len(allowed)], verdicts[len(allowed) :]
         fixed[rows[without == 0], features[without == 0]] = True
         open_rows = (whole != 0) & (fixed.sum(axis=1) <= k)

@@ -49,7 +49,7 @@ class Evaluator:
     def __init__(self, problem: Problem, device: str | torch.device = "cpu") -> None:
         self.problem = problem
         self.device = torch.device(device)
-        self.forward = BoundedForward(problem.net, self.device, problem.exact)
+        self.forward = problem.decider if self.device.type == "cpu" else BoundedForward(problem.net, self.device, problem.exact)
 
     def predictions(self, Y: torch.Tensor) -> torch.Tensor:
         """Y [B, n] float64 on the device → [B] int8 on the device: p(y) ∈ {0, 1}, or −1 where an

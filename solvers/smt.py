@@ -50,7 +50,7 @@ learned as invalid nor taken as valid: it is excluded alone and remembered. An u
 a set of size ≤ k so excluded could overturn is no proof: the answer is then FEASIBLE (a set
 within `at_most` is known) or ERROR, with a message naming the sets, never a verdict.
 
-Evaluations are rigorous (`solvers.enumerate.Evaluator`: float64 with a forward error bound,
+Evaluations are rigorous (`Problem.decider`, `verify.bounds`: float64 with a forward error bound,
 exact dyadic arithmetic or a 256-bit enclosure near the threshold). Measured on the 28-feature 32×32 benchmark nets:
 these took the median certification from 1.6 s (clauses alone) to 24 ms, and the slowest of 24
 from over 5 s to 1.6 s (`bench/results/solvers.md`). The full encoding below cannot certify these
@@ -105,7 +105,6 @@ from .base import BaseSolver
 from .branch import NODE_LIMIT as _NODE_LIMIT
 from .branch import UNDECIDED_SET, SubsetSearch
 from .cuts import Cut, LinearBounds
-from .enumerate import Evaluator
 from .guard import report_incumbent
 from .smooth import SmoothBounds
 from .subsets import SubsetBounds
@@ -153,7 +152,7 @@ class Z3Solver(BaseSolver):
         if strategy not in STRATEGIES:
             raise InputError(f"unknown z3 strategy {strategy!r} (use {' or '.join(STRATEGIES)})")
         self.strategy = strategy
-        self.context: z3.Context | None = z3.Context()
+        self.context: z3.Context | None = None
 
     def close(self) -> None:
         """Drop the z3 context (and with it every solver and term of this backend)."""
@@ -164,7 +163,9 @@ class Z3Solver(BaseSolver):
         if not problem.net.is_piecewise_linear and not (problem.monotone and self.strategy == "auto"):
             message = "z3 needs piecewise-linear activations, or a monotone network and the lazy strategy"
             return self.outcome(Status.UNSUPPORTED, started, message=message)
-        self.context = z3.Context()  # fresh per call, so that no answer depends on the calls before it
+        # A fresh context per call, so that no answer depends on the calls before it; made only where
+        # z3 runs (making one takes about 4 ms, a third of a typical call that the branch and bound answers).
+        self.context = None
         deadline = started + time_limit
         try:
             fields = self._dispatch(problem, at_most, deadline)
@@ -174,6 +175,7 @@ class Z3Solver(BaseSolver):
 
     def _dispatch(self, problem: Problem, at_most: int | None, deadline: float) -> dict:
         if not problem.monotone:
+            self.context = z3.Context()
             encoding = _Encoding(problem, self.context)
             if problem.kind == "contrastive":
                 return _descend(encoding.check, problem.n, at_most, None, deadline)
@@ -188,8 +190,9 @@ class Z3Solver(BaseSolver):
             return {"status": Status.OPTIMAL, "solution": ()}
         base, target = problem.base, problem.target
         if self.strategy == "encode":
+            self.context = z3.Context()
             return _descend(_Encoding(problem, self.context, base, target).check, problem.n, at_most, None, deadline)
-        lazy = _Lazy(problem, self.context, base, target)
+        lazy = _Lazy(problem, base, target)
         if flips is None:  # p(x') undecided: the empty set may be an AXp, so no lower bound holds
             lazy.undecided.append(np.zeros(problem.n, dtype=bool))
         fields = _descend(lazy.check, problem.n, at_most, lazy.first_solution(), deadline)
@@ -280,10 +283,9 @@ def _run(solver: z3.Solver, assumptions: Sequence[z3.BoolRef], deadline: float) 
 class _Lazy:
     """Monotone networks: z3 proposes sets, exact evaluation judges them (module docstring)."""
 
-    def __init__(self, problem: Problem, context: z3.Context, base: np.ndarray, target: np.ndarray) -> None:
-        self.evaluator = Evaluator(problem)
-        self.context = context
-        self.base, self.target = torch.as_tensor(base), torch.as_tensor(target)
+    def __init__(self, problem: Problem, base: np.ndarray, target: np.ndarray) -> None:
+        self.base_array, self.target_array = np.asarray(base, dtype=np.float64), np.asarray(target, dtype=np.float64)
+        self.base, self.target = torch.as_tensor(self.base_array), torch.as_tensor(self.target_array)
         self.valid_when = 1 if problem.kind == "contrastive" else 0
         self.goal_below = (self.valid_when == 1) == (problem.prediction == 1)  # valid iff f ≤ t
         # Bounds: exact linear ones on piecewise-linear networks (tangent cuts for f ≤ t, cardinality
@@ -301,7 +303,6 @@ class _Lazy:
         self.open_sets: list[np.ndarray] = []  # those within the bound of the last unsat
         self.n = problem.n
         self.random = np.random.default_rng(0)  # the orders of random maximal sets
-        self.float_layers = [(weight.T, bias, activation) for weight, bias, activation in problem.net.torch_layers()]
         self.threshold = problem.threshold
         self.branch, self.branch_nodes = self._branch_and_bound(base, target)
 
@@ -309,7 +310,7 @@ class _Lazy:
         """The branch and bound that answers each check first, and its nodes per check (None: no
         limit): with the node bounds of `SubsetBounds` on ReLU networks (for f ≤ t its root only,
         `_BELOW_NODES`), else of `SmoothBounds` on every continuous monotone network; None on others."""
-        search = functools.partial(SubsetSearch, self.n, self.threshold, self.judge, self._float_values, self.goal_below)
+        search = functools.partial(SubsetSearch, self.n, self.threshold, self.evaluate, self.goal_below)
         subsets = SubsetBounds(self.problem.net, base, target, self.threshold)
         if subsets.supported:
             reference = self.walk(np.zeros(self.n, dtype=bool), True).astype(np.float64) if self.goal_below else None
@@ -326,8 +327,9 @@ class _Lazy:
         return [int(i) for i in np.argsort(single if goal_is_one else -single, kind="stable")]
 
     def _start_loop(self) -> None:
-        """The SAT loop's solver, literals and bounds (only where the branch and bound left a check open)."""
-        problem, context = self.problem, self.context
+        """The SAT loop's solver (in a z3 context of its own), literals and bounds (only where the
+        branch and bound left a check open)."""
+        problem, context = self.problem, z3.Context()
         base, target = self.base.numpy(), self.target.numpy()
         if problem.net.is_piecewise_linear:
             bounds = LinearBounds(problem.net, base, target, problem.threshold)
@@ -358,8 +360,13 @@ class _Lazy:
         """masks [B, n] bool → [B] int8: is `base with the mask set to target` valid, exactly:
         `_VALID`, `_INVALID`, or `_UNSURE` where a smooth enclosure straddles the threshold (never
         on piecewise-linear networks)."""
-        flips = self.evaluator.flips(torch.where(torch.as_tensor(masks), self.target, self.base)).numpy()
-        return np.where(flips < 0, _UNSURE, np.where(flips == self.valid_when, _VALID, _INVALID)).astype(np.int8)
+        return self.evaluate(masks)[0]
+
+    def evaluate(self, masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """`judge`, and g [B] in float64 (a hint), from one forward pass (`Problem.decider`, in numpy)."""
+        predicted, f = self.problem.decider.decide(np.where(masks, self.target_array, self.base_array), self.threshold)
+        valid = (predicted != self.problem.prediction) == (self.valid_when == 1)
+        return np.where(predicted < 0, _UNSURE, np.where(valid, _VALID, _INVALID)).astype(np.int8), f
 
     def walk(self, chosen: np.ndarray, setting: bool) -> np.ndarray:
         """Set features to `setting` in `order` while the set stays surely invalid (True: grows an
@@ -513,17 +520,18 @@ class _Lazy:
             grown[still_invalid] = trial[still_invalid]
         return grown[self.judge(grown) == _INVALID]
 
+    @cached_property
+    def float_layers(self) -> list[tuple[torch.Tensor, torch.Tensor, torch.nn.Module]]:
+        """(W^T, b, σ) per layer as torch float64 (`_float_invalid`)."""
+        return [(weight.T, bias, activation) for weight, bias, activation in self.problem.net.torch_layers()]
+
     @torch.no_grad()
-    def _float_values(self, masks: np.ndarray) -> np.ndarray:
-        """masks [B, n] bool → [B] float64: g by a plain float64 forward pass (not rigorous)."""
+    def _float_invalid(self, masks: np.ndarray) -> np.ndarray:
+        """masks [B, n] bool → [B] bool: invalid by a plain float64 forward pass (not rigorous)."""
         z = torch.where(torch.as_tensor(masks), self.target, self.base)
         for weight, bias, activation in self.float_layers:
             z = activation(torch.addmm(bias, z, weight))
-        return z[:, 0].numpy()
-
-    def _float_invalid(self, masks: np.ndarray) -> np.ndarray:
-        """masks [B, n] bool → [B] bool: invalid by a plain float64 forward pass (not rigorous)."""
-        above = self._float_values(masks) > self.threshold
+        above = (z[:, 0] > self.threshold).numpy()
         return above if self.goal_below else ~above
 
     def grow_from(self, start: np.ndarray, count: int, deadline: float = math.inf) -> np.ndarray:

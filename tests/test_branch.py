@@ -42,9 +42,9 @@ def _judge(net, base: np.ndarray, target: np.ndarray, threshold: float, below: b
     return judge
 
 
-def _values(net, base: np.ndarray, target: np.ndarray):
-    """g in plain float64 (the search's hint)."""
-    return lambda masks: net.forward(np.where(masks, target, base)).numpy().ravel()
+def _evaluate(judge, net, base: np.ndarray, target: np.ndarray):
+    """The search's `evaluate`: `judge`'s exact verdicts, and g in plain float64 (its hint)."""
+    return lambda masks: (judge(masks), net.forward(np.where(masks, target, base)).numpy().ravel())
 
 
 def _reference(judge, n: int) -> np.ndarray:
@@ -103,7 +103,7 @@ def test_search_agrees_with_brute_force_for_every_bound(below: bool) -> None:
             judge = _judge(net, base, target, threshold, below)
             reference = _reference(judge, n) if below and seed % 2 else None
             bounds = SubsetBounds(net, base, target, threshold)
-            search = SubsetSearch(n, threshold, judge, _values(net, base, target), below, bounds, reference)
+            search = SubsetSearch(n, threshold, _evaluate(judge, net, base, target), below, bounds, reference)
             sizes = S.sum(axis=1)
             valid = np.array([(v <= Fraction(threshold)) if below else (v > Fraction(threshold)) for v in g])
             for k in range(n + 1):
@@ -135,7 +135,7 @@ def test_search_never_refutes_a_set_valid_by_less_than_an_ulp(below: bool) -> No
                 threshold = float(best) if Fraction(float(best)) < best else float(np.nextafter(float(best), -np.inf))
             judge = _judge(net, base, target, threshold, below)
             bounds = SubsetBounds(net, base, target, threshold)
-            search = SubsetSearch(n, threshold, judge, _values(net, base, target), below, bounds, _reference(judge, n) if below else None)
+            search = SubsetSearch(n, threshold, _evaluate(judge, net, base, target), below, bounds, _reference(judge, n) if below else None)
             raw, found = search.search(k)
             assert raw == "sat" and found.sum() <= k and judge(found[None, :])[0] == 1
 
@@ -226,7 +226,7 @@ def test_search_on_continuous_networks_agrees_with_brute_force(names: tuple[str,
             valid = np.array([(e.upper <= t) if below else (e.lower > t) for e in enclosures])
             judge = _exact_judge(net, base, target, threshold, below)
             bounds = SmoothBounds(net, base, target, threshold) if with_bounds else None
-            search = SubsetSearch(n, threshold, judge, _values(net, base, target), below, bounds)
+            search = SubsetSearch(n, threshold, _evaluate(judge, net, base, target), below, bounds)
             for k in range(n + 1):
                 raw, found = search.search(k)
                 exists = bool((valid & (sizes <= k)).any())
@@ -241,7 +241,7 @@ def test_probe_closes_invalid_nodes_and_forces_what_every_valid_set_needs() -> N
     n = 5
     # valid iff the set holds features 0 and 1 and at least one of 2, 3 (upward closed)
     judge = lambda masks: (masks[:, 0] & masks[:, 1] & (masks[:, 2] | masks[:, 3])).astype(np.int8)  # noqa: E731
-    search = SubsetSearch(n, 0.5, judge, lambda masks: masks.sum(axis=1).astype(float), below=False)
+    search = SubsetSearch(n, 0.5, lambda masks: (judge(masks), masks.sum(axis=1).astype(float)), below=False)
     allowed = np.array([[1, 1, 1, 1, 1], [0, 1, 1, 1, 1], [1, 1, 1, 0, 0]], dtype=bool)
     fixed = np.zeros_like(allowed)
     found, open_rows, shares = search._probe(2, fixed, allowed)

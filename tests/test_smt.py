@@ -115,7 +115,7 @@ def test_grown_random_sets_are_maximal_and_invalid() -> None:
     net = random_network(rng, 7, (4, 3), PWL[0])
     x = rng.uniform(size=7)
     problem = Problem.make(net, x, "contrastive", Domain.unit(7), float(net.forward(x)) - 0.3)
-    lazy = _Lazy(problem, z3.Context(), x, problem.counterpoint)
+    lazy = _Lazy(problem, x, problem.counterpoint)
     grown = lazy.grow_random(40)
     assert (lazy.judge(grown) == _INVALID).all()
     for row in grown:
@@ -286,12 +286,17 @@ def test_unsupported_and_bad_strategy() -> None:
 
 
 def test_close_drops_the_context_and_reopens() -> None:
-    backend = Z3Solver()
+    """A call makes a fresh z3 context where z3 runs (not before); `close` drops it, and the
+    backend answers again afterwards."""
+    net = Network([Layer(np.ones((1, 2)), np.array([-1.5]), Activation.make("relu"))])
+    problem = Problem.make(net, np.ones(2), "contrastive")
+    backend = Z3Solver("encode")
+    assert backend.context is None
     with backend:
+        assert solve_problem(backend, problem, None, 5.0).size == 1
         assert backend.context is not None
     assert backend.context is None
-    net = Network([Layer(np.ones((1, 2)), np.array([-1.5]), Activation.make("relu"))])
-    found = solve_problem(backend, Problem.make(net, np.ones(2), "contrastive"), None, 5.0)
+    found = solve_problem(backend, problem, None, 5.0)
     assert found.status == Status.OPTIMAL and found.size == 1
 
 

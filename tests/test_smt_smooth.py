@@ -120,7 +120,7 @@ def test_undecided_sets_are_never_proofs() -> None:
     enclosures: z3 must neither claim 3 minimal (taking the 2-sets as invalid) nor 2 proved (taking
     them as valid), nor "none within 2"."""
     problem = Problem.make(_tie_network(-1.0), np.ones(3), "contrastive", Domain.unit(3), 0.5)
-    lazy = _Lazy(problem, __import__("z3").Context(), problem.base, problem.target)
+    lazy = _Lazy(problem, problem.base, problem.target)
     assert lazy.judge(np.array([[True, True, False], [True, True, True], [True, False, False]])).tolist() == [
         _UNSURE,
         _VALID,
@@ -164,13 +164,12 @@ def test_smooth_networks_outside_the_lazy_loop_are_unsupported() -> None:
 def test_grown_sets_are_maximal_invalid_supersets(kind: str) -> None:
     """`grow_from` (all orders at once, prefix batches) and `grow_random` (float steps, rigorous
     filter) give surely invalid sets to which no feature can be added without making them valid."""
-    import z3
 
     rng = np.random.default_rng(11)
     net = _network(rng, 9, (6, 4), ("sigmoid", "tanh"))
     x = rng.uniform(size=9)
     problem = Problem.make(net, x, kind, Domain.unit(9), float(net.forward(x)) + 0.05)
-    lazy = _Lazy(problem, z3.Context(), problem.base, problem.target)
+    lazy = _Lazy(problem, problem.base, problem.target)
     singles = np.eye(9, dtype=bool)
     start = singles[np.flatnonzero(lazy.judge(singles) == _INVALID)[0]]  # a surely invalid singleton
     for grown in (lazy.grow_from(start, 12), lazy.grow_random(30), lazy.grow_random(30)):

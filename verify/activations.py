@@ -16,6 +16,7 @@ from fractions import Fraction
 from typing import Any, ClassVar
 
 import mpmath
+import numpy as np
 import torch
 from torch import nn
 
@@ -347,7 +348,7 @@ class Activation:
         """Smooth activations only: σ(x) at mpmath's working precision."""
         return self._family.real(x)
 
-    def float_error(self, z: torch.Tensor, bound: torch.Tensor) -> torch.Tensor:
+    def float_error(self, z: torch.Tensor | np.ndarray, bound: torch.Tensor | np.ndarray) -> torch.Tensor | np.ndarray:
         """A rigorous bound [same shape] on |float σ(h) − σ(h*)| given |h − h*| ≤ bound and the
         computed z = σ(h) (continuous activations only)."""
         family = self._family
@@ -355,7 +356,7 @@ class Activation:
             raise ValueError(f"{self.name} is discontinuous: no error bound through it")
         grown = bound * family.lipschitz(dict(self.params))
         if family.relative_error:
-            grown = grown + family.relative_error * z.abs()
+            grown = grown + family.relative_error * abs(z)
         return grown + family.absolute_error if family.absolute_error else grown
 
 

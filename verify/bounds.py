@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 from .activations import Activation
@@ -25,52 +26,62 @@ from .exact import ExactNetwork
 from .network import Network
 from .rounding import SAFETY, TINY, UNIT_ROUNDOFF, gamma
 
+Array = torch.Tensor | np.ndarray
+
 
 class BoundedForward:
-    """float64 forward passes of `net` on `device`, each output with a rigorous error bound."""
+    """float64 forward passes of `net`, each output with a rigorous error bound: on `device` for
+    torch tensors, and on the CPU in numpy for numpy arrays (the same code; numpy's call overhead
+    is about a third of torch's, which dominates the small batches of the exact solvers)."""
 
     def __init__(self, net: Network, device: str | torch.device = "cpu", exact: ExactNetwork | None = None) -> None:
         self.device = torch.device(device)
         self.exact = exact if exact is not None else ExactNetwork(net)
-        self.layers = []
+        self.arrays = []  # per layer: W^T [in, out], |W|^T, b [out], γ·|b|, γ = γ_{in+1}, activation
         for layer in net.layers:
-            weight_t = torch.tensor(layer.weight.T, dtype=torch.float64, device=self.device)
-            bias = torch.tensor(layer.bias, dtype=torch.float64, device=self.device)
+            weight_t = np.ascontiguousarray(layer.weight.T, dtype=np.float64)
             term_gamma = gamma(layer.weight.shape[1] + 1)
-            self.layers.append((weight_t, weight_t.abs(), bias, term_gamma * bias.abs(), term_gamma, layer.activation))
+            bias = np.asarray(layer.bias, dtype=np.float64)
+            self.arrays.append((weight_t, np.abs(weight_t), bias, term_gamma * np.abs(bias), term_gamma, layer.activation))
+        self.layers = [
+            (*(torch.tensor(a, device=self.device) for a in arrays[:4]), *arrays[4:]) for arrays in self.arrays
+        ]  # the same as torch tensors on the device
 
-    def __call__(self, Y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Y [B, n] float64 on the device → (f [B], bound [B], unsure [B] bool): the exact output
-        lies within `bound` of f unless the row is unsure (a step unit within its bound of its
-        breakpoint, or an overflow)."""
+    def __call__(self, Y: Array) -> tuple[Array, Array, Array]:
+        """Y [B, n] float64 (a tensor on the device, or a numpy array) → (f [B], bound [B], unsure
+        [B] bool) of its kind: the exact output lies within `bound` of f unless the row is unsure
+        (a step unit within its bound of its breakpoint, or an overflow)."""
         f, bound, unsure, _ = self.trace(Y, keep=False)
         return f, bound, unsure
 
     @torch.no_grad()
     def trace(
-        self, Y: torch.Tensor, keep: bool = True, first: tuple[torch.Tensor, torch.Tensor] | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, list[tuple[Activation, torch.Tensor, torch.Tensor]]]:
+        self, Y: Array, keep: bool = True, first: tuple[Array, Array] | None = None
+    ) -> tuple[Array, Array, Array, list[tuple[Activation, Array, Array]]]:
         """Like calling, and also (with `keep`) every layer's activation, pre-activation h [B, w]
         and its bound [B, w]. `first`: the first layer's (h, bound), computed already (then Y
         is not read)."""
-        z, error = Y, None
-        unsure = torch.zeros(Y.shape[0], dtype=torch.bool, device=self.device)
+        numpy = isinstance(Y if first is None else first[0], np.ndarray)
+        z, error, unsure = Y, None, None
         kept = []
-        for number, (weight_t, abs_weight_t, bias, abs_bias_term, term_gamma, activation) in enumerate(self.layers):
-            if number == 0 and first is not None:
-                h, bound = first
-            else:
-                h = torch.addmm(bias, z, weight_t)
-                spread = term_gamma * z.abs() if error is None else torch.add(error, z.abs(), alpha=term_gamma)
-                bound = torch.addmm(abs_bias_term, spread, abs_weight_t).mul_(SAFETY).add_(TINY)
-            if keep:
-                kept.append((activation, h, bound))
-            z, error, stepped = _activate(activation, h, bound)
-            if stepped is not None:
-                unsure |= stepped
-        bound = error[:, 0] * SAFETY + TINY
-        unsure |= ~torch.isfinite(z[:, 0]) | ~torch.isfinite(bound)
-        return z[:, 0], bound, unsure, kept
+        with np.errstate(all="ignore"):  # an overflow makes its row unsure, as in torch (which does not warn)
+            for number, (weight_t, abs_weight_t, bias, abs_bias_term, term_gamma, activation) in enumerate(
+                self.arrays if numpy else self.layers
+            ):
+                if number == 0 and first is not None:
+                    h, bound = first
+                else:
+                    h = _affine(bias, z, weight_t)
+                    spread = term_gamma * abs(z) if error is None else error + term_gamma * abs(z)
+                    bound = _affine(abs_bias_term, spread, abs_weight_t) * SAFETY + TINY
+                if keep:
+                    kept.append((activation, h, bound))
+                z, error, stepped = _activate(activation, h, bound)
+                if stepped is not None:
+                    unsure = stepped if unsure is None else unsure | stepped
+            f, bound = z[:, 0], error[:, 0] * SAFETY + TINY
+            overflow = ~(np.isfinite(f + bound) if numpy else torch.isfinite(f + bound))  # also where either is not finite
+        return f, bound, overflow if unsure is None else unsure | overflow, kept
 
     @torch.no_grad()
     def single_moves(self, base: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -89,18 +100,27 @@ class BoundedForward:
         width = h.shape[1]
         return torch.cat([h, h_moved.reshape(r * n, width)]), torch.cat([bound, bound_moved.reshape(r * n, width)])
 
-    def predictions(self, Y: torch.Tensor, threshold: float) -> torch.Tensor:
-        """Y [B, n] float64 → [B] int8 on the device: p(y) ∈ {0, 1} decided exactly, or −1 where
-        an exact enclosure straddles the threshold (smooth networks only)."""
+    def predictions(self, Y: Array, threshold: float) -> Array:
+        """Y [B, n] float64 → [B] int8 of its kind: p(y) ∈ {0, 1} decided exactly, or −1 where an
+        exact enclosure straddles the threshold (smooth networks only)."""
+        return self.decide(Y, threshold)[0]
+
+    def decide(self, Y: Array, threshold: float) -> tuple[Array, Array]:
+        """`predictions`, and the float64 outputs f [B] it started from (a hint, never a proof)."""
         f, bound, unsure = self(Y)
-        margin = f - threshold
-        unsure |= ~(margin.abs() > bound * SAFETY + TINY)  # NaN counts as unsure
-        predicted = (margin > 0).to(torch.int8)
-        rows = torch.nonzero(unsure).flatten()
+        with np.errstate(invalid="ignore"):
+            margin = f - threshold
+            unsure = unsure | ~(abs(margin) > bound * SAFETY + TINY)  # NaN counts as unsure
+        if isinstance(Y, np.ndarray):
+            predicted, rows = (margin > 0).astype(np.int8), np.flatnonzero(unsure)
+            if len(rows):
+                predicted[rows] = self.exact.predictions(Y[rows], threshold)
+            return predicted, f
+        predicted, rows = (margin > 0).to(torch.int8), torch.nonzero(unsure).flatten()
         if len(rows):
             exact = self.exact.predictions(Y[rows].cpu().numpy(), threshold)
             predicted[rows] = torch.as_tensor(exact, device=self.device)
-        return predicted
+        return predicted, f
 
 
 def constant_piece(activation: Activation, h: torch.Tensor, bound: torch.Tensor) -> torch.Tensor:
@@ -121,16 +141,23 @@ def constant_piece(activation: Activation, h: torch.Tensor, bound: torch.Tensor)
     return piece
 
 
-def _activate(
-    activation: Activation, h: torch.Tensor, bound: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+def _affine(bias: Array, z: Array, weight_t: Array) -> Array:
+    """bias + z @ weight_t (one fused call for tensors)."""
+    return torch.addmm(bias, z, weight_t) if isinstance(z, torch.Tensor) else z @ weight_t + bias
+
+
+def _activate(activation: Activation, h: Array, bound: Array) -> tuple[Array, Array, Array | None]:
     """σ(h) for h [B, w] with error bound [B, w] → (z, bound on z, rows made unsure or None).
     A discontinuous σ passes no error on, but a row whose h lies within its bound of a
     breakpoint is unsure."""
-    z = activation.apply_(h.clone())
+    if isinstance(h, np.ndarray):
+        z = activation.apply_(torch.from_numpy(h.copy())).numpy()  # the activation's own torch op, on the same memory
+    else:
+        z = activation.apply_(h.clone())
     if activation.is_continuous:
         return z, activation.float_error(z, bound), None
-    unsure = torch.zeros(h.shape[0], dtype=torch.bool, device=h.device)
+    unsure = None
     for at in activation.pieces()[0]:
-        unsure |= (~((h - float(at)).abs() > bound)).any(dim=1)
-    return z.to(h.dtype), torch.zeros_like(bound), unsure
+        near = (~(abs(h - float(at)) > bound)).any(1)
+        unsure = near if unsure is None else unsure | near
+    return z, (np if isinstance(bound, np.ndarray) else torch).zeros_like(bound), unsure
