@@ -65,6 +65,7 @@ import argparse
 import datetime
 import itertools
 import math
+import os
 import platform
 import statistics
 import time
@@ -148,7 +149,11 @@ def machine(device: str = "cpu") -> str:
     except OSError:
         pass
     gpu = f"{torch.cuda.get_device_name()} with " if torch.device(device).type == "cuda" else ""
-    return f"{gpu}{model}, {torch.get_num_threads()} torch threads, torch {torch.__version__}, Python {platform.python_version()}"
+    threads = torch.get_num_threads()
+    return (
+        f"{gpu}{model} ({os.cpu_count()} CPUs), {threads} torch thread{'s' if threads != 1 else ''}, "
+        f"torch {torch.__version__}, Python {platform.python_version()}"
+    )
 
 
 def _best_seconds(function, repeats: int, device: str) -> float:

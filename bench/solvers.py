@@ -6,7 +6,7 @@ unit box, threshold midway around the median output. For each input and kind, gr
 — the call `cardinal certify` makes. Three sweeps around the reference network (28 features, two
 hidden layers of 32): features 8 → 276, width 8 → 128, depth 1 → 3.
 
-Times are per call, replay included, every backend on one thread (torch's too). A call that
+Times are per call, replay included, every backend on one thread (torch's and numpy's BLAS too). A call that
 hits the time limit counts at the limit (so the median and p90 are lower bounds when there are
 timeouts; the table shows how many). Inside the timed loop the answers are checked against
 the exact evidence (a set replayed exactly, z3's or enumerate's "nothing smaller"): exact evidence
@@ -74,6 +74,7 @@ from cardinal.verify.greedy import explain
 from cardinal.verify.network import Network
 from cardinal.verify.problem import Outcome, Problem, Status, stopped
 from tabulate import tabulate
+from threadpoolctl import threadpool_limits
 
 from bench.greedy import machine
 
@@ -161,11 +162,12 @@ def peer_available() -> bool:
 def run_config(
     config: tuple[int, tuple[int, ...]], networks: int, inputs: int, solvers: list[str], with_peer: bool, time_limit: float
 ) -> Calls:
-    """`certify_config` in a worker process: one thread, its own peer environment."""
+    """`certify_config` in a worker process: one thread (torch's and numpy's BLAS), its own peer environment."""
     torch.set_num_threads(1)  # every backend on one thread, as Gurobi (and campaign workers) run
     peer = Peer() if with_peer else None
     try:
-        return dict(certify_config(*config, networks, inputs, solvers, peer, time_limit))
+        with threadpool_limits(1):
+            return dict(certify_config(*config, networks, inputs, solvers, peer, time_limit))
     finally:
         if peer is not None:
             peer.close()
@@ -239,6 +241,13 @@ def _row(sweep: str, n: int, hidden: tuple[int, ...], name: str, calls: list[tup
     ]  # fmt: skip
 
 
+def _colours(names: set[str]) -> dict[str, str]:
+    """One colour per backend, the same in every figure (the peer's is grey)."""
+    ordered = sorted(name for name in names if name != PEER)
+    colours = {name: f"C{index}" for index, name in enumerate(ordered)}
+    return colours | ({PEER: "0.45"} if PEER in names else {})
+
+
 def cactus(done: dict[tuple[int, tuple[int, ...]], Calls], time_limit: float, path: Path) -> None:
     """Instances solved vs time per backend, over every configuration run (module docstring)."""
     import matplotlib
@@ -252,29 +261,34 @@ def cactus(done: dict[tuple[int, tuple[int, ...]], Calls], time_limit: float, pa
         for name, runs in calls.items():
             total[name] += len(runs)
             solved[name] += [seconds for seconds, status, wrong in runs if status in ANSWERED and not wrong]
+    colours = _colours(set(total))
     figure, axis = plt.subplots(figsize=(6.4, 4.2))
     for name in sorted(total):
         times = sorted(solved[name])
         label = f"{name} ({len(times)}/{total[name]})"
-        axis.step(range(1, len(times) + 1), times, where="post", marker=".", markersize=3, label=label)
-    axis.axhline(time_limit, color="grey", linestyle=":", linewidth=1)
-    axis.set(xlabel="certification calls answered", ylabel="seconds per call", yscale="log")
+        style = "--" if name == PEER else "-"
+        axis.step(range(1, len(times) + 1), times, where="post", linestyle=style, color=colours[name], label=label)
+    axis.axhline(time_limit, color="grey", linestyle=":", linewidth=1, label=f"time limit ({time_limit:g} s)")
+    axis.set(xlabel="certification calls answered (every configuration run)", ylabel="seconds per call", yscale="log")
     axis.set_title("cactus plot: the k-th fastest answered call per backend")
-    axis.legend(fontsize=8, title="backend (answered/calls)", title_fontsize=8)
+    axis.legend(fontsize=8, title="backend (answered / calls)", title_fontsize=8)
     axis.grid(True, which="both", alpha=0.3)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
 
 
-def plot(rows: list[list], path: Path, sweeps: list[str]) -> None:
+def plot(rows: list[list], path: Path, sweeps: list[str], calls: int) -> None:
+    """Median time per call vs each sweep's parameter, one line per backend (`calls` per point)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    figure, axes = plt.subplots(1, len(sweeps), figsize=(4 * len(sweeps), 3.4), sharey=True, squeeze=False)
+    colours = _colours({row[3] for row in rows})
+    held = {"features": "hidden 32×32", "width": "28 features, 2 hidden layers", "depth": "28 features, width 32"}
+    figure, axes = plt.subplots(1, len(sweeps), figsize=(4.2 * len(sweeps), 3.6), sharey=True, squeeze=False)
     for axis, sweep in zip(axes[0], sweeps, strict=True):
         by_solver: dict[str, list[tuple[float, float]]] = defaultdict(list)
         for row in rows:
@@ -283,15 +297,19 @@ def plot(rows: list[list], path: Path, sweeps: list[str]) -> None:
                 by_solver[row[3]].append((x, float(row[5]) / 1e3))
         for name, points in sorted(by_solver.items()):
             points.sort()
-            axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name)
-        axis.set(xlabel=sweep, yscale="log", title=f"median certification time vs {sweep}")
+            style = "--" if name == PEER else "-"
+            xs, ys = [p[0] for p in points], [p[1] for p in points]
+            axis.plot(xs, ys, marker="o", linestyle=style, color=colours[name], label=name)
+        axis.set(xlabel=f"{sweep} ({held[sweep]})", yscale="log", title=f"median time per call vs {sweep}")
         if sweep != "depth":
             axis.set_xscale("log", base=2)
         else:
             axis.xaxis.set_major_locator(MaxNLocator(integer=True))
-    axes[0, 0].set_ylabel("seconds per call")
-    axes[0, 0].legend(fontsize=8)
-    figure.tight_layout()
+        axis.grid(True, which="both", alpha=0.3)
+    axes[0, 0].set_ylabel(f"seconds per call (median of {calls})")
+    legend = {label: handle for axis in axes[0] for handle, label in zip(*axis.get_legend_handles_labels(), strict=True)}
+    figure.legend(legend.values(), legend.keys(), loc="lower center", ncol=len(legend), fontsize=8, frameon=False)
+    figure.tight_layout(rect=(0, 0.07, 1, 1))
     figure.savefig(path, dpi=110)
     plt.close(figure)
 
@@ -334,7 +352,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     figure, cactus_figure = out.with_suffix(".png"), out.with_name(f"{out.stem}_cactus.png")
-    plot(rows, figure, sweeps)
+    plot(rows, figure, sweeps, calls=args.networks * args.inputs * 2)
     cactus(done, args.time_limit, cactus_figure)
     headers = ["sweep", "n", "hidden", "solver", "calls", "median ms", "p90 ms", "max ms", "timeouts", "other", "wrong"]
     command = f"python -m bench.solvers --networks {args.networks} --inputs {args.inputs} --time-limit {args.time_limit:g}"

@@ -7,22 +7,19 @@ bounds, compose into linear bounds of g: substituting them layer by layer from t
 (back-substitution, as in CROWN) multiplies every line by a coefficient ≥ 0, which keeps its
 direction. The result is a linear form a·s + c.
 
-- `tangent_cut(s0)`, for the goal g ≤ t. A lower bound A ≤ g on all of [0,1]^n whose lines are
-  the pieces of σ at the pre-activations of s0 wherever σ is convex on the unit's bounds (relu,
-  leaky_relu with slope ≤ 1, hardtanh with only its lower corner inside), so that A(s0) = g(s0)
-  on ReLU networks; a non-convex unit takes the constant σ(low). Every valid s has
-  A(s) ≤ g(s) ≤ t: Kelley's cutting plane for a convex g, and from an invalid s0 it excludes
-  every subset of s0 at once where the clause of the lazy loop excludes only those.
-- `cardinality_cut(k)`, for the goal g > t. An upper bound U ≥ g on {s : Σ s ≤ k}: an unstable
-  unit takes the line through (low, σ(low)) just steep enough to stay above σ up to `high` (a
-  relu's chord). Each layer's bounds are back-substituted forms themselves, maximised (or
-  minimised) over Σ s ≤ k by their k largest positive (negative) coefficients, far tighter than
-  intervals when k ≪ n. Every valid s within k has U(s) > t, and when no s within k has, the cut
-  alone refutes k.
+`tangent_cut(s0)`, for the goal g ≤ t: a lower bound A ≤ g on all of [0,1]^n whose lines are the
+pieces of σ at the pre-activations of s0 wherever σ is convex on the unit's bounds (relu,
+leaky_relu with slope ≤ 1, hardtanh with only its lower corner inside), so that A(s0) = g(s0) on
+ReLU networks; a non-convex unit takes the constant σ(low). Every valid s has A(s) ≤ g(s) ≤ t:
+Kelley's cutting plane for a convex g, and from an invalid s0 it excludes every subset of s0 at
+once where the clause of the lazy loop excludes only those. The units' bounds come from the same
+back-substitution with upper lines (an unstable unit takes the line through (low, σ(low)) just
+steep enough to stay above σ up to `high`, a relu's chord).
 
 Arithmetic is exact (`verify.exact.Dyadic`; chord slopes are rounded up to dyadics). A cut is
 rounded to integer coefficients one-sidedly — floors for `≤`, ceilings for `>` — so that every s
-that satisfies the exact inequality satisfies the integer one.
+that satisfies the exact inequality satisfies the integer one (`solvers.smooth` rounds its float
+bounds into cuts the same way).
 """
 
 from __future__ import annotations
@@ -174,19 +171,10 @@ class LinearBounds:
             lines.append(layer.lower(h))
         return self._output_form(lines)
 
-    def cardinality_form(self, k: int) -> tuple[Dyadic, Dyadic]:
-        """(a [n], c): g(s) ≤ a·s + c for every s ∈ [0,1]^n with Σ s ≤ k."""
-        return self._output_form([(layer.upper_slopes, layer.upper_offsets) for layer in self._lines(k)])
-
     def tangent_cut(self, chosen: np.ndarray) -> Cut:
         """The cut a·s + c ≤ t (`tangent_form` at chosen [n] bool) that every s with g(s) ≤ t satisfies."""
         coefficients, constant = self.tangent_form(chosen)
         return _integer_cut(coefficients, self.threshold - constant, self.n)
-
-    def cardinality_cut(self, k: int) -> Cut:
-        """The cut a·s + c > t (`cardinality_form(k)`) that every s with Σ s ≤ k and g(s) > t satisfies."""
-        coefficients, constant = self.cardinality_form(k)
-        return _integer_cut(Dyadic(-coefficients.ints, coefficients.exp), constant - self.threshold, self.n, strict=True)
 
     def _lines(self, k: int) -> list[_Lines]:
         """Every layer's lines over its bounds on {s ∈ [0,1]^n : Σ s ≤ k}."""

@@ -6,42 +6,42 @@ Every weight, bias, bound, input and threshold is a double read as an exact rati
 
 **lazy** (monotone networks, any activation; the default there). By the monotone shortcut a set S
 is judged by one exact evaluation of `base with S set to target` (CXp: x → x'; AXp: x' → x), and
-validity is upward closed. z3 (the `QF_FD` SAT core with native cardinality) proposes a set S under
+validity is upward closed. Each question "a valid set within k?" goes first to a branch and bound
+over sets (`solvers.branch`): exact probes of a node's sets, and rigorous float bounds of f over
+all of them (`solvers.subsets` on ReLU networks, `solvers.smooth` on the other continuous ones;
+none on step networks), close whole subtrees. Measured on the 64-feature 32×32 ReLU benchmark
+nets, proofs that the SAT loop alone left at the 5 s limit took 10–20 ms (a handful of nodes); on
+the standard suite's step networks it took the z3 calls from 198 s to 90 s in all (10 s limit;
+calls at the limit 12 → 6). It answers every question, except on ReLU networks where valid means
+f ≤ t — there only its root node is tried (`_BELOW_NODES`), a lower bound tangent at a maximal
+invalid set, and the SAT loop does the rest with the tangent cuts below — and where it meets an
+undecided set (below), which the loop handles.
+
+The SAT loop: z3 (the `QF_FD` SAT core with native cardinality) proposes a set S under
 `AtMost(s, k)` and the clauses learned so far; a valid S is shrunk to an inclusion-minimal one; an
 invalid S is grown to a maximal invalid set M and the clause `OR_{i ∉ M} s_i` (every valid set
 leaves M) is added. Each size bound k has a guard literal; the search for size ≤ k assumes
 the guards of k and of every larger bound, so what was learned for sets within a larger bound
-stays in force. Three things carry what one clause per round cannot:
+stays in force. The loop (its z3 solver, its bounds) is built only when a check reaches it.
 
-- *Tangent cuts* (valid means f ≤ t; `solvers.cuts`). Each maximal invalid set also adds the
-  pseudo-Boolean cut of an exact linear lower bound on f that touches f there (Kelley's cutting
-  plane: f is convex in s on ReLU networks). It excludes all subsets of M at once.
-- *Cardinality cuts* (valid means f > t; `solvers.cuts`). Each bound k adds, under its guard, the
-  cut of an exact linear upper bound on f over the sets within k.
-  Every cut goes in also combined with the size row (`Cut.within`): on the plain knapsack next
-  to `AtMost(s, k)` z3's pseudo-Boolean propagation stalls for seconds. A cut that no set within
-  k satisfies refutes k at once.
-- *Branch and bound* (`solvers.branch`, every continuous monotone network). Each question "a
-  valid set within k?" goes first to a branch and bound over sets: exact probes and rigorous
-  float bounds over all sets of a node (`solvers.subsets` on ReLU networks, `solvers.smooth`
-  on the others) close whole subtrees where the loop learns one clause per round. Measured on
-  the 64-feature 32×32 ReLU benchmark nets, proofs that the loop left at the 5 s limit took
-  10–20 ms (a handful of nodes); at 128 and 276 features the loop rarely finished. On ReLU
-  networks with valid meaning f ≤ t only its root node is tried (`_BELOW_NODES`), a lower bound
-  tangent at a maximal invalid set; the tangent cuts of the loop do the rest, and the loop (its
-  z3 solver, its exact bounds) is built only then. Elsewhere the search runs to its answer, and
-  the loop runs only where the search met an undecided set (below) or on step networks, where an
-  instance that needs many rounds gets one batch of maximal invalid sets grown along random
-  orders, evaluated together.
+- *Tangent cuts* (ReLU, valid means f ≤ t; `solvers.cuts`). Each maximal invalid set also adds
+  the pseudo-Boolean cut of an exact linear lower bound on f that touches f there (Kelley's
+  cutting plane: f is convex in s on ReLU networks). It excludes all subsets of M at once. Every
+  cut goes in also combined with the size row (`Cut.within`): on the plain knapsack next to
+  `AtMost(s, k)` z3's pseudo-Boolean propagation stalls for seconds.
+- *Smooth units* (sigmoid, tanh, softplus, alone or mixed with piecewise-linear ones). f is then
+  neither piecewise linear nor convex, so exact cuts do not apply; `solvers.smooth` gives
+  rigorous float bounds instead, in both goal directions. Validity being upward closed, the
+  search for size ≤ k looks for sets of size exactly k (`AtLeast` under an assumption of that
+  bound only), and each k adds the cut of a linear bound of f over the sets of size k; maximal
+  invalid sets are widened by the features that the bounds show cannot help within k, while that
+  keeps paying (`_WIDEN_PATIENCE`). Each invalid proposal also grows `_SIBLINGS` maximal invalid
+  sets along random orders, and batches of random maximal sets come at doubling intervals.
 
-*Smooth units* (sigmoid, tanh, softplus, alone or mixed with piecewise-linear ones). f is then
-neither piecewise linear nor convex, so the exact cuts above do not apply; `solvers.smooth` gives
-rigorous float bounds instead, in both goal directions, for the branch and bound and for the
-loop. In the loop, validity being upward closed, the search for size ≤ k looks for sets of size
-exactly k (`AtLeast` under an assumption of that bound only), and each k adds the cut of a linear
-bound of f over the sets of size k; maximal invalid sets are widened as above while that keeps
-paying (`_WIDEN_PATIENCE`). Each invalid proposal also grows `_SIBLINGS` maximal invalid sets
-along random orders, and batches of random maximal sets come at doubling intervals.
+Where z3's SAT core spends its time (measured: share of `solver.check` in the calls that reached
+the loop): 6%, 21% and 41% on the 28-, 64- and 276-feature ReLU benchmark nets, 10–20% on the
+standard suite's step networks before the branch and bound took them; the rest is evaluation and
+bounds. Another core (PySAT's RC2, OR-Tools CP-SAT) could save at most that share, so z3 stays.
 
 *Undecided sets.* A smooth set is judged by a rigorous enclosure (`verify.exact`, 256 bits); an
 enclosure that straddles the threshold (f = t exactly, say) decides nothing. The branch and bound
@@ -51,11 +51,9 @@ a set of size ≤ k so excluded could overturn is no proof: the answer is then F
 within `at_most` is known) or ERROR, with a message naming the sets, never a verdict.
 
 Evaluations are rigorous (`Problem.decider`, `verify.bounds`: float64 with a forward error bound,
-exact dyadic arithmetic or a 256-bit enclosure near the threshold). Measured on the 28-feature 32×32 benchmark nets:
-these took the median certification from 1.6 s (clauses alone) to 24 ms, and the slowest of 24
-from over 5 s to 1.6 s (`bench/results/solvers.md`). The full encoding below cannot certify these
-nets at all, because z3's exact simplex chokes on the dense rationals of double weights (a single
-LP relaxation did not finish in 30 s).
+exact dyadic arithmetic or a 256-bit enclosure near the threshold). The full encoding below cannot
+certify the 28-feature 32×32 benchmark nets at all, because z3's exact simplex chokes on the dense
+rationals of double weights (a single LP relaxation did not finish in 30 s).
 
 **encode** (non-monotone networks always; monotone ones with `strategy="encode"`; piecewise linear only). The whole
 network as linear real arithmetic: one real term per unit, with exact interval bounds
@@ -288,15 +286,13 @@ class _Lazy:
         self.base, self.target = torch.as_tensor(self.base_array), torch.as_tensor(self.target_array)
         self.valid_when = 1 if problem.kind == "contrastive" else 0
         self.goal_below = (self.valid_when == 1) == (problem.prediction == 1)  # valid iff f ≤ t
-        # Bounds: exact linear ones on piecewise-linear networks (tangent cuts for f ≤ t, cardinality
-        # cuts for f > t), rigorous float ones with smooth units (both directions) and for the
-        # branch and bound on ReLU networks (both directions). Built when first needed (`_start_loop`).
+        # The branch and bound answers each check first (`_branch_and_bound`). The loop's bounds, built
+        # when it starts (`_start_loop`): exact tangent cuts on ReLU networks with f ≤ t, rigorous
+        # float ones with smooth units (both directions).
         self.problem = problem
         self.tangents: LinearBounds | None = None  # tangent cuts from every maximal invalid set
-        self.cardinality: Callable[[int], Cut] | None = None  # the cut of each size bound (sets within it)
         self.sized: Callable[[int], Cut] | None = None  # the cut of each size exactly (see `check`)
         self.widener: SmoothBounds | None = None  # proves sets free of valid sets within k
-        self.branch: SubsetSearch | None = None  # answers the check first (ReLU hidden layers)
         self.solver: z3.Solver | None = None  # the SAT loop, started by `_start_loop`
         self.batch = True  # batches of random maximal sets for hard instances (no tangent cuts)
         self.undecided: list[np.ndarray] = []  # [n] bool sets whose enclosure straddles t, each excluded alone
@@ -309,14 +305,15 @@ class _Lazy:
     def _branch_and_bound(self, base: np.ndarray, target: np.ndarray) -> tuple[SubsetSearch | None, int | None]:
         """The branch and bound that answers each check first, and its nodes per check (None: no
         limit): with the node bounds of `SubsetBounds` on ReLU networks (for f ≤ t its root only,
-        `_BELOW_NODES`), else of `SmoothBounds` on every continuous monotone network; None on others."""
+        `_BELOW_NODES`), of `SmoothBounds` on the other continuous ones, and with its exact probes
+        alone on step networks."""
         search = functools.partial(SubsetSearch, self.n, self.threshold, self.evaluate, self.goal_below)
         subsets = SubsetBounds(self.problem.net, base, target, self.threshold)
         if subsets.supported:
             reference = self.walk(np.zeros(self.n, dtype=bool), True).astype(np.float64) if self.goal_below else None
             return search(subsets, reference), _BELOW_NODES if self.goal_below else None
         smooth = SmoothBounds(self.problem.net, base, target, self.threshold)
-        return (search(smooth), None) if smooth.supported else (None, None)
+        return search(smooth if smooth.supported else None), None
 
     @cached_property
     def order(self) -> list[int]:
@@ -332,11 +329,8 @@ class _Lazy:
         problem, context = self.problem, z3.Context()
         base, target = self.base.numpy(), self.target.numpy()
         if problem.net.is_piecewise_linear:
-            bounds = LinearBounds(problem.net, base, target, problem.threshold)
             if self.goal_below:
-                self.tangents = bounds
-            else:
-                self.cardinality = bounds.cardinality_cut
+                self.tangents = LinearBounds(problem.net, base, target, problem.threshold)
             self.batch = self.tangents is None
         else:
             smooth = SmoothBounds(problem.net, base, target, problem.threshold)
@@ -397,8 +391,6 @@ class _Lazy:
             self.solver.add(z3.Implies(self.guards[bound], z3.AtMost(*self.chosen, bound)))
             for cut in self.cuts:
                 self._add_pb(cut.within(bound), self.guards[bound])
-            if self.cardinality is not None:
-                self._add_cut(self.cardinality(bound), bound)
             if self.sized is not None:
                 self.exactly[bound] = exactly = z3.Bool(f"exactly_{bound}", self.solver.ctx)
                 self.solver.add(z3.Implies(exactly, z3.AtLeast(*self.chosen, bound)))

@@ -1,13 +1,12 @@
-"""Rigorous float64 bounds of a monotone ReLU network's output over the sets inside a given set.
+"""Rigorous float64 bounds of a monotone ReLU network's output over the sets of a node of the
+branch and bound (`solvers.branch`): the sets `fixed ∪ s`, s ⊆ allowed \\ fixed, Σ s ≤ k.
 
-For the lazy z3 strategy with the goal g > t (`solvers.smt`). Its clause from an invalid set M
-says "leave M"; but only sets within the size bound k matter, and a set C ⊋ M can be such that no
-s ⊆ C with Σ s ≤ k reaches g > t although C itself does. Then "leave C" is a shorter, stronger
-clause. `SubsetBounds.refutes(k, C)` proves that: the bound of `solvers.cuts.LinearBounds` over
-{s ⊆ C, Σ s ≤ k} (back-substitution, chords of the unstable units, every layer's bounds maximised
-over the sets), with the moves outside C set to zero, which makes every layer's bounds tighter.
-It runs for every candidate feature of every round, so it runs in float64, not in exact
-arithmetic, and carries a rigorous error bound instead.
+`SubsetBounds.bound_and_form` bounds g over them from above (back-substitution as in CROWN,
+chords of the unstable units, every layer's bounds maximised over the sets by their k largest
+coefficients, the moves outside `allowed` set to zero and the fixed features moved into the
+first layer's constant, which makes every layer's bounds tighter), or from below (lower lines
+z ≥ α·h tangent at a reference point). It runs for every node, so it runs in float64, not in
+exact arithmetic, and carries a rigorous error bound instead.
 
 Error bound (midpoint-radius arithmetic). Every computed array q̂ comes with a radius r ≥ 0 such
 that the exact value q of the same formula with the same inputs lies in [q̂ − r, q̂ + r]. With
@@ -21,14 +20,13 @@ float64 arithmetic runs 20× slower (measured at 2^-1000 on BlogFeedback's 276 �
 unstable units are doubles chosen outwards from the rigorous bounds: a chord slope
 fl(hi / (hi − lo))·(1 + 2^-50) ≥ hi / (hi − lo) exactly, and its offset −slope·lo rounded up the
 same way, so each line is a valid upper line in exact arithmetic. The final upper bound ĝ + r
-is then ≥ the exact bound of `LinearBounds` with these lines, itself ≥ every g(s) in the set.
+is then ≥ the exact bound of these lines, itself ≥ every g(s) in the set.
 
-Networks: hidden layers relu, output identity (`supported`); for others the clauses stay plain.
+Networks: hidden layers relu, output identity (`supported`); `solvers.smooth` bounds the others.
+`SetForms` (the forms over s with their radii) serves both.
 """
 
 from __future__ import annotations
-
-from fractions import Fraction
 
 import numpy as np
 
@@ -170,50 +168,30 @@ class SetForms:
 
 class SubsetBounds(SetForms):
     """g(s) on a monotone network with relu hidden layers and an identity output, class 1 when
-    f > threshold: upper bounds over the sets inside given sets (module docstring)."""
+    f > threshold: bounds over the sets of branch-and-bound nodes (module docstring)."""
 
     def __init__(self, net: Network, base: np.ndarray, target: np.ndarray, threshold: float) -> None:
         super().__init__(net, base, target, threshold)
         names = [layer.activation.name for layer in net.layers]
         self.supported = all(name == "relu" for name in names[:-1]) and names[-1] == "identity"
 
-    def refutes(self, k: int, allowed: np.ndarray) -> np.ndarray:
-        """allowed [B, n] bool → [B] bool, True only where no s ∈ {0,1}^n with s ⊆ allowed and
-        Σ s ≤ k has g(s) > t."""
-        value, radius = self.upper_bound(k, allowed)
-        t = Fraction(self.threshold)
-        return np.array([Fraction(v) + Fraction(r) <= t for v, r in zip(value.tolist(), radius.tolist(), strict=True)])
-
-    def likely_refutes(self, k: int, allowed: np.ndarray) -> np.ndarray:
-        """allowed [B, n] bool → [B] bool: the same test on the float bound without its radius,
-        about a third of the work: a screen to be confirmed by `refutes`."""
-        return self.upper_bound(k, allowed, rigorous=False)[0] <= self.threshold
-
-    def upper_bound(
-        self, k: int | np.ndarray, allowed: np.ndarray, rigorous: bool = True, fixed: np.ndarray | None = None
-    ) -> tuple[np.ndarray, Radius]:
-        """allowed [B, n] bool → (ĝ [B], r [B]): ĝ + r ≥ g(s) for every s ⊆ allowed with Σ s ≤ k
-        (r None if not `rigorous`). With `fixed` [B, n] bool and k [B]: for every `fixed ∪ s`,
-        s ⊆ allowed with Σ s ≤ k (`first_form`)."""
-        value, radius, _ = self.bound_and_form(k, allowed, rigorous, fixed)
-        return value, radius
-
     def bound_and_form(
         self,
         k: int | np.ndarray,
         allowed: np.ndarray,
-        rigorous: bool = True,
         fixed: np.ndarray | None = None,
         minimum: bool = False,
         reference: np.ndarray | None = None,
-    ) -> tuple[np.ndarray, Radius, np.ndarray]:
-        """`upper_bound` and the coefficients [B, n] of the output's upper form over s (a feature's
-        share in the bound: what `solvers.branch` branches on). With `minimum`: (ĝ, r) with
-        ĝ − r ≤ g(s) over the same sets instead, by the lower lines z ≥ α·h (α ∈ {0, 1}, exact,
-        valid for relu everywhere), and the lower form's coefficients; α = 1 where the unit is
-        active at `reference` [B, n] (points of [0,1]^n: the lines are then the tangents of the
-        convex g there, Kelley's), else where its bounds lie mostly above 0."""
-        first = self.first_form(allowed, rigorous, fixed)
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """allowed [B, n] bool → (ĝ [B], r [B], coefficients [B, n]): ĝ + r ≥ g(s) for every
+        s ⊆ allowed with Σ s ≤ k (one bound, or one per row [B]); with `fixed` [B, n] bool, for
+        every `fixed ∪ s`, s ⊆ allowed \\ fixed, Σ s ≤ k (`first_form`). The coefficients are those
+        of the output's upper form over s (a feature's share in the bound: what `solvers.branch`
+        branches on). With `minimum`: ĝ − r ≤ g(s) over the same sets instead, by the lower lines
+        z ≥ α·h (α ∈ {0, 1}, exact, valid for relu everywhere), and the lower form's coefficients;
+        α = 1 where the unit is active at `reference` [B, n] (points of [0,1]^n: the lines are
+        then the tangents of the convex g there, Kelley's), else where its bounds lie mostly above 0."""
+        first = self.first_form(allowed, True, fixed)
         actives = self._actives(reference) if reference is not None else None
         uppers: list[tuple[np.ndarray, np.ndarray]] = []  # per hidden layer: chord (slopes, offsets)
         lowers: list[tuple[np.ndarray, np.ndarray]] = []
@@ -227,14 +205,11 @@ class SubsetBounds(SetForms):
             if not (last and minimum):
                 high, high_radius = upper.extreme(k, largest=True)
             if last and not minimum:
-                return high[:, 0], None if high_radius is None else high_radius[:, 0], upper.coefficients[:, 0, :]
+                return high[:, 0], high_radius[:, 0], upper.coefficients[:, 0, :]
             low, low_radius = lower.extreme(k, largest=False)
             if last:
-                return low[:, 0], None if low_radius is None else low_radius[:, 0], lower.coefficients[:, 0, :]
-            if rigorous:
-                uppers.append(_chords(low - low_radius, high + high_radius))
-            else:
-                uppers.append(_chords(low, high))
+                return low[:, 0], low_radius[:, 0], lower.coefficients[:, 0, :]
+            uppers.append(_chords(low - low_radius, high + high_radius))
             active = (low + high > 0) if actives is None else actives[depth]
             lowers.append((active.astype(np.float64), np.zeros_like(low)))
         raise AssertionError("unreachable: the loop returns at the output layer")

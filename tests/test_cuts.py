@@ -59,26 +59,9 @@ def test_tangent_form_is_a_lower_bound_tight_where_convex(activation: Activation
 
 
 @pytest.mark.parametrize("activation", FAMILIES, ids=IDS)
-def test_cardinality_form_is_an_upper_bound_within_k(activation: Activation) -> None:
-    for seed in range(4):
-        net, base, target, S, g = _setting(activation, seed)
-        bounds = LinearBounds(net, base, target, 0.0)
-        for k in range(S.shape[1] + 1):
-            form = bounds.cardinality_form(k)
-            assert all(_value(form, s) >= value for s, value in zip(S, g, strict=True) if s.sum() <= k)
-
-
-def test_cardinality_form_is_exact_at_k_zero() -> None:
-    """Within k = 0 every layer's bounds are points, every unit is stable and U(0) = g(0)."""
-    for seed in range(4):
-        net, base, target, S, g = _setting(Activation.make("relu"), seed)
-        assert _value(LinearBounds(net, base, target, 0.0).cardinality_form(0), S[0]) == g[0]
-
-
-@pytest.mark.parametrize("activation", FAMILIES, ids=IDS)
 def test_integer_cuts_keep_every_valid_set(activation: Activation) -> None:
-    """Rounded to integers, a tangent cut keeps every s with g(s) ≤ t and a cardinality cut every
-    s within k with g(s) > t; between them they exclude invalid sets (the cuts are not empty)."""
+    """Rounded to integers, a tangent cut keeps every s with g(s) ≤ t, also when combined with
+    the size row within each k; and the cuts exclude invalid sets (they are not empty)."""
     excluded = 0
     for seed in range(4):
         net, base, target, S, g = _setting(activation, seed + 100, n=7)
@@ -91,15 +74,9 @@ def test_integer_cuts_keep_every_valid_set(activation: Activation) -> None:
                 kept = _lhs(cut, s) <= cut.bound
                 assert kept or value > t
                 excluded += not kept
-        for k in range(8):
-            cut = bounds.cardinality_cut(k)
-            for s, value in zip(S, g, strict=True):
-                if s.sum() <= k:
-                    kept = _lhs(cut, s) <= cut.bound
-                    assert kept or value <= t
-                    excluded += not kept
-            combined = cut.within(k)
-            assert all(_lhs(combined, s) <= combined.bound for s, value in zip(S, g, strict=True) if s.sum() <= k and value > t)
+            for k in range(8):
+                combined = cut.within(k)
+                assert all(_lhs(combined, s) <= combined.bound for s, value in zip(S, g, strict=True) if s.sum() <= k and value <= t)
     assert excluded > 0
 
 
@@ -115,26 +92,26 @@ def test_cut_combined_with_the_size_row() -> None:
 
 def test_subset_bounds_cover_every_set_inside_and_within_k() -> None:
     """The rigorous float bound of `SubsetBounds` is ≥ g(s) for every s ⊆ C with Σ s ≤ k, its
-    radius is tiny, and the screen without the radius agrees with it up to that radius."""
-    refuted = 0
+    radius is tiny, and it closes some C (ĝ + r ≤ t) only where no set inside is valid."""
+    closed = 0
     for seed in range(6):
         net, base, target, S, g = _setting(Activation.make("relu"), seed + 200, n=7)
-        bounds = SubsetBounds(net, base, target, float(sorted(g)[len(g) // 2]))
+        threshold = float(sorted(g)[len(g) // 2])
+        bounds = SubsetBounds(net, base, target, threshold)
         assert bounds.supported
         rng = np.random.default_rng(seed)
         allowed = rng.uniform(size=(12, 7)) < 0.6
         for k in range(8):
-            value, radius = bounds.upper_bound(k, allowed)
-            estimate, _ = bounds.upper_bound(k, allowed, rigorous=False)
-            assert np.all(radius < 1e-9) and np.allclose(value, estimate, rtol=0, atol=1e-9)
-            refutes = bounds.refutes(k, allowed)
+            value, radius, _ = bounds.bound_and_form(k, allowed)
+            assert np.all(radius < 1e-9)
             for row, mask in enumerate(allowed):
                 inside = [v for s, v in zip(S, g, strict=True) if s.sum() <= k and not (s & ~mask).any()]
-                assert Fraction(value[row]) + Fraction(radius[row]) >= max(inside)
-                if refutes[row]:
-                    refuted += 1
-                    assert max(inside) <= Fraction(bounds.threshold)
-    assert refuted > 0
+                top = Fraction(value[row]) + Fraction(radius[row])
+                assert top >= max(inside)
+                if top <= Fraction(threshold):
+                    closed += 1
+                    assert max(inside) <= Fraction(threshold)
+    assert closed > 0
 
 
 def test_subset_bounds_need_relu_hidden_layers() -> None:
@@ -142,13 +119,13 @@ def test_subset_bounds_need_relu_hidden_layers() -> None:
     assert not SubsetBounds(net, base, target, 0.0).supported
 
 
-def test_subset_bounds_never_refute_a_threshold_just_below_the_maximum() -> None:
+def test_subset_bounds_never_close_at_a_threshold_just_below_the_maximum() -> None:
     """With t the largest double below max g over the sets (so one set is valid by less than an
-    ulp), `refutes` must say no, whatever the float rounding."""
+    ulp), the bound must stay above t, whatever the float rounding."""
     for seed in range(6):
         net, base, target, S, g = _setting(Activation.make("relu"), seed + 300, n=6)
         for k in (1, 3, 6):
             best = max(v for s, v in zip(S, g, strict=True) if s.sum() <= k)
             below = float(best) if Fraction(float(best)) < best else float(np.nextafter(float(best), -np.inf))
-            bounds = SubsetBounds(net, base, target, below)
-            assert not bounds.refutes(k, np.ones((1, 6), dtype=bool))[0]
+            value, radius, _ = SubsetBounds(net, base, target, below).bound_and_form(k, np.ones((1, 6), dtype=bool))
+            assert Fraction(value[0]) + Fraction(radius[0]) > Fraction(below)
