@@ -38,6 +38,8 @@ from dataclasses import replace
 from multiprocessing.connection import Connection
 from typing import Any
 
+import torch
+
 from ..verify.errors import InputError
 from ..verify.problem import Outcome, Problem, Status
 
@@ -174,12 +176,15 @@ class _Zygote:
         ours, theirs = socket.socketpair()
         command = [sys.executable, "-c", "from cardinal.solvers.guard import zygote_main; zygote_main()"]
         path = os.pathsep.join(entry for entry in sys.path if entry)  # the caller's modules, backends included
+        # as many threads (torch's, BLAS's) as the caller has: the one thread of a campaign worker
+        # holds in its solvers too, so that two workers on two cores do not run four threads
+        threads = {name: str(torch.get_num_threads()) for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
         self.process = subprocess.Popen(
             [*command, str(self.owner), str(theirs.fileno())],
             pass_fds=[theirs.fileno()],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
-            env={**os.environ, "PYTHONPATH": path},
+            env={**os.environ, **threads, "PYTHONPATH": path},
         )
         theirs.close()
         self.control = ours
