@@ -182,6 +182,46 @@ def test_a_call_stopped_from_outside_keeps_what_it_found() -> None:
     assert beyond.status == Status.TIMEOUT and beyond.solution == (0, 2)  # found, but not within at_most = 1
 
 
+class ReportsItsThreads(BaseSolver):
+    """Answers ERROR with the torch and BLAS thread counts of the process it runs in."""
+
+    name = "reports-its-threads"
+
+    def solve(self, problem: Problem, at_most: int | None, time_limit: float) -> Outcome:
+        import threadpoolctl
+        import torch
+
+        blas = max(pool["num_threads"] for pool in threadpoolctl.threadpool_info() if pool["user_api"] == "blas")
+        return Outcome(Status.ERROR, self.name, 0.0, message=f"{torch.get_num_threads()} {blas}")
+
+
+THREADS_OF_A_GUARDED_CALL = """
+import sys
+sys.path.insert(0, {root!r})
+import numpy as np, torch
+torch.set_num_threads({threads})  # before the zygote starts, as a campaign worker does
+from cardinal.solvers.guard import GuardedSolver
+from cardinal.verify.network import Network
+from cardinal.verify.problem import Problem
+from tests.conftest import DESIGN_NETWORK
+from tests.test_processes import ReportsItsThreads
+
+problem = Problem.make(Network.from_json(DESIGN_NETWORK), np.ones(3), "contrastive", threshold=0.5)
+with GuardedSolver("reports-its-threads", ReportsItsThreads, {{}}) as backend:
+    print(backend.solve(problem, None, 30.0).message)
+"""
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one core: every process has one thread anyway")
+def test_guarded_calls_run_as_many_threads_as_their_caller() -> None:
+    """A caller on one thread (a campaign worker) gets solver processes on one thread, torch's and
+    BLAS's; one on two threads gets two."""
+    for threads in (1, 2):
+        script = THREADS_OF_A_GUARDED_CALL.format(root=ROOT, threads=threads)
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+        assert done.stdout.split() == [str(threads), str(threads)], done.stderr
+
+
 @pytest.fixture(scope="module")
 def wide() -> list[Problem]:
     """A monotone ReLU network 28 → 512 → 512 → 512 → 1: HiGHS's presolve (42 s) and z3's exact
