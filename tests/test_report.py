@@ -7,6 +7,7 @@ data they plot (bar heights, points, lines, labels), not only on the PNG files.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter
 from pathlib import Path
@@ -160,3 +161,28 @@ def test_summary_explains_its_counts(records: list[Record], tmp_path: Path) -> N
     for name in ("gap_distribution", "greedy_vs_minimum", "certification_cactus", "certification_time"):
         assert (tmp_path / "figures" / f"{name}.png").stat().st_size > 0
     assert np.isclose(records[0].margin, json.loads(OLD.read_text().splitlines()[0])["margin"])
+
+
+def test_each_solver_keeps_its_colour_in_every_panel(records: list[Record]) -> None:
+    """A panel without some solvers' lines (here: sigmoid, z3's answer alone) must not shift the
+    colours of the others."""
+
+    def z3_alone(record: Record) -> Record:
+        solvers = {k: v for k, v in record.solvers.items() if k != "enumerate"}
+        return dataclasses.replace(record, solvers=solvers | {"z3": record.solvers["enumerate"]})
+
+    records = [z3_alone(r) if r.activation == "sigmoid" else r for r in records]
+    colours: dict[str, set] = {}
+    figures = [cactus_figure(records, time_limit=10.0), time_figure(records)]
+    for axis in (axis for figure in figures for axis in figure.axes if axis.get_visible()):
+        for line in axis.get_lines():
+            name = line.get_label().split(":")[0].split(",")[0]
+            if name in {"enumerate", "gurobi", "highs", "z3"}:
+                colours.setdefault(name, set()).add(line.get_color())
+    assert set(colours) == {"enumerate", "gurobi", "highs", "z3"}
+    assert all(len(seen) == 1 for seen in colours.values()) and len(set.union(*colours.values())) == 4
+
+
+def test_size_figure_legend_sits_below_the_diagonal(records: list[Record]) -> None:
+    for axis in (a for a in size_figure(records).axes if a.get_visible()):
+        assert axis.get_legend()._loc == 4  # lower right: greedy is never smaller than the minimum

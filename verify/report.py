@@ -392,9 +392,14 @@ def _excluded(records: list[Record], left_out: Callable[[Record], bool]) -> str:
     return ", ".join(f"{count} {verdict}" for verdict, count in counts.most_common()) or "none"
 
 
+_ANNOTATED_POINTS = 60
+"""A panel with more distinct points than this shows counts by marker area alone (labels would overlap)."""
+
+
 def size_figure(records: list[Record]) -> Any | None:
-    """Scatter per family: greedy size against the minimum size, with the diagonal; the number
-    of explanations at a point is printed beside it (points overlap)."""
+    """Scatter per family: greedy size against the minimum size, with the diagonal; marker area
+    grows with the number of explanations at a point, printed beside it in sparse panels. The
+    legend sits below the diagonal, where no point can be (greedy is never below the minimum)."""
     chosen = [r for r in records if r.gap is not None and r.minimum is not None and r.greedy is not None]
     if not chosen:
         return None
@@ -409,9 +414,10 @@ def size_figure(records: list[Record]) -> Any | None:
         axis.plot([0, top], [0, top], color="grey", linewidth=0.8, linestyle="--", label="greedy = minimum")
         xs, ys = zip(*points, strict=True)
         axis.scatter(xs, ys, s=[12 + 4 * min(c, 40) for c in points.values()], alpha=0.6, label="explanations")
-        for (x, y), count in points.items():
-            if count > 1:
-                axis.annotate(str(count), (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
+        if len(points) <= _ANNOTATED_POINTS:
+            for (x, y), count in points.items():
+                if count > 1:
+                    axis.annotate(str(count), (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
         axis.set(
             xlabel="minimum size (features)",
             ylabel="greedy size (features)",
@@ -419,7 +425,7 @@ def size_figure(records: list[Record]) -> Any | None:
             xlim=(-0.5, top),
             ylim=(-0.5, top),
         )
-        axis.legend(fontsize=7, loc="upper left")
+        axis.legend(fontsize=7, loc="lower right")
         axis.xaxis.get_major_locator().set_params(integer=True)
         axis.yaxis.get_major_locator().set_params(integer=True)
     for axis in list(axes.flat)[len(families) :]:
@@ -441,6 +447,12 @@ def _answered(records: list[Record]) -> dict[str, list[float]]:
     return times
 
 
+def _colours(records: list[Record]) -> dict[str, str]:
+    """One colour per solver, the same in every panel of every figure of the report."""
+    names = sorted({name for record in records for name in record.solvers})
+    return {name: f"C{index}" for index, name in enumerate(names)}
+
+
 def cactus_figure(records: list[Record], time_limit: float | None = None) -> Any | None:
     """Cactus plot: per solver, the k-th fastest answered call against k (higher right = slower)."""
     times = _answered(records)
@@ -448,12 +460,13 @@ def cactus_figure(records: list[Record], time_limit: float | None = None) -> Any
         return None
     plt = _pyplot()
     calls = Counter(name for record in records for name in record.solvers)
+    colours = _colours(records)
     figure, axis = plt.subplots(figsize=(7, 4))
     for name in sorted(times):
         ordered = sorted(times[name])
         features = max(r.n for r in records if name in r.solvers)
         label = f"{name}: {len(ordered)} of {calls[name]} calls answered (n ≤ {features})"
-        axis.step(range(1, len(ordered) + 1), ordered, where="post", label=label)
+        axis.step(range(1, len(ordered) + 1), ordered, where="post", color=colours[name], label=label)
     if time_limit:
         axis.axhline(time_limit, color="grey", linestyle=":", linewidth=0.8, label=f"time limit {time_limit:g} s")
     axis.set(
@@ -478,6 +491,7 @@ def time_figure(records: list[Record]) -> Any | None:
     if not groups:
         return None
     plt = _pyplot()
+    colours = _colours(records)
     columns = min(3, len(groups))
     rows = -(-len(groups) // columns)
     figure, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.4 * rows), squeeze=False)
@@ -486,7 +500,14 @@ def time_figure(records: list[Record]) -> Any | None:
         for name, by_n in sorted(groups[activation].items()):
             sizes = sorted(by_n)
             stops = f", stops at n = {sizes[-1]}" if sizes[-1] < largest else ""
-            axis.plot(sizes, [statistics.median(by_n[n]) for n in sizes], marker="o", markersize=3, label=f"{name}{stops}")
+            axis.plot(
+                sizes,
+                [statistics.median(by_n[n]) for n in sizes],
+                marker="o",
+                markersize=3,
+                color=colours[name],
+                label=f"{name}{stops}",
+            )
         unanswered: dict[str, Counter] = defaultdict(Counter)
         for record in records:
             for name, outcome in record.solvers.items():
@@ -494,7 +515,7 @@ def time_figure(records: list[Record]) -> Any | None:
                     unanswered[name][outcome.status.value] += 1
         for name, statuses in sorted(unanswered.items()):
             reason = ", ".join(f"{status} {count}" for status, count in statuses.most_common())
-            axis.plot([], [], linestyle="none", marker="x", label=f"{name}: no answer ({reason})")
+            axis.plot([], [], linestyle="none", marker="x", color=colours[name], label=f"{name}: no answer ({reason})")
         count = sum(r.activation == activation for r in records)
         axis.set(xlabel="features n", ylabel="median s per call (log)", yscale="log", title=f"{activation} ({count} records)")
         axis.legend(fontsize=7)
