@@ -76,6 +76,33 @@ def test_smooth_monotone_matches_brute_force(stack: str, engine: str, monkeypatc
     assert nontrivial >= 2  # the loop had something to search
 
 
+@pytest.mark.parametrize("stack", ["relu", "sigmoid", "tanh", "softplus+sigmoid", "relu+tanh"])
+def test_sixteen_features_match_brute_force(stack: str) -> None:
+    """At 16 features (2^16 sets: the size up to which the issue asks brute force to agree), both
+    kinds and both goal directions: z3's minimum is brute force's, proved ("none within minimum − 1")."""
+    rng = np.random.default_rng(16 + sum(map(ord, stack)))
+    names = STACKS.get(stack, (stack, stack))
+    nontrivial = 0
+    for trial in range(2):
+        n = 16
+        net = _network(rng, n, (8, 4), names)
+        x = rng.uniform(size=n)
+        threshold = float(net.forward(x)) + (0.05 if trial % 2 else -0.05)
+        for kind in ("contrastive", "abductive"):
+            problem = Problem.make(net, x, kind, Domain.unit(n), threshold)
+            reference = monotone_minimum(problem, bounded=True)
+            found = _solve(problem, None)
+            where = f"{stack} {kind} t={threshold}: {found}"
+            if reference is None:
+                assert found.status == Status.NONE_EXISTS, where
+                continue
+            assert found.status == Status.OPTIMAL and found.size == reference and found.replayed, where
+            nontrivial += reference > 1
+            if reference > 0:
+                assert _solve(problem, reference - 1).status == Status.NONE_WITHIN, where
+    assert nontrivial >= 1
+
+
 def test_smooth_batch_of_random_maximal_sets_keeps_answers(monkeypatch: pytest.MonkeyPatch) -> None:
     """The batch of maximal invalid sets (forced from the first round) changes no minimum, and
     every set it learns is surely invalid."""
