@@ -54,10 +54,16 @@ class _Form:
         coefficient's radius counts, whether picked or not. `k` is one bound or one per form [B]."""
         signed = np.maximum(self.coefficients, 0.0) if largest else np.minimum(self.coefficients, 0.0)
         n = signed.shape[-1]
-        if isinstance(k, np.ndarray):  # a bound per form: the sorted coefficients, masked by rank
-            ordered = -np.sort(-signed, axis=-1) if largest else np.sort(signed, axis=-1)
-            picked = ordered * (np.arange(n) < k[:, None, None])
-            k = int(k.max(initial=0))
+        if isinstance(k, np.ndarray):  # a bound per form: the top max(k) sorted, masked by rank
+            most = min(int(k.max(initial=0)), n)
+            if largest:
+                top = np.partition(signed, n - most, axis=-1)[..., n - most :] if 0 < most < n else signed[..., n - most :]
+                ordered = -np.sort(-top, axis=-1)
+            else:
+                top = np.partition(signed, most - 1, axis=-1)[..., :most] if 0 < most < n else signed[..., :most]
+                ordered = np.sort(top, axis=-1)
+            picked = ordered * (np.arange(most) < k[:, None, None])
+            k = most
         elif k >= n or k == 0:
             picked = signed[..., : n if k else 0]
         elif largest:
@@ -87,7 +93,9 @@ def _product(
 
     if a_radius is None:
         return times(a, b), None
-    radius = times(a_radius, np.abs(b)) + gamma(a.shape[-1] + 1) * times(np.abs(a), np.abs(b))
+    # r_A·|B̂| + γ·|Â|·|B̂| as one product (equal in exact arithmetic; the rounding of either form
+    # is far below the radius's outward scaling, module docstring)
+    radius = times(a_radius + gamma(a.shape[-1] + 1) * np.abs(a), np.abs(b))
     if b_radius is not None:
         radius = radius + times(np.abs(a) + a_radius, b_radius)
     return times(a, b), _outwards(radius)

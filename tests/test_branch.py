@@ -10,7 +10,7 @@ import pytest
 from bruteforce import random_network
 from cardinal.solvers.branch import NODE_LIMIT, SubsetSearch
 from cardinal.solvers.smooth import SmoothBounds
-from cardinal.solvers.subsets import SubsetBounds
+from cardinal.solvers.subsets import SubsetBounds, _Form
 from cardinal.verify import Layer, Network
 from cardinal.verify.activations import Activation
 from cardinal.verify.exact import ExactNetwork
@@ -135,7 +135,9 @@ def test_search_never_refutes_a_set_valid_by_less_than_an_ulp(below: bool) -> No
                 threshold = float(best) if Fraction(float(best)) < best else float(np.nextafter(float(best), -np.inf))
             judge = _judge(net, base, target, threshold, below)
             bounds = SubsetBounds(net, base, target, threshold)
-            search = SubsetSearch(n, threshold, _evaluate(judge, net, base, target), below, bounds, _reference(judge, n) if below else None)
+            search = SubsetSearch(
+                n, threshold, _evaluate(judge, net, base, target), below, bounds, _reference(judge, n) if below else None
+            )
             raw, found = search.search(k)
             assert raw == "sat" and found.sum() <= k and judge(found[None, :])[0] == 1
 
@@ -251,3 +253,24 @@ def test_probe_closes_invalid_nodes_and_forces_what_every_valid_set_needs() -> N
     assert shares.shape == (3, n) and (shares[0] == 1).all() and not shares[2, 3:].any()
     found, open_rows, _ = search._probe(3, np.zeros((1, n), dtype=bool), allowed[2:])
     assert found.tolist() == [True, True, True, False, False]  # allowed fits within k and is valid
+
+
+@pytest.mark.parametrize("largest", [True, False])
+def test_extreme_with_a_budget_per_form_equals_one_budget_at_a_time(largest: bool) -> None:
+    """`_Form.extreme` with k [B] (the top max(k) partitioned, then sorted and masked by rank) gives
+    each form the value and radius of the same form extremised alone with its own k."""
+    rng = np.random.default_rng(3)
+    batch, rows, n = 7, 3, 20
+    coefficients = rng.normal(size=(batch, rows, n))
+    radius = np.abs(rng.normal(size=(batch, rows, n))) * 1e-12
+    form = _Form(coefficients, radius, rng.normal(size=(batch, rows)), np.full((batch, rows), 1e-12))
+    budgets = np.array([0, 1, 3, 7, 20, 25, 5])
+    value, value_radius = form.extreme(budgets, largest)
+    for b, k in enumerate(budgets):
+        alone = _Form(coefficients[b : b + 1], radius[b : b + 1], form.constant[b : b + 1], form.constant_radius[b : b + 1])
+        expected, _ = alone.extreme(int(k), largest)
+        picked = np.sort(coefficients[b], axis=-1)[:, ::-1] if largest else np.sort(coefficients[b], axis=-1)
+        signed = np.maximum(picked, 0) if largest else np.minimum(picked, 0)
+        np.testing.assert_allclose(value[b], expected[0], rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(value[b], form.constant[b] + signed[:, :k].sum(axis=-1), rtol=1e-12, atol=1e-12)
+        assert (value_radius[b] >= radius[b].sum(axis=-1)).all()
