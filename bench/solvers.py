@@ -42,11 +42,12 @@ Besides the table and the median plot, a cactus plot (`*_cactus.png`): for each 
 calls that answered the question (none_within, optimal, or a replayed feasible set) sorted by
 time, the k-th at the time of the k-th fastest — instances solved within a time budget.
 
-Configurations run in `--jobs` worker processes at once (default 2, one per core of the lead's
-machine; each call still runs on one thread): the default run takes about 20 minutes that way.
+Configurations run one at a time by default, so that each call is timed alone on the machine
+(about 25 minutes on the lead's 2-core VM); `--jobs 2` runs two at once, one process each, in
+about half the time, with timings that contend for the machine's caches and memory.
 
     python -m bench.solvers [--networks 3] [--inputs 4] [--time-limit 5] [--solvers gurobi,highs,z3,enumerate]
-                            [--no-peer] [--sweeps features,width,depth] [--jobs 2] [--out bench-results/solvers.md]
+                            [--no-peer] [--sweeps features,width,depth] [--jobs 1] [--out bench-results/solvers.md]
 
 (`--out bench/results/solvers.md` refreshes the tables and figures kept in the repository.)
 """
@@ -67,7 +68,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from cardinal.solvers.base import available_solvers, get_solver, replay, solve_problem
+from cardinal.solvers.base import Solver, available_solvers, get_solver, replay, solve_problem
 from cardinal.verify.domain import Domain
 from cardinal.verify.generate import median_threshold, random_network
 from cardinal.verify.greedy import explain
@@ -203,7 +204,7 @@ def _certify_network(
                     continue  # nothing to certify: no CXp at all, or an empty AXp
                 problem = Problem.make(net, X[row], kind, domain, threshold)
                 at_most = len(features) - 1
-                outcomes = {name: solve_problem(backend, problem, at_most, time_limit) for name, backend in backends.items()}
+                outcomes = {name: _timed(backend, problem, at_most, time_limit) for name, backend in backends.items()}
                 verdicts = {name: _verdict(outcome) for name, outcome in outcomes.items() if _verdict(outcome)}
                 # exact evidence: a replayed smaller set (any backend), an exact backend's "nothing smaller"
                 evidence = {verdict for name, verdict in verdicts.items() if verdict == "suboptimal" or name in EXACT}
@@ -218,6 +219,13 @@ def _certify_network(
     finally:
         for backend in backends.values():
             backend.close()
+
+
+def _timed(backend: Solver, problem: Problem, at_most: int, time_limit: float) -> Outcome:
+    """One call, its `seconds` from the call to the end of the exact replay of its answer (as the peer's)."""
+    started = time.perf_counter()
+    outcome = solve_problem(backend, problem, at_most, time_limit)
+    return dataclasses.replace(outcome, seconds=time.perf_counter() - started)
 
 
 def _verdict(outcome: Outcome) -> str | None:
@@ -325,7 +333,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--out", default="bench-results/solvers.md", help="markdown table to write, the figures beside it (default: %(default)s)"
     )
-    parser.add_argument("--jobs", type=int, default=2, help="configurations run at once, one process (and core) each")
+    parser.add_argument("--jobs", type=int, default=1, help="configurations run at once, one process (and core) each")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)  # as in every worker (`run_config`); `machine()` reports it
     solvers = args.solvers.split(",") if args.solvers else list(available_solvers())

@@ -316,12 +316,12 @@ class _Lazy:
         return search(smooth if smooth.supported else None), None
 
     @cached_property
-    def order(self) -> list[int]:
-        """Heuristic order, least helpful feature first: f with one feature moved (floats suffice)."""
-        base, target = self.base.numpy(), self.target.numpy()
-        single = self.problem.net.forward(np.where(np.eye(self.n, dtype=bool), target, base)).numpy()
+    def order(self) -> np.ndarray:
+        """Heuristic order [n] int64, least helpful feature first: f with one feature moved (floats
+        suffice)."""
+        single = self.problem.decider(np.where(np.eye(self.n, dtype=bool), self.target_array, self.base_array))[0]
         goal_is_one = (self.valid_when == 1) != (self.problem.prediction == 1)
-        return [int(i) for i in np.argsort(single if goal_is_one else -single, kind="stable")]
+        return np.argsort(single if goal_is_one else -single, kind="stable")
 
     def _start_loop(self) -> None:
         """The SAT loop's solver (in a z3 context of its own), literals and bounds (only where the
@@ -367,7 +367,7 @@ class _Lazy:
         invalid set to a maximal one) or surely valid (False: shrinks a valid one to a minimal
         one), by `_extend`. Every set it returns was judged so; next to undecided sets the result
         may fall short of maximal (minimal), which weakens a clause but never makes one unsound."""
-        rest = np.array([i for i in self.order if chosen[i] != setting], dtype=np.int64)
+        rest = self.order[chosen[self.order] != setting]
         keep = _INVALID if setting else _VALID
         return _extend(chosen, rest, lambda rows: self.judge(rows) == keep, setting)[0]
 
@@ -471,7 +471,7 @@ class _Lazy:
         within `bound` can be valid: screened with the widener's `likely_refutes` (`_extend`, the
         next `_WIDEN_WINDOW` features per batch), then proved once by its `refutes`;
         unproved, or cut short by the deadline, the set stays as it was."""
-        rest = np.array([i for i in self.order if not invalid[i]], dtype=np.int64)
+        rest = self.order[~invalid[self.order]]
         screened = _extend(invalid, rest, lambda rows: self.widener.likely_refutes(bound, rows), True, _WIDEN_WINDOW, deadline)
         widened, finished = screened
         if finished and widened.sum() > invalid.sum() and self.widener.refutes(bound, widened[None, :])[0]:

@@ -17,6 +17,7 @@ piecewise-linear networks, rigorous enclosures for smooth ones, −1 when an enc
 from __future__ import annotations
 
 import math
+from types import ModuleType
 
 import numpy as np
 import torch
@@ -54,33 +55,40 @@ class BoundedForward:
         f, bound, unsure, _ = self.trace(Y, keep=False)
         return f, bound, unsure
 
-    @torch.no_grad()
     def trace(
         self, Y: Array, keep: bool = True, first: tuple[Array, Array] | None = None
     ) -> tuple[Array, Array, Array, list[tuple[Activation, Array, Array]]]:
         """Like calling, and also (with `keep`) every layer's activation, pre-activation h [B, w]
         and its bound [B, w]. `first`: the first layer's (h, bound), computed already (then Y
         is not read)."""
-        numpy = isinstance(Y if first is None else first[0], np.ndarray)
+        if isinstance(Y if first is None else first[0], np.ndarray):
+            with np.errstate(all="ignore"):  # an overflow makes its row unsure, as in torch (which does not warn)
+                return self._trace(Y, keep, first, self.arrays, np)
+        with torch.no_grad():
+            return self._trace(Y, keep, first, self.layers, torch)
+
+    @staticmethod
+    def _trace(
+        Y: Array, keep: bool, first: tuple[Array, Array] | None, layers: list[tuple], kind: ModuleType
+    ) -> tuple[Array, Array, Array, list[tuple[Activation, Array, Array]]]:
+        """`trace` over `layers` (`arrays` or their tensors; `kind`: np or torch)."""
         z, error, unsure = Y, None, None
         kept = []
-        with np.errstate(all="ignore"):  # an overflow makes its row unsure, as in torch (which does not warn)
-            for number, (weight_t, abs_weight_t, bias, abs_bias_term, term_gamma, activation) in enumerate(
-                self.arrays if numpy else self.layers
-            ):
-                if number == 0 and first is not None:
-                    h, bound = first
-                else:
-                    h = _affine(bias, z, weight_t)
-                    spread = term_gamma * abs(z) if error is None else error + term_gamma * abs(z)
-                    bound = _affine(abs_bias_term, spread, abs_weight_t) * SAFETY + TINY
-                if keep:
-                    kept.append((activation, h, bound))
-                z, error, stepped = _activate(activation, h, bound)
-                if stepped is not None:
-                    unsure = stepped if unsure is None else unsure | stepped
-            f, bound = z[:, 0], error[:, 0] * SAFETY + TINY
-            overflow = ~(np.isfinite(f + bound) if numpy else torch.isfinite(f + bound))  # also where either is not finite
+        for number, (weight_t, abs_weight_t, bias, abs_bias_term, term_gamma, activation) in enumerate(layers):
+            given = number == 0 and first is not None
+            if given:
+                h, bound = first
+            else:
+                h = _affine(bias, z, weight_t)
+                spread = term_gamma * abs(z) if error is None else error + term_gamma * abs(z)
+                bound = _affine(abs_bias_term, spread, abs_weight_t) * SAFETY + TINY
+            if keep:
+                kept.append((activation, h, bound))
+            z, error, stepped = _activate(activation, h, bound, in_place=not (keep or given))
+            if stepped is not None:
+                unsure = stepped if unsure is None else unsure | stepped
+        f, bound = z[:, 0], error[:, 0] * SAFETY + TINY
+        overflow = ~kind.isfinite(f + bound)  # also where either is not finite
         return f, bound, overflow if unsure is None else unsure | overflow, kept
 
     @torch.no_grad()
@@ -146,14 +154,15 @@ def _affine(bias: Array, z: Array, weight_t: Array) -> Array:
     return torch.addmm(bias, z, weight_t) if isinstance(z, torch.Tensor) else z @ weight_t + bias
 
 
-def _activate(activation: Activation, h: Array, bound: Array) -> tuple[Array, Array, Array | None]:
-    """σ(h) for h [B, w] with error bound [B, w] → (z, bound on z, rows made unsure or None).
-    A discontinuous σ passes no error on, but a row whose h lies within its bound of a
-    breakpoint is unsure."""
-    if isinstance(h, np.ndarray):
-        z = activation.apply_(torch.from_numpy(h.copy())).numpy()  # the activation's own torch op, on the same memory
+def _activate(activation: Activation, h: Array, bound: Array, in_place: bool = False) -> tuple[Array, Array, Array | None]:
+    """σ(h) for h [B, w] with error bound [B, w] → (z, bound on z, rows made unsure or None),
+    overwriting h if `in_place`. A discontinuous σ passes no error on, but a row whose h lies
+    within its bound of a breakpoint is unsure."""
+    in_place = in_place and activation.is_continuous  # a step's h is read again below
+    if isinstance(h, np.ndarray):  # the activation's own torch op, on the same memory
+        z = activation.apply_(torch.from_numpy(h if in_place else h.copy())).numpy()
     else:
-        z = activation.apply_(h.clone())
+        z = activation.apply_(h if in_place else h.clone())
     if activation.is_continuous:
         return z, activation.float_error(z, bound), None
     unsure = None
