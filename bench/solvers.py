@@ -43,7 +43,7 @@ calls that answered the question (none_within, optimal, or a replayed feasible s
 time, the k-th at the time of the k-th fastest — instances solved within a time budget.
 
 Configurations run one at a time by default, so that each call is timed alone on the machine
-(about 25 minutes on the lead's 2-core VM); `--jobs 2` runs two at once, one process each, in
+(about 21 minutes on the lead's 2-core VM); `--jobs 2` runs two at once, one process each, in
 about half the time, with timings that contend for the machine's caches and memory.
 
     python -m bench.solvers [--networks 3] [--inputs 4] [--time-limit 5] [--solvers gurobi,highs,z3,enumerate]
@@ -373,7 +373,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             "",
             f"Run {datetime.date.today().isoformat()} with `{command}` on {machine()}. Every backend runs on one thread"
             + (f", the {PEER} peer too" if with_peer else "; no peer column (gurobi-machinelearning not installed)")
-            + f"; {args.jobs} configurations at once, one process each.",
+            + (
+                "; one configuration at a time." if args.jobs == 1 else f"; {args.jobs} configurations at once, one process each."
+            ),
             "",
             "Monotone ReLU networks, inputs uniform in [0,1]^n, threshold midway around the median output; each call "
             "certifies greedy's answer of size g by asking for an explanation of size ≤ g − 1 (both kinds; inputs "
