@@ -21,6 +21,7 @@ from cardinal.verify.report import (
     cactus_figure,
     count_notes,
     gap_figure,
+    share,
     size_figure,
     time_figure,
     write_report,
@@ -40,6 +41,14 @@ def _exact_only(record: Record) -> dict:
     document.update(key="hand:0:contrastive", verdict="exact_only", greedy=None, greedy_exists=None, greedy_check=None, gap=None)
     document["solvers"]["gurobi"].update(status="refuted", claimed="optimal", features=[0], message="not an explanation")
     return document
+
+
+@pytest.mark.parametrize(
+    ("part", "total", "shown"),
+    [(206, 207, "99%"), (207, 207, "100%"), (1, 1000, "1%"), (0, 5, "0%"), (1, 2, "50%"), (2, 3, "67%")],
+)
+def test_a_partial_share_never_reads_as_all_or_none(part: int, total: int, shown: str) -> None:
+    assert share(part, total) == shown
 
 
 def test_old_records_load_and_round_trip(records: list[Record]) -> None:

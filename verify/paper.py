@@ -28,6 +28,7 @@ from .io import read_json, write_atomic
 from .network import Network
 from .problem import Verdict
 from .record import Record
+from .report import share
 
 DATASETS = ("loan", "blog", "compas", "heart", "auto-mpg")
 HIDDEN = (64, 64)
@@ -271,7 +272,7 @@ def _sweep_section(models: list[PaperModel], stats: list[dict[str, Any]]) -> lis
                         c["rows"] - c["positive"],
                         _mean(a["sizes_prediction_0"]),
                         _mean(c["sizes"]),
-                        f"{np.mean(np.array(c['sizes']) == 1) * 100:.0f}%" if c["sizes"] else "–",
+                        share(sum(size == 1 for size in c["sizes"]), len(c["sizes"])) if c["sizes"] else "–",
                     ]
                 )
     headers = ["dataset", "threshold", "inputs with f ≤ t", "AXp mean size (f ≤ t)", "CXp mean size", "CXp of size 1"]
@@ -353,7 +354,7 @@ def certification_rows(records: list[Record]) -> list[list[Any]]:
                 verdicts[Verdict.SOLVER_DISAGREEMENT],
                 verdicts[Verdict.UNKNOWN],
                 f"{100 * verdicts[Verdict.GREEDY_MINIMAL] / decided:.1f}%" if decided else "–",
-                f"{100 * sum(r.certified for r in chosen) / len(chosen):.0f}%",
+                share(sum(r.certified for r in chosen), len(chosen)),
                 max(gaps) if gaps else "–",
                 ", ".join(f"{name} {count}" for name, count in sorted(refuted.items())) or "–",
                 medians,
@@ -367,9 +368,9 @@ def _certified_share(records: list[Record], name: str) -> dict[float, tuple[int,
     shares: dict[float, list[int]] = {}
     for record in records:
         if record.family == f"paper:{name}":
-            share = shares.setdefault(round(record.threshold, 6), [0, 0])
-            share[0] += record.certified
-            share[1] += 1
+            counts = shares.setdefault(round(record.threshold, 6), [0, 0])
+            counts[0] += record.certified
+            counts[1] += 1
     return {threshold: (certified, total) for threshold, (certified, total) in sorted(shares.items())}
 
 

@@ -55,6 +55,13 @@ def _quantile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def share(part: int, total: int) -> str:
+    """part of total as a whole percentage that never rounds a partial share to 100% or 0%
+    (206 of 207 reads 99%, not 100%)."""
+    percent = round(100 * part / total)
+    return f"{min(99, max(1, percent)) if 0 < part < total else percent}%"
+
+
 def verdict_table(records: list[Record]) -> list[list[Any]]:
     groups: dict[tuple[str, str, str], Counter] = defaultdict(Counter)
     certified: Counter = Counter()
@@ -66,7 +73,7 @@ def verdict_table(records: list[Record]) -> list[list[Any]]:
     for key in sorted(groups):
         counts = groups[key]
         total = sum(counts.values())
-        rows.append([*key, total, *(counts.get(v, 0) for v in VERDICT_COLUMNS), f"{100 * certified[key] / total:.0f}%"])
+        rows.append([*key, total, *(counts.get(v, 0) for v in VERDICT_COLUMNS), share(certified[key], total)])
     return rows
 
 
