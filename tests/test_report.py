@@ -44,11 +44,22 @@ def _exact_only(record: Record) -> dict:
 
 
 @pytest.mark.parametrize(
-    ("part", "total", "shown"),
-    [(206, 207, "99%"), (207, 207, "100%"), (1, 1000, "1%"), (0, 5, "0%"), (1, 2, "50%"), (2, 3, "67%")],
+    ("part", "total", "decimals", "shown"),
+    [
+        (206, 207, 0, "99%"),
+        (207, 207, 0, "100%"),
+        (1, 1000, 0, "1%"),
+        (0, 5, 0, "0%"),
+        (1, 2, 0, "50%"),
+        (2, 3, 0, "67%"),
+        (2000, 2001, 1, "99.9%"),
+        (1, 2001, 1, "0.1%"),
+        (172, 207, 1, "83.1%"),
+        (200, 200, 1, "100.0%"),
+    ],
 )
-def test_a_partial_share_never_reads_as_all_or_none(part: int, total: int, shown: str) -> None:
-    assert share(part, total) == shown
+def test_a_partial_share_never_reads_as_all_or_none(part: int, total: int, decimals: int, shown: str) -> None:
+    assert share(part, total, decimals) == shown
 
 
 def test_old_records_load_and_round_trip(records: list[Record]) -> None:

@@ -353,7 +353,7 @@ def certification_rows(records: list[Record]) -> list[list[Any]]:
                 verdicts[Verdict.NONE_EXISTS],
                 verdicts[Verdict.SOLVER_DISAGREEMENT],
                 verdicts[Verdict.UNKNOWN],
-                f"{100 * verdicts[Verdict.GREEDY_MINIMAL] / decided:.1f}%" if decided else "–",
+                share(verdicts[Verdict.GREEDY_MINIMAL], decided, decimals=1) if decided else "–",
                 share(sum(r.certified for r in chosen), len(chosen)),
                 max(gaps) if gaps else "–",
                 ", ".join(f"{name} {count}" for name, count in sorted(refuted.items())) or "–",

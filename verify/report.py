@@ -55,11 +55,13 @@ def _quantile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def share(part: int, total: int) -> str:
-    """part of total as a whole percentage that never rounds a partial share to 100% or 0%
-    (206 of 207 reads 99%, not 100%)."""
-    percent = round(100 * part / total)
-    return f"{min(99, max(1, percent)) if 0 < part < total else percent}%"
+def share(part: int, total: int, decimals: int = 0) -> str:
+    """part of total as a percentage with `decimals` places that never rounds a partial share to
+    100% or 0% (206 of 207 reads 99%, not 100%; 2000 of 2001 with one place, 99.9%)."""
+    percent, step = round(100 * part / total, decimals), 10.0**-decimals
+    if 0 < part < total:
+        percent = min(100 - step, max(step, percent))
+    return f"{percent:.{decimals}f}%"
 
 
 def verdict_table(records: list[Record]) -> list[list[Any]]:
