@@ -282,8 +282,7 @@ class _Lazy:
     """Monotone networks: z3 proposes sets, exact evaluation judges them (module docstring)."""
 
     def __init__(self, problem: Problem, base: np.ndarray, target: np.ndarray) -> None:
-        self.base_array, self.target_array = np.asarray(base, dtype=np.float64), np.asarray(target, dtype=np.float64)
-        self.base, self.target = torch.as_tensor(self.base_array), torch.as_tensor(self.target_array)
+        self.base, self.target = np.asarray(base, dtype=np.float64), np.asarray(target, dtype=np.float64)  # [n]
         self.valid_when = 1 if problem.kind == "contrastive" else 0
         self.goal_below = (self.valid_when == 1) == (problem.prediction == 1)  # valid iff f ≤ t
         # The branch and bound answers each check first (`_branch_and_bound`). The loop's bounds, built
@@ -319,7 +318,7 @@ class _Lazy:
     def order(self) -> np.ndarray:
         """Heuristic order [n] int64, least helpful feature first: f with one feature moved (floats
         suffice)."""
-        single = self.problem.decider(np.where(np.eye(self.n, dtype=bool), self.target_array, self.base_array))[0]
+        single = self.problem.decider(np.where(np.eye(self.n, dtype=bool), self.target, self.base))[0]
         goal_is_one = (self.valid_when == 1) != (self.problem.prediction == 1)
         return np.argsort(single if goal_is_one else -single, kind="stable")
 
@@ -327,13 +326,12 @@ class _Lazy:
         """The SAT loop's solver (in a z3 context of its own), literals and bounds (only where the
         branch and bound left a check open)."""
         problem, context = self.problem, z3.Context()
-        base, target = self.base.numpy(), self.target.numpy()
         if problem.net.is_piecewise_linear:
             if self.goal_below:
-                self.tangents = LinearBounds(problem.net, base, target, problem.threshold)
+                self.tangents = LinearBounds(problem.net, self.base, self.target, problem.threshold)
             self.batch = self.tangents is None
         else:
-            smooth = SmoothBounds(problem.net, base, target, problem.threshold)
+            smooth = SmoothBounds(problem.net, self.base, self.target, problem.threshold)
             if smooth.supported:
                 self.sized, self.widener = smooth.size_cut, smooth
             self.batch = True  # the float bounds are looser: measured, the batches decide the hard tail
@@ -358,7 +356,7 @@ class _Lazy:
 
     def evaluate(self, masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """`judge`, and g [B] in float64 (a hint), from one forward pass (`Problem.decider`, in numpy)."""
-        predicted, f = self.problem.decider.decide(np.where(masks, self.target_array, self.base_array), self.threshold)
+        predicted, f = self.problem.decider.decide(np.where(masks, self.target, self.base), self.threshold)
         valid = (predicted != self.problem.prediction) == (self.valid_when == 1)
         return np.where(predicted < 0, _UNSURE, np.where(valid, _VALID, _INVALID)).astype(np.int8), f
 
@@ -380,7 +378,7 @@ class _Lazy:
             raw, found = self.branch.search(bound, deadline, self.branch_nodes)
             if found is not None:
                 minimal = self.walk(found, False)
-                y = np.where(minimal, self.target.numpy(), self.base.numpy())
+                y = np.where(minimal, self.target, self.base)
                 return raw, tuple(int(i) for i in np.flatnonzero(minimal)), y
             if raw not in (_NODE_LIMIT, UNDECIDED_SET):
                 return raw, None, None
@@ -413,7 +411,7 @@ class _Lazy:
             verdict = self.judge(proposal[None, :])[0]
             if verdict == _VALID:
                 minimal = self.walk(proposal, False)
-                y = np.where(minimal, self.target.numpy(), self.base.numpy())
+                y = np.where(minimal, self.target, self.base)
                 return raw, tuple(int(i) for i in np.flatnonzero(minimal)), y
             if verdict == _UNSURE:  # neither learned as invalid nor taken as valid: set aside alone
                 self.undecided.append(proposal)
@@ -520,7 +518,7 @@ class _Lazy:
     @torch.no_grad()
     def _float_invalid(self, masks: np.ndarray) -> np.ndarray:
         """masks [B, n] bool → [B] bool: invalid by a plain float64 forward pass (not rigorous)."""
-        z = torch.where(torch.as_tensor(masks), self.target, self.base)
+        z = torch.from_numpy(np.where(masks, self.target, self.base))
         for weight, bias, activation in self.float_layers:
             z = activation(torch.addmm(bias, z, weight))
         above = (z[:, 0] > self.threshold).numpy()
