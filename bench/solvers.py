@@ -341,12 +341,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     unknown = [name for name in sweeps if name not in SWEEPS]
     if unknown or not sweeps:
         parser.error(f"unknown sweep {unknown[0] if unknown else '(none)'!r}: use {', '.join(SWEEPS)}")
+    if args.jobs < 1:
+        parser.error(f"--jobs must be at least 1, got {args.jobs}")
     if not args.no_peer and not peer_available():
         print(f"no {PEER} column: pip install 'cardinal[peer]' (gurobi-machinelearning) to add it", file=sys.stderr)
     with_peer = not args.no_peer and peer_available()
     configs = list(dict.fromkeys(config for sweep in sweeps for config in SWEEPS[sweep]))
     rows = []
-    with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         futures = {
             config: pool.submit(run_config, config, args.networks, args.inputs, solvers, with_peer, args.time_limit)
             for config in configs

@@ -14,7 +14,7 @@ from cardinal.verify.problem import Problem, Status
 
 pytest.importorskip("gurobi_ml")
 
-from bench.solvers import Peer, cactus, peer_model
+from bench.solvers import Peer, cactus, main, peer_model
 
 
 def test_peer_answers_the_certification_question_like_brute_force() -> None:
@@ -60,3 +60,10 @@ def test_cactus_plot_is_written(tmp_path: Path) -> None:
     path = tmp_path / "cactus.png"
     cactus(done, 1.0, path)
     assert path.stat().st_size > 1000
+
+
+def test_a_job_count_below_one_is_refused_before_anything_runs(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main(["--jobs", "0", "--out", str(tmp_path / "solvers.md")])
+    assert stop.value.code == 2 and "--jobs must be at least 1, got 0" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
