@@ -165,7 +165,26 @@ def test_cuda_request_without_cuda_is_an_input_error() -> None:
 
 
 def test_smooth_enclosure_straddling_the_threshold_is_reported() -> None:
-    """sigmoid(0) = 1/2 exactly, so at t = 0.5 the singletons are undecided: no guess, ERROR."""
+    """f = sigmoid(s − 1/2) + sigmoid(s − 3/2), s = y0 + y1, is exactly 1 where s = 1
+    (sigmoid(a) + sigmoid(−a) = 1), so at t = 1 the singletons are undecided: no guess, ERROR."""
+    net = Network(
+        [
+            Layer(np.ones((2, 2)), np.array([-0.5, -1.5]), Activation.make("sigmoid")),
+            Layer(np.ones((1, 2)), np.array([0.0]), Activation.make("identity")),
+        ]
+    )
+    problem = Problem.make(net, np.ones(2), "contrastive", threshold=1.0)
+    assert problem.flips(np.array([0.0, 1.0])) is None
+    found = solve_problem(EnumerateSolver(), problem, None, 10.0)
+    assert found.status == Status.ERROR and "undecided" in found.message
+    assert solve_problem(EnumerateSolver(), problem, 1, 10.0).status == Status.ERROR
+    within = solve_problem(EnumerateSolver(), problem, 2, 10.0)  # "≤ 2" holds (the full set); minimality is open
+    assert within.status == Status.FEASIBLE and within.features == (0, 1) and within.replayed
+
+
+def test_sigmoid_at_zero_is_decided_exactly() -> None:
+    """sigmoid(0) = 1/2 exactly: at t = 0.5 the singletons of f = sigmoid(y0 + y1 − 1) give f = t,
+    which is decided (f ≤ t flips p(x) = 1), so the minimum CXp is proved to be a singleton."""
     net = Network(
         [
             Layer(np.array([[1.0, 1.0]]), np.array([-1.0]), Activation.make("sigmoid")),
@@ -173,12 +192,9 @@ def test_smooth_enclosure_straddling_the_threshold_is_reported() -> None:
         ]
     )
     problem = Problem.make(net, np.ones(2), "contrastive", threshold=0.5)
-    assert problem.flips(np.array([0.0, 1.0])) is None
+    assert problem.flips(np.array([0.0, 1.0])) is True
     found = solve_problem(EnumerateSolver(), problem, None, 10.0)
-    assert found.status == Status.ERROR and "undecided" in found.message
-    assert solve_problem(EnumerateSolver(), problem, 1, 10.0).status == Status.ERROR
-    within = solve_problem(EnumerateSolver(), problem, 2, 10.0)  # "≤ 2" holds (the full set); minimality is open
-    assert within.status == Status.FEASIBLE and within.features == (0, 1) and within.replayed
+    assert found.status == Status.OPTIMAL and found.features == (0,) and found.replayed, found
 
 
 def test_none_exists_and_empty_abductive() -> None:

@@ -134,21 +134,23 @@ def test_smooth_batch_of_random_maximal_sets_keeps_answers(monkeypatch: pytest.M
 
 
 def _tie_network(bias: float) -> Network:
-    """f(y) = sigmoid(y0 + y1 + y2 + bias): exactly 1/2 wherever y0 + y1 + y2 = −bias."""
+    """f(y) = sigmoid(s + bias + 1/2) + sigmoid(s + bias − 1/2) with s = y0 + y1 + y2: exactly 1
+    wherever s = −bias (sigmoid(a) + sigmoid(−a) = 1), and no enclosure can decide f ≤ 1 there —
+    unlike sigmoid(0) = 1/2 itself, which is exact."""
     return Network(
         [
-            Layer(np.ones((1, 3)), np.array([bias]), Activation.make("sigmoid")),
-            Layer(np.ones((1, 1)), np.zeros(1), Activation.make("identity")),
+            Layer(np.ones((2, 3)), np.array([bias + 0.5, bias - 0.5]), Activation.make("sigmoid")),
+            Layer(np.ones((1, 2)), np.zeros(1), Activation.make("identity")),
         ]
     )
 
 
 def test_undecided_sets_are_never_proofs() -> None:
-    """At t = 1/2, x = (1, 1, 1): every 2-set moved to 0 gives f = 1/2 = t exactly, a CXp in truth
+    """At t = 1, x = (1, 1, 1): every 2-set moved to 0 gives f = 1 = t exactly, a CXp in truth
     (f ≤ t), but its enclosure straddles t. The minimum is 2, yet no proof of it is possible from
     enclosures: z3 must neither claim 3 minimal (taking the 2-sets as invalid) nor 2 proved (taking
     them as valid), nor "none within 2"."""
-    problem = Problem.make(_tie_network(-1.0), np.ones(3), "contrastive", Domain.unit(3), 0.5)
+    problem = Problem.make(_tie_network(-1.0), np.ones(3), "contrastive", Domain.unit(3), 1.0)
     lazy = _Lazy(problem, problem.base, problem.target)
     assert lazy.judge(np.array([[True, True, False], [True, True, True], [True, False, False]])).tolist() == [
         _UNSURE,
@@ -163,20 +165,35 @@ def test_undecided_sets_are_never_proofs() -> None:
     assert within_two.status == Status.ERROR and within_two.solution is None, within_two
     within_three = _solve(problem, 3)  # "is there one of size ≤ 3?" is answered; minimality is not
     assert within_three.status == Status.FEASIBLE and within_three.features == (0, 1, 2), within_three
-    assert _solve(problem, 1).status == Status.NONE_WITHIN  # singletons are surely no CXp: f = sigmoid(1)
+    assert _solve(problem, 1).status == Status.NONE_WITHIN  # singletons are surely no CXp: f = sigmoid(1.5) + sigmoid(0.5)
 
 
 def test_undecided_empty_set_blocks_every_lower_bound() -> None:
-    """AXp with p(x') undecided (f(x') = 1/2 = t): the empty set might be an AXp, so even a size-1
+    """AXp with p(x') undecided (f(x') = 1 = t): the empty set might be an AXp, so even a size-1
     answer is no proved minimum."""
-    problem = Problem.make(_tie_network(0.0), np.ones(3), "abductive", Domain.unit(3), 0.5)
+    problem = Problem.make(_tie_network(0.0), np.ones(3), "abductive", Domain.unit(3), 1.0)
     found = _solve(problem, None)
     assert found.status == Status.FEASIBLE and found.size == 1 and found.replayed and "{}" in found.message, found
     assert _solve(problem, 1).status == Status.FEASIBLE
     assert _solve(problem, 0).status == Status.ERROR
     # the same network with the tie moved off by a tiny margin is decided at 256 bits
-    decided = Problem.make(_tie_network(-(2.0**-40)), np.ones(3), "abductive", Domain.unit(3), 0.5)
+    decided = Problem.make(_tie_network(-(2.0**-40)), np.ones(3), "abductive", Domain.unit(3), 1.0)
     assert _solve(decided, None).status == Status.OPTIMAL
+
+
+def test_sigmoid_at_zero_is_exact_for_z3() -> None:
+    """f(y) = sigmoid(y0 + y1 + y2 − 1) at t = 1/2: where s = 1, f = sigmoid(0) = 1/2 = t exactly,
+    which exact evaluation decides (f ≤ t): the 2-sets are CXps and z3 proves the minimum 2."""
+    net = Network(
+        [
+            Layer(np.ones((1, 3)), np.array([-1.0]), Activation.make("sigmoid")),
+            Layer(np.ones((1, 1)), np.zeros(1), Activation.make("identity")),
+        ]
+    )
+    problem = Problem.make(net, np.ones(3), "contrastive", Domain.unit(3), 0.5)
+    assert problem.is_explanation((0, 1)) is True and problem.is_explanation((0,)) is False
+    found = _solve(problem, None)
+    assert found.status == Status.OPTIMAL and found.size == 2 and found.replayed, found
 
 
 def test_smooth_networks_outside_the_lazy_loop_are_unsupported() -> None:

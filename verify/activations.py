@@ -88,6 +88,10 @@ class _Family:
         """σ(x) at mpmath's working precision (smooth families)."""
         raise ValueError(f"{self.name} is piecewise linear: evaluate its pieces exactly")
 
+    def rational(self, x: Fraction) -> Fraction | None:
+        """σ(x) for a rational x when that value is rational, else None (smooth families)."""
+        raise ValueError(f"{self.name} is piecewise linear: evaluate its pieces exactly")
+
     def lipschitz(self, p: Params) -> float:
         return 1.0
 
@@ -198,10 +202,26 @@ class _Step(_Family):
 
 class _Smooth(_Family):
     """Smooth families: exact enclosures from `real` at high precision; the float op is trusted
-    to 1e-15 relative (plus `TINY`), and an input error grows by at most `lipschitz`."""
+    to 1e-15 relative (plus `TINY`), and an input error grows by at most `lipschitz`.
+
+    Where σ(x) is rational, `rational` gives it and evaluation is exact (a point, no enclosure):
+    sigmoid(0) = 1/2 and tanh(0) = 0. At every other rational x the value is irrational. By
+    Hermite–Lindemann, e^a is transcendental for every algebraic a ≠ 0, so sigmoid(x) =
+    1/(1 + e^−x) and tanh(x) = (e^2x − 1)/(e^2x + 1) are irrational for rational x ≠ 0. And
+    softplus(x) = ln(1 + e^x) is irrational for every rational x: a rational value q would give
+    e^q = 1 + e^x with q ≠ 0 and q ≠ x; for x = 0, e^q = 2 is algebraic, which Hermite–Lindemann
+    excludes; otherwise e^q − e^x − e^0 = 0 with distinct algebraic exponents, which
+    Lindemann–Weierstrass excludes. So an enclosure of σ at such a point never has a rational
+    (a step's breakpoint, a threshold) as its exact value, and a finer one always separates them.
+    Equalities that arise later in a network (sigmoid(a) + sigmoid(−a) = 1) stay beyond
+    enclosures: what rests on them is reported as undecided.
+    """
 
     piecewise_linear = False
     relative_error, absolute_error = 1e-15, TINY
+
+    def rational(self, x: Fraction) -> Fraction | None:
+        return None
 
 
 class _Sigmoid(_Smooth):
@@ -215,6 +235,9 @@ class _Sigmoid(_Smooth):
 
     def real(self, x: mpmath.mpf) -> mpmath.mpf:
         return 1 / (1 + mpmath.exp(-x))
+
+    def rational(self, x: Fraction) -> Fraction | None:
+        return Fraction(1, 2) if x == 0 else None
 
     def lipschitz(self, p: Params) -> float:
         return 0.25
@@ -231,6 +254,9 @@ class _Tanh(_Smooth):
 
     def real(self, x: mpmath.mpf) -> mpmath.mpf:
         return mpmath.tanh(x)
+
+    def rational(self, x: Fraction) -> Fraction | None:
+        return Fraction(0) if x == 0 else None
 
 
 class _Softplus(_Smooth):
@@ -347,6 +373,11 @@ class Activation:
     def real(self, x: mpmath.mpf) -> mpmath.mpf:
         """Smooth activations only: σ(x) at mpmath's working precision."""
         return self._family.real(x)
+
+    def rational(self, x: Fraction) -> Fraction | None:
+        """Smooth activations only: σ(x) at a rational x when it is rational (sigmoid(0) = 1/2,
+        tanh(0) = 0), else None — and then it is irrational (`_Smooth`)."""
+        return self._family.rational(x)
 
     def float_error(self, z: torch.Tensor | np.ndarray, bound: torch.Tensor | np.ndarray) -> torch.Tensor | np.ndarray:
         """A rigorous bound [same shape] on |float σ(h) − σ(h*)| given |h − h*| ≤ bound and the

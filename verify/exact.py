@@ -6,7 +6,9 @@ Smooth activations are evaluated at `SMOOTH_PRECISION` bits with mpmath and each
 widened outwards by `2^-SMOOTH_GUARD` (relative) plus the same absolute amount, far more than
 mpmath's few-ulp error; linear layers on the enclosures are exact. The *stated margin* of a smooth
 evaluation is the width of the final enclosure: a prediction is decided only when the threshold
-lies outside it. Piecewise-linear networks give point enclosures (width 0).
+lies outside it. Piecewise-linear networks give point enclosures (width 0), and so does a smooth
+unit wherever its value is rational (sigmoid(0) = 1/2, tanh(0) = 0: `Activation.rational`, which
+also says why these are the only such points), so a step fed by sigmoid(0) is decided exactly.
 """
 
 from __future__ import annotations
@@ -210,14 +212,19 @@ def _piece(h: Dyadic, piece: tuple[Fraction, Fraction]) -> Dyadic:
 
 
 def _smooth(h: Dyadic, activation: Activation, outward: int) -> Dyadic:
-    """σ(h) rounded outwards (down for outward=-1, up for +1), as dyadics."""
+    """σ(h) rounded outwards (down for outward=-1, up for +1), as dyadics; exact where σ(h) is a
+    dyadic rational (`Activation.rational`: sigmoid(0) = 1/2, tanh(0) = 0)."""
+    scale = Fraction(2) ** h.exp
     with mpmath.workprec(SMOOTH_PRECISION):
         guard = mpmath.ldexp(1, -SMOOTH_GUARD)
-        results = []
+        mantissas = []
         for value in h.ints.ravel():
+            exact = activation.rational(Fraction(value) * scale)
+            if exact is not None and exact.denominator & (exact.denominator - 1) == 0:
+                mantissas.append((exact.numerator, 1 - exact.denominator.bit_length()))
+                continue
             y = activation.real(mpmath.ldexp(value, h.exp))
-            results.append(y + outward * (abs(y) * guard + guard))
-        mantissas = [_man_exp(y) for y in results]
+            mantissas.append(_man_exp(y + outward * (abs(y) * guard + guard)))
     base = min(exp for _, exp in mantissas)
     ints = np.array([man * 2 ** (exp - base) for man, exp in mantissas], dtype=object).reshape(h.ints.shape)
     return Dyadic(ints, base)
