@@ -67,9 +67,11 @@ def assert_explanations(
     inputs = read_inputs(X, net.n_inputs) if isinstance(X, (str, Path)) else X
     inputs = domain.check(inputs)
     kinds = KINDS if kind == "both" else (kind,)
-    claims = _claims(net, inputs, explanations, kinds, domain, threshold)
+    claims, known = _claims(net, inputs, explanations, kinds, domain, threshold)
     conditions = parse_fail_on(("changed",) if fail_on is None and baseline is not None else fail_on, baseline is not None)
     judgements = check_explanations(net, inputs, claims, domain, threshold, require, solvers, time_limit)
+    if known:  # cardinal's own answers: back in (row, kind) order
+        judgements = sorted([*judgements, *known], key=lambda judgement: (judgement.claim.row, KINDS.index(judgement.claim.kind)))
     problems = [judgement.describe() for judgement in judgements if not judgement.passed]
     records = [judgement.to_json() for judgement in judgements]
     if baseline is not None:
@@ -105,14 +107,22 @@ def _claims(
     kinds: Sequence[str],
     domain: Domain,
     threshold: float,
-) -> list[Claim]:
+) -> tuple[list[Claim], list[Judgement]]:
+    """The claims to judge, and the judgements already known: cardinal's greedy answers that exact
+    arithmetic leaves undecided are no claim of Algorithm 1's answer, so they are `undecided`."""
     if isinstance(explanations, (str, Path)):
-        return read_claims(explanations, len(X), net.n_inputs, kinds)
+        return read_claims(explanations, len(X), net.n_inputs, kinds), []
     if explanations is not None:
         claims = [parse_claim(dict(record), len(X), net.n_inputs, f"explanation {i}") for i, record in enumerate(explanations)]
-        return [claim for claim in claims if claim.kind in kinds]
-    claims = []
+        return [claim for claim in claims if claim.kind in kinds], []
+    claims, undecided = [], []
     for kind in kinds:
-        _, answers = greedy_answers(net, X, kind, domain, threshold)
-        claims += [Claim(row, kind, answer.features) for row, answer in enumerate(answers)]
-    return sorted(claims, key=lambda claim: (claim.row, KINDS.index(claim.kind)))
+        result, answers = greedy_answers(net, X, kind, domain, threshold)
+        for row, answer in enumerate(answers):
+            claim = Claim(row, kind, answer.features)
+            if answer.check == "undecided":
+                note = "greedy's answer (Algorithm 1) is undecided in exact arithmetic (smooth network)"
+                undecided.append(Judgement(claim, int(result.predictions[row]), "undecided", notes=(note,)))
+            else:
+                claims.append(claim)
+    return sorted(claims, key=lambda claim: (claim.row, KINDS.index(claim.kind))), undecided

@@ -178,6 +178,11 @@ def solve_minimum(
     size g is one call with k = g − 1 (NONE_WITHIN means greedy is minimal). `guarded`: the call
     runs in a child process stopped at the time limit plus `solvers.guard.allowed_overrun`, so
     the limit holds whatever the backend does; False runs it in this process.
+
+    Raises `InputError` for bad input, and `verify.errors.UndecidedPrediction` (not an
+    `InputError`: x is valid) when exact arithmetic cannot decide p(x) — a smooth network whose
+    enclosure of f(x) contains the threshold, as where f(x) may equal it exactly — so that no
+    explanation of either class can be asked for.
     """
     problem = Problem.make(net, x, kind, domain, threshold, epsilon)
     if at_most is not None and at_most < 0:

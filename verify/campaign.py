@@ -139,7 +139,7 @@ _POOL = None
 def certify_unit(unit: Unit, pool: SolverPool | _FailedCalls | None = None) -> tuple[Record, dict[str, Any] | None]:
     """Certify one unit: its record, and its case file document when it is worth keeping.
     `pool`: the solvers to run (default: this process's pool of `unit.solvers`)."""
-    from .certify import SolverPool, case_of, certify_row, tie_decided
+    from .certify import SolverPool, case_of, certify_input, tie_decided
     from .domain import Domain
     from .network import Network
 
@@ -149,9 +149,11 @@ def certify_unit(unit: Unit, pool: SolverPool | _FailedCalls | None = None) -> t
             _POOL.close()
         _POOL = SolverPool(unit.solvers)
     net = Network.from_json(unit.network)
-    problem = Problem.make(net, np.array(unit.x), unit.kind, Domain.from_json(unit.domain), unit.threshold)
-    certificate = certify_row(pool or _POOL, problem, unit.greedy, unit.time_limit, unit.row)
-    suboptimal = certificate.verdict == Verdict.GREEDY_SUBOPTIMAL
+    domain = Domain.from_json(unit.domain)
+    problem, certificate = certify_input(
+        pool or _POOL, net, np.array(unit.x), unit.kind, domain, unit.threshold, unit.greedy, unit.time_limit, unit.row
+    )
+    suboptimal = problem is not None and certificate.verdict == Verdict.GREEDY_SUBOPTIMAL
     record = Record(
         key=unit.key,
         instance=unit.instance,
@@ -176,7 +178,7 @@ def certify_unit(unit: Unit, pool: SolverPool | _FailedCalls | None = None) -> t
         notes=certificate.notes,
     )
     case = None
-    if certificate.verdict in (Verdict.GREEDY_SUBOPTIMAL, Verdict.SOLVER_DISAGREEMENT):
+    if problem is not None and certificate.verdict in (Verdict.GREEDY_SUBOPTIMAL, Verdict.SOLVER_DISAGREEMENT):
         case = case_of(problem, certificate, note=f"crosscheck {unit.key}").to_json()
     return record, case
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .domain import Domain
-from .errors import InputError
+from .errors import InputError, Undecided
 from .exact import ExactNetwork, check_monotone_explanation
 from .greedy import explain_reference
 from .io import read_json, write_atomic
@@ -152,7 +152,10 @@ def replay(case: Case) -> ReplayReport:
         if not check_monotone_explanation(exact, case.x, case.greedy, case.kind, case.domain, case.threshold):
             return fail(f"greedy set {list(case.greedy)} is not a {case.kind} explanation")
         checks.append(f"greedy set {list(case.greedy)} is a valid {case.kind} explanation")
-        rerun = explain_reference(case.network, case.x, case.kind, case.domain, case.threshold, exact=True).features(0)
+        try:
+            rerun = explain_reference(case.network, case.x, case.kind, case.domain, case.threshold, exact=True).features(0)
+        except Undecided as reason:
+            return fail(f"greedy recomputed in exact arithmetic is undecided: {reason}")
         if rerun != case.greedy:
             recomputed = None if rerun is None else list(rerun)
             return fail(f"greedy recomputed in exact arithmetic gives {recomputed}, not {list(case.greedy)}")

@@ -10,7 +10,9 @@ size ≤ g − 1?". `judge` then answers two separate questions:
   proof that nothing smaller exists (`certified`), or only a float MILP's "nothing smaller"
   (verdict kept, `certified` false). `none_exists`: no contrastive explanation (greedy's exact
   check). `unknown`: nothing decided. `exact_only`: the network is not monotone, the solvers give
-  the minimum. `solver_disagreement`: exact evidence conflicts — a bug, never a float error.
+  the minimum. `undecided`: exact arithmetic cannot decide p(x) (`certify_input`: no solver runs)
+  or greedy's answer (its check is undecided: it is no evidence, and the solvers are asked for the
+  minimum). `solver_disagreement`: exact evidence conflicts — a bug, never a float error.
 * **Solver agreement**: a claim that fails the exact check is REFUTED under its solver
   (`Outcome.refuted`, its claim kept): a set that is no explanation (the replay, `solvers.base`),
   or a "nothing smaller" (none_within, none_exists, optimal's minimality) contradicted by a
@@ -36,10 +38,11 @@ import numpy as np
 from ..solvers.base import Solver, get_solver, solve_problem
 from .cases import Case
 from .domain import Domain
-from .exact import modified_inputs
+from .errors import UndecidedPrediction
+from .exact import exact_blocks, modified_inputs
 from .greedy import ExplainResult, explain
 from .network import Network
-from .problem import Outcome, Problem, Status, Verdict
+from .problem import DEFAULT_EPSILON, Outcome, Problem, Status, Verdict
 from .record import GreedyAnswer, refuted_solvers, verdict_fields
 
 
@@ -73,8 +76,9 @@ class Certificate:
 
     @property
     def gap(self) -> int | None:
-        """Greedy size − minimum size (a lower bound on the true gap unless `minimum_proved`)."""
-        if self.greedy is None or self.greedy.size is None or self.minimum is None:
+        """Greedy size − minimum size (a lower bound on the true gap unless `minimum_proved`);
+        None without a greedy answer decided in exact arithmetic."""
+        if self.greedy is None or self.greedy.size is None or self.minimum is None or self.verdict == Verdict.UNDECIDED:
             return None
         return self.greedy.size - len(self.minimum)
 
@@ -144,8 +148,11 @@ def certify_row(
     time_limit: float,
     row: int = 0,
 ) -> Certificate:
-    """Run every solver on one problem and judge the greedy answer (None: not monotone)."""
-    at_most = None if greedy is None or greedy.features is None else len(greedy.features) - 1
+    """Run every solver on one problem and judge the greedy answer (None: not monotone). The
+    solvers are asked for a set smaller than greedy's, or for the minimum when there is no
+    greedy answer decided in exact arithmetic."""
+    decided = greedy is not None and greedy.check != "undecided" and greedy.features is not None
+    at_most = len(greedy.features) - 1 if decided else None
     if at_most == -1:  # an empty AXp: nothing can be smaller
         outcomes, notes = {}, ["empty abductive explanation: minimal by definition"]
     else:
@@ -166,10 +173,34 @@ def certify_row(
     )
 
 
+def certify_input(
+    pool: SolverPool,
+    net: Network,
+    x: np.ndarray,
+    kind: str,
+    domain: Domain,
+    threshold: float,
+    greedy: GreedyAnswer | None,
+    time_limit: float,
+    row: int = 0,
+    epsilon: float = DEFAULT_EPSILON,
+) -> tuple[Problem | None, Certificate]:
+    """`certify_row` for the input x [n]: its problem and certificate. An input whose prediction
+    exact arithmetic cannot decide is valid input, not an error: it gets the verdict `undecided`
+    (prediction −1, no solver run) and the problem None."""
+    try:
+        problem = Problem.make(net, x, kind, domain, threshold, epsilon)
+    except UndecidedPrediction as reason:
+        return None, Certificate(row, kind, -1, greedy, {}, Verdict.UNDECIDED, False, notes=(str(reason),))
+    return problem, certify_row(pool, problem, greedy, time_limit, row)
+
+
 def judge(problem: Problem, greedy: GreedyAnswer | None, outcomes: dict[str, Outcome], at_most: int | None) -> Judgement:
     """The greedy verdict and the solvers' agreement for one row (module docstring). `greedy`:
     None on a non-monotone network, its `features` None when no CXp exists; `at_most`: the bound
-    the solvers were asked (None: the minimum)."""
+    the solvers were asked (None: the minimum). A greedy answer that exact arithmetic left
+    undecided (`check` undecided) is no evidence: the verdict is `undecided`, never certified,
+    and `minimum` comes from the solvers alone."""
     notes: list[str] = []
     trusted = greedy is not None and greedy.check != "undecided"
     valid = {name: o.solution for name, o in outcomes.items() if o.status in (Status.OPTIMAL, Status.FEASIBLE) and o.replayed}
@@ -210,29 +241,33 @@ def judge(problem: Problem, greedy: GreedyAnswer | None, outcomes: dict[str, Out
             tuple(["exact evidence conflicts: " + "; ".join(conflicts)]),
         )
     proved = smallest is not None and floor >= len(smallest)
-    if greedy is None:
+    if greedy is None or not trusted:
         if smallest is None and any(o.status == Status.OPTIMAL for o in outcomes.values()):
             notes.append("the minimum rests on a float claim that no exact check confirmed")
+        if greedy is not None:
+            notes.append(
+                "greedy's answer (Algorithm 1) is undecided in exact arithmetic: a smooth network's enclosures "
+                "leave a score order or a prediction open; the solvers give the minimum alone"
+            )
+            return Judgement(Verdict.UNDECIDED, False, smallest, proved, outcomes, tuple(notes))
         return Judgement(
             Verdict.EXACT_ONLY, proved or (smallest is None and bool(impossible)), smallest, proved, outcomes, tuple(notes)
         )
     if greedy.features == ():
-        return Judgement(Verdict.GREEDY_MINIMAL, trusted, (), trusted, outcomes, tuple(notes))
+        return Judgement(Verdict.GREEDY_MINIMAL, True, (), True, outcomes, tuple(notes))
     if greedy.features is None:
-        return Judgement(Verdict.NONE_EXISTS, trusted, None, False, outcomes, tuple(notes))
+        return Judgement(Verdict.NONE_EXISTS, True, None, False, outcomes, tuple(notes))
     size = len(greedy.features)
     if smallest is not None and len(smallest) < size:
-        verdict, certified = Verdict.GREEDY_SUBOPTIMAL, trusted
+        verdict, certified = Verdict.GREEDY_SUBOPTIMAL, True
     elif floor >= size:
-        verdict, certified = Verdict.GREEDY_MINIMAL, trusted
+        verdict, certified = Verdict.GREEDY_MINIMAL, True
     elif any(o.status == Status.NONE_WITHIN for o in outcomes.values()):
         verdict, certified = Verdict.GREEDY_MINIMAL, False
         notes.append("only a float MILP says nothing smaller exists: not certified")
     else:
         return Judgement(Verdict.UNKNOWN, False, None, False, outcomes, tuple(notes))
-    if not trusted:
-        notes.append("greedy answer undecided in exact arithmetic (smooth network within its margin)")
-    return Judgement(verdict, certified, smallest, proved and trusted, outcomes, tuple(notes))
+    return Judgement(verdict, certified, smallest, proved, outcomes, tuple(notes))
 
 
 def _contradicted(outcome: Outcome, smallest: tuple[int, ...] | None, at_most: int | None) -> Outcome:
@@ -267,7 +302,7 @@ def certify(
         _, answers = greedy_answers(net, X, kind, domain, threshold)  # type: ignore[assignment]
     with SolverPool(solvers) as pool:
         return [
-            certify_row(pool, Problem.make(net, x, kind, domain, threshold, epsilon), answer, time_limit, row)
+            certify_input(pool, net, x, kind, domain, threshold, answer, time_limit, row, epsilon)[1]
             for row, (x, answer) in enumerate(zip(X, answers, strict=True))
         ]
 
@@ -300,26 +335,29 @@ _TIE_CHUNK = 256  # candidate sets evaluated exactly in one batch by `tie_decide
 
 def tie_decided(problem: Problem, greedy: tuple[int, ...], limit: int = 200_000) -> bool | None:
     """Whether another way of breaking exact ties in the scores gives greedy a smaller answer:
-    True (an order that does was found), False (no order does), None (more than `limit` sets to
-    check: undetermined).
+    True (an order that does was found), False (no order does), None (undetermined: more than
+    `limit` sets to check, or scores whose order exact arithmetic leaves open).
 
-    The paper breaks ties "arbitrarily"; cardinal by lower index. An order that sorts the scores
-    the same way (exact values for PWL networks, enclosure midpoints for smooth ones) takes whole
-    groups of tied features and then part of one group. On a monotone network the prefix sets
-    that reach the goal are closed upwards, so greedy can stop below size g in some order iff, for
-    some group G with the groups before it B, `B ∪ T` reaches the goal for a subset T of G of size
-    min(|G|, g − 1 − |B|); each candidate is checked exactly.
+    The paper breaks ties "arbitrarily"; cardinal by lower index. The scores are sorted in exact
+    arithmetic (`verify.exact.exact_blocks`: exact values for PWL networks; for smooth ones,
+    enclosures ordered only when disjoint, equal only when provably equal), so the tied features
+    form groups. An order that sorts the scores the same way takes whole groups and then part of
+    one group. On a monotone network the prefix sets that reach the goal are closed upwards, so
+    greedy can stop below size g in some order iff, for some group G with the groups before it B,
+    `B ∪ T` reaches the goal for a subset T of G of size min(|G|, g − 1 − |B|); each candidate is
+    checked exactly (an undecided check leaves the answer undetermined). In a block of scores whose
+    order is undecided the same subsets are checked: none reaching means no order of the block
+    rescues greedy; one reaching leaves the answer undetermined (it may need an order that does not
+    sort the scores). Every feature of a block precedes the groups after it.
     """
-    base, target, goal = problem.base, problem.target, problem.goal
+    base, target = problem.base, problem.target
     variants = np.stack([modified_inputs(base, [j], target) for j in range(problem.n)])
-    scores = [(e.lower + e.upper) / 2 for e in problem.exact.outputs(variants)]
     ascending = (problem.prediction == 1) == (problem.kind == "contrastive")
-    groups: dict[object, list[int]] = {}
-    for j in sorted(range(problem.n), key=lambda j: scores[j] if ascending else -scores[j]):
-        groups.setdefault(scores[j], []).append(j)
+    blocks = exact_blocks(dict(enumerate(problem.exact.scores(variants))), ascending)
     before: list[int] = []
     undetermined = False
-    for group in groups.values():
+    for block in blocks:
+        group = [j for features in block for j in features]
         budget = len(greedy) - 1 - len(before)
         if budget <= 0:
             break
@@ -327,10 +365,23 @@ def tie_decided(problem: Problem, greedy: tuple[int, ...], limit: int = 200_000)
         if math.comb(len(group), take) > limit:
             undetermined = True
         else:
-            subsets = itertools.combinations(group, take)
-            while chunk := list(itertools.islice(subsets, _TIE_CHUNK)):  # one exact batch per chunk
-                Y = np.stack([modified_inputs(base, [*before, *subset], target) for subset in chunk])
-                if bool((problem.exact.predictions(Y, problem.threshold) == goal).any()):
-                    return True
+            reached, undecided = _some_subset_reaches(problem, before, group, take)
+            if reached and len(block) == 1:
+                return True
+            undetermined |= reached or undecided  # in an undecided block, that subset may not be a prefix of any order
         before += group
     return None if undetermined else False
+
+
+def _some_subset_reaches(problem: Problem, before: list[int], group: list[int], take: int) -> tuple[bool, bool]:
+    """Whether `before` plus some `take` features of `group`, moved from base to target, reaches
+    the goal exactly, and whether some such check was undecided."""
+    subsets = itertools.combinations(group, take)
+    undecided = False
+    while chunk := list(itertools.islice(subsets, _TIE_CHUNK)):  # one exact batch per chunk
+        Y = np.stack([modified_inputs(problem.base, [*before, *subset], problem.target) for subset in chunk])
+        reached = problem.exact.predictions(Y, problem.threshold)
+        if bool((reached == problem.goal).any()):
+            return True, undecided
+        undecided |= bool((reached < 0).any())
+    return False, undecided

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import sys
@@ -156,11 +157,12 @@ def _explain(args: argparse.Namespace) -> int:
     for row in range(len(X)):
         for result in results:
             features = result.features(row)
+            output = float(result.outputs[row])
             line = {
                 "row": row,
                 "kind": result.kind,
                 "prediction": int(result.predictions[row]),
-                "output": float(result.outputs[row]),
+                "output": output if math.isfinite(output) else None,  # f(x) in float64; null where it overflows
                 "exists": features is not None,
                 "features": None if features is None else list(features),
                 "size": None if features is None else len(features),
@@ -178,8 +180,8 @@ def _certify(args: argparse.Namespace) -> int:
 
     from tabulate import tabulate
 
-    from .certify import SolverPool, case_of, certify_row, greedy_answers
-    from .problem import Problem, Status, Verdict
+    from .certify import SolverPool, case_of, certify_input, greedy_answers
+    from .problem import Status, Verdict
 
     if args.out is not None:
         output_file(args.out, "--out")
@@ -195,11 +197,12 @@ def _certify(args: argparse.Namespace) -> int:
         for kind in _kinds(args):
             answers = greedy_answers(net, X, kind, domain, args.threshold)[1] if net.is_monotone else [None] * len(X)
             for row, (x, answer) in enumerate(zip(X, answers, strict=True)):
-                problem = Problem.make(net, x, kind, domain, args.threshold, args.epsilon)
-                certificate = certify_row(pool, problem, answer, args.time_limit, row)
+                problem, certificate = certify_input(
+                    pool, net, x, kind, domain, args.threshold, answer, args.time_limit, row, args.epsilon
+                )
                 certificates.append(certificate)
                 lines.append(certificate.to_json())
-                if certificate.verdict in (Verdict.SOLVER_DISAGREEMENT, Verdict.GREEDY_SUBOPTIMAL):
+                if problem is not None and certificate.verdict in (Verdict.SOLVER_DISAGREEMENT, Verdict.GREEDY_SUBOPTIMAL):
                     saved.append(case_of(problem, certificate).save(cases_dir))
                 if certificate.verdict == Verdict.SOLVER_DISAGREEMENT:
                     where = f"row {row} ({kind}): {_statuses(certificate)}"

@@ -1,9 +1,21 @@
-"""The one exception type for bad input: files, shapes, values, names.
+"""The exception for bad input, and the ones for questions exact arithmetic cannot decide.
 
 `InputError` subclasses `ValueError`, so library callers may catch either; the CLI turns it
-into a one-line message and exit code 2.
+into a one-line message and exit code 2. `Undecided` (and `UndecidedPrediction`) is not bad
+input: the input is valid, but a smooth network's enclosures cannot decide what was asked (f(x)
+may equal the threshold exactly, as sigmoid(a) + sigmoid(−a) = 1 does); the commands record such
+a row as `undecided` and go on with the others.
 """
 
 
 class InputError(ValueError):
     """Bad user input: the message names the file, row, layer or feature at fault."""
+
+
+class Undecided(ArithmeticError):
+    """An answer needs a comparison that exact arithmetic cannot decide: an enclosure of f that
+    contains the threshold, or two scores whose order no exact argument settles."""
+
+
+class UndecidedPrediction(Undecided):
+    """p(x) is undecided: the enclosure of f(x) contains the threshold (smooth networks only)."""

@@ -13,6 +13,7 @@ also says why these are the only such points), so a step fed by sigmoid(0) is de
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
@@ -120,6 +121,53 @@ class Enclosure:
         return None
 
 
+@dataclass(frozen=True)
+class Score:
+    """f at one point y as greedy compares it: an exact enclosure of f(y), and `key`, y's exact
+    first-layer pre-activation h1 [d1] (layer 2 on depends on y only through h1, so equal keys
+    mean equal f, whatever the enclosures' widths); the key is empty for a point enclosure, whose
+    value itself proves equalities."""
+
+    enclosure: Enclosure
+    key: tuple[Fraction, ...]
+
+    @property
+    def point(self) -> bool:
+        return self.enclosure.lower == self.enclosure.upper
+
+
+def exact_blocks(scores: Mapping[int, Score], ascending: bool) -> list[list[list[int]]]:
+    """The exact order of Algorithm 1 on features with the given scores, as far as exact
+    arithmetic decides it — never by midpoints.
+
+    Two scores are *provably equal* when their enclosures are the same point, or their keys are
+    equal; those form one class (its features sorted: ties go by lower index). Two classes are
+    *ordered* when their enclosures are disjoint. Returns the blocks in order (ascending or
+    descending scores), each a list of classes: a block of one class is decided; in a block of
+    several, each class overlaps a neighbour and their order is undecided (listed by their
+    enclosures' ends, a hint only). Every feature of a block precedes, in exact arithmetic,
+    every feature of the blocks after it."""
+    classes: dict[tuple[Any, ...], tuple[Enclosure, list[int]]] = {}
+    for feature in sorted(scores):
+        score = scores[feature]
+        name = ("point", score.enclosure.lower) if score.point else ("key", score.key)
+        classes.setdefault(name, (score.enclosure, []))[1].append(feature)
+
+    def ends(enclosure: Enclosure) -> tuple[Fraction, Fraction]:  # (first, last) in the order's direction
+        return (enclosure.lower, enclosure.upper) if ascending else (-enclosure.upper, -enclosure.lower)
+
+    blocks: list[list[list[int]]] = []
+    reach: Fraction | None = None  # the farthest end of the current block
+    for enclosure, features in sorted(classes.values(), key=lambda item: (*ends(item[0]), item[1][0])):
+        first, last = ends(enclosure)
+        if reach is None or first > reach:
+            blocks.append([])
+            reach = last
+        blocks[-1].append(features)
+        reach = max(reach, last)
+    return blocks
+
+
 class ExactNetwork:
     """A network's weights in dyadic form, ready for exact batched forward passes."""
 
@@ -164,6 +212,18 @@ class ExactNetwork:
         lows = low.fractions()[:, 0]
         highs = lows if high is None else high.fractions()[:, 0]
         return [Enclosure(lo, hi) for lo, hi in zip(lows, highs, strict=True)]
+
+    def scores(self, X: np.ndarray) -> list[Score]:
+        """Scores (enclosure and first-layer key) of f for inputs X [B, n] → B scores."""
+        X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+        pre_activations, low, high = self._propagate(Dyadic.from_floats(X), None)
+        lows = low.fractions()[:, 0]
+        highs = lows if high is None else high.fractions()[:, 0]
+        first = pre_activations[0][0]
+        return [
+            Score(Enclosure(lo, hi), () if lo == hi else tuple(first[row].fractions()))
+            for row, (lo, hi) in enumerate(zip(lows, highs, strict=True))
+        ]
 
     def layer_bounds(self, lower: np.ndarray, upper: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
         """Exact interval bounds of every layer's pre-activation h over the box [lower, upper] [n]:

@@ -21,6 +21,7 @@ arithmetic where float rounding decided differently.
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -30,8 +31,8 @@ from torch import nn
 
 from .bounds import SAFETY, TINY, UNIT_ROUNDOFF, BoundedForward, constant_piece
 from .domain import Domain
-from .errors import InputError
-from .exact import ExactNetwork, modified_inputs
+from .errors import InputError, Undecided
+from .exact import Enclosure, ExactNetwork, Score, exact_blocks, modified_inputs
 from .network import Network
 from .problem import KINDS, shortcut
 
@@ -273,19 +274,21 @@ def explain_reference(
 
     The dual adds one check the paper leaves implicit: when p(x') = p(x) the prediction is
     constant on the box and the empty set is the AXp. With `exact=True` every model call is an
-    exact evaluation (`verify.exact`) instead of a float forward pass.
+    exact evaluation (`verify.exact`) instead of a float forward pass, and the sort orders two
+    scores only when exact arithmetic decides it (disjoint enclosures, or provably equal scores:
+    `verify.exact.exact_blocks`); raises `verify.errors.Undecided` for a row whose prediction,
+    score order or prefix check exact arithmetic cannot decide (smooth networks only).
     """
     network = net if isinstance(net, Network) else Network.from_torch(net)
     X_checked, domain = _validated(network, X, kind, domain)
+    calls: _FloatCalls | _ExactCalls
     if exact:
-        model = ExactNetwork(network)
-        call = _exact_call(model, threshold)
+        calls = _ExactCalls(ExactNetwork(network), threshold)
     else:
-        module = network.to_torch(dtype=dtype)
-        call = _float_call(module, dtype)
+        calls = _FloatCalls(network.to_torch(dtype=dtype), dtype, threshold)
     masks, sizes, exists, predictions, outputs, orders = [], [], [], [], [], []
     for x in X_checked:
-        features, prediction, output, order = _reference_row(call, x, kind, domain, threshold)
+        features, prediction, output, order = _reference_row(calls, x, kind, domain)
         mask = torch.zeros(network.n_inputs, dtype=torch.bool)
         mask[list(features or ())] = True
         masks.append(mask)
@@ -305,64 +308,104 @@ def explain_reference(
     )
 
 
-def _float_call(module: nn.Module, dtype: torch.dtype):
-    def call(y: np.ndarray) -> float:
+class _FloatCalls:
+    """Algorithm 1's model calls in float: f(y) as a float, compared and sorted as floats."""
+
+    def __init__(self, module: nn.Module, dtype: torch.dtype, threshold: float) -> None:
+        self.module, self.dtype, self.threshold = module, dtype, threshold
+
+    def score(self, y: np.ndarray) -> float:
         with torch.no_grad():
-            return float(module(torch.tensor(y, dtype=dtype)[None, :])[0, 0])
+            return float(self.module(torch.tensor(y, dtype=self.dtype)[None, :])[0, 0])
 
-    return call
+    def decide(self, score: float) -> int:
+        """The prediction for a point with this score."""
+        return int(score > self.threshold)
+
+    def predict(self, y: np.ndarray) -> int:
+        return self.decide(self.score(y))
+
+    def order(self, scores: list[float], ascending: bool) -> list[int]:
+        """The stable sort of line 9 (ties by lower index)."""
+        return sorted(range(len(scores)), key=lambda j: scores[j] if ascending else -scores[j])
+
+    def value(self, score: float) -> float:
+        return score
 
 
-class UndecidedError(ArithmeticError):
-    """A smooth network's output lies within the stated margin of the threshold."""
+class _ExactCalls:
+    """Algorithm 1's model calls in exact arithmetic (`verify.exact`): scores are exact enclosures,
+    ordered only where exact arithmetic decides (`exact_blocks`); `Undecided` where it does not."""
+
+    def __init__(self, model: ExactNetwork, threshold: float) -> None:
+        self.model, self.threshold = model, Fraction(threshold)
+
+    def score(self, y: np.ndarray) -> Score:
+        return self.model.scores(y[None, :])[0]
+
+    def decide(self, score: Score) -> int:
+        """The prediction for a point with this score; `Undecided` when its enclosure contains t."""
+        enclosure = score.enclosure
+        decided = enclosure.predict(self.threshold)
+        if decided is None:
+            raise Undecided(f"output enclosure [{_approximate(enclosure.lower)}, {_approximate(enclosure.upper)}] contains t")
+        return decided
+
+    def predict(self, y: np.ndarray) -> int:
+        return self.decide(self.score(y))
+
+    def order(self, scores: list[Score], ascending: bool) -> list[int]:
+        blocks = exact_blocks(dict(enumerate(scores)), ascending)
+        tangled = [block for block in blocks if len(block) > 1]
+        if tangled:
+            raise Undecided(f"the order of the scores of features {sorted(j for c in tangled[0] for j in c)} is undecided")
+        return [j for (features,) in blocks for j in features]
+
+    def value(self, score: Score) -> float:
+        """f as a float, for display only."""
+        return _approximate((score.enclosure.lower + score.enclosure.upper) / 2)
 
 
-def _exact_call(model: ExactNetwork, threshold: float):
-    t = Fraction(threshold)
-
-    def call(y: np.ndarray) -> Fraction:
-        enclosure = model.outputs(y[None, :])[0]
-        if enclosure.predict(t) is None:
-            raise UndecidedError(
-                f"output enclosure [{float(enclosure.lower)}, {float(enclosure.upper)}] contains t = {threshold}"
-            )
-        # The midpoint decides like the enclosure and, for PWL networks, is the exact value.
-        # Fractions compare exactly with floats, so the algorithm below runs unchanged.
-        return (enclosure.lower + enclosure.upper) / 2
-
-    return call
+def _approximate(value: Fraction) -> float:
+    """value as the nearest float, ±inf beyond the double range: for display, never a decision."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
 
 
 def _reference_row(
-    call, x: np.ndarray, kind: str, domain: Domain, threshold: float
+    calls: _FloatCalls | _ExactCalls, x: np.ndarray, kind: str, domain: Domain
 ) -> tuple[tuple[int, ...] | None, int, float, list[int]]:
     """One row of Algorithm 1 (or its dual): (features or None, prediction, f(x), greedy order)."""
     n = x.shape[0]
-    output = call(x)
-    prediction = int(output > threshold)
+    score = calls.score(x)
+    prediction = calls.decide(score)
     counterpoint = domain.lower if prediction == 1 else domain.upper
     base, target, goal = shortcut(kind, x, counterpoint, prediction)
-    scores = [call(modified_inputs(base, [j], target)) for j in range(n)]
+    scores = [calls.score(modified_inputs(base, [j], target)) for j in range(n)]
     # Line 9: ascending when the starting point predicts 1 (x for CXp, x' for AXp, where p(x') ≠ p(x)).
-    ascending = (prediction == 1) == (kind == "contrastive")
-    order = sorted(range(n), key=lambda j: scores[j] if ascending else -scores[j])
-    if kind == "abductive" and int(call(counterpoint) > threshold) == prediction:
-        return (), prediction, float(output), order  # constant prediction on the box: ∅ is the AXp
+    order = calls.order(scores, ascending=(prediction == 1) == (kind == "contrastive"))
+    output = calls.value(score)
+    if kind == "abductive" and calls.predict(counterpoint) == prediction:
+        return (), prediction, output, order  # constant prediction on the box: ∅ is the AXp
     chosen: list[int] = []
     for j in order:
         chosen.append(j)
-        if int(call(modified_inputs(base, chosen, target)) > threshold) == goal:
-            return tuple(sorted(chosen)), prediction, float(output), order
-    return None, prediction, float(output), order
+        if calls.predict(modified_inputs(base, chosen, target)) == goal:
+            return tuple(sorted(chosen)), prediction, output, order
+    return None, prediction, output, order
 
 
 def _verified(
     net: Network, X: np.ndarray, result: ExplainResult, domain: Domain, threshold: float, device: torch.device
 ) -> ExplainResult:
     """Replace each answer by Algorithm 1's in exact arithmetic (`_ExactGreedy`) and say per row
-    whether the batched float answer already equalled it ("exact"), differed ("repaired"), or could
-    not be decided ("undecided": a smooth network's enclosure straddles the threshold; the float
-    answer is kept)."""
+    whether the batched float answer already equalled it ("exact"), differed ("repaired": the
+    exact answer is reported), or exact arithmetic could not decide Algorithm 1's answer
+    ("undecided": a smooth network's enclosures leave p(x), a score order or a prefix check
+    open; the float answer is kept, unverified, and the prediction is the exact one, −1 when
+    it is p(x) that is undecided)."""
     worker = _ExactGreedy(net, domain, threshold, device)
     rows = max(1, _VERIFY_CHUNK_ELEMENTS // (net.n_inputs * (net.n_inputs + sum(net.widths))))
     columns: dict[str, list[torch.Tensor]] = {name: [] for name in ("masks", "sizes", "exists", "predictions", "order")}
@@ -371,26 +414,39 @@ def _verified(
         answers = worker.run(X[start : start + rows], result.kind)
         for offset, answer in enumerate(answers):
             row = start + offset
-            if answer is None:
+            if answer.order is None:
                 checks.append("undecided")
                 values = {name: getattr(result, name)[row] for name in columns}
+                values["predictions"] = torch.tensor(answer.prediction)
             else:
-                prediction, exists, size, order = answer
                 mask = torch.zeros(net.n_inputs, dtype=torch.bool)
-                mask[torch.as_tensor(order[:size])] = exists
+                mask[torch.as_tensor(answer.order[: answer.size])] = answer.exists
                 values = {
                     "masks": mask,
-                    "sizes": torch.tensor(size if exists else 0),
-                    "exists": torch.tensor(exists),
-                    "predictions": torch.tensor(prediction),
-                    "order": torch.as_tensor(order),
+                    "sizes": torch.tensor(answer.size if answer.exists else 0),
+                    "exists": torch.tensor(answer.exists),
+                    "predictions": torch.tensor(answer.prediction),
+                    "order": torch.as_tensor(answer.order),
                 }
-                same = bool(result.exists[row]) == exists and bool(torch.equal(result.masks[row], mask))
-                checks.append("exact" if same and int(result.predictions[row]) == prediction else "repaired")
+                same = bool(result.exists[row]) == answer.exists and bool(torch.equal(result.masks[row], mask))
+                checks.append("exact" if same and int(result.predictions[row]) == answer.prediction else "repaired")
             for name, value in values.items():
                 columns[name].append(value.to(getattr(result, name).dtype))
     stacked = {name: torch.stack(values) for name, values in columns.items()}
     return ExplainResult(result.kind, outputs=result.outputs, checks=tuple(checks), **stacked)
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """Algorithm 1's answer to one row in exact arithmetic. `prediction`: p(x), −1 when undecided.
+    `order` [n]: None when the answer is undecided; else the explanation is its first `size`
+    features (when `exists`), and those first `size` are Algorithm 1's set (the order beyond,
+    and within groups settled in float, is a hint)."""
+
+    prediction: int
+    exists: bool = False
+    size: int = 0
+    order: np.ndarray | None = None
 
 
 class _ExactGreedy:
@@ -407,9 +463,14 @@ class _ExactGreedy:
       one only inside *groups*, maximal runs of neighbours not settled this way. A prefix that
       ends at a group boundary is the same set in both orders, and on a monotone network prefix
       validity only grows along the order. So a binary search over group boundaries finds the
-      group in which the answer stops; only that group's scores are evaluated exactly (ties by
-      lower index, as in `explain_reference`), and the stop inside it is found by a second
-      binary search over its exact order.
+      group in which the answer stops; only that group's scores are evaluated exactly, and the
+      stop inside it is found by a second binary search over its exact order.
+
+    Inside a group the scores are exact enclosures, ordered only where exact arithmetic decides:
+    disjoint enclosures, or provably equal scores (equal points, equal first-layer
+    pre-activations, or both features unchanged), equal ones by lower index (`exact_blocks`). Where
+    the answer would stop among scores whose order stays open, the row is undecided — never an
+    order by midpoints — unless it provably takes all of them.
     """
 
     def __init__(self, net: Network, domain: Domain, threshold: float, device: torch.device) -> None:
@@ -424,13 +485,12 @@ class _ExactGreedy:
         """[m, n] float64 → [m] int8 exact predictions (−1: undecided)."""
         return self.forward.predictions(Y.to(self.device), self.threshold).cpu().numpy()
 
-    def _exact_scores(self, Y: np.ndarray) -> list[Fraction]:
-        """Exact outputs (enclosure midpoints, exact for PWL networks) of Y [m, n], as `explain_reference` scores."""
-        return [(e.lower + e.upper) / 2 for e in self.exact.outputs(Y)] if len(Y) else []
+    def _exact_scores(self, Y: np.ndarray) -> list[Score]:
+        """Exact scores (enclosures with their first-layer keys) of Y [m, n]."""
+        return self.exact.scores(Y) if len(Y) else []
 
-    def run(self, X: np.ndarray, kind: str) -> list[tuple[int, bool, int, np.ndarray] | None]:
-        """For rows X [R, n]: (prediction, exists, size, order [n]) per row, None when undecided;
-        the answer is the first `size` features of `order`."""
+    def run(self, X: np.ndarray, kind: str) -> list[_Answer]:
+        """For rows X [R, n]: Algorithm 1's answer per row in exact arithmetic."""
         r, n = X.shape
         X_t = torch.as_tensor(X, dtype=torch.float64)
         predictions = self._predict(X_t)
@@ -468,22 +528,22 @@ class _ExactGreedy:
             lo = np.where(active & (reached == 0), middle, lo)
             hi = np.where(active & (reached == 1), middle, hi)
             search &= decided
-        answers: list[tuple[int, bool, int, np.ndarray] | None] = []
+        answers: list[_Answer] = []
         for row in range(r):
             if not decided[row]:
-                answers.append(None)
+                answers.append(_Answer(int(predictions[row])))
             elif not exists[row] or empty[row]:
-                answers.append((int(p[row]), bool(exists[row]), 0, order[row]))
+                answers.append(_Answer(int(p[row]), bool(exists[row]), 0, order[row]))
             else:
                 low, high = int(lengths[row, lo[row]]), int(lengths[row, hi[row]])
                 group = _Group(row, low, high, bool(ascending[row]), int(goal[row]))
                 size = self._inside_group(group, base[row], target[row], order[row], unchanged[row], known)
-                answers.append(None if size is None else (int(p[row]), True, size, order[row]))
+                answers.append(_Answer(int(p[row])) if size is None else _Answer(int(p[row]), True, size, order[row]))
         return answers
 
     def _scores(
         self, base: torch.Tensor, target: torch.Tensor
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[tuple[int, int], Fraction]]:
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[tuple[int, int], Score]]:
         """f at every single-feature variant (row r, feature j) of base [r, n] towards target [r, n]:
         float scores [r, n], their error bounds [r, n], whether each provably equals f(base)
         exactly [r, n] (`_unchanged`), and the exact values computed on the way, keyed (r, j) (j = −1:
@@ -494,11 +554,11 @@ class _ExactGreedy:
         first = self.forward.single_moves(base.to(self.device), target.to(self.device))
         values, bounds, unsure, layers = self.forward.trace(points.to(self.device), first=first)
         values, bounds = values.cpu().numpy().copy(), bounds.cpu().numpy().copy()
-        known: dict[tuple[int, int], Fraction] = {}
+        known: dict[tuple[int, int], Score] = {}
         rows = np.flatnonzero(unsure.cpu().numpy())
-        for index, value in zip(rows, self._exact_scores(points[rows].numpy()), strict=True):
-            known[(int(index), -1) if index < r else divmod(int(index) - r, n)] = value
-            values[index], bounds[index] = float(value), abs(float(value)) * UNIT_ROUNDOFF * SAFETY + TINY  # |fl(v) − v| ≤ u|v|
+        for index, score in zip(rows, self._exact_scores(points[rows].numpy()), strict=True):
+            known[(int(index), -1) if index < r else divmod(int(index) - r, n)] = score
+            values[index], bounds[index] = _float_enclosure(score.enclosure)
         # a step unit near its breakpoint leaves the bounds of the layers after it meaningless
         unsure_rows = unsure.cpu().numpy()
         trusted = ~unsure_rows[r:].reshape(r, n) & ~unsure_rows[:r, None]
@@ -541,7 +601,7 @@ class _ExactGreedy:
         target: torch.Tensor,
         order: np.ndarray,
         unchanged: np.ndarray,
-        known: dict[tuple[int, int], Fraction],
+        known: dict[tuple[int, int], Score],
     ) -> int | None:
         """The answer's size when prefix `group.low` misses the goal and prefix `group.high` reaches
         it: order[low:high] is put in its exact order (in place) and searched; None if undecided."""
@@ -553,18 +613,52 @@ class _ExactGreedy:
         if any(unchanged[j] for j in members) and (row, -1) not in known:
             missing.append(-1)
         points = [(base if j < 0 else torch.where(torch.arange(self.n) == j, target, base)).numpy() for j in missing]
-        for j, value in zip(missing, self._exact_scores(np.array(points).reshape(-1, self.n)), strict=True):
-            known[(row, j)] = value
-        score = {j: known[(row, -1)] if unchanged[j] else known[(row, j)] for j in members}
-        order[low:high] = sorted(members, key=lambda j: (score[j] if group.ascending else -score[j], j))
-        below, above = low, high  # prefix `below` misses, prefix `above` reaches
+        for j, score in zip(missing, self._exact_scores(np.array(points).reshape(-1, self.n)), strict=True):
+            known[(row, j)] = score
+        blocks = exact_blocks({j: known[(row, -1)] if unchanged[j] else known[(row, j)] for j in members}, group.ascending)
+        order[low:high] = [j for block in blocks for features in block for j in features]
+        # The prefix lengths at which the exact order fixes the set: every one inside a decided block
+        # (one class of equal scores), only the ends of a block whose order is undecided.
+        lengths = [low]
+        for block in blocks:
+            size = sum(len(features) for features in block)
+            lengths += range(lengths[-1] + 1, lengths[-1] + size + 1) if len(block) == 1 else [lengths[-1] + size]
+        below, above = 0, len(lengths) - 1  # prefix lengths[below] misses, lengths[above] reaches
         while above - below > 1:
             middle = (below + above) // 2
-            reached = self._prefix_reaches(base[None], target[None], order[None], np.array([middle]), np.array([group.goal]))[0]
+            reached = self._prefix_reaches(
+                base[None], target[None], order[None], np.array([lengths[middle]]), np.array([group.goal])
+            )[0]
             if reached < 0:
                 return None
             below, above = (below, middle) if reached else (middle, above)
-        return above
+        start, stop = lengths[below], lengths[above]
+        if stop - start == 1 or self._only_whole(group, base, target, order[:start], order[start:stop]):
+            return stop
+        return None  # it stops inside a block of scores whose order is undecided
+
+    def _only_whole(
+        self, group: _Group, base: torch.Tensor, target: torch.Tensor, before: np.ndarray, block: np.ndarray
+    ) -> bool:
+        """Whether the prefix `before` plus any |block| − 1 features of `block` misses the goal, for
+        sure: then, whatever the block's exact order, the answer takes the whole block (on a
+        monotone network every shorter prefix is a subset of one of these)."""
+        sets = [np.concatenate([before, np.delete(block, i)]) for i in range(len(block))]
+        points = torch.stack([torch.where(torch.isin(torch.arange(self.n), torch.as_tensor(s)), target, base) for s in sets])
+        return bool((self._predict(points) == 1 - group.goal).all())
+
+
+def _float_enclosure(enclosure: Enclosure) -> tuple[float, float]:
+    """A float64 value v and a bound e with |v − y| ≤ e for every y in the enclosure (e = inf when
+    the enclosure does not fit the double range): a rigorous float hint for the float order."""
+    middle = (enclosure.lower + enclosure.upper) / 2
+    try:
+        value = float(middle)
+        radius = float(enclosure.width / 2)
+    except OverflowError:
+        largest = float(np.finfo(np.float64).max)
+        return (largest if middle > 0 else -largest), math.inf
+    return value, (radius + abs(value) * UNIT_ROUNDOFF) * SAFETY + TINY  # |fl(m) − m| ≤ u|fl(m)|·(1 + u)
 
 
 def _isolated_block(flat: np.ndarray, apart: np.ndarray) -> np.ndarray:

@@ -19,7 +19,7 @@ import numpy as np
 
 from .bounds import BoundedForward
 from .domain import Domain
-from .errors import InputError
+from .errors import InputError, UndecidedPrediction
 from .exact import ExactNetwork, modified_inputs
 from .network import Network
 
@@ -54,6 +54,7 @@ class Verdict(StrEnum):
     SOLVER_DISAGREEMENT = "solver_disagreement"  # exact evidence conflicts
     UNKNOWN = "unknown"  # no evidence decided it
     EXACT_ONLY = "exact_only"  # not monotone: no greedy; the solvers give the minimum
+    UNDECIDED = "undecided"  # exact arithmetic cannot decide p(x), or Algorithm 1's answer (smooth enclosures)
 
 
 class Status(StrEnum):
@@ -149,7 +150,10 @@ class Outcome:
 @dataclass(frozen=True, eq=False)
 class Problem:
     """One explanation problem: network, input x [n], kind, domain, threshold, and ε (the margin
-    a float MILP demands to reach class 1: f ≥ t + ε). `prediction` is p(x), decided exactly."""
+    a float MILP demands to reach class 1: f ≥ t + ε). `prediction` is p(x), decided exactly.
+
+    `make` raises `InputError` for bad input, and `UndecidedPrediction` (not an `InputError`:
+    the input is valid) when exact arithmetic cannot decide p(x) on a smooth network."""
 
     net: Network
     x: np.ndarray
@@ -180,7 +184,9 @@ class Problem:
         problem = cls(net, checked, kind, domain, float(threshold), float(epsilon))
         prediction = int(problem.predictions(checked[None, :])[0])
         if prediction < 0:
-            raise InputError("the prediction of x is undecided: f(x) lies within the stated margin of the threshold")
+            raise UndecidedPrediction(
+                "the prediction of x is undecided: the exact enclosure of f(x) contains the threshold (smooth network)"
+            )
         object.__setattr__(problem, "prediction", prediction)
         return problem
 

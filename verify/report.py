@@ -36,6 +36,8 @@ VERDICT_MEANING = {
     Verdict.SOLVER_DISAGREEMENT: "exact evidence conflicts (a bug, never a float error)",
     Verdict.UNKNOWN: "no evidence decided it (limits were reached)",
     Verdict.EXACT_ONLY: "the network is not monotone, so greedy does not apply; the solvers give the minimum alone",
+    Verdict.UNDECIDED: "exact arithmetic cannot decide p(x) or greedy's answer (a smooth network's enclosures leave "
+    "a prediction or a score order open); nothing about greedy is certified",
 }
 STATUS_MEANING = {
     Status.OPTIMAL: "the solver returned a minimum explanation",
