@@ -628,7 +628,8 @@ def _add_certify(commands: argparse._SubParsersAction, problem: argparse.Argumen
         help="greedy vs exact solvers, with a verdict per input and kind (JSON lines)",
         description="Certify greedy explanations with exact solvers. One JSON line per input and kind: "
         '{"row", "kind", "prediction", "greedy", "solvers", "verdict", "certified", "minimum"}. '
-        "Verdicts: greedy_minimal, greedy_suboptimal, none_exists, solver_disagreement, unknown, exact_only; they rest "
+        "Verdicts: greedy_minimal, greedy_suboptimal, none_exists, solver_disagreement, unknown, exact_only, undecided "
+        "(exact arithmetic cannot decide p(x) or greedy's answer: a valid input, recorded, not certified); they rest "
         "on exact evidence only, and a solver claim refuted by the exact replay is listed under its solver. "
         "Exit 1 when exact evidence conflicts (solver_disagreement), 2 on bad input.",
     )
