@@ -11,6 +11,8 @@ import fcntl
 import json
 import os
 import re
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -145,6 +147,30 @@ def test_the_lock_is_held_while_a_campaign_runs_and_removed_when_it_is_interrupt
     assert not os.path.lexists(out / LOCK_FILE)
     again = run_campaign("tiny", out, ("enumerate",), 30.0, resume=True, instances=instances)
     assert again.records == 2 and again.new == 1 and not os.path.lexists(out / LOCK_FILE)
+
+
+SIGTERM_BEFORE_THE_SOLVERS = """
+import os, signal, sys
+from pathlib import Path
+sys.path.insert(0, {root!r})
+from tests.test_campaign import tiny_instances
+from cardinal.verify.campaign import run_campaign
+try:
+    run_campaign("tiny", Path({out!r}), ("enumerate",), 30.0, instances=tiny_instances()[2:],
+                 announce=lambda count: os.kill(os.getpid(), signal.SIGTERM))
+except KeyboardInterrupt:
+    sys.exit(130)
+"""
+
+
+def test_sigterm_before_the_solvers_start_ends_the_run_in_order_and_removes_the_lock(tmp_path: Path) -> None:
+    """SIGTERM once greedy has run (the lock held, no solver started yet) is an interruption, as
+    Ctrl-C is, not the default death: the lock file goes with the run."""
+    out = tmp_path / "campaign"
+    script = SIGTERM_BEFORE_THE_SOLVERS.format(root=str(Path(__file__).resolve().parents[1]), out=str(out))
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 130, done.stderr
+    assert out.is_dir() and not os.path.lexists(out / LOCK_FILE)
 
 
 def test_a_lock_taken_on_a_lock_file_its_holder_removed_is_taken_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

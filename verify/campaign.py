@@ -227,6 +227,7 @@ def run_campaign(
     log = JsonLines(out / "records.jsonl")
     _finished(log, resume)  # the checks once before the lock file is made, so a refusal writes nothing
     created = not out.exists()
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)  # SIGTERM stops the run as Ctrl-C does
     try:
         with _locked(out):
             done = _finished(log, resume)
@@ -239,6 +240,8 @@ def run_campaign(
             with contextlib.suppress(OSError):
                 out.rmdir()  # only if nothing else was written
         raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _run(
@@ -265,7 +268,6 @@ def _run(
         announce(len(units))
     new = cases = 0
     interrupted = False
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         for record, case in _execute(units, workers, executor, address):
             # The case file first: a record in the log is finished work that --resume skips.
@@ -278,10 +280,8 @@ def _run(
             new += 1
             if progress is not None:
                 progress(new, len(units), record.key)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the summary of what is finished, then out
         interrupted = True
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     from .report import write_report
 
     records = read_records(log.path)
