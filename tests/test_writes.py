@@ -379,6 +379,17 @@ def test_a_full_disk_cuts_the_log_back_to_its_whole_records(tmp_path: Path, full
     assert log.path.read_bytes() == before
 
 
+def test_a_torn_line_longer_than_a_read_block_is_cut_before_the_next_append(tmp_path: Path) -> None:
+    """The torn last line is found by reading backwards in blocks of 64 KiB: one of 100 kB too."""
+    log = JsonLines(tmp_path / "records.jsonl")
+    log.path.write_bytes(b'{"key": "a"}\n{"key": "' + b"b" * 100_000)
+    log.append({"key": "c"})
+    assert log.path.read_bytes() == b'{"key": "a"}\n{"key": "c"}\n'
+    log.path.write_bytes(b'{"key": "' + b"b" * 100_000)  # no whole line at all
+    log.append({"key": "d"})
+    assert log.read() == [{"key": "d"}]
+
+
 def test_a_full_disk_stops_a_campaign_in_one_line_and_resume_finishes_it(
     tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch, full_disk: Callable[..., None]
 ) -> None:
