@@ -17,7 +17,6 @@ such records are counted in the table); any other difference stops the script.
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import os
 import platform
@@ -28,11 +27,15 @@ from pathlib import Path
 
 from cardinal.solvers.base import available_solvers
 from cardinal.verify.campaign import run_campaign
+from cardinal.verify.errors import InputError
 from cardinal.verify.executors import execute, import_ray, start_local_ray
-from cardinal.verify.io import JsonLines
+from cardinal.verify.io import JsonLines, write_atomic
 from cardinal.verify.record import without_timings
 from cardinal.verify.suites import quick
+from cardinal.verify.validate import output_file
 from tabulate import tabulate
+
+from bench import Parser
 
 WORKERS = (1, 2)
 
@@ -85,12 +88,16 @@ def trivial_round_trip(executor: str, workers: int, count: int) -> float:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog=f"cardinal bench {__name__.rsplit('.', 1)[-1]}", description=__doc__.splitlines()[0])
+    parser = Parser(prog=f"cardinal bench {Path(__file__).stem}", description=__doc__.splitlines()[0])
     parser.add_argument("--instances", type=int, help="only the first N instances of the quick suite (default: all)")
     parser.add_argument("--time-limit", type=float, default=10.0, help="seconds per solver call (crosscheck's default)")
     parser.add_argument("--trivial", type=int, default=500, help="tasks that do nothing, for the round trip (default 500)")
     parser.add_argument("--out", default="bench-results/executors.md", help="markdown table to write (default: %(default)s)")
     args = parser.parse_args(argv)
+    try:
+        output_file(args.out, "--out")
+    except InputError as error:
+        parser.error(str(error))
     ray = import_ray(local=True)
     solvers = available_solvers()
     rows, seconds, reference = [], {}, None
@@ -146,9 +153,7 @@ that does nothing takes {round_trip["ray"] * 1000:.2f} ms on Ray (one worker, st
 
     python -m bench.executors{command}
 """
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text)
+    write_atomic(args.out, text)
     print(text)
 
 

@@ -61,7 +61,6 @@ n = 28 and 32 at n = 276. `--full`: B = 16,384, 7 repeats, samples of 1,024 and 
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import itertools
 import math
@@ -77,9 +76,12 @@ import torch
 from cardinal.verify.errors import InputError
 from cardinal.verify.generate import median_threshold, random_network
 from cardinal.verify.greedy import explain, explain_reference
+from cardinal.verify.io import write_atomic
 from cardinal.verify.network import Network
 from cardinal.verify.validate import count, output_file
 from tabulate import tabulate
+
+from bench import Parser
 
 HIDDEN = (64, 64)
 DEFAULTS = {"rows": 4096, "repeats": 5, "sample": {28: 256, 276: 32}}
@@ -264,7 +266,7 @@ def run(rows: int, repeats: int, sample: dict[int, int], device: str = "cpu") ->
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog=f"cardinal bench {__name__.rsplit('.', 1)[-1]}", description=__doc__.splitlines()[0])
+    parser = Parser(prog=f"cardinal bench {Path(__file__).stem}", description=__doc__.splitlines()[0])
     parser.add_argument("--full", action="store_true", help="the long run: more rows, repeats and loop samples")
     parser.add_argument("--rows", type=count(1), help="batched rows B (default 4096; --full 16384)")
     parser.add_argument("--repeats", type=count(1), help="batched repeats, median taken (default 5; --full 7)")
@@ -347,8 +349,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             "",
         ]
     )
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(text)
+    write_atomic(args.out, text)
     print(f"wrote {args.out}")
 
 

@@ -54,7 +54,6 @@ about half the time, with timings that contend for the machine's caches and memo
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import datetime
 import importlib.util
@@ -70,13 +69,17 @@ import numpy as np
 import torch
 from cardinal.solvers.base import Solver, available_solvers, get_solver, replay, solve_problem
 from cardinal.verify.domain import Domain
+from cardinal.verify.errors import InputError
 from cardinal.verify.generate import median_threshold, random_network
 from cardinal.verify.greedy import explain
+from cardinal.verify.io import write_atomic, write_figure
 from cardinal.verify.network import Network
 from cardinal.verify.problem import Outcome, Problem, Status, stopped
+from cardinal.verify.validate import output_file
 from tabulate import tabulate
 from threadpoolctl import threadpool_limits
 
+from bench import Parser
 from bench.greedy import machine
 
 REFERENCE = (28, (32, 32))
@@ -282,7 +285,7 @@ def cactus(done: dict[tuple[int, tuple[int, ...]], Calls], time_limit: float, pa
     axis.legend(fontsize=8, title="backend (answered / calls)", title_fontsize=8)
     axis.grid(True, which="both", alpha=0.3)
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    write_figure(path, figure, 110, root=path.parent)
     plt.close(figure)
 
 
@@ -318,12 +321,12 @@ def plot(rows: list[list], path: Path, sweeps: list[str], calls: int) -> None:
     legend = {label: handle for axis in axes[0] for handle, label in zip(*axis.get_legend_handles_labels(), strict=True)}
     figure.legend(legend.values(), legend.keys(), loc="lower center", ncol=len(legend), fontsize=8, frameon=False)
     figure.tight_layout(rect=(0, 0.07, 1, 1))
-    figure.savefig(path, dpi=110)
+    write_figure(path, figure, 110, root=path.parent)
     plt.close(figure)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog=f"cardinal bench {__name__.rsplit('.', 1)[-1]}", description=__doc__.splitlines()[0])
+    parser = Parser(prog=f"cardinal bench {Path(__file__).stem}", description=__doc__.splitlines()[0])
     parser.add_argument("--networks", type=int, default=3, help="random networks per configuration")
     parser.add_argument("--inputs", type=int, default=4, help="inputs per network (each certified for both kinds)")
     parser.add_argument("--time-limit", type=float, default=5.0)
@@ -343,6 +346,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         parser.error(f"unknown sweep {unknown[0] if unknown else '(none)'!r}: use {', '.join(SWEEPS)}")
     if args.jobs < 1:
         parser.error(f"--jobs must be at least 1, got {args.jobs}")
+    out = Path(args.out).resolve()  # a link named by --out is followed: the figures go beside its file
+    figure, cactus_figure = out.with_suffix(".png"), out.with_name(f"{out.stem}_cactus.png")
+    try:
+        for path in (out, figure, cactus_figure):
+            output_file(path, "--out", root=None if path == out else out.parent)
+    except InputError as error:
+        parser.error(str(error))
     if not args.no_peer and not peer_available():
         print(f"no {PEER} column: pip install 'cardinal[peer]' (gurobi-machinelearning) to add it", file=sys.stderr)
     with_peer = not args.no_peer and peer_available()
@@ -359,9 +369,6 @@ def main(argv: Sequence[str] | None = None) -> None:
             for name, calls in sorted(done[n, hidden].items()):
                 rows.append(_row(sweep, n, hidden, name, calls))
                 print(" | ".join(map(str, rows[-1])), flush=True)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    figure, cactus_figure = out.with_suffix(".png"), out.with_name(f"{out.stem}_cactus.png")
     plot(rows, figure, sweeps, calls=args.networks * args.inputs * 2)
     cactus(done, args.time_limit, cactus_figure)
     headers = ["sweep", "n", "hidden", "solver", "calls", "median ms", "p90 ms", "max ms", "timeouts", "other", "wrong"]
@@ -396,7 +403,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             "",
         ]
     )
-    out.write_text(text)
+    write_atomic(out, text)
     print(f"wrote {out}, {figure} and {cactus_figure}")
 
 

@@ -119,12 +119,14 @@ def test_killed_campaign_leaves_no_process_and_no_lock(tmp_path: Path, capsys: p
 
 
 def test_a_second_resume_waits_for_no_one_after_the_first_ends(tmp_path: Path) -> None:
-    """The lock is released at the end of a run: runs one after the other in a folder work."""
+    """The lock is released, and its file removed, at the end of a run: runs one after the other
+    in a folder work, and a finished campaign leaves no campaign.lock behind."""
     out = tmp_path / "campaign"
     instances = tiny_instances()[2:]
     run_campaign("tiny", out, ("enumerate",), 30.0, instances=instances)
+    assert not (out / "campaign.lock").exists()
     again = run_campaign("tiny", out, ("enumerate",), 30.0, resume=True, instances=instances)
-    assert again.new == 0 and (out / "campaign.lock").is_file()
+    assert again.new == 0 and not (out / "campaign.lock").exists()
 
 
 # ---------------------------------------------------------------------------- time limits

@@ -19,8 +19,13 @@ and `cardinal crosscheck` then exits 1. Workers die with the campaign
 
 A folder holds one campaign at a time: a run holds an advisory lock (`flock`) on
 `DIR/campaign.lock` from its checks to its summary, so a second run or `--resume` on the same
-folder stops with a message while the first is alive. The kernel drops the lock when its holder
-dies, so the folder of a killed run can be resumed at once.
+folder stops with a message while the first is alive. The run removes the lock file when it ends
+(normally, on Ctrl-C or SIGTERM, or on an error); the kernel drops the lock when its holder dies,
+so the file a killed run leaves behind blocks nothing and its folder can be resumed at once.
+
+Nothing is written through a symbolic link inside the folder (`io.open_folder`): a link, FIFO or
+folder planted where a campaign file goes is refused with one line, by the checks before any work
+(`_check_folder`) or by the write itself when it appears later.
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ import numpy as np
 from .errors import InputError
 from .executors import Failed, execute
 from .instance import Instance
-from .io import JsonLines
+from .io import JsonLines, open_folder, open_regular, writing
 from .network import Network
 from .problem import Kind, Outcome, Problem, Status, Verdict
 from .record import GreedyAnswer, Record, read_records
@@ -214,7 +219,8 @@ def run_campaign(
     `announce(count)` is called with the number of explanations to certify once greedy has run,
     before any solver. `executor`, `address`: where the solver calls run (`executors.execute`).
     Bad input (the folder, its records, the suite's data) raises InputError before any record is
-    written, and a folder made by this run is then removed again.
+    written, and a folder made by this run is then removed again. A write that fails later (a full
+    disk, a link planted meanwhile) raises InputError too, and the records finished so far stay.
     """
     if suite not in SUITES and instances is None:
         raise InputError(f"unknown suite {suite!r} (use {', '.join(SUITES)})")
@@ -223,6 +229,7 @@ def run_campaign(
     log = JsonLines(out / "records.jsonl")
     _finished(log, resume)  # the checks once before the lock file is made, so a refusal writes nothing
     created = not out.exists()
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)  # SIGTERM stops the run as Ctrl-C does
     try:
         with _locked(out):
             done = _finished(log, resume)
@@ -232,10 +239,11 @@ def run_campaign(
                 _close_pool()
     except InputError:
         if created:
-            (out / LOCK_FILE).unlink(missing_ok=True)
             with contextlib.suppress(OSError):
                 out.rmdir()  # only if nothing else was written
         raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _run(
@@ -262,23 +270,20 @@ def _run(
         announce(len(units))
     new = cases = 0
     interrupted = False
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         for record, case in _execute(units, workers, executor, address):
             # The case file first: a record in the log is finished work that --resume skips.
             if case is not None:
                 from .cases import Case
 
-                Case.from_json(case).save(out / "cases")
+                Case.from_json(case).save(out / "cases", root=out)
                 cases += 1
             log.append(record.to_json())
             new += 1
             if progress is not None:
                 progress(new, len(units), record.key)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the summary of what is finished, then out
         interrupted = True
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     from .report import write_report
 
     records = read_records(log.path)
@@ -289,46 +294,78 @@ def _run(
 
 
 def _check_folder(out: Path) -> None:
-    """The campaign folder and what goes in it can be written (nothing is created here)."""
+    """The campaign folder and what goes in it can be written, and nothing in it is a symbolic link
+    (nothing is created here)."""
     output_directory(out, "campaign folder")
     for name in ("cases", "figures"):
-        output_directory(out / name, "campaign folder:")
-    for name in ("records.jsonl", "summary.md"):
-        output_file(out / name, "campaign folder:")
+        output_directory(out / name, "campaign folder:", root=out)
+    for name in ("records.jsonl", "summary.md", LOCK_FILE):
+        output_file(out / name, "campaign folder:", root=out)
 
 
 @contextmanager
 def _locked(out: Path) -> Iterator[None]:
-    """Hold the folder's lock (module docstring) for the duration; InputError if another process
-    holds it. The lock file keeps the pid of its last holder, for the message."""
-    out.mkdir(parents=True, exist_ok=True)
-    descriptor = _lock(out, os.O_RDWR | os.O_CREAT)
+    """Hold the folder's lock (module docstring) for the duration, and remove the lock file at the
+    end; InputError if another process holds it. The lock file keeps the pid of its holder, for
+    the message."""
+    folder = open_folder(out)
     try:
-        os.ftruncate(descriptor, 0)
-        os.pwrite(descriptor, f"{os.getpid()}\n".encode(), 0)
-        yield
+        descriptor = _lock(folder, out, create=True)
+        try:
+            with writing(out / LOCK_FILE):
+                os.ftruncate(descriptor, 0)
+                os.pwrite(descriptor, f"{os.getpid()}\n".encode(), 0)
+            yield
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(LOCK_FILE, dir_fd=folder)  # while still locked: see `_lock`
+            os.close(descriptor)  # releases the lock
     finally:
-        os.close(descriptor)  # releases the lock
+        os.close(folder)
 
 
 def _refuse_if_in_use(out: Path) -> None:
     """InputError if a live campaign holds the folder's lock (creates nothing)."""
-    if (out / LOCK_FILE).is_file():
-        os.close(_lock(out, os.O_RDONLY))
-
-
-def _lock(out: Path, flags: int) -> int:
-    """An open descriptor of the lock file, locked; InputError naming the holder if it is busy."""
-    descriptor = os.open(out / LOCK_FILE, flags, 0o666)
+    if not out.is_dir():
+        return
+    folder = os.open(out, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = os.pread(descriptor, 32, 0).decode(errors="replace").strip() or "unknown"
-        os.close(descriptor)
-        raise InputError(
-            f"{out} is in use by another campaign (pid {holder}): wait for it to end, or choose another --out"
-        ) from None
-    return descriptor
+        descriptor = _lock(folder, out, create=False)
+        if descriptor is not None:
+            os.close(descriptor)
+    finally:
+        os.close(folder)
+
+
+def _lock(folder: int, out: Path, create: bool) -> int | None:
+    """An open descriptor of the lock file in the open `folder`, locked (None: there is none and
+    not `create`); InputError naming the holder if it is busy, or if the lock file is a
+    link, a folder or a FIFO. A holder removes the file before it lets go, so a lock taken on a
+    file that is no longer the one in the folder is let go, and taken again."""
+    path = out / LOCK_FILE
+    while True:
+        try:
+            descriptor = open_regular(folder, path, os.O_RDWR | os.O_CREAT if create else os.O_RDONLY)
+        except InputError:
+            if not create and not os.path.lexists(path):
+                return None
+            raise
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(descriptor, 32, 0).decode(errors="replace").strip() or "unknown"
+            os.close(descriptor)
+            raise InputError(
+                f"{out} is in use by another campaign (pid {holder}): wait for it to end, or choose another --out"
+            ) from None
+        try:
+            named = os.stat(LOCK_FILE, dir_fd=folder, follow_symlinks=False)
+        except FileNotFoundError:
+            named = None
+        held = os.fstat(descriptor)
+        if named is not None and (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino):
+            return descriptor
+        os.close(descriptor)  # removed (or replaced) by the holder we waited for: start again
 
 
 def _finished(log: JsonLines, resume: bool) -> set[str]:

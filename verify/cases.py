@@ -111,9 +111,11 @@ class Case:
         digest = hashlib.sha256(json.dumps(problem, sort_keys=True).encode()).hexdigest()[:12]
         return f"{self.verdict or 'case'}-{self.kind}-n{self.network.n_inputs}-{digest}.json"
 
-    def save(self, directory: str | Path) -> Path:
+    def save(self, directory: str | Path, *, root: str | Path | None = None) -> Path:
+        """Write the case as `directory/NAME` (`name`); returns its path. `root`: the folder the
+        user named (default `directory`), below which no link is followed (`io.write_atomic`)."""
         path = Path(directory) / self.name
-        write_atomic(path, json.dumps(self.to_json(), indent=1) + "\n")
+        write_atomic(path, json.dumps(self.to_json(), indent=1) + "\n", root=directory if root is None else root)
         return path
 
 

@@ -356,8 +356,12 @@ def _crosscheck(args: argparse.Namespace) -> int:
     if not solvers:
         raise InputError("no exact solver is installed: pip install 'cardinal[solvers]'")
     out = output_directory(args.out, "--out")
-    if args.suite == "paper" and args.paper_report is not None:
-        output_file(args.paper_report, "--paper-report")
+    if args.suite == "paper":  # its models are cached in OUT/models/, its report is OUT/paper.md unless named
+        output_directory(out / "models", "--out", root=out)
+        if args.paper_report is not None:
+            output_file(args.paper_report, "--paper-report")
+        else:
+            output_file(out / "paper.md", "--out", root=out)
     if args.data_dir is not None:  # through the environment, so that worker processes see it too
         if not Path(args.data_dir).is_dir():
             raise InputError(f"--data-dir {args.data_dir} is not a directory")
@@ -402,8 +406,11 @@ def _crosscheck(args: argparse.Namespace) -> int:
 
         models = list(paper_models(out))
         stats = greedy_statistics(models)
-        report = Path(args.paper_report) if args.paper_report else out / "paper.md"
-        written = write_paper_report(report, models, stats, read_records(out / "records.jsonl"))
+        records = read_records(out / "records.jsonl")
+        if args.paper_report:
+            written = write_paper_report(Path(args.paper_report), models, stats, records)
+        else:
+            written = write_paper_report(out / "paper.md", models, stats, records, root=out)
         print(f"paper report: {', '.join(map(str, written))}", file=sys.stderr)
     state = "interrupted" if result.interrupted else "done"
     print(

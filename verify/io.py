@@ -1,17 +1,24 @@
 """File input and output shared by every command: JSON, input CSVs, atomic writes, JSON lines.
 
 Every reader raises `InputError` naming the file (and the row, where there is one); every writer
-either leaves a complete file or none (`write_atomic`), or appends whole lines (`JsonLines`).
+either leaves a complete file or none (`write_atomic`), or appends whole lines (`JsonLines`), never
+writes through a symbolic link inside the folder the user named (`open_folder`), and says in one
+`InputError` line why a write failed ("no space left on device writing FILE").
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import errno
+import io
 import json
 import math
 import os
-import tempfile
+import secrets
+import stat
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,28 +53,149 @@ def read_json(path: str | Path, what: str = "file") -> Any:
         raise InputError(f"{path}: malformed JSON: {error}") from None
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+# ---------------------------------------------------------------------------- writing
+# What a command writes goes into a folder the user named (`--out`, `--cases`, the folder of an
+# output file): links in that path are followed, as by any program. What cardinal names inside it
+# (campaign files, case files, figures, temporaries) is made and opened relative to an open
+# descriptor of that folder and never through a symbolic link: a link planted there is refused,
+# so nothing is written outside the folder the user chose.
 
 
-_UMASK = _umask()
-
-
-def write_atomic(path: str | Path, data: str | bytes) -> None:
-    """Write text or bytes to `path` so that readers see either the old file or the whole new one."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+@contextmanager
+def writing(path: Path) -> Iterator[None]:
+    """Turn an `OSError` met while writing `path` into a one-line `InputError`, e.g. "no space
+    left on device writing PATH"."""
     try:
-        with os.fdopen(handle, "wb" if isinstance(data, bytes) else "w") as stream:
-            stream.write(data)
-        os.chmod(temporary, 0o666 & ~_UMASK)  # mkstemp makes the file private; give it the usual mode
-        os.replace(temporary, path)
+        yield
+    except OSError as error:
+        reason = error.strerror or str(error)
+        if error.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise InputError(f"{reason[0].lower()}{reason[1:]} writing {path}") from None
+        raise InputError(f"cannot write {path}: {reason}") from None
+
+
+def link_refused(path: Path) -> InputError:
+    """The refusal of a symbolic link found where cardinal writes a file or folder of its own."""
+    return InputError(f"{path} is a symbolic link: cardinal writes nothing through a link inside its output folder")
+
+
+def open_folder(path: str | Path, root: str | Path | None = None) -> int:
+    """An open descriptor (`O_DIRECTORY`) of the folder `path`, made with its parents where
+    missing; the caller closes it. `root` is the folder the user named, `path` itself or an
+    ancestor: links on the way to `root` are followed, and each folder below it is opened without
+    following a link (a symbolic link or a file there raises `InputError`)."""
+    path = Path(path)
+    root = path if root is None else Path(root)
+    with writing(root):
+        try:
+            os.makedirs(root, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise InputError(f"{root} is not a directory") from None
+        descriptor = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    current = root
+    try:
+        for name in path.relative_to(root).parts:
+            current = current / name
+            with writing(current):
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(name, 0o777, dir_fd=descriptor)
+                try:
+                    inner = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=descriptor)
+                except NotADirectoryError:
+                    if stat.S_ISLNK(os.stat(name, dir_fd=descriptor, follow_symlinks=False).st_mode):
+                        raise link_refused(current) from None
+                    raise InputError(f"{current} is a file, not a directory") from None
+            os.close(descriptor)
+            descriptor = inner
     except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+        os.close(descriptor)
         raise
+    return descriptor
+
+
+def open_regular(folder: int, path: Path, flags: int) -> int:
+    """Open `path.name` inside the open `folder` without following a link (`O_NOFOLLOW`; and
+    `O_NONBLOCK`, so that a FIFO cannot hang the call); a new file gets the usual permissions. A
+    link, a folder or anything else that is not a regular file raises `InputError`; `path` names
+    the file in messages."""
+    with writing(path):
+        try:
+            descriptor = os.open(path.name, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o666, dir_fd=folder)
+        except OSError as error:
+            if error.errno == errno.ELOOP:
+                raise link_refused(path) from None
+            if error.errno == errno.EISDIR:
+                raise InputError(f"{path} is a directory, not a file") from None
+            raise
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            os.close(descriptor)
+            raise InputError(f"{path} exists and is not a regular file")
+    return descriptor
+
+
+def _write_all(descriptor: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(descriptor, view) :]
+
+
+def _temporary(folder: int, path: Path) -> tuple[int, str]:
+    """A new file `.NAME.XXXXXXXX.tmp` beside `path` (`O_EXCL`, never through a link), with NAME
+    cut so that the whole name fits the file system's limit: (descriptor, its name)."""
+    limit = os.fpathconf(folder, "PC_NAME_MAX") - len("..XXXXXXXX.tmp")
+    stem = os.fsencode(path.name)[:limit].decode("utf-8", "ignore")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    while True:
+        name = f".{stem}.{secrets.token_hex(4)}.tmp"
+        with contextlib.suppress(FileExistsError):  # 2^32 names: taken by chance only
+            return os.open(name, flags, 0o666, dir_fd=folder), name
+
+
+def write_atomic(path: str | Path, data: str | bytes, *, root: str | Path | None = None) -> None:
+    """Write text (UTF-8) or bytes to `path` so that readers see either the old file or the whole
+    new one: a temporary beside it, flushed to disk, then renamed over it. On failure nothing is
+    left behind and `InputError` says why in one line ("no space left on device writing PATH").
+
+    Without `root`, the user named `path`: a symbolic link there is followed (the file it points
+    to is replaced), as are links in its folders. With `root` (the folder the user named, an
+    ancestor of `path`), `path` is a name of cardinal's: a link below `root` is refused.
+    The file gets the usual permissions (0o666 less the umask)."""
+    path = Path(path)
+    if root is None:
+        path = Path(os.path.realpath(path))
+    data = data.encode() if isinstance(data, str) else data
+    folder = open_folder(path.parent, root)
+    try:
+        with writing(path):
+            try:
+                kind = os.stat(path.name, dir_fd=folder, follow_symlinks=False).st_mode
+            except FileNotFoundError:
+                kind = stat.S_IFREG
+            if stat.S_ISLNK(kind):
+                raise link_refused(path)
+            if not stat.S_ISREG(kind):
+                raise InputError(f"{path} exists and is not a regular file")
+            descriptor, temporary = _temporary(folder, path)
+            try:
+                try:
+                    _write_all(descriptor, data)
+                    os.fsync(descriptor)
+                finally:
+                    os.close(descriptor)
+                os.replace(temporary, path.name, src_dir_fd=folder, dst_dir_fd=folder)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(temporary, dir_fd=folder)
+                raise
+    finally:
+        os.close(folder)
+
+
+def write_figure(path: str | Path, figure: Any, dpi: int, *, root: str | Path | None = None) -> None:
+    """A matplotlib figure as a PNG file, written as `write_atomic` writes (`root` alike)."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=dpi)
+    write_atomic(path, buffer.getvalue(), root=root)
 
 
 def read_inputs(path: str | Path, n_features: int | None = None, header: bool | None = None) -> np.ndarray:
@@ -166,25 +294,46 @@ class JsonLines:
             raise InputError(f"{self.path} line {number}: not a JSON object")
         return record
 
-    def _repair(self) -> None:
-        """Cut a torn final line so the next append starts on a fresh line."""
-        if not self.path.exists() or self.path.stat().st_size == 0:
-            return
-        with self.path.open("r+b") as stream:
-            stream.seek(-1, os.SEEK_END)
-            if stream.read(1) == b"\n":
-                return
-            data = self.path.read_bytes()
-            stream.truncate(data.rfind(b"\n") + 1)
-
     def append(self, record: dict[str, Any]) -> None:
         self.append_many([record])
 
     def append_many(self, records: list[dict[str, Any]]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._repair()
-        text = "".join(json.dumps(record) + "\n" for record in records)
-        with self.path.open("a") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
+        """Append whole lines, flushed to disk. The folder is made if missing (links to it
+        followed); the log itself is never opened through a link. If the disk fills, the log is
+        cut back to where it was and `InputError` says so: the records before stay intact."""
+        text = "".join(json.dumps(record) + "\n" for record in records).encode()
+        folder = open_folder(self.path.parent)
+        try:
+            descriptor = open_regular(folder, self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND)
+            try:
+                with writing(self.path):
+                    end = _whole_lines(descriptor)
+                    try:
+                        _write_all(descriptor, text)
+                        os.fsync(descriptor)
+                    except OSError:
+                        with contextlib.suppress(OSError):
+                            os.ftruncate(descriptor, end)
+                        raise
+            finally:
+                os.close(descriptor)
+        finally:
+            os.close(folder)
+
+
+def _whole_lines(descriptor: int, block: int = 1 << 16) -> int:
+    """Cut a torn final line (a kill mid-write) from the open log, so that the next append starts
+    on a fresh line; returns the new length."""
+    size = os.fstat(descriptor).st_size
+    if size == 0 or os.pread(descriptor, 1, size - 1) == b"\n":
+        return size
+    end = size
+    while end > 0:
+        start = max(0, end - block)
+        cut = os.pread(descriptor, end - start, start).rfind(b"\n")
+        if cut >= 0:
+            end = start + cut + 1
+            break
+        end = start
+    os.ftruncate(descriptor, end)
+    return end

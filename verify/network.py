@@ -311,11 +311,12 @@ class Network:
             raise InputError(message if message.startswith(str(path)) else f"{path}: {message}") from None
         return net if metadata is None else Network(net.layers, Metadata.from_json(metadata, net.n_inputs, str(path)))
 
-    def save(self, path: str | Path, float32: bool = False, state_dict: bool = False) -> None:
+    def save(self, path: str | Path, float32: bool = False, state_dict: bool = False, *, root: str | Path | None = None) -> None:
         """Write the network, whole or not at all, in the format of the extension: `.onnx`, a
         torch file (`.pt`, `.pth`, `.bin`: the whole `nn.Sequential`, or its state_dict), else
         JSON. ONNX and torch files hold float64 weights, the same network exactly, unless
-        `float32` (which rounds them)."""
+        `float32` (which rounds them). `root`: as in `io.write_atomic` (a link at `path` is
+        followed unless `path` lies below `root`)."""
         from .loaders import format_for_output
 
         kind = format_for_output(path, strict=False)
@@ -326,13 +327,13 @@ class Network:
         if kind == "onnx":
             from .onnx_io import onnx_bytes
 
-            write_atomic(path, onnx_bytes(self.chain(), self.n_inputs, float32, self.metadata.to_json() or None))
+            write_atomic(path, onnx_bytes(self.chain(), self.n_inputs, float32, self.metadata.to_json() or None), root=root)
         elif kind == "torch":
             from .torch_io import torch_bytes
 
-            write_atomic(path, torch_bytes(self.to_torch(torch.float32 if float32 else torch.float64), state_dict))
+            write_atomic(path, torch_bytes(self.to_torch(torch.float32 if float32 else torch.float64), state_dict), root=root)
         else:
-            write_atomic(path, json.dumps(self.to_json()) + "\n")
+            write_atomic(path, json.dumps(self.to_json()) + "\n", root=root)
 
     @property
     def hash(self) -> str:

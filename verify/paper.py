@@ -24,7 +24,7 @@ import numpy as np
 from .domain import Domain
 from .greedy import explain, explain_reference
 from .instance import Instance
-from .io import read_json, write_atomic
+from .io import read_json, write_atomic, write_figure
 from .network import Network
 from .problem import Verdict
 from .record import Record
@@ -63,7 +63,8 @@ class PaperModel:
 
 
 def paper_models(workdir: Path, datasets: tuple[str, ...] = DATASETS) -> Iterator[PaperModel]:
-    """Train (or load from `workdir/models/`) one monotone network per dataset."""
+    """Train (or load from `workdir/models/`) one monotone network per dataset (no link below
+    `workdir` is followed when the models are saved)."""
     from .datasets import load_dataset, require_data_files
     from .train import train_monotone
 
@@ -87,8 +88,8 @@ def paper_models(workdir: Path, datasets: tuple[str, ...] = DATASETS) -> Iterato
                 "balanced_accuracy": trained.balanced_accuracy,
                 "auc": trained.auc,
             }
-            net.save(cached)
-            write_atomic(metrics, json.dumps(scores) + "\n")
+            net.save(cached, root=workdir)
+            write_atomic(metrics, json.dumps(scores) + "\n", root=workdir)
         thresholds = REGRESSION_THRESHOLDS if data.task == "regression" else (0.0,)
         yield PaperModel(
             name,
@@ -170,9 +171,15 @@ def _mean(values: list[float]) -> str:
     return f"{np.mean(values):.2f}" if values else "–"
 
 
-def write_paper_report(path: Path, models: list[PaperModel], stats: list[dict[str, Any]], records: list[Record]) -> list[Path]:
-    """`path` (markdown) and its PNG figures beside it; returns the files written."""
-    figures = _paper_figures(path.parent, stats, records)
+def write_paper_report(
+    path: Path, models: list[PaperModel], stats: list[dict[str, Any]], records: list[Record], *, root: Path | None = None
+) -> list[Path]:
+    """`path` (markdown) and its PNG figures beside it; returns the files written. `root`: as in
+    `io.write_atomic` (None: the user named `path`, and a link there is followed: the figures go
+    beside the file it points to); the figures' names are cardinal's, never followed as links."""
+    if root is None:
+        path = path.resolve()
+    figures = _paper_figures(path.parent, stats, records, root=path.parent if root is None else root)
     text = [
         "# The paper's experiments, replicated and certified",
         "",
@@ -184,7 +191,7 @@ def write_paper_report(path: Path, models: list[PaperModel], stats: list[dict[st
         *[f"![{figure.stem}]({figure.name})" for figure in figures],
         "",
     ]
-    write_atomic(path, "\n".join(text))
+    write_atomic(path, "\n".join(text), root=root)
     return [path, *figures]
 
 
@@ -374,7 +381,7 @@ def _certified_share(records: list[Record], name: str) -> dict[float, tuple[int,
     return {threshold: (certified, total) for threshold, (certified, total) in sorted(shares.items())}
 
 
-def _paper_figures(directory: Path, stats: list[dict[str, Any]], records: list[Record]) -> list[Path]:
+def _paper_figures(directory: Path, stats: list[dict[str, Any]], records: list[Record], root: Path) -> list[Path]:
     """`paper_NAME.png` per dataset: sizes (vs the threshold for regression, with the certified
     share of the sample) and times of greedy; returns the files written."""
     import matplotlib
@@ -382,13 +389,12 @@ def _paper_figures(directory: Path, stats: list[dict[str, Any]], records: list[R
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    directory.mkdir(parents=True, exist_ok=True)
     written = []
     for name in dict.fromkeys(s["dataset"] for s in stats):
         figure = paper_figure(name, stats, records)
         figure.tight_layout()
         target = directory / f"paper_{name}.png"
-        figure.savefig(target, dpi=110)
+        write_figure(target, figure, 110, root=root)
         plt.close(figure)
         written.append(target)
     return written

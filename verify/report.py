@@ -19,7 +19,7 @@ from typing import Any
 from tabulate import tabulate
 
 from .activations import CONTINUOUS
-from .io import write_atomic
+from .io import write_atomic, write_figure
 from .problem import Status, Verdict
 from .record import Record
 
@@ -268,8 +268,9 @@ def count_notes(records: list[Record]) -> list[str]:
 def write_report(
     out: Path, records: list[Record], suite: str, solvers: tuple[str, ...], time_limit: float, seconds: float
 ) -> None:
-    """Write `out/summary.md` and `out/figures/*.png` from the records."""
-    figures = write_figures(out / "figures", records, time_limit)
+    """Write `out/summary.md` and `out/figures/*.png` from the records (never through a link
+    inside `out`: `io.write_atomic`)."""
+    figures = write_figures(out / "figures", records, time_limit, root=out)
     parts = [
         f"# crosscheck — suite `{suite}`",
         "",
@@ -310,7 +311,7 @@ def write_report(
         *[f"![{name}](figures/{name})" for name in figures],
         "",
     ]
-    write_atomic(out / "summary.md", "\n".join(parts))
+    write_atomic(out / "summary.md", "\n".join(parts), root=out)
 
 
 def _gap_section(records: list[Record]) -> list[str]:
@@ -544,17 +545,19 @@ FIGURES: dict[str, Callable[..., Any]] = {
 }
 
 
-def write_figures(directory: Path, records: list[Record], time_limit: float | None = None) -> list[str]:
-    """Every figure of `FIGURES` that the records can fill; returns the file names written."""
+def write_figures(
+    directory: Path, records: list[Record], time_limit: float | None = None, *, root: Path | None = None
+) -> list[str]:
+    """Every figure of `FIGURES` that the records can fill; returns the file names written.
+    `root`: the folder the user named (default `directory`), below which no link is followed."""
     plt = _pyplot()
-    directory.mkdir(parents=True, exist_ok=True)
     written = []
     for name, build in FIGURES.items():
         figure = build(records, time_limit) if build is cactus_figure else build(records)
         if figure is None:
             continue
         figure.tight_layout()
-        figure.savefig(directory / name, dpi=120)
+        write_figure(directory / name, figure, 120, root=root or directory)
         plt.close(figure)
         written.append(name)
     return written

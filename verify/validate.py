@@ -10,7 +10,9 @@ unlike a permission-bit test, is right for root and for read-only file systems a
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
+import os
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -19,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from .errors import InputError
+from .io import link_refused
 
 MAX_SECONDS = 1e7  # about 116 days: a longer time limit is a typo
 
@@ -82,28 +85,63 @@ def count(low: int, high: int | None = None) -> Callable[[str], int]:
 
 
 # ---------------------------------------------------------------------------- output paths
-def output_file(path: str | Path, flag: str) -> Path:
-    """A file that `io.write_atomic` can create or replace: not a directory or a device, in a
-    folder that exists (or can be made) and takes new files."""
+def output_file(path: str | Path, flag: str, root: str | Path | None = None) -> Path:
+    """A file that `io.write_atomic` can create or replace: not a directory or a device, with a
+    name the file system takes, in a folder that exists (or can be made) and takes new files.
+    `root`: the folder the user named when `path` is a name of cardinal's inside it (as in
+    `io.write_atomic`): nothing below `root` may be a symbolic link."""
     path = Path(path)
+    _fits(path, flag)
+    _no_link_below(path, root, flag)
     if path.is_dir():
         raise InputError(f"{flag} {path} is a directory, not a file")
     if path.exists() and not path.is_file():
         raise InputError(f"{flag} {path} exists and is not a regular file")
-    _creatable(path.parent, flag, path)
+    _creatable(path, path.parent, flag)
     return path
 
 
-def output_directory(path: str | Path, flag: str) -> Path:
-    """A folder that exists and takes new files, or can be created."""
+def output_directory(path: str | Path, flag: str, root: str | Path | None = None) -> Path:
+    """A folder that exists and takes new files, or can be created (`root` as in `output_file`)."""
     path = Path(path)
+    _fits(path, flag)
+    _no_link_below(path, root, flag)
     if path.exists() and not path.is_dir():
         raise InputError(f"{flag} {path} is a file, not a directory")
-    _creatable(path, flag, path)
+    _creatable(path, path, flag)
     return path
 
 
-def _creatable(folder: Path, flag: str, path: Path) -> None:
+def _no_link_below(path: Path, root: str | Path | None, flag: str) -> None:
+    """No folder or file on the way from `root` (exclusive) to `path` is a symbolic link."""
+    if root is None:
+        return
+    current = Path(root)
+    for name in path.relative_to(root).parts:
+        current = current / name
+        if current.is_symlink():
+            raise InputError(f"{flag} {link_refused(current)}")
+
+
+def _fits(path: Path, flag: str) -> None:
+    """Every name in `path` still to be made, and the whole path, fit the file system's limits
+    (`io.write_atomic` makes its temporary's name fit whatever the length of `path`'s)."""
+    existing = path
+    while True:
+        with contextlib.suppress(OSError):  # a name too long to look up
+            if existing.exists() or existing == existing.parent:
+                break
+        existing = existing.parent
+    for name in path.relative_to(existing).parts:
+        size, limit = len(os.fsencode(name)), os.pathconf(existing, "PC_NAME_MAX")
+        if size > limit:
+            raise InputError(f"{flag} {path}: a name of {size} bytes, longer than the {limit} this file system allows")
+    size, limit = len(os.fsencode(str(path))), os.pathconf(existing, "PC_PATH_MAX")
+    if size >= limit:
+        raise InputError(f"{flag} {path}: a path of {size} bytes, longer than the {limit - 1} this file system allows")
+
+
+def _creatable(path: Path, folder: Path, flag: str) -> None:
     """`folder` takes new files, or its nearest existing ancestor does (the rest can be made)."""
     existing = folder
     while not existing.exists():
