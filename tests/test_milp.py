@@ -203,7 +203,8 @@ def test_non_monotone_binary_domain_matches_vertices(backend: MilpSolver, activa
 def test_non_monotone_box_brackets_vertices(backend: MilpSolver) -> None:
     """On the box, a CXp is at most as large as on the vertices and an AXp at least as large;
     every continuous witness (CXp answers, and the flip oracle's inside the hitting-set loop)
-    replays exactly, which needs the class-0 margin. The exact set oracle has no engine here, so
+    replays exactly: class 0 is f ≤ t in the models, and a witness on that boundary that does
+    not flip exactly is asked for again with margins. The exact set oracle has no engine here, so
     no failed witness is rescued (it would be UNCONFIRMED) and the AXp sets stay unreplayed: z3's
     exact check takes 10–30 s for one of them on these networks (tests/test_replay.py replays
     such claims on smaller ones)."""

@@ -2,6 +2,8 @@
 
 - Non-monotone AXps and "no CXp exists" are universal claims: the exact set oracle
   (`solvers.oracle`) replays them; undecided, they stay unreplayed and out of `minimum`.
+- The MILPs reach class 0 with f ≤ t: the ε sits on the strict side only, so it cuts off no
+  valid set.
 - `refuted` means the set is no explanation (or its "nothing smaller" is contradicted): a failed
   witness alone makes the oracle decide the set, and `unconfirmed` is what stays undecided.
 - `solve_minimum`, guarded or not, returns what the replay says.
@@ -123,6 +125,30 @@ def test_false_none_exists_on_a_non_monotone_box_is_refuted() -> None:
     assert replay(flat, Outcome(Status.NONE_EXISTS, "gurobi", 0.0)).replayed
 
 
+# ---------------------------------------------------------------------------- ε on the strict side only
+@needs_milps
+@pytest.mark.parametrize("guarded", [True, False])
+def test_class_zero_is_f_at_most_t(guarded: bool) -> None:
+    """f = relu(0.5 − y0), x = 0, t = 0: p(x) = 1, and y0 = 1 gives f = 0 ≤ t, so {0} is both the
+    minimum CXp and the minimum AXp; a margin f ≤ t − ε left no point of class 0 at all."""
+    net = Network([Layer(np.array([[-1.0]]), np.array([0.5]), RELU), Layer(np.ones((1, 1)), np.zeros(1), IDENTITY)])
+    for name, kind in itertools.product(MILPS, ("contrastive", "abductive")):
+        found = solve_minimum(net, np.zeros(1), kind, threshold=0.0, solver=name, guarded=guarded)
+        assert found.status == Status.OPTIMAL and found.features == (0,) and found.replayed, (name, kind, found)
+
+
+@needs_milps
+def test_a_step_reaches_one_at_its_point() -> None:
+    """f = 0.5 − step(y0 ≥ 0.5) on [0, 0.5]: only y0 = 0.5 turns the step on (f = −0.5 ≤ 0), so
+    a margin h ≥ at + ε on the step's 1 left no flip."""
+    step = Activation.make("step", at=0.5)
+    net = Network([Layer(np.ones((1, 1)), np.zeros(1), step), Layer(-np.ones((1, 1)), np.array([0.5]), IDENTITY)])
+    domain = Domain(np.zeros(1), np.full(1, 0.5))
+    for name, kind in itertools.product(MILPS, ("contrastive", "abductive")):
+        found = solve_minimum(net, np.zeros(1), kind, domain, 0.0, solver=name, guarded=False)
+        assert found.status == Status.OPTIMAL and found.features == (0,) and found.replayed, (name, kind, found)
+
+
 # ---------------------------------------------------------------------------- failed witnesses
 def test_a_failed_witness_of_a_valid_set_is_replaced_not_refuted() -> None:
     """f = relu(0.9 − 3·y1), x = 0, t = 0: y1 = 0.3 (the double) keeps f > 0 in exact arithmetic,
@@ -143,6 +169,43 @@ def test_a_failed_witness_of_a_valid_set_is_replaced_not_refuted() -> None:
     assert open_claim.solution == (1,) and "no exact check decided the set" in open_claim.message
     judgement = judge(problem, None, {"gurobi": open_claim}, None)
     assert judgement.minimum is None and judgement.outcomes["gurobi"].status == Status.UNCONFIRMED
+
+
+@needs_milps
+@needs_z3
+@pytest.mark.parametrize("guarded", [True, False])
+def test_milp_witness_off_by_rounding_keeps_its_set(guarded: bool) -> None:
+    """The same network through the MILPs: their y1 may be the double 0.3 (it was for both when
+    written), which fails; the oracle's point stands in and the set is the minimum."""
+    problem = Problem.make(ramp_network(3.0, 0.9), np.zeros(2), "contrastive", Domain.unit(2), 0.0)
+    for name in MILPS:
+        found = solve_minimum(problem.net, problem.x, "contrastive", problem.domain, 0.0, solver=name, guarded=guarded)
+        assert found.status == Status.OPTIMAL and found.features == (1,) and found.replayed, found
+        assert problem.flips(np.array(found.witness))
+
+
+@needs_milps
+@needs_z3
+def test_unconfirmed_claims_are_counted_apart(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """f = |0.7·y1 − 0.017|, x = (0, 1), t = 0: class 0 needs 0.7·y1 = 0.017 exactly, which a
+    rational y1 meets and no double does. The MILPs' witness fails, z3 finds no double point:
+    their claim {1} is unconfirmed, neither refuted nor an answer."""
+    layers = [
+        Layer(np.array([[0.0, 0.7], [0.0, -0.7]]), np.array([-0.017, 0.017]), RELU),
+        Layer(np.ones((1, 2)), np.zeros(1), IDENTITY),
+    ]
+    network, inputs = tmp_path / "net.json", tmp_path / "x.csv"
+    network.write_text(json.dumps(Network(layers).to_json()))
+    inputs.write_text("0,1\n")
+    flags = ["--inputs", str(inputs), "--kind", "contrastive", "--solvers", ",".join(MILPS), "--cases", str(tmp_path / "c")]
+    assert main(["certify", str(network), *flags]) == 0
+    captured = capsys.readouterr()
+    (line,) = [json.loads(text) for text in captured.out.splitlines()]
+    assert line["verdict"] == "exact_only" and line["minimum"] is None and line["refuted"] == []
+    for name in MILPS:
+        assert line["solvers"][name]["status"] == "unconfirmed" and line["solvers"][name]["claimed"] == "optimal"
+        assert re.search(rf"{name}\s+optimal\s+1", captured.err)
+    assert "claims unconfirmed" in captured.err and "claims refuted" not in captured.err
 
 
 # ---------------------------------------------------------------------------- brute force
