@@ -3,14 +3,16 @@ replay, and `solve_minimum` (the problem and outcome types live in `verify.probl
 
 A backend answers "what is a minimum explanation?" or, with `at_most=k`, "is there one of size
 ≤ k?". Whatever it claims about a concrete set or witness is replayed in exact arithmetic here
-before it is returned; a claim the replay refutes comes back as `Status.REFUTED`, never silently
-corrected. A timeout or a licence limit is never read as "no smaller explanation".
+before it is returned (by one exact evaluation, or by the exact set oracle, `solvers.oracle`); a
+claim the replay refutes comes back as `Status.REFUTED`, never silently corrected. A timeout or a
+licence limit is never read as "no smaller explanation".
 """
 
 from __future__ import annotations
 
 import importlib
 import time
+from collections.abc import Iterable
 from dataclasses import replace
 from types import TracebackType
 from typing import Any, Protocol
@@ -22,6 +24,7 @@ from ..verify.errors import InputError
 from ..verify.network import Network
 from ..verify.problem import DEFAULT_EPSILON, Outcome, Problem, Status
 from .guard import GuardedSolver
+from .oracle import SetOracle, check_witness
 
 
 class Solver(Protocol):
@@ -99,17 +102,30 @@ def available_solvers() -> tuple[str, ...]:
     return tuple(found)
 
 
-def replay(problem: Problem, outcome: Outcome) -> Outcome:
+def replay(problem: Problem, outcome: Outcome, time_limit: float = 60.0, oracle: SetOracle | None = None) -> Outcome:
     """Re-check in exact arithmetic what the outcome claims about concrete sets and points.
 
-    Checked: a returned set is an explanation (monotone networks: the shortcut; otherwise the
-    contrastive witness); a NONE_EXISTS claim (p(x') = p(x) on a monotone network). A failed
-    check turns the outcome into REFUTED (`Outcome.refuted`: the claim kept in `claimed`, the reason
-    in `message`). Lower bounds (OPTIMAL's minimality,
-    NONE_WITHIN) cannot be replayed; `Outcome.exact` says whether an exact backend made them.
+    - A set on a monotone network: the monotone shortcut.
+    - A contrastive set on another network: its witness. When the witness fails, the exact set
+      oracle (`solvers.oracle`, free = the set) decides the set: a flip → the claim stands, with
+      the oracle's point as its witness and the failed one noted; none → REFUTED; undecided →
+      UNCONFIRMED (`Outcome.unconfirmed`).
+    - An abductive set on another network: the oracle, free = the features outside the set (none
+      → replayed; a flip → REFUTED, the point kept as `witness`; undecided → not replayed).
+    - NONE_EXISTS: for an AXp REFUTED (the full set is one); on a monotone network p(x') = p(x);
+      otherwise the oracle, free = every feature.
+
+    A failed check turns the outcome into REFUTED (`Outcome.refuted`: the claim kept in `claimed`,
+    the reason in `message`); a claim no check decided keeps `replayed` false, with a note. Lower
+    bounds (OPTIMAL's minimality, NONE_WITHIN) cannot be replayed; `Outcome.exact` says whether
+    an exact backend made them. Each oracle question gets `time_limit` seconds of its own (the
+    call's limit when `solve_problem` asks); `oracle` None: a fresh one for this call.
     """
+    if oracle is None:
+        with SetOracle() as own:
+            return replay(problem, outcome, time_limit, own)
     if outcome.status == Status.NONE_EXISTS:
-        return _replay_none_exists(problem, outcome)
+        return _replay_none_exists(problem, outcome, time_limit, oracle)
     if outcome.solution is None:
         return outcome
     features = outcome.solution
@@ -117,47 +133,61 @@ def replay(problem: Problem, outcome: Outcome) -> Outcome:
         return replace(outcome.refuted("an empty set is never a contrastive explanation"), replayed=True)
     if problem.monotone:
         valid = problem.is_explanation(features)
-        reason = f"exact check: {set(features)} is not a {problem.kind} explanation"
-    elif problem.kind == "contrastive":
-        valid, reason = _check_witness(problem, features, outcome.witness)
-    else:
-        # A non-monotone AXp is a universal claim: its proof is the backend's final oracle call.
-        return replace(outcome, replayed=outcome.exact)
-    if valid is None:
-        return replace(
-            outcome, message=(outcome.message + "; " if outcome.message else "") + "exact replay undecided (smooth margin)"
-        )
-    if not valid:
-        return replace(outcome.refuted(reason), replayed=True)
+        if valid is None:
+            return outcome.noted("exact replay undecided (smooth margin)")
+        if not valid:
+            return replace(outcome.refuted(f"exact check: {set(features)} is not a {problem.kind} explanation"), replayed=True)
+        return replace(outcome, replayed=True)
+    if problem.kind == "contrastive":
+        return _replay_contrastive(problem, outcome, time_limit, oracle)
+    flip = oracle.flip(problem, frozenset(range(problem.n)) - set(features), time_limit)
+    if flip.answer is None:
+        return replace(outcome, replayed=False).noted(f"exact replay undecided: {flip.note}")
+    if flip.answer:
+        reason = f"exact check ({flip.note}): the witness agrees with x on {_shown(features)} and flips the prediction"
+        return replace(outcome.refuted(reason), witness=flip.witness, replayed=True)
     return replace(outcome, replayed=True)
 
 
-def _replay_none_exists(problem: Problem, outcome: Outcome) -> Outcome:
+def _replay_contrastive(problem: Problem, outcome: Outcome, time_limit: float, oracle: SetOracle) -> Outcome:
+    """A contrastive set on a non-monotone network: its witness, else the exact set oracle."""
+    features = frozenset(outcome.features)
+    valid, reason = check_witness(problem, features, outcome.witness)
+    if valid:
+        return replace(outcome, replayed=True)
+    flip = oracle.flip(problem, features, time_limit)
+    if flip.answer:
+        note = f"its witness {reason}; an exact check ({flip.note}) found a point that flips, now its witness"
+        return replace(outcome, witness=flip.witness, replayed=True).noted(note)
+    if flip.answer is False:
+        reason = f"exact check ({flip.note}): no y that agrees with x outside {_shown(features)} flips the prediction"
+        return replace(outcome.refuted(reason), replayed=True)
+    if valid is None:
+        return outcome.noted(f"exact replay undecided: the witness {reason}; {flip.note}")
+    return outcome.unconfirmed(f"its witness {reason}, and no exact check decided the set ({flip.note})")
+
+
+def _replay_none_exists(problem: Problem, outcome: Outcome, time_limit: float, oracle: SetOracle) -> Outcome:
     if problem.kind == "abductive":
         return replace(outcome.refuted("the full feature set is always an AXp"), replayed=True)
-    if not problem.monotone:
-        return outcome  # a universal claim on a non-monotone network: only the backend's proof stands
-    flips = problem.flips(problem.counterpoint)
-    if flips is None:
-        return outcome
-    if flips:
-        return replace(outcome.refuted("exact check: x' flips the prediction, so a CXp exists"), replayed=True)
+    if problem.monotone:
+        flips = problem.flips(problem.counterpoint)
+        if flips is None:
+            return outcome
+        if flips:
+            return replace(outcome.refuted("exact check: x' flips the prediction, so a CXp exists"), replayed=True)
+        return replace(outcome, replayed=True)
+    flip = oracle.flip(problem, frozenset(range(problem.n)), time_limit)
+    if flip.answer is None:
+        return outcome.noted(f"exact replay undecided: {flip.note}")
+    if flip.answer:
+        reason = f"exact check ({flip.note}): the witness flips the prediction, so a CXp exists"
+        return replace(outcome.refuted(reason), witness=flip.witness, replayed=True)
     return replace(outcome, replayed=True)
 
 
-def _check_witness(problem: Problem, features: tuple[int, ...], witness: tuple[float, ...] | None) -> tuple[bool | None, str]:
-    if witness is None:
-        return False, "no witness point given for a contrastive set"
-    y = np.asarray(witness, dtype=np.float64)
-    outside = [i for i in range(problem.n) if i not in set(features) and y[i] != problem.x[i]]
-    if outside:
-        return False, f"witness changes feature {outside[0]}, which is not in the set"
-    try:
-        problem.domain.check(y[None, :], source="witness")
-    except InputError as error:
-        return False, str(error)
-    flips = problem.flips(y)
-    return flips, "exact check: the witness does not flip the prediction"
+def _shown(features: Iterable[int]) -> str:
+    return "{" + ", ".join(map(str, sorted(features))) + "}"
 
 
 def solve_minimum(
@@ -177,7 +207,9 @@ def solve_minimum(
     With `at_most=k` only "is there one of size ≤ k?" is asked: certifying a greedy answer of
     size g is one call with k = g − 1 (NONE_WITHIN means greedy is minimal). `guarded`: the call
     runs in a child process stopped at the time limit plus `solvers.guard.allowed_overrun`, so
-    the limit holds whatever the backend does; False runs it in this process.
+    the limit holds whatever the backend does; False runs it in this process. Either way the
+    answer is replayed (`replay`), and the exact set oracle's questions, limited to `time_limit`
+    each, always run guarded (`solvers.oracle`).
 
     Raises `InputError` for bad input, and `verify.errors.UndecidedPrediction` (not an
     `InputError`: x is valid) when exact arithmetic cannot decide p(x) — a smooth network whose
@@ -189,12 +221,15 @@ def solve_minimum(
         raise InputError(f"at_most must be ≥ 0, got {at_most}")
     if not time_limit > 0:
         raise InputError(f"time limit must be positive, got {time_limit}")
-    with get_solver(solver, guarded=guarded) as backend:
-        return solve_problem(backend, problem, at_most, time_limit)
+    with get_solver(solver, guarded=guarded) as backend, SetOracle() as oracle:
+        return solve_problem(backend, problem, at_most, time_limit, oracle)
 
 
-def solve_problem(backend: Solver, problem: Problem, at_most: int | None, time_limit: float) -> Outcome:
-    """Run an open backend on a problem and replay its answer; backend crashes become ERROR."""
+def solve_problem(
+    backend: Solver, problem: Problem, at_most: int | None, time_limit: float, oracle: SetOracle | None = None
+) -> Outcome:
+    """Run an open backend on a problem and replay its answer (`replay`, with `oracle`, its
+    questions limited to `time_limit` each); backend crashes become ERROR."""
     started = time.perf_counter()
     try:
         outcome = backend.solve(problem, at_most, time_limit)
@@ -208,4 +243,4 @@ def solve_problem(backend: Solver, problem: Problem, at_most: int | None, time_l
             exact=backend.exact,
             message=f"{type(error).__name__}: {error}",
         )
-    return replay(problem, outcome)
+    return replay(problem, outcome, time_limit, oracle)

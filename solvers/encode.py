@@ -3,7 +3,9 @@ and `solvers.highs`.
 
 Variables: `s_i ∈ {0,1}` (feature i is in the set), the input point `y` [n], and per layer the
 pre-activations `h` and post-activations `z`. Objective `min Σ s_i`; with `at_most=k` also
-`Σ s_i ≤ k`. Output goal: `f ≥ t + ε` to reach class 1, `f ≤ t` to reach class 0 (but see Margins).
+`Σ s_i ≤ k`. Output goal: `f ≥ t + ε` to reach class 1, `f ≤ t` to reach class 0. The ε sits on
+the strict side only (class 1 is f > t, a step's 0 is h < at): it cuts off points within ε of a
+strict boundary, never a point of the other, closed side (class 0 is f ≤ t, a step's 1 is h ≥ at).
 
 Inputs:
 - monotone networks, bound vectors with x' the counterpoint: CXp `y = x + (x' − x)·s` and the goal
@@ -12,10 +14,14 @@ Inputs:
   `s_i = 1`, tied to `x_i` where `s_i = 0`; on a binary domain `y_i = l_i + (u_i − l_i)·b_i` with
   `b_i` binary. The flip oracle fixes `s` to its free set and has no objective.
 
-Margins. A continuous `y` ends on the boundary of the region it reaches, where float rounding
-decides its exact replay half the time. So where a value moves continuously with y (no step
-layer between them), class 0 means `f ≤ t − ε` and a step's `z = 1` means `h ≥ at + ε`; values
-fed by steps alone take finitely many values, and exact ties there keep the plain conditions.
+Margins (`margin=True`, for finding witnesses only). A continuous `y` often ends on the boundary
+of the region it reaches, where float rounding decides its exact replay half the time. A model
+asked with margins keeps such points off the closed sides too: where a value moves continuously
+with y (no step layer between them), class 0 means `f ≤ t − ε` and a step's `z = 1` means
+`h ≥ at + ε`; values fed by steps alone take finitely many values, and exact ties there keep the
+plain conditions. Such a model cuts off valid points, so its infeasibility proves nothing: the
+MILP backends ask it only for a second witness of a free set whose first one did not flip in
+exact arithmetic (`solvers.milp`).
 
 Bounds: exact interval propagation over the region y ranges over (`ExactNetwork.layer_bounds`),
 tightened where `at_most=k` < n by letting only the k largest single-feature moves act on the
@@ -153,13 +159,20 @@ class _Builder:
         )
 
 
-def encode(problem: Problem, at_most: int | None = None, free: frozenset[int] | None = None, relax: bool = True) -> MilpModel:
+def encode(
+    problem: Problem,
+    at_most: int | None = None,
+    free: frozenset[int] | None = None,
+    relax: bool = True,
+    margin: bool = False,
+) -> MilpModel:
     """The MILP of a problem (the network must be PWL).
 
     `free` None: the minimization model (bound vectors on monotone networks, the free box
     otherwise; the latter is contrastive only). `free` given: the flip oracle's feasibility model,
     y free in the box on `free` and equal to x elsewhere. `relax`: drop the binaries that the
-    module docstring shows unnecessary on monotone networks.
+    module docstring shows unnecessary on monotone networks. `margin`: keep continuous values ε
+    off the closed sides too (module docstring, Margins): for witnesses, never for proofs.
     """
     n = problem.n
     builder = _Builder()
@@ -179,7 +192,7 @@ def encode(problem: Problem, at_most: int | None = None, free: frozenset[int] | 
         goal = problem.goal
     inputs = z
     hull_only = {"max": goal == 0, "min": goal == 1} if relax and problem.monotone else {}
-    continuous = free_box and not problem.domain.binary  # values that move with a continuous y
+    continuous = margin and free_box and not problem.domain.binary  # values that move with a continuous y
     moves = n if at_most is None or free is not None else min(at_most, n)
     for index, (layer, box) in enumerate(zip(problem.net.layers, problem.exact.layer_bounds(low, high), strict=True)):
         if index == 0:

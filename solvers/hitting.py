@@ -6,7 +6,8 @@ with x on S and flips the prediction. None → S is a minimum AXp. Otherwise the
 differs from x form a new contrastive set; it is shrunk in exact arithmetic and the loop goes on.
 
 The oracle's witnesses are replayed exactly before use, so every contrastive set in the loop is
-genuine and every lower bound the hitting sets give is sound.
+genuine and every lower bound the hitting sets give is sound; a witness that fails ends the loop
+with ERROR (no set, no verdict).
 """
 
 from __future__ import annotations
@@ -56,9 +57,9 @@ def minimum_abductive(problem: Problem, find_flip: FlipOracle, at_most: int | No
         if y is None:
             return HittingResult(Status.OPTIMAL, tuple(sorted(candidate)), calls)
         flipped = problem.flips(y)
-        if not flipped:
-            reason = "undecided (smooth margin)" if flipped is None else "does not flip the prediction"
-            return HittingResult(Status.REFUTED, None, calls, f"the oracle's witness {reason} in exact arithmetic")
+        if not flipped:  # the oracle says S is no AXp, but its point does not show it: no verdict
+            reason = "is undecided (smooth margin)" if flipped is None else "does not flip the prediction"
+            return HittingResult(Status.ERROR, None, calls, f"the flip oracle's point {reason} in exact arithmetic")
         contrastive_sets.append(shrink_witness(problem, y))
 
 

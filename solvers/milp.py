@@ -5,6 +5,13 @@ A backend subclasses `MilpSolver` and implements only `_optimize(model, time_lim
 Monotone networks are answered by the bound-vector MILP after the exact monotone shortcut:
 p(x') = p(x) means no CXp at all and the empty set as the minimum AXp. The answers are not
 replayed here; `solvers.base.solve_problem` does that.
+
+Witnesses on a continuous box. The models reach class 0 with `f ≤ t` (`solvers.encode`: the ε
+sits on the strict side only), so a witness y may sit on the boundary f = t, where rounding
+decides whether it flips in exact arithmetic. A witness that does not flip exactly (of a CXp
+answer, or of the flip oracle) is asked for once more from the model with margins
+(`encode(..., margin=True)`), whose points keep ε off that boundary; only the first model's
+infeasibility is ever read as "no flip".
 """
 
 from __future__ import annotations
@@ -73,7 +80,7 @@ class MilpSolver(BaseSolver):
             return self._hitting_sets(problem, at_most, started, deadline)
         model = encode(problem, at_most)
         run = self._optimize(model, max(deadline - time.perf_counter(), 1e-3))
-        return self._outcome(problem, model, run, at_most, started)
+        return self._outcome(problem, model, run, at_most, started, deadline)
 
     def _monotone_shortcut(self, problem: Problem, started: float) -> Outcome | None:
         """The exact answers a monotone network gives without a MILP, or None."""
@@ -89,13 +96,19 @@ class MilpSolver(BaseSolver):
             )
         return None
 
-    def _outcome(self, problem: Problem, model: MilpModel, run: MilpRun, at_most: int | None, started: float) -> Outcome:
-        """Map a run of the minimization model to an Outcome."""
+    def _outcome(
+        self, problem: Problem, model: MilpModel, run: MilpRun, at_most: int | None, started: float, deadline: float
+    ) -> Outcome:
+        """Map a run of the minimization model to an Outcome (a witness that does not flip exactly
+        is asked for again with margins, within the deadline: module docstring)."""
         solution = witness = None
         if run.values is not None and run.state in (RunState.OPTIMAL, RunState.TIME_LIMIT):
             solution = tuple(int(i) for i in np.flatnonzero(run.values[model.selectors] > 0.5))
             if problem.kind == "contrastive":
-                witness = tuple(_witness(problem, model, run.values, solution).tolist())
+                y = _witness(problem, model, run.values, solution)
+                if not problem.monotone and not problem.flips(y):
+                    y = _first(self._margin_witness(problem, frozenset(solution), deadline), y)
+                witness = tuple(y.tolist())
         if run.state is RunState.OPTIMAL and solution is not None:
             return self.outcome(Status.OPTIMAL, started, solution=solution, witness=witness, raw_status=run.raw_status)
         if run.state is RunState.INFEASIBLE:
@@ -127,7 +140,10 @@ class MilpSolver(BaseSolver):
             run = self._optimize(model, remaining)
             last[0] = run.raw_status
             if run.state is RunState.OPTIMAL and run.values is not None:
-                return _witness(problem, model, run.values, tuple(sorted(free)))
+                y = _witness(problem, model, run.values, tuple(sorted(free)))
+                # a y that does not flip exactly ends the loop with no verdict (`hitting`), unless the
+                # model with margins gives one that does
+                return y if problem.flips(y) else _first(self._margin_witness(problem, free, until), y)
             if run.state is RunState.INFEASIBLE:
                 return None
             if run.state is RunState.TIME_LIMIT:
@@ -141,6 +157,24 @@ class MilpSolver(BaseSolver):
             return self.outcome(status, started, raw_status=stop.run.raw_status, message="flip oracle stopped")
         message = f"{result.oracle_calls} oracle calls" + (f"; {result.message}" if result.message else "")
         return self.outcome(result.status, started, solution=result.solution, raw_status=last[0], message=message)
+
+    def _margin_witness(self, problem: Problem, free: frozenset[int], deadline: float) -> np.ndarray | None:
+        """A point y [n] that agrees with x off `free` and flips the prediction in exact arithmetic,
+        from the flip model with margins (`encode(..., margin=True)`); None when there is no time
+        left, on a binary box (where margins change nothing), or when that model gives no such y."""
+        remaining = deadline - time.perf_counter()
+        if remaining <= 0 or problem.domain.binary:
+            return None
+        model = encode(problem, free=free, margin=True)
+        run = self._optimize(model, remaining)
+        if run.state is not RunState.OPTIMAL or run.values is None:
+            return None
+        y = _witness(problem, model, run.values, tuple(sorted(free)))
+        return y if problem.flips(y) else None
+
+
+def _first(preferred: np.ndarray | None, fallback: np.ndarray) -> np.ndarray:
+    return fallback if preferred is None else preferred
 
 
 def _witness(problem: Problem, model: MilpModel, values: np.ndarray, features: tuple[int, ...]) -> np.ndarray:

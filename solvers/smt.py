@@ -203,6 +203,33 @@ class Z3Solver(BaseSolver):
         return fields
 
 
+class Z3FlipSearch(BaseSolver):
+    """The z3 engine of the exact set oracle (`solvers.oracle`): is there any CXp at all? One exact
+    check of the whole network over the problem's box (`_Encoding`, no size bound, no
+    minimisation). FEASIBLE with the features where the witness y differs from x and y [n] (made
+    of doubles), NONE_EXISTS, TIMEOUT, UNSUPPORTED (not piecewise linear) or ERROR."""
+
+    name = "z3"
+    exact = True
+
+    def solve(self, problem: Problem, at_most: int | None, time_limit: float) -> Outcome:
+        """`at_most` is ignored: any flipping point answers."""
+        started = time.perf_counter()
+        if not problem.net.is_piecewise_linear:
+            return self.outcome(Status.UNSUPPORTED, started, message="z3's exact encoding needs piecewise-linear activations")
+        encoding = _Encoding(problem, z3.Context())
+        try:
+            y = encoding.find_flip(frozenset(range(problem.n)), started + time_limit)
+        except hitting.OracleTimeout as stop:
+            return self.outcome(Status.TIMEOUT, started, raw_status=str(stop))
+        except _NoDoubleWitness as error:
+            return self.outcome(Status.ERROR, started, raw_status=encoding.raw, message=str(error))
+        if y is None:
+            return self.outcome(Status.NONE_EXISTS, started, raw_status=encoding.raw)
+        features = tuple(int(i) for i in np.flatnonzero(y != problem.x))
+        return self.outcome(Status.FEASIBLE, started, solution=features, witness=_floats(y), raw_status=encoding.raw)
+
+
 def _descend(
     check: Callable[[int, float], Check], n: int, at_most: int | None, best: tuple[int, ...] | None, deadline: float
 ) -> dict:

@@ -56,6 +56,7 @@ LAYERS: dict[str, int] = {
             "highs",
             "hitting",
             "milp",
+            "oracle",
             "smooth",
             "smt",
             "subsets",

@@ -17,6 +17,7 @@ import pytest
 from cardinal.solvers.base import get_solver, solve_problem
 from cardinal.solvers.encode import MilpModel, encode
 from cardinal.solvers.milp import MilpRun, MilpSolver, RunState, _witness
+from cardinal.solvers.oracle import SetOracle
 from cardinal.verify.activations import Activation
 from cardinal.verify.domain import Domain
 from cardinal.verify.generate import median_threshold, random_network
@@ -202,21 +203,32 @@ def test_non_monotone_binary_domain_matches_vertices(backend: MilpSolver, activa
 def test_non_monotone_box_brackets_vertices(backend: MilpSolver) -> None:
     """On the box, a CXp is at most as large as on the vertices and an AXp at least as large;
     every continuous witness (CXp answers, and the flip oracle's inside the hitting-set loop)
-    replays exactly, which needs the class-0 margin."""
+    replays exactly: class 0 is f ≤ t in the models, and a witness on that boundary that does
+    not flip exactly is asked for again with margins. The exact set oracle has no engine here, so
+    no failed witness is rescued (it would be UNCONFIRMED) and the AXp sets stay unreplayed: z3's
+    exact check takes 10–30 s for one of them on these networks (tests/test_replay.py replays
+    such claims on smaller ones)."""
     n = 7
-    for seed in range(5):
-        net = _network(seed, n, (8, 6), "relu", monotone=False)
-        X = _inputs(seed, n, binary=True)
-        t = _threshold(net, X)
-        for x, kind in itertools.product(X[:2], KINDS):
-            vertices = _vertex_minimum(Problem.make(net, x, kind, Domain.boolean(n), t))
-            outcome = solve_problem(backend, Problem.make(net, x, kind, Domain.unit(n), t), None, 30.0)
-            box = _verdict_size(outcome)
-            if kind == "contrastive":
-                assert vertices is None or (box is not None and box <= vertices)
-                assert box is None or outcome.replayed
-            else:
-                assert box >= vertices
+    with SetOracle(engines=()) as oracle:
+        for seed in range(5):
+            net = _network(seed, n, (8, 6), "relu", monotone=False)
+            X = _inputs(seed, n, binary=True)
+            t = _threshold(net, X)
+            for x, kind in itertools.product(X[:2], KINDS):
+                _bracket(backend, oracle, net, x, kind, t)
+
+
+def _bracket(backend: MilpSolver, oracle: SetOracle, net: Network, x: np.ndarray, kind: str, t: float) -> None:
+    """The minimum on the unit box against the one on the vertices, for x [n]."""
+    n = net.n_inputs
+    vertices = _vertex_minimum(Problem.make(net, x, kind, Domain.boolean(n), t))
+    outcome = solve_problem(backend, Problem.make(net, x, kind, Domain.unit(n), t), None, 30.0, oracle)
+    box = _verdict_size(outcome)
+    if kind == "contrastive":
+        assert vertices is None or (box is not None and box <= vertices)
+        assert box is None or outcome.replayed
+    else:
+        assert box >= vertices and not outcome.replayed
 
 
 def test_step_ties_behind_steps_stay_reachable(backend: MilpSolver) -> None:

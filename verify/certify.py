@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from ..solvers.base import Solver, get_solver, solve_problem
+from ..solvers.oracle import SetOracle
 from .cases import Case
 from .domain import Domain
 from .errors import UndecidedPrediction
@@ -100,28 +101,31 @@ class Certificate:
 class SolverPool:
     """Open backends by name, reused across calls and closed together; runs HiGHS in place of
     Gurobi when Gurobi's licence is too small for a model (`fallback=True`). Each backend runs
-    guarded (`solvers.guard`): its time limit holds even where the backend ignores it."""
+    guarded (`solvers.guard`): its time limit holds even where the backend ignores it. One exact
+    set oracle (`solvers.oracle`) serves the replay of every answer."""
 
     def __init__(self, names: Iterable[str], fallback: bool = True) -> None:
         self.names = tuple(dict.fromkeys(names))
         self.backends: dict[str, Solver] = {name: get_solver(name, guarded=True) for name in self.names}
         self.fallback = fallback and "gurobi" in self.backends and "highs" not in self.backends
         self._highs: Solver | None = None
+        self.oracle = SetOracle()
 
     def solve(self, problem: Problem, at_most: int | None, time_limit: float) -> tuple[dict[str, Outcome], list[str]]:
         outcomes: dict[str, Outcome] = {}
         notes: list[str] = []
         for name, backend in self.backends.items():
-            outcomes[name] = solve_problem(backend, problem, at_most, time_limit)
+            outcomes[name] = solve_problem(backend, problem, at_most, time_limit, self.oracle)
             if name == "gurobi" and outcomes[name].status == Status.SIZE_LIMIT and self.fallback:
                 self._highs = self._highs or get_solver("highs", guarded=True)
-                outcomes["highs"] = solve_problem(self._highs, problem, at_most, time_limit)
+                outcomes["highs"] = solve_problem(self._highs, problem, at_most, time_limit, self.oracle)
                 notes.append("gurobi hit its licence size limit; highs ran in its place")
         return outcomes, notes
 
     def close(self) -> None:
         for backend in [*self.backends.values(), *([self._highs] if self._highs else [])]:
             backend.close()
+        self.oracle.close()
 
     def __enter__(self) -> SolverPool:
         return self
@@ -243,7 +247,7 @@ def judge(problem: Problem, greedy: GreedyAnswer | None, outcomes: dict[str, Out
     proved = smallest is not None and floor >= len(smallest)
     if greedy is None or not trusted:
         if smallest is None and any(o.status == Status.OPTIMAL for o in outcomes.values()):
-            notes.append("the minimum rests on a float claim that no exact check confirmed")
+            notes.append("no minimum: no optimal claim passed the exact replay")
         if greedy is not None:
             notes.append(
                 "greedy's answer (Algorithm 1) is undecided in exact arithmetic: a smooth network's enclosures "

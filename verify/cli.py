@@ -213,11 +213,17 @@ def _certify(args: argparse.Namespace) -> int:
     verdicts = Counter((c.kind, c.verdict.value) for c in certificates)
     table = [[kind, verdict, count] for (kind, verdict), count in sorted(verdicts.items())]
     print(tabulate(table, headers=["kind", "verdict", "count"], tablefmt="simple"), file=sys.stderr)
-    refuted = Counter((name, (c.solvers[name].claimed or Status.REFUTED).value) for c in certificates for name in c.refuted)
-    if refuted:
-        rows = [[name, claimed, count] for (name, claimed), count in sorted(refuted.items())]
-        print("claims refuted by exact replay:", file=sys.stderr)
-        print(tabulate(rows, headers=["solver", "claimed", "count"], tablefmt="simple"), file=sys.stderr)
+    for status, title in (
+        (Status.REFUTED, "claims refuted by exact replay:"),
+        (Status.UNCONFIRMED, "claims unconfirmed (their witness failed; no exact check decided the set):"),
+    ):
+        claims = Counter(
+            (name, (o.claimed or status).value) for c in certificates for name, o in c.solvers.items() if o.status == status
+        )
+        if claims:
+            rows = [[name, claimed, count] for (name, claimed), count in sorted(claims.items())]
+            print(title, file=sys.stderr)
+            print(tabulate(rows, headers=["solver", "claimed", "count"], tablefmt="simple"), file=sys.stderr)
     if saved:
         print(f"{len(saved)} case file(s) in {cases_dir}/", file=sys.stderr)
     disagreements = sum(count for (_, verdict), count in verdicts.items() if verdict == "solver_disagreement")

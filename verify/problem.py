@@ -67,7 +67,8 @@ class Status(StrEnum):
     TIMEOUT = "timeout"  # a time limit stopped it before any set within the bound: no set
     SIZE_LIMIT = "size_limit"  # a licence or memory cap
     UNSUPPORTED = "unsupported"  # e.g. a smooth activation in MILP or SMT
-    REFUTED = "refuted"  # the claim (`Outcome.claimed`) failed the exact check
+    REFUTED = "refuted"  # exact evidence refutes the claim (`Outcome.claimed`): no explanation, or "nothing smaller" contradicted
+    UNCONFIRMED = "unconfirmed"  # the claimed set's witness does not flip and no exact check decided the set: no verdict
     ERROR = "error"
 
 
@@ -88,12 +89,14 @@ class MissingSolutionError(LookupError):
 class Outcome:
     """The answer of one backend call.
 
-    `solution`: the explanation found (sorted feature indices). `witness`: for a contrastive
-    answer, a point y of the box that agrees with x outside the set and flips the prediction.
+    `solution`: the explanation found (sorted feature indices). `witness` [n]: for a contrastive
+    answer, a point y of the box that agrees with x outside the set and flips the prediction; for
+    a claim refuted by a point (an AXp that is none, a false none-exists), that point.
     `exact`: the verdict was reached in exact arithmetic (z3, enumerate) rather than by a float
     MILP. `replayed`: the returned set (or the none-exists claim) was confirmed in exact
-    arithmetic. A REFUTED outcome keeps the status it claimed in `claimed` (and the set it
-    claimed in `solution`), the reason in `message`.
+    arithmetic. A REFUTED or UNCONFIRMED outcome keeps the status it claimed in `claimed` (and
+    the set it claimed in `solution`: the record of a claim, not an answer), the reason in
+    `message`.
     """
 
     status: Status
@@ -114,8 +117,19 @@ class Outcome:
     def refuted(self, reason: str) -> Outcome:
         """This outcome with its claim refuted by exact evidence: status REFUTED, the claimed
         status kept in `claimed`, the reason appended to the message."""
-        message = f"{self.message}; {reason}" if self.message else reason
-        return replace(self, status=Status.REFUTED, claimed=self.status, message=message)
+        return self._demoted(Status.REFUTED, reason)
+
+    def unconfirmed(self, reason: str) -> Outcome:
+        """This outcome with its set neither confirmed nor refuted (its witness failed, and no
+        exact check decided the set): status UNCONFIRMED, the claim kept as by `refuted`."""
+        return self._demoted(Status.UNCONFIRMED, reason)
+
+    def noted(self, note: str) -> Outcome:
+        """This outcome with `note` appended to its message."""
+        return replace(self, message=f"{self.message}; {note}" if self.message else note)
+
+    def _demoted(self, status: Status, reason: str) -> Outcome:
+        return replace(self.noted(reason), status=status, claimed=self.status)
 
     @property
     def features(self) -> tuple[int, ...]:

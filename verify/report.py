@@ -47,7 +47,10 @@ STATUS_MEANING = {
     Status.TIMEOUT: "the time limit stopped it before it found any set within the bound",
     Status.SIZE_LIMIT: "a licence or memory cap (Gurobi's size-limited licence)",
     Status.UNSUPPORTED: "the backend cannot encode this network (e.g. a smooth activation in a MILP)",
-    Status.REFUTED: "the solver's claim failed the exact check; the claim is kept (`claimed`) and changes no verdict",
+    Status.REFUTED: "exact evidence refutes the solver's claim (its set is no explanation, or its 'nothing smaller' "
+    "is contradicted); the claim is kept (`claimed`) and changes no verdict",
+    Status.UNCONFIRMED: "the claimed set's witness does not flip in exact arithmetic and no exact check decided the set: "
+    "neither confirmed nor refuted; the claim is kept (`claimed`) and changes no verdict",
     Status.ERROR: "the backend failed",
 }
 
@@ -132,13 +135,15 @@ _ANSWERS = (Status.OPTIMAL, Status.FEASIBLE, Status.NONE_WITHIN, Status.NONE_EXI
 
 
 def agreement_table(records: list[Record]) -> list[list[Any]]:
-    """Per solver: calls, answers, claims refuted by exact evidence (by the status claimed), and
-    calls without an answer. A refuted claim changes no verdict; it measures the solver."""
+    """Per solver: calls, answers, claims refuted by exact evidence (by the status claimed), claims
+    unconfirmed (a failed witness, the set undecided), timeouts, and calls without an answer.
+    Neither a refuted nor an unconfirmed claim changes a verdict; they measure the solver."""
     rows = []
     for name in sorted({name for record in records for name in record.solvers}):
         outcomes = [record.solvers[name] for record in records if name in record.solvers]
         statuses = Counter(outcome.status for outcome in outcomes)
         claimed = Counter((outcome.claimed or Status.REFUTED).value for outcome in outcomes if outcome.status == Status.REFUTED)
+        counted = (*_ANSWERS, Status.REFUTED, Status.UNCONFIRMED, Status.TIMEOUT)
         rows.append(
             [
                 name,
@@ -146,8 +151,9 @@ def agreement_table(records: list[Record]) -> list[list[Any]]:
                 sum(statuses[status] for status in _ANSWERS),
                 sum(claimed.values()),
                 ", ".join(f"{status} {count}" for status, count in sorted(claimed.items())) or "–",
+                statuses[Status.UNCONFIRMED],
                 statuses[Status.TIMEOUT],
-                len(outcomes) - sum(statuses[status] for status in (*_ANSWERS, Status.REFUTED, Status.TIMEOUT)),
+                len(outcomes) - sum(statuses[status] for status in counted),
             ]
         )
     return rows
@@ -325,12 +331,22 @@ def _agreement_section(records: list[Record]) -> list[str]:
         "## Solver agreement: claims refuted by exact replay",
         "",
         'A claim is refuted when its set is no explanation in exact arithmetic, or when its "nothing smaller" '
-        "(none_within, none_exists, optimal's minimality) is contradicted by a smaller set replayed exactly. A refuted "
-        "claim changes no verdict: the verdicts rest on exact evidence alone.",
+        "(none_within, none_exists, optimal's minimality) is contradicted by a smaller set replayed exactly. A claim is "
+        "unconfirmed when its witness does not flip the prediction exactly and no exact check decided its set. Neither "
+        "changes a verdict: the verdicts rest on exact evidence alone.",
         "",
         tabulate(
             agreement_table(records),
-            headers=["solver", "calls", "answers", "refuted", "refuted claims", "timeouts", "no answer (limits, errors)"],
+            headers=[
+                "solver",
+                "calls",
+                "answers",
+                "refuted",
+                "refuted claims",
+                "unconfirmed",
+                "timeouts",
+                "no answer (limits, errors)",
+            ],
             tablefmt="github",
         )
         if records

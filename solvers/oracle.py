@@ -1,0 +1,155 @@
+"""The exact set oracle of the replay (`solvers.base.replay`): one exact question about a set,
+
+    flip(problem, free, time_limit): is there a y in the box, equal to x off `free`, with p(y) ≠ p(x)?
+
+answered True (with a point y [n] that flips, re-checked exactly here), False (an exact engine
+proved that none exists) or None (undecided: no engine installed or able, a limit, a smooth
+network). It decides what no single point can show: S is an AXp iff flip(free = the features
+outside S) is False; S is a CXp iff flip(free = S) is True, which the replay asks when a claim's
+own witness fails; no CXp exists iff flip(free = every feature) is False.
+
+**Engines.** Any exact backend (a `Solver` with `exact` true) can be an engine: it is asked the
+contrastive problem on the box pinned to x off `free` (l_i = u_i = x_i there), and its answer
+counts when it is a set with a witness that passes `check_witness` here (True), or NONE_EXISTS
+(False). Engines are tried in order, each where it applies, until one decides. `ENGINES`:
+enumerate on binary boxes of at most `VERTEX_FEATURES` features (every vertex, decided exactly:
+30 ms where z3 took 0.5–3.7 s on 6-feature networks), then z3's flip search
+(`smt.Z3FlipSearch`: one exact satisfiability check of the whole network, no minimisation;
+piecewise-linear networks). An exact MILP engine would be one more entry. An engine whose
+library is not installed is skipped (and said so in the answer's note).
+
+**Time.** z3 does not always stop at its timeout (its exact rational arithmetic checks no clock),
+so every engine runs guarded (`solvers.guard`): in a child process stopped at the limit plus its
+allowed overrun, whatever it does. The guard rather than the claiming solver's own child process,
+because the replay judges the claims of every backend, guarded or not (`solve_minimum(...,
+guarded=False)`, the benchmarks), including float backends whose processes hold no z3, and
+because the check must not share a process, a limit or a failure with the claim it checks. The
+oracle forks one child per engine on its first question (nothing before: an oracle that is never
+asked costs nothing) and reuses it; `close` ends it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import TracebackType
+
+import numpy as np
+
+from ..verify.domain import Domain
+from ..verify.errors import InputError
+from ..verify.problem import Problem, Status
+from .guard import GuardedSolver
+
+VERTEX_FEATURES = 20  # enumerate on binary boxes: 2^20 vertices took 4.4 s (20 × 16 × 16 ReLU network, no flip)
+
+
+@dataclass(frozen=True)
+class Engine:
+    """An exact backend as an engine of the oracle: its name, the module and class that make it,
+    and the problems it is asked about."""
+
+    name: str
+    module: str
+    factory: str
+    applies: Callable[[Problem], bool]
+
+
+ENGINES: tuple[Engine, ...] = (
+    Engine("enumerate", "cardinal.solvers.enumerate", "EnumerateSolver", lambda p: p.domain.binary and p.n <= VERTEX_FEATURES),
+    Engine("z3", "cardinal.solvers.smt", "Z3FlipSearch", lambda p: p.net.is_piecewise_linear),
+)
+
+
+@dataclass(frozen=True)
+class Flip:
+    """The oracle's answer. `answer`: True (`witness` [n] flips, checked exactly), False (no y
+    flips: proved by the engine named in `note`), None (undecided: `note` says why)."""
+
+    answer: bool | None
+    witness: tuple[float, ...] | None = None
+    note: str = ""
+
+
+def check_witness(problem: Problem, free: frozenset[int], witness: tuple[float, ...] | None) -> tuple[bool | None, str]:
+    """Exactly: does the point `witness` [n] agree with x off `free`, lie in the box and flip the
+    prediction? (True / False / None when a smooth enclosure leaves the flip undecided, and what
+    is wrong with it, phrased to follow "the witness ...".)"""
+    if witness is None:
+        return False, "is missing"
+    y = np.asarray(witness, dtype=np.float64)
+    outside = [i for i in range(problem.n) if i not in free and y[i] != problem.x[i]]
+    if outside:
+        return False, f"changes feature {outside[0]}, which is not in the set"
+    try:
+        problem.domain.check(y[None, :], source="witness")
+    except InputError as error:
+        return False, f"is no point of the box ({error})"
+    flips = problem.flips(y)
+    if flips is None:
+        return None, "is undecided (smooth margin)"
+    return flips, "" if flips else "does not flip the prediction in exact arithmetic"
+
+
+def pinned(problem: Problem, free: frozenset[int]) -> Problem:
+    """The contrastive problem of x on the box pinned to x off `free`: a CXp of it exists iff some
+    y in the box, equal to x off `free`, flips the prediction."""
+    mask = np.isin(np.arange(problem.n), sorted(free))
+    domain = problem.domain
+    box = Domain(np.where(mask, domain.lower, problem.x), np.where(mask, domain.upper, problem.x), domain.binary)
+    return Problem.make(problem.net, problem.x, "contrastive", box, problem.threshold, problem.epsilon)
+
+
+class SetOracle:
+    """The exact set oracle (module docstring) over `engines`; a context manager that ends the
+    engines' processes."""
+
+    def __init__(self, engines: tuple[Engine, ...] = ENGINES) -> None:
+        self.engines = engines
+        self._started: dict[str, GuardedSolver | str] = {}  # name → its guarded engine, or why it is missing
+
+    def flip(self, problem: Problem, free: frozenset[int], time_limit: float) -> Flip:
+        """Is there a y in the box, equal to x off `free`, with p(y) ≠ p(x)? Each engine gets
+        `time_limit` seconds (> 0)."""
+        question = pinned(problem, free)
+        notes = []
+        for name, engine in ((e.name, self._engine(e)) for e in self.engines if e.applies(problem)):
+            if isinstance(engine, str):
+                notes.append(engine)
+                continue
+            outcome = engine.solve(question, None, time_limit)
+            if outcome.solution is not None and outcome.status in (Status.OPTIMAL, Status.FEASIBLE):
+                valid, reason = check_witness(problem, free, outcome.witness)
+                if valid:
+                    return Flip(True, outcome.witness, name)
+                notes.append(f"{name}: its point {reason}")
+            elif outcome.status == Status.NONE_EXISTS and outcome.exact:
+                return Flip(False, None, name)
+            else:
+                notes.append(f"{name}: {outcome.status.value}" + (f" ({outcome.message})" if outcome.message else ""))
+        return Flip(None, None, "; ".join(notes) or "no exact engine applies")
+
+    def _engine(self, engine: Engine) -> GuardedSolver | str:
+        """The engine's guarded backend, started on first use, or why there is none."""
+        if engine.name not in self._started:
+            try:
+                factory = getattr(importlib.import_module(engine.module), engine.factory)
+            except ImportError as error:
+                self._started[engine.name] = f"{engine.name} is not installed ({error.name} missing)"
+            else:
+                self._started[engine.name] = GuardedSolver(engine.name, factory, {})
+        return self._started[engine.name]
+
+    def close(self) -> None:
+        """End every engine's process; a later question starts them again."""
+        for engine in self._started.values():
+            if isinstance(engine, GuardedSolver):
+                engine.close()
+        self._started.clear()
+
+    def __enter__(self) -> SetOracle:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None) -> None:
+        self.close()
