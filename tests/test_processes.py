@@ -1,6 +1,7 @@
 """Processes and limits: one campaign per folder (a lock that a killed run does not leave behind),
 no process outliving a killed campaign or caller (also while it starts), none left unreaped or
-printing, and time limits that hold on every backend, counted from the call."""
+printing, SIGTERM ending a command as Ctrl-C does, and time limits that hold on every backend,
+counted from the call."""
 
 from __future__ import annotations
 
@@ -133,6 +134,22 @@ def test_killed_campaign_leaves_no_process_and_no_lock(tmp_path: Path, capsys: p
     assert result.records == 14 and result.new == 14 - finished
 
 
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_a_terminated_campaign_ends_in_order_and_reaps_every_process(tmp_path: Path) -> None:
+    """SIGTERM `crosscheck --workers 2` mid-run: it ends as after Ctrl-C (exit code 130, its
+    summary written), its workers end in order and stop their solver processes, and once it has
+    exited no process it started is left, running or unreaped."""
+    out = tmp_path / "campaign"
+    process = _start(out, workers=2)
+    _wait_for_records(out, 3, process)
+    below = {identity for pid in _descendants(process.pid) if (identity := _identity(pid))}
+    assert len(below) >= 4  # two workers, each with its solver processes
+    os.kill(process.pid, signal.SIGTERM)
+    assert process.wait(timeout=60) == 130
+    assert (out / "summary.md").is_file() and "Traceback" not in (out.parent / "stderr.txt").read_text()
+    assert [identity for identity in below if _identity(identity[0]) == identity] == []
+
+
 def test_a_second_resume_waits_for_no_one_after_the_first_ends(tmp_path: Path) -> None:
     """The lock is released at the end of a run: runs one after the other in a folder work."""
     out = tmp_path / "campaign"
@@ -140,6 +157,45 @@ def test_a_second_resume_waits_for_no_one_after_the_first_ends(tmp_path: Path) -
     run_campaign("tiny", out, ("enumerate",), 30.0, instances=instances)
     again = run_campaign("tiny", out, ("enumerate",), 30.0, resume=True, instances=instances)
     assert again.new == 0 and (out / "campaign.lock").is_file()
+
+
+# A campaign whose greedy phase (its first seconds) waits, after leaving a marker file.
+WAITING_GREEDY = """
+import signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C as in a terminal, whatever this process inherited
+sys.path.insert(0, {root!r})
+from pathlib import Path
+from tests.test_campaign import tiny_instances
+from cardinal.verify import cli, suites
+import cardinal.verify.campaign as campaign
+
+suites.SUITES["quick"] = lambda out: tiny_instances()
+def units_of(*arguments):
+    Path({marker!r}).touch()
+    time.sleep(120)
+campaign.units_of = units_of
+sys.exit(cli.main(["crosscheck", "--out", {out!r}, "--solvers", "enumerate"]))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_in_a_campaigns_first_seconds_ends_it_in_order(tmp_path: Path, signum: int) -> None:
+    """SIGTERM while greedy runs takes Ctrl-C's way out: one line, exit code 130, no traceback,
+    and the solver process started ahead is stopped and reaped before the command ends."""
+    marker = tmp_path / "greedy"
+    script = WAITING_GREEDY.format(root=ROOT, marker=str(marker), out=str(tmp_path / "campaign"))
+    process = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not marker.exists():
+        assert process.poll() is None and time.monotonic() < deadline, "greedy did not start"
+        time.sleep(0.05)
+    below = {identity for pid in _descendants(process.pid) if (identity := _identity(pid))}
+    os.kill(process.pid, signum)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130 and err.splitlines()[-1:] == ["cardinal crosscheck: interrupted"], err
+    assert "Traceback" not in err
+    assert below and [identity for identity in below if _identity(identity[0]) == identity] == []
 
 
 # ---------------------------------------------------------------------------- time limits

@@ -15,7 +15,8 @@ are the same as with one worker, and as in any other run of the suite (only thei
 file and the measured seconds differ), unless a call reaches its time limit. A record with
 conflicting exact evidence (`solver_disagreement`) is counted in `CampaignResult.disagreements`,
 and `cardinal crosscheck` then exits 1. Workers die with the campaign
-(`solvers.guard.die_with_parent`), and so do the processes its solvers run in.
+(`solvers.guard.die_with_parent`), and so do the processes its solvers run in. SIGTERM stops a
+run as Ctrl-C does, from its first seconds on (`executors.sigterm_interrupts`).
 
 A folder holds one campaign at a time: a run holds an advisory lock (`flock`) on
 `DIR/campaign.lock` from its checks to its summary, so a second run or `--resume` on the same
@@ -28,7 +29,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import signal
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -38,8 +38,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..solvers.guard import start_zygote
 from .errors import InputError
-from .executors import Failed, execute
+from .executors import Failed, execute, sigterm_interrupts
 from .instance import Instance
 from .io import JsonLines
 from .network import Network
@@ -194,6 +195,7 @@ class CampaignResult:
     failed: int = 0  # records whose every solver call ended in `error` (e.g. a unit whose worker kept dying)
 
 
+@sigterm_interrupts()  # from the start: SIGTERM during greedy ends as Ctrl-C does
 def run_campaign(
     suite: str,
     out: Path,
@@ -251,6 +253,8 @@ def _run(
     address: str | None = None,
 ) -> CampaignResult:
     started = time.perf_counter()
+    if workers <= 1 and executor == "local":
+        start_zygote()  # the solver processes start while greedy runs
     units = [
         unit
         for instance in (instances if instances is not None else SUITES[suite](out))
@@ -260,7 +264,6 @@ def _run(
         announce(len(units))
     new = cases = 0
     interrupted = False
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         for record, case in _execute(units, workers, executor, address):
             # The case file first: a record in the log is finished work that --resume skips.
@@ -275,8 +278,6 @@ def _run(
                 progress(new, len(units), record.key)
     except KeyboardInterrupt:
         interrupted = True
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     from .report import write_report
 
     records = read_records(log.path)
@@ -345,10 +346,6 @@ def _close_pool() -> None:
     if _POOL is not None:
         _POOL.close()
         _POOL = None
-
-
-def _raise_interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
 
 
 def _execute(units: list[Unit], workers: int, executor: str = "local", address: str | None = None):

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from .errors import InputError
-from .executors import EXECUTORS
+from .executors import EXECUTORS, sigterm_interrupts
 from .validate import count, finite_number, number_list, output_directory, output_file, positive_number, seconds
 
 KIND_CHOICES = ("contrastive", "abductive", "both")
@@ -792,7 +792,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(error.prog, str(error))
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
-        return handler(args)
+        with sigterm_interrupts():  # SIGTERM takes Ctrl-C's orderly way out
+            return handler(args)
     except InputError as error:
         return _fail(f"cardinal {args.command}", str(error))
     except KeyboardInterrupt:
