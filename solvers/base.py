@@ -23,7 +23,7 @@ from ..verify.domain import Domain
 from ..verify.errors import InputError
 from ..verify.network import Network
 from ..verify.problem import DEFAULT_EPSILON, Outcome, Problem, Status
-from .guard import GuardedSolver
+from .guard import GuardedSolver, lent
 from .oracle import SetOracle, check_witness
 
 
@@ -207,9 +207,11 @@ def solve_minimum(
     With `at_most=k` only "is there one of size ≤ k?" is asked: certifying a greedy answer of
     size g is one call with k = g − 1 (NONE_WITHIN means greedy is minimal). `guarded`: the call
     runs in a child process stopped at the time limit plus `solvers.guard.allowed_overrun`, so
-    the limit holds whatever the backend does; False runs it in this process. Either way the
+    the limit holds whatever the backend does (the process of an earlier guarded call on the
+    same backend serves it, `solvers.guard.lent`); False runs it in this process. Either way the
     answer is replayed (`replay`), and the exact set oracle's questions, limited to `time_limit`
     each, always run guarded (`solvers.oracle`).
+
 
     Raises `InputError` for bad input, and `verify.errors.UndecidedPrediction` (not an
     `InputError`: x is valid) when exact arithmetic cannot decide p(x) — a smooth network whose
@@ -221,8 +223,12 @@ def solve_minimum(
         raise InputError(f"at_most must be ≥ 0, got {at_most}")
     if not time_limit > 0:
         raise InputError(f"time limit must be positive, got {time_limit}")
-    with get_solver(solver, guarded=guarded) as backend, SetOracle() as oracle:
-        return solve_problem(backend, problem, at_most, time_limit, oracle)
+    with lent("oracle", SetOracle) as oracle:  # kept with its engines' processes for the next call
+        if not guarded:
+            with get_solver(solver) as backend:
+                return solve_problem(backend, problem, at_most, time_limit, oracle)
+        with lent(solver, lambda: get_solver(solver, guarded=True)) as backend:  # an earlier call's started process
+            return solve_problem(backend, problem, at_most, time_limit, oracle)
 
 
 def solve_problem(

@@ -25,12 +25,15 @@ because the replay judges the claims of every backend, guarded or not (`solve_mi
 guarded=False)`, the benchmarks), including float backends whose processes hold no z3, and
 because the check must not share a process, a limit or a failure with the claim it checks. The
 oracle forks one child per engine on its first question (nothing before: an oracle that is never
-asked costs nothing) and reuses it; `close` ends it.
+asked costs nothing), waits for it to start (up to `guard.STARTUP_WAIT` s, counted in no
+question's limit), and reuses it; `close` ends it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
@@ -40,7 +43,7 @@ import numpy as np
 from ..verify.domain import Domain
 from ..verify.errors import InputError
 from ..verify.problem import Problem, Status
-from .guard import GuardedSolver
+from .guard import STARTUP_WAIT, GuardedSolver
 
 VERTEX_FEATURES = 20  # enumerate on binary boxes: 2^20 vertices took 4.4 s (20 × 16 × 16 ReLU network, no flip)
 
@@ -138,7 +141,11 @@ class SetOracle:
             except ImportError as error:
                 self._started[engine.name] = f"{engine.name} is not installed ({error.name} missing)"
             else:
-                self._started[engine.name] = GuardedSolver(engine.name, factory, {})
+                guarded = GuardedSolver(engine.name, factory, {})
+                # its first question must not count the process's start (seconds, importing torch)
+                with contextlib.suppress(ChildProcessError):  # the questions answer `error` with the reason
+                    guarded.wait_started(time.perf_counter() + STARTUP_WAIT)
+                self._started[engine.name] = guarded
         return self._started[engine.name]
 
     def close(self) -> None:

@@ -1,5 +1,7 @@
 """Processes and limits: one campaign per folder (a lock that a killed run does not leave behind),
-no process outliving a killed campaign, and time limits that hold on every backend."""
+no process outliving a killed campaign or caller (also while it starts), none left unreaped or
+printing, SIGTERM ending a command as Ctrl-C does, and time limits that hold on every backend,
+counted from the call."""
 
 from __future__ import annotations
 
@@ -88,6 +90,23 @@ def _running(pid: int) -> bool:
     return state != "Z"
 
 
+def _identity(pid: int) -> tuple[int, str] | None:
+    """(pid, start time): a process, told apart from a later one with the same pid; None if gone
+    (reaped; a zombie is still there)."""
+    try:
+        return pid, Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _assert_gone(pids: set[int], within: float) -> None:
+    """None of `pids` runs `within` seconds from now (zombies are not running)."""
+    deadline = time.monotonic() + within
+    while any(_running(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [pid for pid in pids if _running(pid)] == []
+
+
 def _one_line_refusal(capsys: pytest.CaptureFixture, code: int, pattern: str) -> None:
     err = capsys.readouterr().err
     assert code == 2 and len(err.splitlines()) == 1 and pattern in err, err
@@ -109,13 +128,26 @@ def test_killed_campaign_leaves_no_process_and_no_lock(tmp_path: Path, capsys: p
     assert len(below) >= 4  # two workers, each with the processes its solver runs in
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
-    deadline = time.monotonic() + 5
-    while any(_running(pid) for pid in below) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert [pid for pid in below if _running(pid)] == []
+    _assert_gone(below, within=5.0)
     finished = len(JsonLines(out / "records.jsonl").read())
     result = run_campaign("tiny", out, ("enumerate",), 30.0, resume=True, instances=tiny_instances())
     assert result.records == 14 and result.new == 14 - finished
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_a_terminated_campaign_ends_in_order_and_reaps_every_process(tmp_path: Path) -> None:
+    """SIGTERM `crosscheck --workers 2` mid-run: it ends as after Ctrl-C (exit code 130, its
+    summary written), its workers end in order and stop their solver processes, and once it has
+    exited no process it started is left, running or unreaped."""
+    out = tmp_path / "campaign"
+    process = _start(out, workers=2)
+    _wait_for_records(out, 3, process)
+    below = {identity for pid in _descendants(process.pid) if (identity := _identity(pid))}
+    assert len(below) >= 4  # two workers, each with its solver processes
+    os.kill(process.pid, signal.SIGTERM)
+    assert process.wait(timeout=60) == 130
+    assert (out / "summary.md").is_file() and "Traceback" not in (out.parent / "stderr.txt").read_text()
+    assert [identity for identity in below if _identity(identity[0]) == identity] == []
 
 
 def test_a_second_resume_waits_for_no_one_after_the_first_ends(tmp_path: Path) -> None:
@@ -127,6 +159,45 @@ def test_a_second_resume_waits_for_no_one_after_the_first_ends(tmp_path: Path) -
     assert not (out / "campaign.lock").exists()
     again = run_campaign("tiny", out, ("enumerate",), 30.0, resume=True, instances=instances)
     assert again.new == 0 and not (out / "campaign.lock").exists()
+
+
+# A campaign whose greedy phase (its first seconds) waits, after leaving a marker file.
+WAITING_GREEDY = """
+import signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C as in a terminal, whatever this process inherited
+sys.path.insert(0, {root!r})
+from pathlib import Path
+from tests.test_campaign import tiny_instances
+from cardinal.verify import cli, suites
+import cardinal.verify.campaign as campaign
+
+suites.SUITES["quick"] = lambda out: tiny_instances()
+def units_of(*arguments):
+    Path({marker!r}).touch()
+    time.sleep(120)
+campaign.units_of = units_of
+sys.exit(cli.main(["crosscheck", "--out", {out!r}, "--solvers", "enumerate"]))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_in_a_campaigns_first_seconds_ends_it_in_order(tmp_path: Path, signum: int) -> None:
+    """SIGTERM while greedy runs takes Ctrl-C's way out: one line, exit code 130, no traceback,
+    and the solver process started ahead is stopped and reaped before the command ends."""
+    marker = tmp_path / "greedy"
+    script = WAITING_GREEDY.format(root=ROOT, marker=str(marker), out=str(tmp_path / "campaign"))
+    process = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not marker.exists():
+        assert process.poll() is None and time.monotonic() < deadline, "greedy did not start"
+        time.sleep(0.05)
+    below = {identity for pid in _descendants(process.pid) if (identity := _identity(pid))}
+    os.kill(process.pid, signum)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130 and err.splitlines()[-1:] == ["cardinal crosscheck: interrupted"], err
+    assert "Traceback" not in err
+    assert below and [identity for identity in below if _identity(identity[0]) == identity] == []
 
 
 # ---------------------------------------------------------------------------- time limits
@@ -156,6 +227,200 @@ def test_a_backend_that_ignores_its_limit_is_stopped_from_outside() -> None:
             assert outcome.status == Status.TIMEOUT and "stopped from outside" in outcome.message
     finally:
         backend.close()
+
+
+# A start-up hook for the solver processes of a test's subprocess: with CARDINAL_TEST_SLOW_TORCH
+# set, importing torch first sleeps that many seconds (a loaded machine's start, exaggerated). The
+# subprocess puts its folder on sys.path, which a zygote inherits; the caller imports torch first.
+SLOW_TORCH_HOOK = """
+import os, sys, time
+class SlowTorch:
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch" and os.environ.get("CARDINAL_TEST_SLOW_TORCH"):
+            time.sleep(float(os.environ["CARDINAL_TEST_SLOW_TORCH"]))
+        return None
+sys.meta_path.insert(0, SlowTorch())
+"""
+
+# A caller whose solver processes take SECONDS to start: it makes a guarded backend (or a pool),
+# then runs ACTION.
+SLOWLY_STARTING = """
+import os, sys, time
+sys.path.insert(0, {root!r})
+sys.path.insert(0, {hook!r})
+import numpy as np
+from cardinal.solvers.guard import GuardedSolver
+from cardinal.verify.network import Network
+from cardinal.verify.problem import Problem
+from tests.conftest import DESIGN_NETWORK
+from tests.test_processes import IgnoresItsLimit
+
+problem = Problem.make(Network.from_json(DESIGN_NETWORK), np.ones(3), "contrastive", threshold=0.5)
+os.environ["CARDINAL_TEST_SLOW_TORCH"] = "{seconds}"
+{action}
+"""
+
+
+def _slowly_starting(tmp_path: Path, action: str, seconds: float = 60.0) -> subprocess.Popen:
+    (tmp_path / "hook").mkdir()
+    (tmp_path / "hook" / "sitecustomize.py").write_text(SLOW_TORCH_HOOK)
+    script = SLOWLY_STARTING.format(root=ROOT, hook=str(tmp_path / "hook"), action=action, seconds=seconds)
+    return subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_the_first_call_counts_the_start_of_its_solver_process(tmp_path: Path) -> None:
+    """A solver process that is still starting at a call's limit does not hold the call: it answers
+    TIMEOUT at the limit (the message says why), and the caller ends at once."""
+    action = """
+backend = GuardedSolver("ignores-its-limit", IgnoresItsLimit, {})
+started = time.perf_counter()
+outcome = backend.solve(problem, None, 1.0)
+print(outcome.status.value, time.perf_counter() - started, outcome.message, sep="|")
+"""
+    process = _slowly_starting(tmp_path, action)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    status, seconds, message = out.strip().split("|")
+    assert status == "timeout" and float(seconds) <= 1.0 + allowed_overrun(1.0), out
+    assert "stopped from outside" in message and "still starting" in message
+
+
+def test_a_solver_pool_waits_for_its_solver_processes_before_its_first_call(tmp_path: Path) -> None:
+    """A command's pool (certify, crosscheck, check) lets its solver processes start before its
+    first call is timed: a verdict does not depend on how long they took to start (3 s here,
+    against a 0.5 s limit)."""
+    action = """
+from cardinal.verify.certify import SolverPool
+with SolverPool(["enumerate"]) as pool:
+    print(pool.solve(problem, None, 0.5)[0]["enumerate"].status.value)
+"""
+    process = _slowly_starting(tmp_path, action, seconds=3.0)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 0 and out.strip() == "optimal", (out, err)
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_a_caller_killed_while_its_solver_processes_start_leaves_none(tmp_path: Path) -> None:
+    """SIGKILL a caller whose solver process is still starting (importing torch, here for a
+    minute): that process ends within seconds, not when its start is over."""
+    action = 'backend = GuardedSolver("ignores-its-limit", IgnoresItsLimit, {})\nprint("asked", flush=True)\ntime.sleep(120)'
+    process = _slowly_starting(tmp_path, action)
+    assert process.stdout.readline().strip() == "asked", process.stderr.read()
+    deadline = time.monotonic() + 30
+    while not (below := _descendants(process.pid)):
+        assert time.monotonic() < deadline, "no solver process started"
+        time.sleep(0.05)
+    os.kill(process.pid, signal.SIGKILL)
+    process.communicate()
+    _assert_gone(below, within=10.0)
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_certify_ends_with_every_solver_process_reaped(tmp_path: Path, design_network_file: Path) -> None:
+    """`cardinal certify` reaps what it started: once it has exited, no process it started is
+    left, neither running nor a zombie waiting to be reaped."""
+    inputs = tmp_path / "x.csv"
+    inputs.write_text("1,1,1\n0.5,0.9,1\n")
+    names = ",".join(name for name in ("enumerate", "z3", "highs") if name in available_solvers())
+    script = (
+        f"import sys; sys.path.insert(0, {ROOT!r}); from cardinal.verify.cli import main; "
+        f"sys.exit(main(['certify', {str(design_network_file)!r}, '--inputs', {str(inputs)!r}, '--threshold', '0.5', "
+        f"'--solvers', {names!r}, '--out', {str(tmp_path / 'out.jsonl')!r}]))"
+    )
+    process = subprocess.Popen([sys.executable, "-c", script], cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+    seen: set[tuple[int, str]] = set()
+    while process.poll() is None:
+        seen |= {identity for pid in _descendants(process.pid) if (identity := _identity(pid))}
+        time.sleep(0.02)
+    assert process.returncode == 0, process.stderr.read()
+    assert seen, "no solver process was seen"
+    assert [identity for identity in seen if _identity(identity[0]) == identity] == []
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_a_killed_child_is_reaped_at_once() -> None:
+    """A child killed at its limit does not stay a zombie below this process."""
+    from cardinal.solvers.guard import GuardedSolver
+    from cardinal.verify.network import Network
+
+    from tests.conftest import DESIGN_NETWORK
+
+    problem = Problem.make(Network.from_json(DESIGN_NETWORK), np.ones(3), "contrastive", threshold=0.5)
+    with GuardedSolver("ignores-its-limit", IgnoresItsLimit, {}) as backend:
+        assert backend.solve(problem, None, 0.1).status == Status.TIMEOUT
+    deadline = time.monotonic() + 10
+    while (zombies := [pid for pid in _descendants(os.getpid()) if _identity(pid) and not _running(pid)]) and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.05)
+    assert zombies == []
+
+
+class Noisy(BaseSolver):
+    """Writes to stdout and stderr, then fails."""
+
+    name = "noisy"
+
+    def solve(self, problem: Problem, at_most: int | None, time_limit: float) -> Outcome:
+        print("noise on stdout", flush=True)
+        print("noise on stderr", file=sys.stderr, flush=True)
+        os.write(2, b"noise on descriptor 2\n")
+        raise ConnectionResetError("a traceback-worthy failure")
+
+
+NOISY_CALLER = """
+import sys
+sys.path.insert(0, {root!r})
+import numpy as np
+from cardinal.solvers.guard import GuardedSolver
+from cardinal.verify.network import Network
+from cardinal.verify.problem import Problem
+from tests.conftest import DESIGN_NETWORK
+from tests.test_processes import Noisy
+
+problem = Problem.make(Network.from_json(DESIGN_NETWORK), np.ones(3), "contrastive", threshold=0.5)
+with GuardedSolver("noisy", Noisy, {{}}) as backend:
+    print(backend.solve(problem, None, 30.0).message)
+idle = GuardedSolver("noisy", Noisy, {{}})  # a child asked for and never taken when the caller ends
+"""
+
+
+def test_solver_processes_write_nothing_to_their_callers_output() -> None:
+    """What a backend prints, and a solver process ending with its caller, reach neither stdout
+    nor stderr of the caller; the failure comes back as the call's answer."""
+    done = subprocess.run(
+        [sys.executable, "-c", NOISY_CALLER.format(root=ROOT)], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert done.stdout == "ConnectionResetError: a traceback-worthy failure\n"
+
+
+class ReportsItsProcess(BaseSolver):
+    """Answers ERROR with the pid of its process and the identity of the network it was given."""
+
+    name = "reports-its-process"
+
+    def solve(self, problem: Problem, at_most: int | None, time_limit: float) -> Outcome:
+        return Outcome(Status.ERROR, self.name, 0.0, message=f"{os.getpid()} {id(problem.net)}")
+
+
+def test_guarded_calls_reuse_their_process_and_its_copy_of_the_network() -> None:
+    """A lent backend serves consecutive calls from one process, which keeps the network of the
+    last call (its exact evaluators with it) while the caller passes the same Network object."""
+    from cardinal.solvers.guard import GuardedSolver, lent
+    from cardinal.verify.network import Network
+
+    from tests.conftest import DESIGN_NETWORK
+
+    first, second = Network.from_json(DESIGN_NETWORK), Network.from_json(DESIGN_NETWORK)
+    answers = []
+    for net in (first, first, second):
+        problem = Problem.make(net, np.ones(3), "contrastive", threshold=0.5)
+        with lent("reports-its-process", lambda: GuardedSolver("reports-its-process", ReportsItsProcess, {})) as backend:
+            answers.append(backend.solve(problem, None, 30.0).message.split())
+    pids, networks = zip(*answers, strict=True)
+    assert len(set(pids)) == 1 and pids[0] != str(os.getpid())
+    assert networks[0] == networks[1] != networks[2]
 
 
 class FindsThenHangs(BaseSolver):

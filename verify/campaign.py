@@ -15,7 +15,8 @@ are the same as with one worker, and as in any other run of the suite (only thei
 file and the measured seconds differ), unless a call reaches its time limit. A record with
 conflicting exact evidence (`solver_disagreement`) is counted in `CampaignResult.disagreements`,
 and `cardinal crosscheck` then exits 1. Workers die with the campaign
-(`solvers.guard.die_with_parent`), and so do the processes its solvers run in.
+(`solvers.guard.die_with_parent`), and so do the processes its solvers run in. SIGTERM stops a
+run as Ctrl-C does, from its first seconds on (`executors.sigterm_interrupts`).
 
 A folder holds one campaign at a time: a run holds an advisory lock (`flock`) on
 `DIR/campaign.lock` from its checks to its summary, so a second run or `--resume` on the same
@@ -33,7 +34,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import signal
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -43,8 +43,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..solvers.guard import start_zygote
 from .errors import InputError
-from .executors import Failed, execute
+from .executors import Failed, execute, sigterm_interrupts
 from .instance import Instance
 from .io import JsonLines, open_folder, open_regular, writing
 from .network import Network
@@ -201,6 +202,7 @@ class CampaignResult:
     failed: int = 0  # records whose every solver call ended in `error` (e.g. a unit whose worker kept dying)
 
 
+@sigterm_interrupts()  # from the start: SIGTERM during greedy ends as Ctrl-C does
 def run_campaign(
     suite: str,
     out: Path,
@@ -229,7 +231,6 @@ def run_campaign(
     log = JsonLines(out / "records.jsonl")
     _finished(log, resume)  # the checks once before the lock file is made, so a refusal writes nothing
     created = not out.exists()
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)  # SIGTERM stops the run as Ctrl-C does
     try:
         with _locked(out):
             done = _finished(log, resume)
@@ -242,8 +243,6 @@ def run_campaign(
             with contextlib.suppress(OSError):
                 out.rmdir()  # only if nothing else was written
         raise
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _run(
@@ -261,6 +260,8 @@ def _run(
     address: str | None = None,
 ) -> CampaignResult:
     started = time.perf_counter()
+    if workers <= 1 and executor == "local":
+        start_zygote()  # the solver processes start while greedy runs
     units = [
         unit
         for instance in (instances if instances is not None else SUITES[suite](out))
@@ -384,10 +385,6 @@ def _close_pool() -> None:
     if _POOL is not None:
         _POOL.close()
         _POOL = None
-
-
-def _raise_interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
 
 
 def _execute(units: list[Unit], workers: int, executor: str = "local", address: str | None = None):

@@ -26,16 +26,18 @@ says an exact proof that nothing smaller exists backs it.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from ..solvers.base import Solver, get_solver, solve_problem
+from ..solvers.guard import STARTUP_WAIT, GuardedSolver
 from ..solvers.oracle import SetOracle
 from .cases import Case
 from .domain import Domain
@@ -101,17 +103,26 @@ class Certificate:
 class SolverPool:
     """Open backends by name, reused across calls and closed together; runs HiGHS in place of
     Gurobi when Gurobi's licence is too small for a model (`fallback=True`). Each backend runs
-    guarded (`solvers.guard`): its time limit holds even where the backend ignores it. One exact
-    set oracle (`solvers.oracle`) serves the replay of every answer."""
+    guarded (`solvers.guard`): its time limit holds even where the backend ignores it. Their
+    solver processes start when the pool is made; its first call waits for them (up to
+    `STARTUP_WAIT` s), so that no verdict depends on how long they took to start. One exact set
+    oracle (`solvers.oracle`) serves the replay of every answer."""
 
     def __init__(self, names: Iterable[str], fallback: bool = True) -> None:
         self.names = tuple(dict.fromkeys(names))
-        self.backends: dict[str, Solver] = {name: get_solver(name, guarded=True) for name in self.names}
+        self.backends = {name: cast(GuardedSolver, get_solver(name, guarded=True)) for name in self.names}
         self.fallback = fallback and "gurobi" in self.backends and "highs" not in self.backends
         self._highs: Solver | None = None
         self.oracle = SetOracle()
+        self._started = False
 
     def solve(self, problem: Problem, at_most: int | None, time_limit: float) -> tuple[dict[str, Outcome], list[str]]:
+        if not self._started:
+            self._started = True
+            until = time.perf_counter() + STARTUP_WAIT
+            for backend in self.backends.values():
+                with contextlib.suppress(ChildProcessError):  # the calls answer `error` with the reason
+                    backend.wait_started(until)
         outcomes: dict[str, Outcome] = {}
         notes: list[str] = []
         for name, backend in self.backends.items():
@@ -302,9 +313,9 @@ def certify(
     domain = domain if domain is not None else Domain.unit(net.n_inputs)
     X = domain.check(X)
     answers: list[GreedyAnswer | None] = [None] * len(X)
-    if net.is_monotone:
-        _, answers = greedy_answers(net, X, kind, domain, threshold)  # type: ignore[assignment]
-    with SolverPool(solvers) as pool:
+    with SolverPool(solvers) as pool:  # made first: its solver processes start while greedy runs
+        if net.is_monotone:
+            _, answers = greedy_answers(net, X, kind, domain, threshold)  # type: ignore[assignment]
         return [
             certify_input(pool, net, x, kind, domain, threshold, answer, time_limit, row, epsilon)[1]
             for row, (x, answer) in enumerate(zip(X, answers, strict=True))

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from .errors import InputError
-from .executors import EXECUTORS
+from .executors import EXECUTORS, sigterm_interrupts
 from .validate import count, finite_number, number_list, output_directory, output_file, positive_number, seconds
 
 KIND_CHOICES = ("contrastive", "abductive", "both")
@@ -778,7 +778,7 @@ def _add_bench(commands: argparse._SubParsersAction, problem: argparse.ArgumentP
         "it writes its table where its --out says (default ./bench-results/; pass --out bench/results/NAME.md to refresh "
         "the tables kept in the repository).",
     )
-    bench.add_argument("name", choices=("greedy", "solvers"))
+    bench.add_argument("name", choices=("greedy", "guard", "solvers"))
     bench.add_argument("arguments", nargs=argparse.REMAINDER, help="passed to the benchmark")
     bench.set_defaults(handler=_bench)
 
@@ -809,7 +809,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(error.prog, str(error))
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
-        return handler(args)
+        with sigterm_interrupts():  # SIGTERM takes Ctrl-C's orderly way out
+            return handler(args)
     except InputError as error:
         return _fail(f"cardinal {args.command}", str(error))
     except KeyboardInterrupt:

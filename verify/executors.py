@@ -8,6 +8,11 @@ Ray instance of `workers` CPUs on this machine, started and stopped here; `addre
 items must be picklable plain data; the caller does everything else (writing files), so it stays
 the only writer of its outputs.
 
+`sigterm_interrupts` makes SIGTERM take Ctrl-C's way out (KeyboardInterrupt) in the driver; a
+local pool's workers, which ignore Ctrl-C, end on SIGTERM in order (`SystemExit`: their solver
+processes are stopped and reaped), and the driver stops them so when it is interrupted, waits for
+them, and kills those that do not end in `WORKER_GRACE` seconds.
+
 A task that raises yields `Failed` with the exception's message instead of a result (a solver
 missing on a Ray worker, say), on every executor. On Ray, a worker process that dies mid-call
 (killed, out of memory, its node lost) is retried up to `RETRIES` times, then yields `Failed`
@@ -23,16 +28,19 @@ from __future__ import annotations
 import os
 import re
 import signal
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..solvers.guard import die_with_parent
+from ..solvers.guard import die_with_parent, start_zygote
 from .errors import InputError
 
 EXECUTORS = ("local", "ray")
 RETRIES = 2  # Ray: how many times a unit whose worker process died is run again
+WORKER_GRACE = 5.0  # seconds an interrupted local pool's workers have to end before they are killed
 
 Item = TypeVar("Item")
 
@@ -67,6 +75,25 @@ def _attempt(task: Callable[[Item], Any], item: Item) -> Any:
         return Failed(f"{type(error).__name__}: {error}")
 
 
+@contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """For the duration, SIGTERM raises KeyboardInterrupt as Ctrl-C does, so that a terminated
+    command or campaign takes the same orderly way out. Only in the main thread (Python runs
+    signal handlers there); elsewhere nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 # ---------------------------------------------------------------------------- local pool
 def _worker_init(parent: int) -> None:
     import torch
@@ -74,7 +101,14 @@ def _worker_init(parent: int) -> None:
     die_with_parent(parent)
     torch.set_num_threads(1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops us
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's handler, inherited through fork
+    signal.signal(signal.SIGTERM, _end_worker)  # not the parent's handler, inherited through fork
+    start_zygote()  # the solver processes start while the first task arrives (with one torch thread)
+
+
+def _end_worker(signum: int, frame: object) -> None:
+    """SIGTERM in a worker: exit in order (multiprocessing's exit handlers stop and reap the
+    worker's solver processes)."""
+    raise SystemExit(128 + signum)
 
 
 def _in_pool(task: Callable[[Item], Any], items: list[Item], workers: int) -> Iterator[tuple[Item, Any]]:
@@ -98,11 +132,16 @@ def _in_pool(task: Callable[[Item], Any], items: list[Item], workers: int) -> It
     finally:
         if finished_all:
             executor.shutdown(wait=True)
-        else:  # interrupted: do not wait for solver calls in flight, stop the workers outright
+        else:  # interrupted: do not wait for solver calls in flight, stop the workers (and reap them)
             workers_running = list((executor._processes or {}).values())
             executor.shutdown(wait=False, cancel_futures=True)
             for process in workers_running:
                 process.terminate()
+            for process in workers_running:
+                process.join(WORKER_GRACE)
+                if process.is_alive():
+                    process.kill()
+                    process.join()
 
 
 # ---------------------------------------------------------------------------- Ray
