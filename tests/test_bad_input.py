@@ -189,6 +189,28 @@ def _external() -> object:
     return tensor
 
 
+def _identity_onnx(tmp: Path) -> str:
+    """An ONNX graph with no layer at all: input → Identity → output."""
+    from onnx import TensorProto, helper
+
+    node = helper.make_node("Identity", ["input"], ["output"], name="same")
+    io_info = [helper.make_tensor_value_info(name, TensorProto.FLOAT, ["batch", 3]) for name in ("input", "output")]
+    graph = helper.make_graph([node], "g", io_info[:1], io_info[1:])
+    return _write(tmp, "net.onnx", helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+
+
+def _state_dict(tmp: Path, layouts: dict[str, str]) -> str:
+    """A torch.save'd state_dict of Linear(3, 1) weights in the given layouts (sparse, meta)."""
+    import io
+
+    import torch
+
+    tensors = {"sparse": torch.ones(1, 3).to_sparse(), "meta": torch.empty(1, 3, device="meta")}
+    buffer = io.BytesIO()
+    torch.save({name: tensors[layout] for name, layout in layouts.items()}, buffer)
+    return _write(tmp, "net.pt", buffer.getvalue())
+
+
 def _torch_archive(tmp: Path, declared: int | None = None, packed: int | None = None) -> str:
     """A torch.save file of a Linear(3, 1) whose weight record declares `declared` bytes unpacked
     (the zip's size fields patched, the data left small), or is replaced by `packed` zero bytes,
@@ -500,6 +522,17 @@ CASES: list[tuple[str, Build, str]] = [
         "torch-record-bomb",
         lambda t: _explain(t, network=_torch_archive(t, packed=4 << 20)),
         r"net.pt: record .*data/0 unpacks \d+-fold: a zip bomb",
+    ),
+    ("onnx-no-layer", lambda t: _explain(t, network=_identity_onnx(t)), r"net.onnx: network has no layers"),
+    (
+        "torch-sparse-weight",
+        lambda t: _explain(t, "--activations", "identity", network=_state_dict(t, {"0.weight": "sparse"})),
+        r"net.pt: layer 1 \(0\): weight and bias must be dense tensors",
+    ),
+    (
+        "torch-meta-weight",
+        lambda t: _explain(t, "--activations", "identity", network=_state_dict(t, {"0.weight": "meta"})),
+        r"net.pt: layer 1 \(0\): weight and bias must be dense tensors",
     ),
     # explanations files (check --explanations)
     ("claims-deep", lambda t: _claims(t, _deep()), r"claims.jsonl: line 1: malformed JSON: nested too deeply"),

@@ -123,6 +123,8 @@ def _linear_step(weight: Any, bias: Any, where: str) -> ChainStep:
     tensors = [weight] if bias is None else [weight, bias]
     if not all(isinstance(tensor, torch.Tensor) and tensor.is_floating_point() for tensor in tensors):
         raise InputError(f"{where}: weight and bias must be real floating-point tensors")
+    if any(tensor.layout != torch.strided or tensor.is_meta for tensor in tensors):
+        raise InputError(f"{where}: weight and bias must be dense tensors that hold their values (not sparse or meta)")
     matrix = weight.detach().cpu().double().numpy()
     vector = np.zeros(matrix.shape[0]) if bias is None else bias.detach().cpu().double().numpy()
     return ChainStep(where, weight=matrix, bias=vector)
