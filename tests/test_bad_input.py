@@ -4,6 +4,7 @@ greedy, solver, search and training entry points are replaced by tripwires)."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -596,6 +597,21 @@ CASES: list[tuple[str, Build, str]] = [
     ),
     # campaign records, deeper
     (
+        "resume-kind-list",
+        lambda t: _campaign(t, json.dumps({**RECORD, "kind": []})),
+        r"line 1: field 'kind' is a list of 0, expected",
+    ),
+    (
+        "resume-status-object",
+        lambda t: _campaign(t, json.dumps({**RECORD, "solvers": {"z3": {"status": {}, "seconds": 1}}})),
+        r"line 1: solvers.z3 must be an object with a known 'status'",
+    ),
+    (
+        "resume-exact-string",
+        lambda t: _campaign(t, json.dumps({**RECORD, "solvers": {"z3": {"status": "optimal", "seconds": 1, "exact": "false"}}})),
+        r"line 1: solvers.z3.exact must be true or false, got 'false'",
+    ),
+    (
         "resume-deep",
         lambda t: _campaign(t, json.dumps(RECORD), _deep()),
         r"records.jsonl line 2: malformed JSON: nested too deeply",
@@ -631,6 +647,8 @@ def no_work(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     def tripwire(*args: object, **kwargs: object) -> None:
         raise AssertionError("work started before the input was checked")
 
+    for module in ("certify", "check", "campaign", "cases", "hunt", "train"):  # modules that import work functions by
+        importlib.import_module(f"cardinal.verify.{module}")  # name bind the real ones, not a tripwire, whatever runs next
     for target in (*WORK, "cardinal.verify.train.load_dataset"):
         monkeypatch.setattr(target, tripwire)
     saved = os.environ.get("CARDINAL_DATA")  # crosscheck --data-dir sets it: restored afterwards
