@@ -4,6 +4,7 @@ greedy, solver, search and training entry points are replaced by tripwires)."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -115,6 +116,7 @@ RECORD = {  # a whole campaign record, as `Record.to_json` writes it
     "gap": 1,
 }
 
+
 def _campaign(tmp: Path, *lines: str | bytes, cases_file: bool = False) -> list[str]:
     """A campaign folder whose records.jsonl holds these lines (and, if `cases_file`, a file where
     the cases folder goes); crosscheck --resume on it."""
@@ -125,6 +127,120 @@ def _campaign(tmp: Path, *lines: str | bytes, cases_file: bool = False) -> list[
     if cases_file:
         (folder / "cases").write_text("")
     return ["crosscheck", "--out", str(folder), "--solvers", "enumerate", "--resume"]
+
+
+def _claims(tmp: Path, text: str) -> list[str]:
+    """check with this explanations file."""
+    claims = _write(tmp, "claims.jsonl", text + "\n")
+    return ["check", _net(tmp), "--inputs", _inputs(tmp), "--explanations", claims, "--kind", "contrastive"]
+
+
+CLAIM = {"row": 0, "kind": "contrastive", "features": [0, 2]}
+CHECKED = {**CLAIM, "verdict": "valid"}  # a check record, as a baseline line
+
+
+def _baseline(tmp: Path, text: str) -> list[str]:
+    """check with a valid explanations file and this baseline."""
+    return [*_claims(tmp, json.dumps(CLAIM)), "--baseline", _write(tmp, "before.jsonl", text + "\n")]
+
+
+def _huge(digits: int = 5000) -> str:
+    return "9" * digits
+
+
+def _onnx_model(tmp: Path, *, alpha: float = 0.01, beta: float = 1.0, weight: object = None, metadata: str | None = None) -> str:
+    """An ONNX file: Gemm (W [1, 3], beta) → LeakyRelu (alpha) → output; `weight` replaces W's
+    TensorProto, `metadata` is the cardinal.metadata text."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    W = weight if weight is not None else numpy_helper.from_array(np.ones((1, 3), np.float32), "W")
+    B = numpy_helper.from_array(np.zeros(1, np.float32), "B")
+    nodes = [
+        helper.make_node("Gemm", ["input", "W", "B"], ["h"], name="dense", transB=1, beta=beta),
+        helper.make_node("LeakyRelu", ["h"], ["output"], name="leaky", alpha=alpha),
+    ]
+    io_info = [
+        helper.make_tensor_value_info(name, TensorProto.FLOAT, ["batch", width]) for name, width in (("input", 3), ("output", 1))
+    ]
+    graph = helper.make_graph(nodes, "g", io_info[:1], io_info[1:], [W, B])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    if metadata is not None:
+        helper.set_model_props(model, {"cardinal.metadata": metadata})
+    return _write(tmp, "net.onnx", model.SerializeToString())
+
+
+def _tensor(dims: list[int], values: list[float]) -> object:
+    """A float tensor W whose declared dims need not fit its values."""
+    from onnx import TensorProto
+
+    tensor = TensorProto(name="W", data_type=TensorProto.FLOAT, dims=dims)
+    tensor.float_data.extend(values)
+    return tensor
+
+
+def _external() -> object:
+    """W with its data in an external file (here /dev/zero, 1e12 bytes)."""
+    from onnx import TensorProto
+
+    tensor = TensorProto(name="W", data_type=TensorProto.FLOAT, dims=[1, 3], data_location=TensorProto.EXTERNAL)
+    for key, value in (("location", "/dev/zero"), ("length", str(10**12))):
+        entry = tensor.external_data.add()
+        entry.key, entry.value = key, value
+    return tensor
+
+
+def _identity_onnx(tmp: Path) -> str:
+    """An ONNX graph with no layer at all: input → Identity → output."""
+    from onnx import TensorProto, helper
+
+    node = helper.make_node("Identity", ["input"], ["output"], name="same")
+    io_info = [helper.make_tensor_value_info(name, TensorProto.FLOAT, ["batch", 3]) for name in ("input", "output")]
+    graph = helper.make_graph([node], "g", io_info[:1], io_info[1:])
+    return _write(tmp, "net.onnx", helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+
+
+def _state_dict(tmp: Path, layouts: dict[str, str]) -> str:
+    """A torch.save'd state_dict of Linear(3, 1) weights in the given layouts (sparse, meta)."""
+    import io
+
+    import torch
+
+    tensors = {"sparse": torch.ones(1, 3).to_sparse(), "meta": torch.empty(1, 3, device="meta")}
+    buffer = io.BytesIO()
+    torch.save({name: tensors[layout] for name, layout in layouts.items()}, buffer)
+    return _write(tmp, "net.pt", buffer.getvalue())
+
+
+def _torch_archive(tmp: Path, declared: int | None = None, packed: int | None = None) -> str:
+    """A torch.save file of a Linear(3, 1) whose weight record declares `declared` bytes unpacked
+    (the zip's size fields patched, the data left small), or is replaced by `packed` zero bytes,
+    deflated."""
+    import io
+    import struct
+    import zipfile
+
+    import torch
+
+    buffer = io.BytesIO()
+    torch.save(torch.nn.Sequential(torch.nn.Linear(3, 1)), buffer)
+    source = zipfile.ZipFile(io.BytesIO(buffer.getvalue()))
+    target = io.BytesIO()
+    record = next(name for name in source.namelist() if name.endswith("data/0"))
+    with zipfile.ZipFile(target, "w") as archive:
+        for name in source.namelist():
+            data = b"\0" * packed if packed and name == record else source.read(name)
+            archive.writestr(name, data, compress_type=zipfile.ZIP_DEFLATED if packed and name == record else zipfile.ZIP_STORED)
+    data = bytearray(target.getvalue())
+    if declared is not None:  # the record's uncompressed size, in its local (PK 3 4) and central (PK 1 2) header
+        for signature, size_at, name_length_at, name_at in ((b"PK\x03\x04", 22, 26, 30), (b"PK\x01\x02", 24, 28, 46)):
+            at = data.find(signature)
+            while at >= 0:
+                length = struct.unpack_from("<H", data, at + name_length_at)[0]
+                if data[at + name_at : at + name_at + length] == record.encode():
+                    struct.pack_into("<I", data, at + size_at, declared)
+                at = data.find(signature, at + 4)
+    return _write(tmp, "net.pt", bytes(data))
 
 
 def _paper(tmp: Path, data_dir: str, report: str | None = None) -> list[str]:
@@ -217,11 +333,11 @@ CASES: list[tuple[str, Build, str]] = [
     ),
     # network files
     ("network-missing", lambda t: _explain(t, network=str(t / "none.json")), r"network file .*none.json not found"),
-    ("network-is-dir", lambda t: _explain(t, network=str(t)), r"cannot read network file .*: Is a directory"),
+    ("network-is-dir", lambda t: _explain(t, network=str(t)), r"network file .* is a directory, not a regular file"),
     (
         "network-binary",
         lambda t: _explain(t, network=_net(t, text=b"\x80\xff\x00PK\x03\x04")),
-        r"network file .*net.json is not text \(JSON expected; byte 0",
+        r"network file .*net.json is not text \(byte 0 is not UTF-8\)",
     ),
     ("network-deep", lambda t: _explain(t, network=_net(t, text=_deep())), r"net.json: malformed JSON: nested too deeply"),
     ("network-nan-literal", lambda t: _explain(t, network=_net(t, text='{"a": NaN}')), r"net.json: malformed JSON: NaN is not"),
@@ -290,13 +406,17 @@ CASES: list[tuple[str, Build, str]] = [
     ("csv-header-only", lambda t: _explain(t, inputs=_inputs(t, "a,b,c\n")), r"x.csv: no input rows"),
     ("csv-no-header-flag", lambda t: _explain(t, "--no-header", inputs=_inputs(t, "a,b,c\n1,1,1\n")), r"row 0 .*column 0: 'a'"),
     ("csv-1e400", lambda t: _explain(t, inputs=_inputs(t, "1,1e400,1\n")), r"row 0 \(line 1\), column 1 is inf"),
-    ("csv-binary", lambda t: _explain(t, inputs=_inputs(t, b"\x89PNG\r\n\x1a\n\xff\xff")), r"x.csv: not a text file"),
+    (
+        "csv-binary",
+        lambda t: _explain(t, inputs=_inputs(t, b"\x89PNG\r\n\x1a\n\xff\xff")),
+        r"inputs file .*x.csv is not text \(byte 0 is not UTF-8\)",
+    ),
     (
         "csv-nul",
         lambda t: _explain(t, inputs=_inputs(t, b"1,1,\x001\n")),
         r"x.csv: row 0 \(line 1\), column 2: '\\x001' is not a number",
     ),
-    ("csv-is-dir", lambda t: _explain(t, inputs=str(t)), r"cannot read inputs file .*: Is a directory"),
+    ("csv-is-dir", lambda t: _explain(t, inputs=str(t)), r"inputs file .* is a directory, not a regular file"),
     # case files (replay)
     ("case-threshold-string", lambda t: _replay(t, threshold="0.5"), r"case.json: threshold: '0.5' is not a number"),
     ("case-threshold-list", lambda t: _replay(t, threshold=[0.5]), r"case.json: threshold: a list of 1 is not a number"),
@@ -309,7 +429,7 @@ CASES: list[tuple[str, Build, str]] = [
     ("case-verdict-unknown", lambda t: _replay(t, verdict="great"), r"verdict: 'great' is not one of"),
     ("case-kind-list", lambda t: _replay(t, kind=["contrastive"]), r"case.json: kind must be a string"),
     ("case-greedy-string", lambda t: _replay(t, greedy="0,1,2"), r"greedy must be a list of feature indices or null"),
-    ("case-minimum-bools", lambda t: _replay(t, minimum=[True]), r"minimum must be a list of feature indices"),
+    ("case-minimum-bools", lambda t: _replay(t, minimum=[True]), r"case.json: minimum: true is not a feature index"),
     ("case-note-list", lambda t: _replay(t, note=["x"]), r"case.json: note must be a string"),
     ("case-domain-binary-no", lambda t: _replay(t, domain={**CASE["domain"], "binary": "no"}), r"domain: binary must be true"),
     ("case-network-huge", lambda t: _replay(t, network=_layer(bias=[10**400, 0.0])), r"network: layer 1: bias\[0\]: an integer"),
@@ -320,15 +440,19 @@ CASES: list[tuple[str, Build, str]] = [
     (
         "resume-corrupt-middle-line",
         lambda t: _campaign(t, json.dumps(RECORD), '{"key": "x", "verd', json.dumps(RECORD)),
-        r"records.jsonl line 2: not a JSON record",
+        r"records.jsonl line 2: malformed JSON at column 14: Unterminated string",
     ),
-    ("resume-binary-line", lambda t: _campaign(t, json.dumps(RECORD), b"\xff\xfe\x00"), r"line 2: not a JSON record \(not UTF-8"),
+    (
+        "resume-binary-line",
+        lambda t: _campaign(t, json.dumps(RECORD), b"\xff\xfe\x00"),
+        r"records.jsonl line 2: not text \(byte 0 of the line is not UTF-8\)",
+    ),
     ("resume-line-not-object", lambda t: _campaign(t, "[1, 2]"), r"records.jsonl line 1: not a JSON object"),
     ("resume-key-missing", lambda t: _campaign(t, json.dumps({**RECORD, "key": None})), r"line 1: field 'key' is null"),
     ("resume-verdict-wrong", lambda t: _campaign(t, json.dumps({**RECORD, "verdict": 5})), r"line 1: field 'verdict' is 5"),
     ("resume-solvers-wrong", lambda t: _campaign(t, json.dumps({**RECORD, "solvers": {"z3": 5}})), r"line 1: solvers.z3 must"),
     ("resume-seconds-string", lambda t: _campaign(t, json.dumps({**RECORD, "greedy": {"seconds": "1"}})), r"field 'greedy'"),
-    ("resume-nan", lambda t: _campaign(t, '{"key": NaN}'), r"records.jsonl line 1: not a JSON record \(NaN is not allowed\)"),
+    ("resume-nan", lambda t: _campaign(t, '{"key": NaN}'), r"records.jsonl line 1: malformed JSON: NaN is not allowed"),
     (
         "campaign-cases-is-file",
         lambda t: _campaign(t, json.dumps(RECORD), cases_file=True),
@@ -337,12 +461,183 @@ CASES: list[tuple[str, Build, str]] = [
     ("paper-data-missing", lambda t: _paper(t, str(t)), r"7 data file\(s\) missing under .*: BlogFeedback.zip, loan_data.csv"),
     ("paper-data-dir-is-file", lambda t: _paper(t, _inputs(t)), r"--data-dir .*x.csv is not a directory"),
     ("paper-report-is-dir", lambda t: _paper(t, str(t), report=str(t)), r"--paper-report .* is a directory, not a file"),
+    # network files, by type (issue 24)
+    ("network-empty", lambda t: _explain(t, network=_net(t, text="")), r"network file .*net.json is empty"),
+    ("onnx-empty", lambda t: _explain(t, network=_write(t, "net.onnx", b"")), r"network file .*net.onnx is empty"),
+    (
+        "onnx-truncated",
+        lambda t: _explain(t, network=_write(t, "n.onnx", Path(_onnx_model(t)).read_bytes()[:150])),
+        r"n.onnx: not a readable ONNX model",
+    ),
+    (
+        "onnx-alpha-nan",
+        lambda t: _explain(t, network=_onnx_model(t, alpha=float("nan"))),
+        r"node leaky \(LeakyRelu\): attribute alpha is nan",
+    ),
+    (
+        "onnx-alpha-inf",
+        lambda t: _explain(t, network=_onnx_model(t, alpha=float("inf"))),
+        r"node leaky \(LeakyRelu\): attribute alpha is inf",
+    ),
+    (
+        "onnx-beta-inf",
+        lambda t: _explain(t, network=_onnx_model(t, beta=float("inf"))),
+        r"node dense \(Gemm\): attribute beta is inf",
+    ),
+    (
+        "onnx-initializer-1e9-wide",
+        lambda t: _explain(t, network=_onnx_model(t, weight=_tensor([1, 10**9], []))),
+        r"net.onnx: initializer W declares dims \[1, 1000000000\] \(1000000000 values\) but holds 0",
+    ),
+    (
+        "onnx-dims-disagree",
+        lambda t: _explain(t, network=_onnx_model(t, weight=_tensor([2, 3], [1.0, 1.0, 1.0]))),
+        r"initializer W declares dims \[2, 3\] \(6 values\) but holds 3",
+    ),
+    (
+        "onnx-weight-nan",
+        lambda t: _explain(t, network=_onnx_model(t, beta=2.0, weight=_tensor([1, 3], [1.0, float("nan"), 1.0]))),
+        r"initializer W holds nan at flat index 1: values must be finite",
+    ),
+    (
+        "onnx-external-data",
+        lambda t: _explain(t, network=_onnx_model(t, weight=_external())),
+        r"initializer W keeps its data in an external file",
+    ),
+    (
+        "onnx-metadata-deep",
+        lambda t: _explain(t, network=_onnx_model(t, metadata=_deep())),
+        r"net.onnx: metadata_props cardinal.metadata: malformed JSON: nested too deeply",
+    ),
+    (
+        "onnx-metadata-huge-int",
+        lambda t: _explain(t, network=_onnx_model(t, metadata='{"threshold": ' + _huge() + "}")),
+        r"metadata_props cardinal.metadata: malformed JSON: an integer of 5000 digits",
+    ),
+    (
+        "torch-record-1GiB",
+        lambda t: _explain(t, network=_torch_archive(t, declared=1 << 30)),
+        r"network file .*net.pt unpacks to 1 GiB, over the limit of 512 MiB",
+    ),
+    (
+        "torch-record-bomb",
+        lambda t: _explain(t, network=_torch_archive(t, packed=4 << 20)),
+        r"net.pt: record .*data/0 unpacks \d+-fold: a zip bomb",
+    ),
+    ("onnx-no-layer", lambda t: _explain(t, network=_identity_onnx(t)), r"net.onnx: network has no layers"),
+    (
+        "torch-sparse-weight",
+        lambda t: _explain(t, "--activations", "identity", network=_state_dict(t, {"0.weight": "sparse"})),
+        r"net.pt: layer 1 \(0\): weight and bias must be dense tensors",
+    ),
+    (
+        "torch-meta-weight",
+        lambda t: _explain(t, "--activations", "identity", network=_state_dict(t, {"0.weight": "meta"})),
+        r"net.pt: layer 1 \(0\): weight and bias must be dense tensors",
+    ),
+    # explanations files (check --explanations)
+    ("claims-deep", lambda t: _claims(t, _deep()), r"claims.jsonl: line 1: malformed JSON: nested too deeply"),
+    (
+        "claims-huge-int",
+        lambda t: _claims(t, json.dumps(CLAIM).replace("2]", _huge() + "]")),
+        r"line 1: malformed JSON: an integer of",
+    ),
+    (
+        "claims-1e999",
+        lambda t: _claims(t, json.dumps(CLAIM).replace("2]", "1e999]")),
+        r"line 1: 'features': inf is not a feature",
+    ),
+    (
+        "claims-float",
+        lambda t: _claims(t, json.dumps({**CLAIM, "features": [0.0, 2]})),
+        r"line 1: 'features': 0.0 is not a feature",
+    ),
+    (
+        "claims-negative",
+        lambda t: _claims(t, json.dumps({**CLAIM, "features": [-1]})),
+        r"line 1: 'features': -1 is not a feature",
+    ),
+    (
+        "claims-bool",
+        lambda t: _claims(t, json.dumps({**CLAIM, "features": [True]})),
+        r"line 1: 'features': true is not a feature",
+    ),
+    (
+        "claims-kind",
+        lambda t: _claims(t, json.dumps({**CLAIM, "kind": "both"})),
+        r"line 1: 'kind' must be contrastive or abductive",
+    ),
+    # baselines (--baseline)
+    ("baseline-deep", lambda t: _baseline(t, _deep()), r"before.jsonl: line 1: malformed JSON: nested too deeply"),
+    (
+        "baseline-huge-int",
+        lambda t: _baseline(t, json.dumps(CHECKED).replace("2]", _huge() + "]")),
+        r"before.jsonl: line 1: malformed JSON: an integer of 5000 digits",
+    ),
+    ("baseline-1e999", lambda t: _baseline(t, json.dumps(CHECKED).replace("2]", "1e999]")), r"line 1: 'features': inf is not a"),
+    ("baseline-float", lambda t: _baseline(t, json.dumps({**CHECKED, "features": [0.5]})), r"line 1: 'features': 0.5 is not a"),
+    ("baseline-negative", lambda t: _baseline(t, json.dumps({**CHECKED, "features": [-1]})), r"line 1: 'features': -1 is not a"),
+    ("baseline-bool", lambda t: _baseline(t, json.dumps({**CHECKED, "features": [True]})), r"line 1: 'features': true is not a"),
+    (
+        "baseline-twice",
+        lambda t: _baseline(t, json.dumps({**CHECKED, "features": [2, 2]})),
+        r"line 1: 'features' lists feature 2",
+    ),
+    ("baseline-kind", lambda t: _baseline(t, json.dumps({**CHECKED, "kind": "both"})), r"line 1: 'kind': 'both' is not one of"),
+    (
+        "baseline-verdict",
+        lambda t: _baseline(t, json.dumps({**CHECKED, "verdict": "great"})),
+        r"line 1: 'verdict': 'great' is not",
+    ),
+    ("baseline-row", lambda t: _baseline(t, json.dumps({**CHECKED, "row": -1})), r"line 1: 'row' must be a row number .*got -1"),
+    (
+        "baseline-greedy-list",
+        lambda t: _baseline(t, json.dumps({**CHECKED, "greedy": [0], "verdict": "greedy_minimal"})),
+        r"line 1: a certify record; compare check output with check output",
+    ),
+    # campaign records, deeper
+    (
+        "resume-kind-list",
+        lambda t: _campaign(t, json.dumps({**RECORD, "kind": []})),
+        r"line 1: field 'kind' is a list of 0, expected",
+    ),
+    (
+        "resume-status-object",
+        lambda t: _campaign(t, json.dumps({**RECORD, "solvers": {"z3": {"status": {}, "seconds": 1}}})),
+        r"line 1: solvers.z3 must be an object with a known 'status'",
+    ),
+    (
+        "resume-exact-string",
+        lambda t: _campaign(t, json.dumps({**RECORD, "solvers": {"z3": {"status": "optimal", "seconds": 1, "exact": "false"}}})),
+        r"line 1: solvers.z3.exact must be true or false, got 'false'",
+    ),
+    (
+        "resume-deep",
+        lambda t: _campaign(t, json.dumps(RECORD), _deep()),
+        r"records.jsonl line 2: malformed JSON: nested too deeply",
+    ),
+    (
+        "resume-huge-int",
+        lambda t: _campaign(t, '{"key": ' + _huge() + "}"),
+        r"records.jsonl line 1: malformed JSON: an integer of",
+    ),
     (
         "campaign-without-resume",
         lambda t: _campaign(t, json.dumps(RECORD))[:-1],
         r"campaign already holds 1 records: pass --resume",
     ),
 ]
+
+
+WORK = (  # the entry points of real work, which bad input must never reach
+    "cardinal.verify.greedy.explain",
+    "cardinal.verify.certify.certify_row",
+    "cardinal.verify.campaign._execute",
+    "cardinal.verify.hunt.hunt",
+    "cardinal.verify.train.train_monotone",
+    "cardinal.verify.cases.replay",
+    "cardinal.verify.check.check_explanations",
+)
 
 
 @pytest.fixture
@@ -352,16 +647,9 @@ def no_work(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     def tripwire(*args: object, **kwargs: object) -> None:
         raise AssertionError("work started before the input was checked")
 
-    for target in (
-        "cardinal.verify.greedy.explain",
-        "cardinal.verify.certify.certify_row",
-        "cardinal.verify.campaign._execute",
-        "cardinal.verify.hunt.hunt",
-        "cardinal.verify.train.train_monotone",
-        "cardinal.verify.train.load_dataset",
-        "cardinal.verify.cases.replay",
-        "cardinal.verify.check.check_explanations",
-    ):
+    for module in ("certify", "check", "campaign", "cases", "hunt", "train"):  # modules that import work functions by
+        importlib.import_module(f"cardinal.verify.{module}")  # name bind the real ones, not a tripwire, whatever runs next
+    for target in (*WORK, "cardinal.verify.train.load_dataset"):
         monkeypatch.setattr(target, tripwire)
     saved = os.environ.get("CARDINAL_DATA")  # crosscheck --data-dir sets it: restored afterwards
     yield
@@ -438,3 +726,129 @@ def test_negative_values_are_values_not_options(tmp_path: Path, capsys: pytest.C
     assert main([*argv, "--lower", "-1,-1,-1", "--threshold", "-1e-3"]) == 0
     [line] = [json.loads(text) for text in capsys.readouterr().out.splitlines()]
     assert line["prediction"] == 1 and line["output"] == 0.0  # f(0) = 0 > -0.001
+
+
+# ---------------------------------------------------------------------------- files that are not regular
+# Every reader, given a FIFO, a link to a device, or a file over the size limit: refused before
+# anything is read (issue 24: such files hung the command or were read until memory ran out).
+# The commands run in one child process, under a timeout and a 4 GiB address-space cap, so that
+# a hang or a runaway read fails these tests instead of blocking or exhausting the machine.
+SPECIAL: dict[str, tuple[Callable[[Path], object], str]] = {  # kind: (make it at a path, message)
+    "fifo": (os.mkfifo, r"is a FIFO \(named pipe\), not a regular file"),
+    "zero-link": (
+        lambda path: path.symlink_to("/dev/zero"),
+        r"\(a link to /dev/zero\) is a character device, not a regular file",
+    ),
+    "urandom-link": (lambda path: path.symlink_to("/dev/urandom"), r"\(a link to /dev/urandom\) is a character device"),
+    "sparse-2GiB": (lambda path: os.truncate(_write(path.parent, path.name, b""), 2 << 30), r"holds 2 GiB, over the limit of"),
+}
+
+
+def _heart(tmp: Path) -> Path:
+    """A data folder whose Heart test file is regular; returns where the train file goes."""
+    folder = tmp / "data" / "COMET" / "Heart"
+    folder.mkdir(parents=True)
+    _write(folder, "test_data.csv", "age,target\n1,0\n")
+    return folder / "train_data.csv"
+
+
+def _records(tmp: Path) -> Path:
+    (tmp / "campaign").mkdir()
+    return tmp / "campaign" / "records.jsonl"
+
+
+READERS: dict[str, tuple[Callable[[Path], Path], Callable[[Path, str], list[str]], str]] = {
+    # reader: (where the file goes, the command, how the message names the file)
+    "network": (lambda t: t / "net.json", lambda t, f: _explain(t, network=f), r"network file"),
+    "convert": (lambda t: t / "net.onnx", lambda t, f: ["convert", f, str(t / "out.json")], r"network file"),
+    "inputs": (lambda t: t / "x.csv", lambda t, f: _explain(t, inputs=f), r"inputs file"),
+    "domain": (lambda t: t / "domain.json", lambda t, f: _explain(t, "--domain", f), r"domain file"),
+    "case": (lambda t: t / "case.json", lambda t, f: ["replay", f], r"case file"),
+    "explanations": (
+        lambda t: t / "claims.jsonl",
+        lambda t, f: ["check", _net(t), "--inputs", _inputs(t), "--explanations", f],
+        r"explanations file",
+    ),
+    "baseline": (lambda t: t / "before.jsonl", lambda t, f: [*_claims(t, json.dumps(CLAIM)), "--baseline", f], r"baseline"),
+    "training-csv": (
+        lambda t: t / "train.csv",
+        lambda t, f: ["train", "--dataset", f"csv:{f}", "--target", "y", "--out", str(t / "n.json")],
+        r"CSV file",
+    ),
+    "data-file": (
+        _heart,
+        lambda t, f: ["train", "--dataset", "heart", "--data-dir", str(t / "data"), "--out", str(t / "n.json")],
+        r"data file",
+    ),
+    "records": (  # a link or FIFO is refused by the campaign folder's own check, a large file by the reader
+        _records,
+        lambda t, f: ["crosscheck", "--out", str(Path(f).parent), "--solvers", "enumerate", "--resume"],
+        r"(campaign folder: .*records.jsonl (exists and is not a regular file|is a symbolic link|is a FIFO)|JSON-lines file .*records.jsonl)",
+    ),
+}
+DRIVER = """
+import contextlib, io, json, sys, traceback
+from unittest import mock
+cases, results = json.load(open(sys.argv[1])), open(sys.argv[2], "w")
+def tripwire(*args, **kwargs):
+    raise AssertionError("work started before the input was checked")
+for target in json.load(open(sys.argv[3])):
+    mock.patch(target, tripwire).start()
+from cardinal.verify.cli import main
+for case in cases:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(case["argv"])
+        except BaseException:
+            code = None
+            err.write(traceback.format_exc())
+    results.write(json.dumps({"id": case["id"], "code": code, "out": out.getvalue(), "err": err.getvalue()}) + "\\n")
+    results.flush()
+"""
+SPECIAL_CASES = [f"{reader}-{kind}" for reader in READERS for kind in SPECIAL]
+
+
+def _cap_memory() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+
+@pytest.fixture(scope="module")
+def special_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, dict, dict]]:
+    """Every (reader, kind) case run once in one child process: id → (folder, snapshot before, result)."""
+    root = tmp_path_factory.mktemp("special")
+    cases, prepared = [], {}
+    for reader, (place, command, _) in READERS.items():
+        for kind, (make, _) in SPECIAL.items():
+            folder = root / f"{reader}-{kind}"
+            folder.mkdir()
+            path = place(folder)
+            make(path)
+            cases.append({"id": folder.name, "argv": command(folder, str(path))})
+            prepared[folder.name] = (folder, _snapshot(folder))
+    (root / "cases.json").write_text(json.dumps(cases))
+    (root / "work.json").write_text(json.dumps(WORK))
+    results = root / "results.jsonl"
+    try:
+        subprocess.run(
+            [sys.executable, "-c", DRIVER, str(root / "cases.json"), str(results), str(root / "work.json")],
+            capture_output=True, timeout=240, cwd=root, preexec_fn=_cap_memory,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        pass  # the cases without a result hung: their tests fail below
+    done = {record["id"]: record for record in map(json.loads, results.read_text().splitlines())} if results.exists() else {}
+    return {name: (folder, before, done.get(name)) for name, (folder, before) in prepared.items()}
+
+
+@pytest.mark.parametrize("case_id", SPECIAL_CASES)
+def test_files_that_are_not_regular_or_too_large_are_refused_before_reading(
+    case_id: str, special_runs: dict[str, tuple[Path, dict, dict]]
+) -> None:
+    folder, before, result = special_runs[case_id]
+    assert result is not None, f"{case_id}: no answer (the command hung, or the process died)"
+    reader, kind = next((r, k) for r in READERS for k in SPECIAL if f"{r}-{k}" == case_id)
+    message = READERS[reader][2] if reader == "records" else f"{READERS[reader][2]} .*{SPECIAL[kind][1]}"
+    _check(result["code"], result["out"], result["err"], message)
+    assert _snapshot(folder) == before  # nothing written, nothing changed

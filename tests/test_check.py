@@ -83,8 +83,8 @@ def test_none_exists_claims(design_network_file: Path, tmp_path: Path, capsys: p
             r"e\.jsonl: line 1: 'row' must be a row number of the inputs \(0 to 0\)",
         ),
         ('{"row": 0, "kind": "both", "features": [0]}', r"line 1: 'kind' must be contrastive or abductive"),
-        ('{"row": 0, "kind": "abductive", "features": [7]}', r"line 1: feature 7 is not an input of the network"),
-        ('{"row": 0, "kind": "abductive", "features": [1, 1]}', r"line 1: 'features' lists a feature twice"),
+        ('{"row": 0, "kind": "abductive", "features": [7]}', r"line 1: 'features': feature 7 is not an input of the network"),
+        ('{"row": 0, "kind": "abductive", "features": [1, 1]}', r"line 1: 'features' lists feature 1 twice"),
         ('{"row": 0, "kind": "abductive"}', r"line 1: 'features' is missing"),
         ("{nope", r"line 1: malformed JSON"),
         (

@@ -232,3 +232,17 @@ def test_data_check_passes_on_the_shared_data() -> None:
         pytest.skip(f"the data files are not in {data_directory()}")
     assert all(state == "ok" for _, state in check_data_files())
     assert main(["data", "check"]) == 0
+
+
+def test_altered_data_files_are_named_not_a_traceback(tmp_path: Path) -> None:
+    """A data file with other columns than the loader expects: one InputError naming the files
+    whose checksum differs (issue 24; it was a KeyError traceback)."""
+    folder = tmp_path / "COMET" / "Heart"
+    folder.mkdir(parents=True)
+    for part in ("train", "test"):
+        (folder / f"{part}_data.csv").write_text(",a,b\n0,1,2\n")
+    with pytest.raises(InputError, match=r"dataset heart: its data files are not the expected ones: COMET/Heart/train_data.csv"):
+        load_dataset("heart", data_dir=tmp_path)
+    (folder / "train_data.csv").write_bytes(b"\xff\xfe\x00\x01")
+    with pytest.raises(InputError, match=r"cannot read data file .*train_data.csv: 'utf-8' codec"):
+        load_dataset("heart", data_dir=tmp_path)

@@ -335,3 +335,29 @@ def test_activations_only_for_state_dicts(design_network_file: Path) -> None:
     with pytest.raises(InputError, match=r"names its own activations"):
         Network.load(design_network_file, "relu,identity")
     assert Network.from_torch(nn.Sequential(nn.Linear(2, 1), Step(0.5))).activation_names == ("step",)
+
+
+def test_onnx_float_attributes_are_read_as_their_float32_value(tmp_path: Path) -> None:
+    """An ONNX float attribute is a float32: an alpha of 1/3 becomes the double equal to
+    float32(1/3), exactly, in the slope and in Gemm's alpha·B (docs/formats.md, ONNX)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    third = float(np.float32(1 / 3))
+    assert third == 0.3333333432674408
+    weight = numpy_helper.from_array(np.array([[1.0, 2.0, 3.0]], np.float32), "W")
+    nodes = [
+        helper.make_node("Gemm", ["input", "W"], ["h"], name="dense", transB=1, alpha=1 / 3),
+        helper.make_node("LeakyRelu", ["h"], ["output"], name="leaky", alpha=1 / 3),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", 3])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, ["batch", 1])],
+        [weight],
+    )
+    path = tmp_path / "third.onnx"
+    path.write_bytes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+    [layer] = Network.load(path).layers
+    assert layer.activation.param("slope") == third
+    assert layer.weight.tolist() == [[third, 2 * third, 3 * third]]  # exact: 24-bit by 24-bit significands

@@ -14,7 +14,6 @@ exit code 1:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,12 +21,17 @@ from typing import Any
 
 from tabulate import tabulate
 
+from .check import FAILING, PASSING
 from .errors import InputError
+from .io import MAX_DATA_BYTES, json_lines, read_input
+from .problem import KINDS, Verdict
+from .validate import describe, json_feature_set, json_string
 
 FAIL_ON = ("invalid", "larger", "suboptimal", "changed")
 NEEDS_BASELINE = ("larger", "changed")
 INVALID = ("invalid",)
 SUBOPTIMAL = ("greedy_suboptimal", "not_subset_minimal", "not_minimum")
+VERDICTS = {"certify": tuple(verdict.value for verdict in Verdict), "check": PASSING + FAILING}  # by command
 
 
 @dataclass(frozen=True)
@@ -56,19 +60,25 @@ class Entry:
 
 
 def entry_of(record: dict[str, Any], where: str = "record") -> Entry:
-    """The entry of a `certify` record (greedy's set) or a `check` record (the judged set)."""
-    try:
-        row, kind, verdict = record["row"], record["kind"], record["verdict"]
-        if "greedy" in record:
-            greedy = record["greedy"]
-            features = None if greedy is None else greedy["features"]
-        else:
-            features = record["features"]
-        if not (isinstance(row, int) and isinstance(kind, str) and isinstance(verdict, str)):
-            raise TypeError
-        return Entry(row, kind, None if features is None else tuple(int(i) for i in features), verdict)
-    except (KeyError, TypeError, ValueError):
-        raise InputError(f"{where}: not a certify or check record (needs row, kind, verdict and the explanation)") from None
+    """The entry of a `certify` record (greedy's set) or a `check` record (the judged set). Each
+    field it uses is checked (a row number, a known kind and verdict of that command, distinct
+    feature indices); `InputError` names `where` and the field."""
+    command = command_of(record)
+    field = "greedy" if command == "certify" else "features"
+    missing = [key for key in ("row", "kind", "verdict", field) if key not in record]
+    if missing:
+        raise InputError(f"{where}: not a certify or check record ('{missing[0]}' is missing)")
+    row = record["row"]
+    if isinstance(row, bool) or not isinstance(row, int) or row < 0:
+        raise InputError(f"{where}: 'row' must be a row number (an integer ≥ 0), got {describe(row)}")
+    kind = json_string(record["kind"], f"{where}: 'kind'", KINDS)
+    verdict = json_string(record["verdict"], f"{where}: 'verdict'", VERDICTS[command])
+    features = record[field]
+    if command == "certify" and features is not None:
+        if not isinstance(features, dict) or "features" not in features:
+            raise InputError(f"{where}: 'greedy' must be an object with 'features', or null, got {describe(features)}")
+        features, field = features["features"], "greedy.features"
+    return Entry(row, kind, json_feature_set(features, f"{where}: '{field}'"), verdict)
 
 
 def command_of(record: dict[str, Any]) -> str:
@@ -78,23 +88,11 @@ def command_of(record: dict[str, Any]) -> str:
 def read_baseline(path: str | Path, command: str) -> dict[tuple[int, str], Entry]:
     """The entries of a previous run's JSON lines, which must come from the same command."""
     path = Path(path)
-    try:
-        lines = path.read_text().splitlines()
-    except FileNotFoundError:
-        raise InputError(f"baseline {path} not found") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(f"cannot read baseline {path}: {error}") from None
     entries: dict[tuple[int, str], Entry] = {}
-    for number, text in enumerate(lines, start=1):
-        if not text.strip():
-            continue
+    for number, record in json_lines(read_input(path, "baseline", MAX_DATA_BYTES), lambda number: f"{path}: line {number}"):
         where = f"{path}: line {number}"
-        try:
-            record = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise InputError(f"{where}: malformed JSON: {error.msg}") from None
         if not isinstance(record, dict):
-            raise InputError(f"{where}: not a certify or check record")
+            raise InputError(f"{where}: not a certify or check record (a JSON object)")
         if command_of(record) != command:
             raise InputError(f"{where}: a {command_of(record)} record; compare {command} output with {command} output")
         entry = entry_of(record, where)

@@ -20,10 +20,10 @@ from .domain import Domain
 from .errors import InputError, Undecided
 from .exact import ExactNetwork, check_monotone_explanation
 from .greedy import explain_reference
-from .io import read_json, write_atomic
+from .io import MAX_NETWORK_BYTES, read_json, write_atomic
 from .network import Network
 from .problem import KINDS, Verdict
-from .validate import describe, json_bool, json_number, json_object, json_string, json_vector
+from .validate import json_bool, json_feature_set, json_number, json_object, json_string, json_vector
 
 FORMAT = "cardinal.case/1"
 ENUMERATION_LIMIT = 16  # replay proves "nothing smaller" exhaustively up to this many features
@@ -89,8 +89,8 @@ class Case:
             json_number(document["threshold"], f"{source}: threshold"),
             x,
             json_string(document["kind"], f"{source}: kind", KINDS),
-            _feature_set(document["greedy"], n, f"{source}: greedy"),
-            _feature_set(document["minimum"], n, f"{source}: minimum"),
+            json_feature_set(document["greedy"], f"{source}: greedy", n),
+            json_feature_set(document["minimum"], f"{source}: minimum", n),
             json_object(document.get("solvers", {}), f"{source}: solvers"),
             json_string(document.get("verdict", ""), f"{source}: verdict", ("", *(verdict.value for verdict in Verdict))),
             json_string(document.get("note", ""), f"{source}: note"),
@@ -100,7 +100,7 @@ class Case:
 
     @classmethod
     def load(cls, path: str | Path) -> Case:
-        return cls.from_json(read_json(path, "case file"), source=str(path))
+        return cls.from_json(read_json(path, "case file", MAX_NETWORK_BYTES), source=str(path))
 
     @property
     def name(self) -> str:
@@ -117,16 +117,6 @@ class Case:
         path = Path(directory) / self.name
         write_atomic(path, json.dumps(self.to_json(), indent=1) + "\n", root=directory if root is None else root)
         return path
-
-
-def _feature_set(value: Any, n: int, where: str) -> tuple[int, ...] | None:
-    if value is None:
-        return None
-    if not isinstance(value, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in value):
-        raise InputError(f"{where} must be a list of feature indices or null, got {describe(value)}")
-    if any(not 0 <= i < n for i in value) or len(set(value)) != len(value):
-        raise InputError(f"{where}: indices must be distinct and in 0..{n - 1}")
-    return tuple(sorted(value))
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,6 @@ How each is decided:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -42,8 +41,10 @@ from .certify import GreedyAnswer, SolverPool, certify_row
 from .domain import Domain
 from .errors import InputError
 from .exact import ExactNetwork, modified_inputs
+from .io import MAX_DATA_BYTES, json_lines, parse_json, read_input
 from .network import Network
 from .problem import Outcome, Problem, Status
+from .validate import describe, json_feature_set
 
 KINDS = ("contrastive", "abductive")
 REQUIREMENTS = ("valid", "subset", "minimum")
@@ -121,17 +122,10 @@ class Judgement:
 def read_claims(path: str | Path, n_rows: int, n_features: int, kinds: Iterable[str] = KINDS) -> list[Claim]:
     """Claims of the given kinds from a JSON-lines file; `InputError` names the line at fault."""
     path = Path(path)
-    try:
-        lines = path.read_text().splitlines()
-    except FileNotFoundError:
-        raise InputError(f"explanations file {path} not found") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(f"cannot read explanations file {path}: {error}") from None
     claims, seen = [], {}
-    for number, text in enumerate(lines, start=1):
-        if not text.strip():
-            continue
-        claim = parse_claim(text, n_rows, n_features, f"{path}: line {number}", number)
+    data = read_input(path, "explanations file", MAX_DATA_BYTES)
+    for number, document in json_lines(data, lambda number: f"{path}: line {number}"):
+        claim = parse_claim(document, n_rows, n_features, f"{path}: line {number}", number)
         key = (claim.row, claim.kind)
         if key in seen:
             raise InputError(f"{path}: line {number}: row {claim.row} ({claim.kind}) was already given on line {seen[key]}")
@@ -143,35 +137,19 @@ def read_claims(path: str | Path, n_rows: int, n_features: int, kinds: Iterable[
     return selected
 
 
-def parse_claim(text: str | dict[str, Any], n_rows: int, n_features: int, where: str, line: int = 0) -> Claim:
-    """One claim from a JSON line (or its parsed object)."""
-    if isinstance(text, str):
-        try:
-            document = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise InputError(f"{where}: malformed JSON: {error.msg}") from None
-    else:
-        document = text
+def parse_claim(text: str | Any, n_rows: int, n_features: int, where: str, line: int = 0) -> Claim:
+    """One claim from a JSON line (or its parsed value)."""
+    document = parse_json(text, where, one_line=True) if isinstance(text, str) else text
     if not isinstance(document, dict):
         raise InputError(f'{where}: expected an object {{"row", "kind", "features"}}')
     row, kind = document.get("row"), document.get("kind")
     if isinstance(row, bool) or not isinstance(row, int) or not 0 <= row < n_rows:
-        raise InputError(f"{where}: 'row' must be a row number of the inputs (0 to {n_rows - 1}), got {row!r}")
+        raise InputError(f"{where}: 'row' must be a row number of the inputs (0 to {n_rows - 1}), got {describe(row)}")
     if kind not in KINDS:
-        raise InputError(f"{where}: 'kind' must be contrastive or abductive, got {kind!r}")
+        raise InputError(f"{where}: 'kind' must be contrastive or abductive, got {describe(kind)}")
     if "features" not in document:
         raise InputError(f"{where}: 'features' is missing (a list of feature indices, or null for none exists)")
-    features = document["features"]
-    if features is None:
-        return Claim(row, kind, None, line)
-    if not isinstance(features, list) or any(isinstance(i, bool) or not isinstance(i, int) for i in features):
-        raise InputError(f"{where}: 'features' must be a list of feature indices or null, got {features!r}")
-    outside = [i for i in features if not 0 <= i < n_features]
-    if outside:
-        raise InputError(f"{where}: feature {outside[0]} is not an input of the network (0 to {n_features - 1})")
-    if len(set(features)) != len(features):
-        raise InputError(f"{where}: 'features' lists a feature twice: {features}")
-    return Claim(row, kind, tuple(sorted(features)), line)
+    return Claim(row, kind, json_feature_set(document["features"], f"{where}: 'features'", n_features), line)
 
 
 # ---------------------------------------------------------------------------- judging

@@ -18,7 +18,9 @@ Heart); otherwise the CMN split: the rows, in file order after filtering, are pe
 Files are read from `data_dir`, else `$CARDINAL_DATA`, else `../shared/data` beside the
 repository. `DATA_FILES` names each file with its SHA-256 and public source; `check_data_files`
 reports every missing or altered file at once (`cardinal data check`). `breast-cancer` and
-`diabetes` come with scikit-learn and need no file.
+`diabetes` come with scikit-learn and need no file. Every file is read through the reading gate
+(`verify.io.open_input`): a regular file of at most `MAX_DATA_BYTES`, a zip's members unpacked
+included.
 """
 
 from __future__ import annotations
@@ -30,11 +32,13 @@ import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from .errors import InputError
+from .io import MAX_DATA_BYTES, check_size, open_input, read_input
 
 SPLIT_SEED = 78712
 TRAIN_FRACTION = 0.8
@@ -147,19 +151,32 @@ DATA_FILES: tuple[DataFile, ...] = (
 
 def check_data_files(datasets: Sequence[str] | None = None, data_dir: str | Path | None = None) -> list[tuple[DataFile, str]]:
     """The state of every file the named datasets need (all when None): (file, "ok" | "missing" |
-    "checksum differs"), in `DATA_FILES` order."""
+    "checksum differs" | "unreadable: why"), in `DATA_FILES` order."""
     folder = data_directory(data_dir)
     states = []
     for file in DATA_FILES:
         if datasets is not None and not set(file.datasets) & set(datasets):
             continue
         path = folder / file.relative
-        if not path.is_file():
+        if not path.exists():
             states.append((file, "missing"))
             continue
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        try:
+            digest = _sha256(path)
+        except InputError as error:
+            states.append((file, f"unreadable: {error}"))
+            continue
         states.append((file, "ok" if digest == file.sha256 else "checksum differs"))
     return states
+
+
+def _sha256(path: Path) -> str:
+    """The SHA-256 of a data file, read in blocks through the reading gate."""
+    digest = hashlib.sha256()
+    with open_input(path, "data file", MAX_DATA_BYTES) as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def require_data_files(datasets: Sequence[str], data_dir: str | Path | None = None) -> None:
@@ -175,12 +192,24 @@ def require_data_files(datasets: Sequence[str], data_dir: str | Path | None = No
 
 def _require(data_dir: Path, relative: str, origin: str) -> Path:
     path = data_dir / relative
-    if not path.is_file():
+    if not path.exists():
         raise InputError(
             f"data file {relative} not found (looked for {path}; set $CARDINAL_DATA or --data-dir to the folder "
             f"holding it). It comes from {origin}; see the data folder's README.md."
         )
     return path
+
+
+def _read_csv(path: Path, what: str, **options: Any) -> pd.DataFrame:
+    """`pandas.read_csv` of a file read through the reading gate; unreadable text is an `InputError`."""
+    return _parse_csv(read_input(path, what, MAX_DATA_BYTES), f"{what} {path}", **options)
+
+
+def _parse_csv(data: bytes, where: str, **options: Any) -> pd.DataFrame:
+    try:
+        return pd.read_csv(io.BytesIO(data), **options)
+    except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as error:
+        raise InputError(f"cannot read {where}: {' '.join(str(error).split())}") from None
 
 
 def cmn_split(n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -242,12 +271,15 @@ def load_blog(data_dir: str | Path | None = None) -> Dataset:
     the 8 monotone (↑) features come first; the 4 constant ones (A13, A33, A38, A278) are dropped.
     """
     path = _require(data_directory(data_dir), "BlogFeedback.zip", BLOG_ORIGIN)
-    try:
-        with zipfile.ZipFile(path) as archive:
-            names = sorted(entry for entry in archive.namelist() if entry.endswith(".csv"))
-            read = {entry: pd.read_csv(io.BytesIO(archive.read(entry)), header=None) for entry in names}
-    except (zipfile.BadZipFile, OSError, pd.errors.ParserError) as error:
-        raise InputError(f"cannot read {path}: {error}") from None
+    with open_input(path, "data file", MAX_DATA_BYTES) as stream:
+        try:
+            with zipfile.ZipFile(stream) as archive:
+                names = sorted(entry.filename for entry in archive.infolist() if entry.filename.endswith(".csv"))
+                unpacked = sum(archive.getinfo(name).file_size for name in names)  # zipfile stops at each declared size
+                check_size(path, "data file", unpacked, MAX_DATA_BYTES, unpacked=True)
+                read = {name: _parse_csv(archive.read(name), f"{path}: {name}", header=None) for name in names}
+        except (zipfile.BadZipFile, OSError, NotImplementedError) as error:
+            raise InputError(f"cannot read {path}: {error}") from None
     train = read.pop("blogData_train.csv", None)
     if train is None or not read:
         raise InputError(f"{path}: expected blogData_train.csv and the daily blogData_test-*.csv files")
@@ -274,7 +306,7 @@ def load_loan(data_dir: str | Path | None = None) -> Dataset:
     This monotone mapping is the data README's analogy to CMN's Loan features, not literature.
     """
     path = _require(data_directory(data_dir), "loan_data.csv", LOAN_ORIGIN)
-    frame = pd.read_csv(path)
+    frame = _read_csv(path, "data file")
     increasing, decreasing = ["pub.rec", "dti"], ["fico", "log.annual.inc"]
     target = "not.fully.paid"
     rest = [c for c in frame.columns if c not in (*increasing, *decreasing, "purpose", target)]
@@ -296,7 +328,7 @@ def load_compas(data_dir: str | Path | None = None) -> Dataset:
     sex one-hot (Male, Female); target two_year_recid; the CMN split.
     """
     path = _require(data_directory(data_dir), "compas-scores-two-years.csv", COMPAS_ORIGIN)
-    data = pd.read_csv(path)
+    data = _read_csv(path, "data file")
     keep = (data["days_b_screening_arrest"].between(-30, 30) & (data["is_recid"] != -1)
             & (data["c_charge_degree"] <= "O") & (data["score_text"] != "N/A"))  # fmt: skip
     data = data[keep]
@@ -315,7 +347,7 @@ COMET_ORIGIN = "COMET (GitHub AishwaryaSivaraman/COMET, examples/{}/train_data.c
 def _comet(data_dir: str | Path | None, folder: str) -> tuple[pd.DataFrame, pd.DataFrame, str]:
     origin = COMET_ORIGIN.format(folder)
     paths = [_require(data_directory(data_dir), f"COMET/{folder}/{part}_data.csv", origin) for part in ("train", "test")]
-    train, test = (pd.read_csv(path, index_col=0) for path in paths)
+    train, test = (_read_csv(path, "data file", index_col=0) for path in paths)
     return train, test, f"{origin}; COMET's split; {paths[0].parent}"
 
 
@@ -371,12 +403,7 @@ def load_csv(path: str | Path, target: str, task: str | None = None) -> Dataset:
     clipped). Errors name the file, the row (counted from 0 after the header) and the column.
     """
     path = Path(path)
-    try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except FileNotFoundError:
-        raise InputError(f"CSV file {path} not found") from None
-    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as error:
-        raise InputError(f"cannot read CSV file {path}: {error}") from None
+    frame = _read_csv(path, "CSV file", dtype=str, keep_default_na=False)
     if target not in frame.columns:
         raise InputError(f"{path}: no target column {target!r}; the columns are {list(frame.columns)}")
     if frame.shape[1] < 2 or len(frame) < 2:
@@ -425,4 +452,13 @@ def load_dataset(name: str, data_dir: str | Path | None = None, **options: str |
     given = [key for key, value in options.items() if value is not None]
     if given:
         raise InputError(f"dataset {name} takes no options ({', '.join(given)} apply to csv:PATH only)")
-    return LOADERS[name](data_dir)
+    try:
+        return LOADERS[name](data_dir)
+    except (KeyError, ValueError, TypeError, IndexError) as error:
+        if isinstance(error, InputError):
+            raise
+        altered = [f"{file.relative} ({state})" for file, state in check_data_files([name], data_dir) if state != "ok"]
+        if not altered:
+            raise  # intact files: a defect of the loader, not of the input
+        reason = " ".join(str(error).split())[:200]
+        raise InputError(f"dataset {name}: its data files are not the expected ones: {', '.join(altered)} ({reason})") from None

@@ -1,9 +1,14 @@
-"""File input and output shared by every command: JSON, input CSVs, atomic writes, JSON lines.
+"""File input and output shared by every command: the reading gate, JSON, input CSVs, atomic
+writes, JSON lines.
 
-Every reader raises `InputError` naming the file (and the row, where there is one); every writer
-either leaves a complete file or none (`write_atomic`), or appends whole lines (`JsonLines`), never
-writes through a symbolic link inside the folder the user named (`open_folder`), and says in one
-`InputError` line why a write failed ("no space left on device writing FILE").
+Every reader of a user's file goes through one gate (`open_input`, `read_input`): the file must be
+a regular file (a FIFO, a device or a directory is refused before anything is read, also behind a
+link) of at most a stated size (`MAX_NETWORK_BYTES`, `MAX_DATA_BYTES`; docs/formats.md,
+"Limits"). Every reader raises `InputError` naming the file (and the row or line, where there is
+one); every writer either leaves a complete file or none (`write_atomic`), or appends whole lines
+(`JsonLines`), never writes through a symbolic link inside the folder the user named
+(`open_folder`), and says in one `InputError` line why a write failed ("no space left on device
+writing FILE").
 """
 
 from __future__ import annotations
@@ -17,40 +22,134 @@ import math
 import os
 import secrets
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
 from .errors import InputError
 
+# ---------------------------------------------------------------------------- the reading gate
+MiB = 1 << 20
+MAX_NETWORK_BYTES = 512 * MiB  # a network file (JSON, ONNX, torch), a case file, a torch archive's records unpacked
+MAX_DATA_BYTES = 1024 * MiB  # every other file: inputs, domains, JSON lines, training data (a zip's members unpacked)
+MAX_INTEGER_DIGITS = 4300  # a longer integer literal in JSON is refused (Python's own limit for int())
+_NOT_REGULAR = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not allowed")
+
+def size_text(size: int) -> str:
+    """A byte count for messages: `512 MiB`, `1.5 GiB`, `17 bytes`."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", MiB), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:.4g} {unit}"
+    return f"{size} bytes"
 
 
-def read_json(path: str | Path, what: str = "file") -> Any:
-    """Parse a JSON file; NaN and Infinity literals are rejected, and so are files that are not
-    UTF-8 text or nest too deeply for Python's parser."""
+def check_size(path: str | Path, what: str, size: int, limit: int, unpacked: bool = False) -> None:
+    """Raise `InputError` if `size` bytes (of `path`, or `unpacked` from it) exceed `limit`."""
+    if size > limit:
+        holds = f"{'unpacks to' if unpacked else 'holds'} {size_text(size)}"
+        raise InputError(f"{what} {path} {holds}, over the limit of {size_text(limit)} (docs/formats.md, Limits)")
+
+
+def _require_regular(path: Path, what: str, status: os.stat_result) -> None:
+    if stat.S_ISREG(status.st_mode):
+        return
+    kind = next((name for test, name in _NOT_REGULAR if test(status.st_mode)), "not a plain file")
+    link = f" (a link to {os.path.realpath(path)})" if path.is_symlink() else ""
+    raise InputError(f"{what} {path}{link} is {kind}, not a regular file")
+
+
+@contextmanager
+def open_input(path: str | Path, what: str, limit: int) -> Iterator[BinaryIO]:
+    """`path` opened for binary reading after the checks every reader of a user's file makes: it
+    exists, it is a regular file once links are followed (a FIFO, a device, a directory or a link
+    to one is refused: a device is never opened, a FIFO never waited on), and it holds at most
+    `limit` bytes. The checks are repeated on the opened descriptor, so a file swapped for
+    another kind in between is not read either. `what` names the file in messages ("inputs file").
+    """
     path = Path(path)
     try:
-        text = path.read_bytes().decode("utf-8-sig")
+        _require_regular(path, what, os.stat(path))
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except FileNotFoundError:
         raise InputError(f"{what} {path} not found") from None
     except OSError as error:
         raise InputError(f"cannot read {what} {path}: {error.strerror}") from None
-    except UnicodeDecodeError as error:
-        raise InputError(f"{what} {path} is not text (JSON expected; byte {error.start} is not UTF-8)") from None
+    with os.fdopen(descriptor, "rb") as stream:
+        status = os.fstat(descriptor)
+        _require_regular(path, what, status)
+        check_size(path, what, status.st_size, limit)
+        os.set_blocking(descriptor, True)
+        yield stream
+
+
+def read_input(path: str | Path, what: str, limit: int) -> bytes:
+    """The bytes of a user's file, through `open_input`'s checks. Reading stops past `limit` bytes,
+    so a file that grows while it is read (or a kernel file that reports size 0) is refused too."""
+    with open_input(path, what, limit) as stream:
+        expected = os.fstat(stream.fileno()).st_size
+        parts: list[bytes] = []
+        total = 0
+        try:
+            while total <= limit and (part := stream.read(max(expected - total, 0) + (1 << 16))):
+                parts.append(part)
+                total += len(part)
+        except OSError as error:
+            raise InputError(f"cannot read {what} {path}: {error.strerror}") from None
+    check_size(path, what, total, limit)
+    return b"".join(parts)
+
+
+# ---------------------------------------------------------------------------- JSON
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not allowed")
+
+
+def _integer(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > MAX_INTEGER_DIGITS:
+        raise ValueError(f"an integer of {digits} digits (at most {MAX_INTEGER_DIGITS} are read)")
+    return int(text)
+
+
+def parse_json(text: str, where: str, one_line: bool = False) -> Any:
+    """Parse JSON text; `InputError` "`where`: malformed JSON ..." for malformed text, the NaN and
+    Infinity literals, an integer longer than `MAX_INTEGER_DIGITS` digits, and nesting deeper than
+    Python's parser takes. A number literal too large for a double (1e999) parses as inf: the
+    typed readers (`verify.validate`) refuse it, naming the field. `one_line`: `where` names the
+    line (JSON lines), so messages give the column alone."""
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return json.loads(text, parse_constant=_reject_constant, parse_int=_integer)
     except json.JSONDecodeError as error:
-        raise InputError(f"{path}: malformed JSON: {error.msg} at line {error.lineno} column {error.colno}") from None
+        at = f"column {error.colno}" if one_line else f"line {error.lineno} column {error.colno}"
+        raise InputError(f"{where}: malformed JSON at {at}: {error.msg}") from None
     except RecursionError:
-        raise InputError(f"{path}: malformed JSON: nested too deeply") from None
+        raise InputError(f"{where}: malformed JSON: nested too deeply") from None
     except ValueError as error:
-        raise InputError(f"{path}: malformed JSON: {error}") from None
+        raise InputError(f"{where}: malformed JSON: {error}") from None
+
+
+def decode_text(data: bytes, path: str | Path, what: str) -> str:
+    """UTF-8 text (a leading byte-order mark dropped); `InputError` naming the first bad byte."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise InputError(f"{what} {path} is not text (byte {error.start} is not UTF-8)") from None
+
+
+def read_json(path: str | Path, what: str = "file", limit: int = MAX_DATA_BYTES) -> Any:
+    """Parse a JSON file of at most `limit` bytes, through the reading gate (`parse_json` says what
+    else is refused)."""
+    return parse_json(decode_text(read_input(path, what, limit), path, what), str(path))
 
 
 # ---------------------------------------------------------------------------- writing
@@ -207,19 +306,15 @@ def read_inputs(path: str | Path, n_features: int | None = None, header: bool | 
     records (`row`); messages give the file's line too.
     """
     path = Path(path)
+    text = decode_text(read_input(path, "inputs file", MAX_DATA_BYTES), path, "inputs file")
     rows: list[tuple[int, list[str]]] = []  # (line number, cells)
+    reader = csv.reader(io.StringIO(text, newline=""))
     try:
-        with path.open(newline="", encoding="utf-8-sig") as stream:
-            reader = csv.reader(stream)
-            for cells in reader:
-                if any(cell.strip() for cell in cells):
-                    rows.append((reader.line_num, cells))
-    except FileNotFoundError:
-        raise InputError(f"inputs file {path} not found") from None
-    except UnicodeDecodeError as error:
-        raise InputError(f"inputs file {path}: not a text file (byte {error.start} is not UTF-8)") from None
-    except (OSError, csv.Error) as error:
-        raise InputError(f"cannot read inputs file {path}: {getattr(error, 'strerror', None) or error}") from None
+        for cells in reader:
+            if any(cell.strip() for cell in cells):
+                rows.append((reader.line_num, cells))
+    except csv.Error as error:
+        raise InputError(f"{path}: line {reader.line_num}: not CSV ({error})") from None
     if rows and (header or (header is None and not any(_is_number(cell) for cell in rows[0][1]))):
         line, names = rows.pop(0)
         expected = n_features if n_features is not None else (len(rows[0][1]) if rows else len(names))
@@ -254,6 +349,24 @@ def _is_number(cell: str) -> bool:
     return True
 
 
+def json_lines(data: bytes, where: Callable[[int], str], torn_end: bool = False) -> Iterator[tuple[int, Any]]:
+    """(line number from 1, parsed value) of each non-blank line of JSON-lines bytes. Lines end at
+    a line feed only (a carriage return before it is whitespace; a byte-order mark may open the
+    first line). With `torn_end`, a last line without its line feed is a write cut short and is
+    dropped. Errors name `where(number)` (`parse_json` says what else is refused)."""
+    lines = data.split(b"\n")
+    if torn_end or not lines[-1].strip():
+        lines.pop()
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            text = line.decode("utf-8-sig" if number == 1 else "utf-8")
+        except UnicodeDecodeError as error:
+            raise InputError(f"{where(number)}: not text (byte {error.start} of the line is not UTF-8)") from None
+        yield number, parse_json(text, where(number), one_line=True)
+
+
 class JsonLines:
     """Append-only JSON-lines log: each record is written whole and flushed to disk at once, so
     an interrupted run loses no finished record. A torn last line (a kill mid-write) is dropped
@@ -266,33 +379,15 @@ class JsonLines:
         return list(self._records())
 
     def _records(self) -> Iterator[dict[str, Any]]:
-        """The records in order; a line that is not a JSON object (other than a torn last line)
-        raises `InputError` naming the file and the line."""
-        try:
-            with self.path.open("rb") as stream:
-                for number, line in enumerate(stream, start=1):
-                    if not line.endswith(b"\n"):
-                        return  # torn final line
-                    yield self._parse(line, number)
-        except FileNotFoundError:
+        """The records in order (none if the file does not exist); a line that is not a JSON
+        object (other than a torn last line) raises `InputError` naming the file and the line."""
+        if not os.path.lexists(self.path):
             return
-        except OSError as error:
-            raise InputError(f"cannot read {self.path}: {error.strerror}") from None
-
-    def _parse(self, line: bytes, number: int) -> dict[str, Any]:
-        try:
-            record = json.loads(line.decode("utf-8"), parse_constant=_reject_constant)
-        except (RecursionError, ValueError) as error:
-            if isinstance(error, UnicodeDecodeError):
-                reason = "not UTF-8 text"
-            elif isinstance(error, json.JSONDecodeError):
-                reason = f"{error.msg} at column {error.colno}"
-            else:
-                reason = "nested too deeply" if isinstance(error, RecursionError) else str(error)
-            raise InputError(f"{self.path} line {number}: not a JSON record ({reason})") from None
-        if not isinstance(record, dict):
-            raise InputError(f"{self.path} line {number}: not a JSON object")
-        return record
+        data = read_input(self.path, "JSON-lines file", MAX_DATA_BYTES)
+        for number, record in json_lines(data, lambda number: f"{self.path} line {number}", torn_end=True):
+            if not isinstance(record, dict):
+                raise InputError(f"{self.path} line {number}: not a JSON object")
+            yield record
 
     def append(self, record: dict[str, Any]) -> None:
         self.append_many([record])

@@ -1,9 +1,10 @@
 """Network files by type: cardinal's JSON, ONNX and torch (`Network.load`, `Network.save`).
 
-The type is told by content where content tells it (a JSON object starts with `{`, `torch.save`
-writes a zip archive or a pickle), else by the extension; a file that is none of these is an
-`InputError`. Reading returns the JSON document or the model's chain (`verify.chain`), which
-`Network` assembles. Nothing here runs pickled code (see `verify.torch_io`).
+The file is read once, through the reading gate (`verify.io.read_input`: a regular file of at most
+`MAX_NETWORK_BYTES`). The type is told by content where content tells it (a JSON object starts with
+`{`, `torch.save` writes a zip archive or a pickle), else by the extension; a file that is none of
+these is an `InputError`. Reading returns the JSON document or the model's chain (`verify.chain`),
+which `Network` assembles. Nothing here runs pickled code (see `verify.torch_io`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 from .activations import Activation
 from .chain import ChainStep
 from .errors import InputError
-from .io import read_json
+from .io import MAX_NETWORK_BYTES, decode_text, open_input, parse_json, read_input
 
 _EXTENSIONS = {".json": "json", ".onnx": "onnx", ".pt": "torch", ".pth": "torch", ".bin": "torch"}
 _PICKLE_PROTOCOLS = tuple(bytes([0x80, version]) for version in range(2, 6))
@@ -23,14 +24,12 @@ _PICKLE_PROTOCOLS = tuple(bytes([0x80, version]) for version in range(2, 6))
 
 def detect_format(path: str | Path) -> str:
     """`json`, `onnx` or `torch`, from the first bytes of the file, else from its extension."""
-    path = Path(path)
-    try:
-        with path.open("rb") as stream:
-            head = stream.read(64)
-    except FileNotFoundError:
-        raise InputError(f"network file {path} not found") from None
-    except OSError as error:
-        raise InputError(f"cannot read network file {path}: {error.strerror}") from None
+    with open_input(path, "network file", MAX_NETWORK_BYTES) as stream:
+        return _format_of(stream.read(64), Path(path))
+
+
+def _format_of(head: bytes, path: Path) -> str:
+    """The format told by a file's first bytes `head`, else by the extension of `path`."""
     if head.lstrip()[:1] == b"{":
         return "json"
     if head[:4] == b"PK\x03\x04" or head[:2] in _PICKLE_PROTOCOLS:
@@ -60,19 +59,22 @@ def read_model(
     torch model, or []; an ONNX model's cardinal metadata document, or None); `activations` only
     for a torch state_dict."""
     path = Path(path)
-    kind = detect_format(path)
+    data = read_input(path, "network file", MAX_NETWORK_BYTES)
+    if not data or data.isspace():
+        raise InputError(f"network file {path} is empty")
+    kind = _format_of(data[:64], path)
     parsed = parse_activations(activations)
     if parsed and kind != "torch":
         raise InputError(f"{path} is a {kind.upper()} network, which names its own activations: drop --activations")
     if kind == "json":
-        return read_json(path, "network file"), [], None
+        return parse_json(decode_text(data, path, "network file"), str(path)), [], None
     if kind == "onnx":
         from .onnx_io import load_onnx
 
-        return None, *load_onnx(path)
+        return None, *load_onnx(data, path)
     from .torch_io import load_torch
 
-    return None, load_torch(path, parsed), None
+    return None, load_torch(data, path, parsed), None
 
 
 def format_for_output(path: str | Path, strict: bool = True) -> str:

@@ -302,7 +302,7 @@ class Network:
         from .loaders import read_model
 
         document, chain, metadata = read_model(path, activations)
-        if not chain:
+        if document is not None:
             return cls.from_json(document, source=str(path))
         try:
             net = cls.from_chain(chain)

@@ -9,7 +9,11 @@ Reading accepts one kind of graph: a single input vector flowing through one cha
 * inference no-ops: `Identity`, `Dropout`, `Flatten` (axis 1) and `Reshape` of a vector;
 ending in the single graph output (width 1). Constants are initializers or `Constant` nodes.
 Anything else is rejected with the node's name and op type. Weights are read exactly as doubles;
-alpha·B and beta·C must be exact in float64 (always so for float32 models).
+alpha·B and beta·C must be exact in float64 (always so for float32 models). A float attribute
+(alpha, beta, Clip's bounds in old opsets) is a float32 in ONNX and is read as the double equal
+to it: an alpha of 1/3 is 0.3333333432674408, the float32 nearest 1/3, exactly. Every constant
+and attribute must be finite; a tensor must hold as many values as its dims declare, inside the
+file (external data is refused), in a numeric element type.
 
 Writing produces that form (Gemm with transB = 1, opset 17), in float64 by default so that every
 weight survives the round trip exactly; float32 rounds them, for tools that read only float32.
@@ -18,6 +22,7 @@ weight survives the round trip exactly; float32 rounds them, for tools that read
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from fractions import Fraction
 from pathlib import Path
@@ -28,6 +33,7 @@ import numpy as np
 from .activations import Activation
 from .chain import ChainStep
 from .errors import InputError
+from .io import parse_json
 
 OPSET = 17
 _ACTIVATIONS = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Softplus": "softplus"}
@@ -44,15 +50,17 @@ def _onnx() -> Any:
 
 
 METADATA_KEY = "cardinal.metadata"  # metadata_props entry: the network's metadata as JSON text
+_NUMERIC = ("FLOAT", "DOUBLE", "FLOAT16", "INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32", "UINT64", "BOOL")
 
 
-def load_onnx(path: Path) -> tuple[list[ChainStep], Any]:
-    """The chain of an ONNX file and its cardinal metadata document (None if it has none);
-    `InputError` names the node that cardinal cannot represent."""
+def load_onnx(data: bytes, path: Path) -> tuple[list[ChainStep], Any]:
+    """The chain of an ONNX model (the bytes `data` of the file `path`) and its cardinal metadata
+    document (None if it has none); `InputError` names the node, initializer or attribute that
+    cardinal cannot represent."""
     onnx = _onnx()
     try:
-        model = onnx.load(str(path))
-    except Exception as error:  # protobuf's DecodeError, or a missing external-data file
+        model = onnx.load_model_from_string(data)
+    except Exception as error:  # protobuf's DecodeError (truncated or foreign bytes), nested too deeply
         reason = " ".join(str(error).split()) or type(error).__name__
         raise InputError(f"{path}: not a readable ONNX model ({reason})") from None
     try:
@@ -62,10 +70,7 @@ def load_onnx(path: Path) -> tuple[list[ChainStep], Any]:
     props = {prop.key: prop.value for prop in model.metadata_props}
     if METADATA_KEY not in props:
         return chain, None
-    try:
-        return chain, json.loads(props[METADATA_KEY])
-    except json.JSONDecodeError:
-        raise InputError(f"{path}: metadata_props {METADATA_KEY} is not JSON") from None
+    return chain, parse_json(props[METADATA_KEY], f"{path}: metadata_props {METADATA_KEY}")
 
 
 class _GraphReader:
@@ -81,13 +86,31 @@ class _GraphReader:
         }
 
     def _array(self, tensor: Any, where: str) -> np.ndarray:
+        """A tensor as float64, checked before it is unpacked: data inside the file, a numeric
+        element type, as many values as its dims declare; then every value finite and, for
+        integers, exact in a double."""
+        from onnx import TensorProto, helper
+
+        if tensor.data_location == TensorProto.EXTERNAL:
+            raise InputError(f"{where} keeps its data in an external file; cardinal reads weights stored inside the model file")
+        if tensor.data_type not in {TensorProto.DataType.Value(name) for name in _NUMERIC}:
+            known = tensor.data_type in TensorProto.DataType.values()
+            name = TensorProto.DataType.Name(tensor.data_type) if known else f"#{tensor.data_type}"
+            raise InputError(f"{where} has element type {name}, not one of {', '.join(_NUMERIC)}")
+        dims = list(tensor.dims)
+        if any(size < 0 for size in dims):
+            raise InputError(f"{where} declares dims {dims}")
+        size = helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize
+        raw = tensor.HasField("raw_data")
+        held = len(tensor.raw_data) / size if raw else len(getattr(tensor, helper.tensor_dtype_to_field(tensor.data_type)))
+        if held != math.prod(dims):
+            unit = f" ({len(tensor.raw_data)} bytes of raw data)" if raw else ""
+            raise InputError(f"{where} declares dims {dims} ({math.prod(dims)} values) but holds {held:g}{unit}")
         array = np.asarray(self.to_array(tensor))
-        if array.dtype.kind not in "fiub":
-            raise InputError(f"{where} has element type {array.dtype}, not a number")
         as_float = array.astype(np.float64)
         if array.dtype.kind != "f" and not np.array_equal(as_float.astype(array.dtype), array):
             raise InputError(f"{where} holds integers that a double cannot represent exactly")
-        return as_float
+        return _finite(as_float, where)
 
     def chain(self) -> list[ChainStep]:
         inputs = [value.name for value in self.graph.input if value.name not in self.constants]
@@ -99,6 +122,8 @@ class _GraphReader:
         step_pending: tuple[str, float] | None = None  # a GreaterOrEqual awaiting its Cast
         for index, node in enumerate(self.graph.node):
             where = f"node {node.name or f'#{index}'} ({node.op_type})"
+            if not node.output or not node.output[0]:
+                raise InputError(f"{where} has no output")
             if node.domain not in ("", "ai.onnx"):
                 raise InputError(f"{where}: operator domain {node.domain!r} is not supported")
             if node.op_type == "Constant":
@@ -130,7 +155,7 @@ class _GraphReader:
                 at = np.unique(self._const(node, 1, where))
                 if at.size != 1:
                     raise InputError(f"{where}: the step's threshold must be one number")
-                step_pending = (where, float(at[0]))
+                step_pending = (where, float(at[0]))  # finite: constants are checked when read
             elif op == "Cast":
                 if step_pending is None:
                     raise InputError(f"{where}: a Cast is supported only after GreaterOrEqual (cardinal's step)")
@@ -158,7 +183,7 @@ class _GraphReader:
             if attribute.name == "value":
                 return self._array(value, where)
             if attribute.name in ("value_float", "value_floats", "value_int", "value_ints"):
-                return np.asarray(value, dtype=np.float64)
+                return _finite(np.asarray(value, dtype=np.float64), f"{where}: {attribute.name}")
         raise InputError(f"{where}: unsupported Constant form")
 
     def _const(self, node: Any, position: int, where: str) -> np.ndarray:
@@ -179,10 +204,11 @@ class _GraphReader:
         if matrix.ndim != 2:
             raise InputError(f"{where}: B must be a matrix, got shape {list(matrix.shape)}")
         weight = matrix if attributes.get("transB", 0) else matrix.T
-        weight = _scaled(weight, float(attributes.get("alpha", 1.0)), f"{where}: alpha·B")
+        weight = _scaled(weight, _number(attributes, "alpha", 1.0, where), f"{where}: alpha·B")
         if len(node.input) < 3 or not node.input[2]:
             return ChainStep(where, weight=weight, bias=np.zeros(weight.shape[0]))
-        bias = _scaled(self._bias(node.input[2], weight.shape[0], where), float(attributes.get("beta", 1.0)), f"{where}: beta·C")
+        beta = _number(attributes, "beta", 1.0, where)
+        bias = _scaled(self._bias(node.input[2], weight.shape[0], where), beta, f"{where}: beta·C")
         return ChainStep(where, weight=weight, bias=bias)
 
     def _bias(self, name: str, width: int | None, where: str) -> np.ndarray:
@@ -200,22 +226,24 @@ class _GraphReader:
         op, attributes = node.op_type, self._attributes(node)
         if op in _ACTIVATIONS:
             return Activation.make(_ACTIVATIONS[op])
-        try:
-            if op == "LeakyRelu":
-                return Activation.make("leaky_relu", slope=float(attributes.get("alpha", 0.01)))
-            if op == "PRelu":
-                slopes = np.unique(self._const(node, 1, where))
-                if slopes.size != 1:
-                    raise InputError("one slope for every unit is supported")
-                return Activation.make("leaky_relu", slope=float(slopes[0]))
-            # Clip: bounds as operands 1, 2 (opset ≥ 11) or attributes (older opsets)
-            low = self._optional(node, 1, where, attributes.get("min"))
-            high = self._optional(node, 2, where, attributes.get("max"))
+        if op == "LeakyRelu":
+            name, params = "leaky_relu", {"slope": _number(attributes, "alpha", 0.01, where)}
+        elif op == "PRelu":
+            slopes = np.unique(self._const(node, 1, where))
+            if slopes.size != 1:
+                raise InputError(f"{where}: one slope for every unit is supported")
+            name, params = "leaky_relu", {"slope": float(slopes[0])}
+        else:  # Clip: bounds as operands 1, 2 (opset ≥ 11) or attributes (older opsets)
+            low = self._optional(node, 1, where, _number(attributes, "min", None, where))
+            high = self._optional(node, 2, where, _number(attributes, "max", None, where))
             if low is not None and high is not None:
-                return Activation.make("hardtanh", min=low, max=high)
-            if low == 0.0 and high is None:
-                return Activation.make("relu")
-            raise InputError("a Clip needs both bounds (hardtanh), or min = 0 alone (relu)")
+                name, params = "hardtanh", {"min": low, "max": high}
+            elif low == 0.0 and high is None:
+                name, params = "relu", {}
+            else:
+                raise InputError(f"{where}: a Clip needs both bounds (hardtanh), or min = 0 alone (relu)")
+        try:
+            return Activation.make(name, **params)
         except InputError as error:
             raise InputError(f"{where}: {error}") from None
 
@@ -251,6 +279,27 @@ def _scaled(values: np.ndarray, factor: float, where: str) -> np.ndarray:
     if any(Fraction(a) * Fraction(factor) != Fraction(b) for a, b in zip(values.ravel(), scaled.ravel(), strict=True)):
         raise InputError(f"{where} is not exactly representable in float64")
     return scaled
+
+
+def _finite(values: np.ndarray, where: str) -> np.ndarray:
+    """`values`, which must all be finite."""
+    bad = np.flatnonzero(~np.isfinite(values))
+    if bad.size:
+        raise InputError(f"{where} holds {values.reshape(-1)[bad[0]]} at flat index {bad[0]}: values must be finite")
+    return values
+
+
+def _number(attributes: dict[str, Any], name: str, default: float | None, where: str) -> float | None:
+    """A numeric attribute as a double (an ONNX float attribute is a float32, widened exactly),
+    `default` when absent; it must be a finite number."""
+    value = attributes.get(name, default)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(f"{where}: attribute {name} must be a number")
+    if not math.isfinite(value):
+        raise InputError(f"{where}: attribute {name} is {value}, not a finite number")
+    return float(value)
 
 
 # ---------------------------------------------------------------------------- writing

@@ -19,7 +19,7 @@ from typing import Any
 from .errors import InputError
 from .io import JsonLines
 from .problem import Kind, Outcome, Status, Verdict
-from .validate import describe, json_vector
+from .validate import describe, json_bool, json_vector
 
 
 @dataclass(frozen=True)
@@ -211,7 +211,7 @@ class _Reader:
 
     def choice(self, field: str, enum: type[Kind] | type[Verdict]) -> Any:
         value = self.document.get(field)
-        if value not in {member.value for member in enum}:
+        if not isinstance(value, str) or value not in {member.value for member in enum}:
             raise self.fail(field, f"one of {', '.join(member.value for member in enum)}")
         return enum(value)
 
@@ -261,10 +261,10 @@ def _seconds(value: Any, where: str) -> float:
 def _outcome(solver: str, document: Any, where: str) -> Outcome:
     """A solver's `Outcome` as `Outcome.to_json` wrote it."""
     statuses = {status.value for status in Status}
-    if not isinstance(document, dict) or document.get("status") not in statuses:
+    if not isinstance(document, dict) or not isinstance(document.get("status"), str) or document["status"] not in statuses:
         raise InputError(f"{where} must be an object with a known 'status' and 'seconds', got {describe(document)}")
     claimed = document.get("claimed")
-    if claimed is not None and claimed not in statuses:
+    if claimed is not None and (not isinstance(claimed, str) or claimed not in statuses):
         raise InputError(f"{where}.claimed: unknown status {describe(claimed)}")
     witness = document.get("witness")
     return Outcome(
@@ -274,8 +274,8 @@ def _outcome(solver: str, document: Any, where: str) -> Outcome:
         solution=None if document.get("features") is None else _features(document["features"], f"{where}.features"),
         witness=None if witness is None else tuple(json_vector(witness, f"{where}.witness").tolist()),
         raw_status=str(document.get("raw_status", "")),
-        exact=bool(document.get("exact", False)),
-        replayed=bool(document.get("replayed", False)),
+        exact=json_bool(document.get("exact", False), f"{where}.exact"),
+        replayed=json_bool(document.get("replayed", False), f"{where}.replayed"),
         message=str(document.get("message", "")),
         claimed=None if claimed is None else Status(claimed),
     )

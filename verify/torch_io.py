@@ -32,6 +32,7 @@ from torch.nn import functional
 from .activations import Activation, Step
 from .chain import ChainStep
 from .errors import InputError
+from .io import MAX_NETWORK_BYTES, check_size
 
 # Classes a whole `nn.Sequential` file may hold (besides what weights_only always allows).
 SAFE_MODULES: tuple[type, ...] = (
@@ -50,6 +51,7 @@ SAFE_MODULES: tuple[type, ...] = (
     Step,
 )
 _SKIPPED = (nn.Dropout, nn.Identity)
+MAX_PACKING = 100  # the most a record of a torch archive may be compressed (torch.save does not compress)
 
 # torch.fx call_function / call_method targets: (module equivalent, its parameter names in order).
 _FUNCTIONS: dict[Any, tuple[type[nn.Module], tuple[str, ...]]] = {
@@ -121,6 +123,8 @@ def _linear_step(weight: Any, bias: Any, where: str) -> ChainStep:
     tensors = [weight] if bias is None else [weight, bias]
     if not all(isinstance(tensor, torch.Tensor) and tensor.is_floating_point() for tensor in tensors):
         raise InputError(f"{where}: weight and bias must be real floating-point tensors")
+    if any(tensor.layout != torch.strided or tensor.is_meta for tensor in tensors):
+        raise InputError(f"{where}: weight and bias must be dense tensors that hold their values (not sparse or meta)")
     matrix = weight.detach().cpu().double().numpy()
     vector = np.zeros(matrix.shape[0]) if bias is None else bias.detach().cpu().double().numpy()
     return ChainStep(where, weight=matrix, bias=vector)
@@ -220,11 +224,11 @@ def _key(prefix: str, leaf: str) -> str:
 
 
 # ---------------------------------------------------------------------------- files
-def load_torch(path: Path, activations: Sequence[Activation]) -> list[ChainStep]:
-    """The chain of a `torch.save` file: a whole `nn.Sequential` (or a single supported layer)
-    or a state_dict with `activations`. Raises `InputError` for anything else, a pickle that would
-    run code included."""
-    obj = _safe_load(path)
+def load_torch(data: bytes, path: Path, activations: Sequence[Activation]) -> list[ChainStep]:
+    """The chain of a `torch.save` file (its bytes `data`, read from `path`): a whole
+    `nn.Sequential` (or a single supported layer) or a state_dict with `activations`. Raises
+    `InputError` for anything else, a pickle that would run code included."""
+    obj = _safe_load(data, path)
     if isinstance(obj, nn.Module):
         if activations:
             raise InputError(f"{path} holds a whole module, which names its own activations: drop --activations")
@@ -237,11 +241,14 @@ def load_torch(path: Path, activations: Sequence[Activation]) -> list[ChainStep]
     raise InputError(f"{path} holds a {type(obj).__name__}, not a module or a state_dict")
 
 
-def _safe_load(path: Path) -> Any:
-    """`torch.load(weights_only=True)` with `SAFE_MODULES` allowed; refusals become InputError."""
-    if zipfile.is_zipfile(path):  # torch.save's format: name what it would import, before loading
+def _safe_load(data: bytes, path: Path) -> Any:
+    """`torch.load(weights_only=True)` with `SAFE_MODULES` allowed; refusals become InputError.
+    An archive (torch.save's format) is checked first: its records, unpacked, must fit in
+    `MAX_NETWORK_BYTES`, and nothing it would import may lie outside the allowlist."""
+    if zipfile.is_zipfile(io.BytesIO(data)):
+        _check_archive(data, path)
         try:
-            unsafe = torch.serialization.get_unsafe_globals_in_checkpoint(path)
+            unsafe = torch.serialization.get_unsafe_globals_in_checkpoint(io.BytesIO(data))
         except Exception as error:
             raise InputError(f"{path}: not a file written by torch.save ({_first_line(error)})") from None
         allowed = {f"{cls.__module__}.{cls.__qualname__}" for cls in SAFE_MODULES}
@@ -251,7 +258,7 @@ def _safe_load(path: Path) -> Any:
     try:
         with torch.serialization.safe_globals(list(SAFE_MODULES)), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # e.g. "Detected pickle protocol 4": the refusal below says what matters
-            return torch.load(path, map_location="cpu", weights_only=True)
+            return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except Exception as error:  # torch raises UnpicklingError, RuntimeError, EOFError, ... for foreign files
         text = str(error)
         match = re.search(r"GLOBAL ([\w.]+)", text)
@@ -261,6 +268,23 @@ def _safe_load(path: Path) -> Any:
             reason = " ".join(text.split("WeightsUnpickler error:")[1].split("Check the documentation")[0].split())
             raise InputError(f"{path}: refused by torch.load(weights_only=True), so no pickled code ran: {reason}") from None
         raise InputError(f"{path}: torch.load(weights_only=True) cannot read it: {_first_line(error)}") from None
+
+
+def _check_archive(data: bytes, path: Path) -> None:
+    """The sizes a torch archive declares for its records (what unpacking them allocates: torch's
+    reader stops at a record's declared size), summed, must fit in `MAX_NETWORK_BYTES`; a record
+    packed more than `MAX_PACKING`-fold is refused as a zip bomb (torch.save stores records
+    unpacked)."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            records = archive.infolist()
+    except (zipfile.BadZipFile, ValueError, OSError) as error:
+        raise InputError(f"{path}: not a readable zip archive ({_first_line(error)})") from None
+    check_size(path, "network file", sum(record.file_size for record in records), MAX_NETWORK_BYTES, unpacked=True)
+    for record in records:
+        if record.file_size > MAX_PACKING * max(record.compress_size, 1) and record.file_size > 1 << 20:
+            ratio = record.file_size / max(record.compress_size, 1)
+            raise InputError(f"{path}: record {record.filename} unpacks {ratio:.0f}-fold: a zip bomb, not a torch.save file")
 
 
 def _first_line(error: Exception) -> str:

@@ -14,6 +14,7 @@ import contextlib
 import math
 import os
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -225,6 +226,24 @@ def json_string(value: Any, where: str, choices: Iterable[str] | None = None) ->
     if choices is not None and value not in (allowed := tuple(choices)):
         raise InputError(f"{where}: {describe(value)} is not one of {', '.join(allowed)}")
     return value
+
+
+def json_feature_set(value: Any, where: str, n: int | None = None) -> tuple[int, ...] | None:
+    """A JSON list of distinct feature indices (integers ≥ 0, and < n when `n` is given) → the
+    sorted tuple; null → None."""
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise InputError(f"{where} must be a list of feature indices or null, got {describe(value)}")
+    for index in value:
+        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+            raise InputError(f"{where}: {describe(index)} is not a feature index (an integer ≥ 0)")
+        if n is not None and index >= n:
+            raise InputError(f"{where}: feature {describe(index)} is not an input of the network (0 to {n - 1})")
+    twice = [index for index, times in Counter(value).items() if times > 1]
+    if twice:
+        raise InputError(f"{where} lists feature {twice[0]} twice")
+    return tuple(sorted(value))
 
 
 def json_object(value: Any, where: str) -> dict[str, Any]:
