@@ -27,15 +27,15 @@ from pathlib import Path
 
 from cardinal.solvers.base import available_solvers
 from cardinal.verify.campaign import run_campaign
-from cardinal.verify.errors import InputError
 from cardinal.verify.executors import execute, import_ray, start_local_ray
-from cardinal.verify.io import JsonLines, write_atomic
 from cardinal.verify.record import without_timings
 from cardinal.verify.suites import quick
-from cardinal.verify.validate import output_file
 from tabulate import tabulate
 
 from bench import Parser
+from cardinal.errors import InputError
+from cardinal.io import JsonLines, write_atomic
+from cardinal.validate import output_file
 
 WORKERS = (1, 2)
 

@@ -73,15 +73,15 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from cardinal.verify.errors import InputError
 from cardinal.verify.generate import median_threshold, random_network
-from cardinal.verify.greedy import explain, explain_reference
-from cardinal.verify.io import write_atomic
-from cardinal.verify.network import Network
-from cardinal.verify.validate import count, output_file
 from tabulate import tabulate
 
 from bench import Parser
+from cardinal.errors import InputError
+from cardinal.greedy import explain, explain_reference
+from cardinal.io import write_atomic
+from cardinal.network import Network
+from cardinal.validate import count, output_file
 
 HIDDEN = (64, 64)
 DEFAULTS = {"rows": 4096, "repeats": 5, "sample": {28: 256, 276: 32}}

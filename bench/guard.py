@@ -35,13 +35,13 @@ from pathlib import Path
 import numpy as np
 import torch
 from cardinal.solvers.base import available_solvers, solve_minimum
-from cardinal.verify.errors import InputError
 from cardinal.verify.generate import random_network
-from cardinal.verify.network import Network
-from cardinal.verify.validate import count, output_file, seconds
 from tabulate import tabulate
 
 from bench.greedy import machine
+from cardinal.errors import InputError
+from cardinal.network import Network
+from cardinal.validate import count, output_file, seconds
 
 DESIGN = {
     "format": "cardinal.network/1",

@@ -68,19 +68,19 @@ from pathlib import Path
 import numpy as np
 import torch
 from cardinal.solvers.base import Solver, available_solvers, get_solver, replay, solve_problem
-from cardinal.verify.domain import Domain
-from cardinal.verify.errors import InputError
 from cardinal.verify.generate import median_threshold, random_network
-from cardinal.verify.greedy import explain
-from cardinal.verify.io import write_atomic, write_figure
-from cardinal.verify.network import Network
-from cardinal.verify.problem import Outcome, Problem, Status, stopped
-from cardinal.verify.validate import output_file
 from tabulate import tabulate
 from threadpoolctl import threadpool_limits
 
 from bench import Parser
 from bench.greedy import machine
+from cardinal.domain import Domain
+from cardinal.errors import InputError
+from cardinal.greedy import explain
+from cardinal.io import write_atomic, write_figure
+from cardinal.network import Network
+from cardinal.problem import Outcome, Problem, Status, stopped
+from cardinal.validate import output_file
 
 REFERENCE = (28, (32, 32))
 SWEEPS = {

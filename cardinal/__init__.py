@@ -1,17 +1,20 @@
 """cardinal: cardinality-minimal explanations of neural-network predictions, certified exactly.
 
-The public API in one place. `cardinal.verify` holds the core, the greedy engine and the
-application layer; `cardinal.solvers` the exact backends behind one front (imported lazily by
-name, so `import cardinal` needs none of their libraries).
+The public API in one place. Three folders, three layers, each importing only the ones below:
+the core in this package (`cardinal.network`, `cardinal.problem`, `cardinal.exact`, ..., the greedy
+explainer `cardinal.greedy`, and the model-file readers in `cardinal.formats`), the exact engines
+in `cardinal.solvers` (backends behind one front, imported lazily by name, so `import cardinal`
+needs none of their libraries), and the application in `cardinal.verify` (certify, check,
+campaigns, reports, the `cardinal` command).
 """
 
+from .activations import Activation, Step
+from .domain import Domain
+from .errors import InputError
+from .greedy import ExplainResult, explain, explain_reference
+from .network import Layer, Network
+from .problem import Kind, MissingSolutionError, Outcome, Problem, Status, Verdict
 from .solvers.base import SOLVER_NAMES, available_solvers, get_solver, solve_minimum
-from .verify.activations import Activation, Step
-from .verify.domain import Domain
-from .verify.errors import InputError
-from .verify.greedy import ExplainResult, explain, explain_reference
-from .verify.network import Layer, Network
-from .verify.problem import Kind, MissingSolutionError, Outcome, Problem, Status, Verdict
 
 __all__ = [
     "SOLVER_NAMES",

@@ -25,13 +25,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from .verify.activations import Activation
+from .activations import Activation
+from .domain import Domain
+from .io import read_inputs, write_atomic
+from .network import Network
 from .verify.baseline import change_table, compare, entry_of, failures, parse_fail_on, read_baseline
 from .verify.certify import greedy_answers
 from .verify.check import KINDS, Claim, Judgement, check_explanations, parse_claim, read_claims
-from .verify.domain import Domain
-from .verify.io import read_inputs, write_atomic
-from .verify.network import Network
 
 __all__ = ["assert_explanations"]
 

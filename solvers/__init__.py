@@ -3,7 +3,7 @@
 Backends are imported by name on first use, so `import cardinal.solvers` needs none of their libraries.
 """
 
-from ..verify.problem import MissingSolutionError, Outcome, Problem, Status
+from ..problem import MissingSolutionError, Outcome, Problem, Status
 from .base import SOLVER_NAMES, available_solvers, get_solver, solve_minimum
 
 __all__ = [

@@ -1,5 +1,5 @@
 """The one front over every exact backend: the `Solver` protocol, the registry, the exact
-replay, and `solve_minimum` (the problem and outcome types live in `verify.problem`).
+replay, and `solve_minimum` (the problem and outcome types live in `cardinal.problem`).
 
 A backend answers "what is a minimum explanation?" or, with `at_most=k`, "is there one of size
 ≤ k?". Whatever it claims about a concrete set or witness is replayed in exact arithmetic here
@@ -19,10 +19,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..verify.domain import Domain
-from ..verify.errors import InputError
-from ..verify.network import Network
-from ..verify.problem import DEFAULT_EPSILON, Outcome, Problem, Status
+from ..domain import Domain
+from ..errors import InputError
+from ..network import Network
+from ..problem import DEFAULT_EPSILON, Outcome, Problem, Status
 from .guard import GuardedSolver, lent
 from .oracle import SetOracle, check_witness
 
@@ -213,7 +213,7 @@ def solve_minimum(
     each, always run guarded (`solvers.oracle`).
 
 
-    Raises `InputError` for bad input, and `verify.errors.UndecidedPrediction` (not an
+    Raises `InputError` for bad input, and `cardinal.errors.UndecidedPrediction` (not an
     `InputError`: x is valid) when exact arithmetic cannot decide p(x) — a smooth network whose
     enclosure of f(x) contains the threshold, as where f(x) may equal it exactly — so that no
     explanation of either class can be asked for.

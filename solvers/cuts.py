@@ -16,7 +16,7 @@ once where the clause of the lazy loop excludes only those. The units' bounds co
 back-substitution with upper lines (an unstable unit takes the line through (low, σ(low)) just
 steep enough to stay above σ up to `high`, a relu's chord).
 
-Arithmetic is exact (`verify.exact.Dyadic`; chord slopes are rounded up to dyadics). A cut is
+Arithmetic is exact (`cardinal.exact.Dyadic`; chord slopes are rounded up to dyadics). A cut is
 rounded to integer coefficients one-sidedly — floors for `≤`, ceilings for `>` — so that every s
 that satisfies the exact inequality satisfies the integer one (`solvers.smooth` rounds its float
 bounds into cuts the same way).
@@ -31,9 +31,9 @@ from functools import cached_property
 
 import numpy as np
 
-from ..verify.activations import Activation
-from ..verify.exact import Dyadic
-from ..verify.network import Network
+from ..activations import Activation
+from ..exact import Dyadic
+from ..network import Network
 
 _SLOPE_BITS = 40  # chord slopes are rounded up at this relative precision
 _COEFFICIENT_BITS = 16  # the largest cut coefficient is below 2^this

@@ -55,9 +55,9 @@ from fractions import Fraction
 import numpy as np
 import scipy.sparse as sp
 
-from ..verify.activations import Stage
-from ..verify.network import Layer
-from ..verify.problem import Problem
+from ..activations import Stage
+from ..network import Layer
+from ..problem import Problem
 
 PAD = 1e-7  # relative outward padding of the float bounds
 

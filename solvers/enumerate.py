@@ -15,8 +15,8 @@ subset-OR transform) and reads off the smallest S whose complement holds no flip
 networks on a real box need continuous y and are UNSUPPORTED.
 
 **Soundness of float decisions** (`Evaluator`). Rows run in float64 with a rigorous per-row
-bound on the forward error (`verify.bounds.BoundedForward`); a row within its bound of the
-threshold is re-decided by `verify.exact`. An enclosure that straddles t leaves the row
+bound on the forward error (`cardinal.bounds.BoundedForward`); a row within its bound of the
+threshold is re-decided by `cardinal.exact`. An enclosure that straddles t leaves the row
 undecided, and a verdict that depends on an undecided row is reported as ERROR (never guessed).
 """
 
@@ -30,9 +30,9 @@ from collections.abc import Iterator
 import numpy as np
 import torch
 
-from ..verify.bounds import BoundedForward
-from ..verify.errors import InputError
-from ..verify.problem import Outcome, Problem, Status, stopped
+from ..bounds import BoundedForward
+from ..errors import InputError
+from ..problem import Outcome, Problem, Status, stopped
 from .base import BaseSolver
 
 _BATCH_ELEMENTS = 1 << 22  # rows × (inputs + all layer widths) per forward pass
@@ -44,7 +44,7 @@ class _OutOfTime(Exception):
 
 
 class Evaluator:
-    """Exact predictions for batches of points, at float64 speed (`verify.bounds.BoundedForward`)."""
+    """Exact predictions for batches of points, at float64 speed (`cardinal.bounds.BoundedForward`)."""
 
     def __init__(self, problem: Problem, device: str | torch.device = "cpu") -> None:
         self.problem = problem
@@ -180,7 +180,7 @@ class _Search:
     def _minimum(self, base: np.ndarray, target: np.ndarray, high: int, best: tuple[int, ...] | None) -> dict:
         """Two-ended level scan, cheaper level first. Invariant: the levels below `low` hold no
         valid set; `best`, of size `high`, is valid (None: the full set). A limit or undecided rows
-        leave the best set found FEASIBLE (`verify.problem.stopped`)."""
+        leave the best set found FEASIBLE (`cardinal.problem.stopped`)."""
         n, low = self.problem.n, 1
         while low < high:
             level = low if math.comb(n, low) <= math.comb(n, high - 1) else high - 1

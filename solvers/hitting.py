@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..verify.problem import Problem, Status
+from ..problem import Problem, Status
 
 
 class OracleTimeout(Exception):

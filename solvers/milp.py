@@ -23,8 +23,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..verify.exact import modified_inputs
-from ..verify.problem import Outcome, Problem, Status, stopped
+from ..exact import modified_inputs
+from ..problem import Outcome, Problem, Status, stopped
 from .base import BaseSolver
 from .encode import MilpModel, encode
 from .hitting import OracleTimeout, minimum_abductive

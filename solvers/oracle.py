@@ -40,9 +40,9 @@ from types import TracebackType
 
 import numpy as np
 
-from ..verify.domain import Domain
-from ..verify.errors import InputError
-from ..verify.problem import Problem, Status
+from ..domain import Domain
+from ..errors import InputError
+from ..problem import Problem, Status
 from .guard import STARTUP_WAIT, GuardedSolver
 
 VERTEX_FEATURES = 20  # enumerate on binary boxes: 2^20 vertices took 4.4 s (20 × 16 × 16 ReLU network, no flip)

@@ -24,7 +24,7 @@ a concave function lies above it), and c is taken near the root of σ'(c) = m so
 tiny. Sigmoid and tanh are convex below 0 and concave above; softplus is convex.
 
 Floats are made rigorous as in `solvers.subsets` (midpoint-radius arithmetic for the forms).
-Values of σ come from the activation's torch op (trusted to 1e-15 relative by `verify.activations`),
+Values of σ come from the activation's torch op (trusted to 1e-15 relative by `cardinal.activations`),
 those of σ' from numpy's exp and cosh, correct to a few ulps; both are taken within a relative
 `_REL` = 2^-40 (thousands of ulps) plus 2^-1000, and every offset is then
 moved outwards by 2^-44 of the magnitudes that entered it (far more than its own rounding). h_j(0)
@@ -36,10 +36,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..verify.activations import Activation
-from ..verify.exact import Dyadic
-from ..verify.network import Network
-from ..verify.rounding import SAFETY, TINY, UNIT_ROUNDOFF, gamma
+from ..activations import Activation
+from ..exact import Dyadic
+from ..network import Network
+from ..rounding import SAFETY, TINY, UNIT_ROUNDOFF, gamma
 from .cuts import Cut, _integer_cut
 from .subsets import SetForms, _Form, _outwards
 

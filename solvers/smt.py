@@ -43,14 +43,14 @@ the loop): 6%, 21% and 41% on the 28-, 64- and 276-feature ReLU benchmark nets, 
 standard suite's step networks before the branch and bound took them; the rest is evaluation and
 bounds. Another core (PySAT's RC2, OR-Tools CP-SAT) could save at most that share, so z3 stays.
 
-*Undecided sets.* A smooth set is judged by a rigorous enclosure (`verify.exact`, 256 bits); an
+*Undecided sets.* A smooth set is judged by a rigorous enclosure (`cardinal.exact`, 256 bits); an
 enclosure that straddles the threshold (f = t exactly, say) decides nothing. The branch and bound
 stops at one that could matter, and the loop takes over. There such a proposal is neither
 learned as invalid nor taken as valid: it is excluded alone and remembered. An unsat that
 a set of size ≤ k so excluded could overturn is no proof: the answer is then FEASIBLE (a set
 within `at_most` is known) or ERROR, with a message naming the sets, never a verdict.
 
-Evaluations are rigorous (`Problem.decider`, `verify.bounds`: float64 with a forward error bound,
+Evaluations are rigorous (`Problem.decider`, `cardinal.bounds`: float64 with a forward error bound,
 exact dyadic arithmetic or a 256-bit enclosure near the threshold). The full encoding below cannot
 certify the 28-feature 32×32 benchmark nets at all, because z3's exact simplex chokes on the dense
 rationals of double weights (a single LP relaxation did not finish in 30 s).
@@ -95,9 +95,9 @@ import numpy as np
 import torch
 import z3
 
-from ..verify.activations import Activation
-from ..verify.errors import InputError
-from ..verify.problem import Outcome, Problem, Status, stopped
+from ..activations import Activation
+from ..errors import InputError
+from ..problem import Outcome, Problem, Status, stopped
 from . import hitting
 from .base import BaseSolver
 from .branch import NODE_LIMIT as _NODE_LIMIT
@@ -236,7 +236,7 @@ def _descend(
     """Search sizes downwards from `at_most` (or n): each solution of size j asks next for one of
     size ≤ j − 1, until unsat proves the last one minimum. `check(bound, deadline) -> (result,
     solution, witness)`; `best` is a solution known already. The empty set is never a solution
-    here. A timeout after a solution (within `at_most`) is FEASIBLE (`verify.problem.stopped`)."""
+    here. A timeout after a solution (within `at_most`) is FEASIBLE (`cardinal.problem.stopped`)."""
     if best is not None and at_most is not None and len(best) > at_most:
         best = None
     if best is not None:

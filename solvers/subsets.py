@@ -30,11 +30,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..verify.network import Network
-from ..verify.rounding import SAFETY, UNIT_ROUNDOFF, gamma
+from ..network import Network
+from ..rounding import SAFETY, UNIT_ROUNDOFF, gamma
 
 _SLOPE_UP = 1.0 + 2.0**-50
-_FLOOR = 2.0**-300  # every radius is raised by this (module docstring); ≥ `verify.rounding.TINY`: still rigorous
+_FLOOR = 2.0**-300  # every radius is raised by this (module docstring); ≥ `cardinal.rounding.TINY`: still rigorous
 
 
 Radius = np.ndarray | None  # None: not tracked (a screening estimate, not a bound)

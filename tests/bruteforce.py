@@ -9,9 +9,10 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-from cardinal.verify.activations import Activation
-from cardinal.verify.network import Layer, Network
-from cardinal.verify.problem import Problem
+
+from cardinal.activations import Activation
+from cardinal.network import Layer, Network
+from cardinal.problem import Problem
 
 
 def random_network(
@@ -48,9 +49,9 @@ def _flips(problem: Problem, points: np.ndarray, bounded: bool = False) -> np.nd
 def monotone_minimum(problem: Problem, bounded: bool = False) -> int | None:
     """Minimum explanation size on a monotone network by the shortcut over all 2^n subsets (None: no CXp).
 
-    Every point is decided exactly: by `verify.exact` alone, or with `bounded`, by a float64 pass
-    with a rigorous error bound and `verify.exact` where the bound leaves it open
-    (`Problem.predictions`, checked against `verify.exact` in test_bounds): what makes 16 smooth
+    Every point is decided exactly: by `cardinal.exact` alone, or with `bounded`, by a float64 pass
+    with a rigorous error bound and `cardinal.exact` where the bound leaves it open
+    (`Problem.predictions`, checked against `cardinal.exact` in test_bounds): what makes 16 smooth
     features (2^16 points) take a second instead of minutes of 256-bit enclosures."""
     masks = _masks(problem.n)
     x, counterpoint = problem.x, problem.counterpoint

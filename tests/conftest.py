@@ -8,9 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cardinal.verify.domain import Domain
-from cardinal.verify.exact import ExactNetwork, check_monotone_explanation
-from cardinal.verify.network import Network
+
+from cardinal.domain import Domain
+from cardinal.exact import ExactNetwork, check_monotone_explanation
+from cardinal.network import Network
 
 DESIGN_NETWORK = {
     "format": "cardinal.network/1",

@@ -1,13 +1,18 @@
-"""The import contract: one `cardinal` namespace, and layers that only look down.
+"""The import contract, by folder: one `cardinal` namespace, three folders for three layers, and
+imports that only look down.
 
-core         errors, io, activations, chain, loaders, onnx_io, torch_io, network, domain, exact, bounds, problem
-engines      the greedy (verify.greedy) and the exact backends (cardinal.solvers.*)
-application  certify, cases, campaign, hunt, suites, paper, report, cli, ... (everything else)
+core         cardinal/ (cardinal.*: errors, io, validate, activations, network, domain, exact,
+             rounding, bounds, problem, the greedy explainer) and cardinal/formats/ (the model-file
+             readers: loaders, onnx_io, torch_io, chain)
+engines      solvers/ (cardinal.solvers.*: the exact backends behind one front)
+application  verify/ (cardinal.verify.*: certify, check, campaigns, reports, the command), and
+             `cardinal.testing` (the pytest helper, which calls certify and check)
 
-A module may import its own layer or a lower one; `cardinal.solvers` imports the core only (and
-itself); no two modules import each other, even lazily. The package `__init__` files are façades
-that re-export and are exempt. A new module must be placed in `LAYERS` below, or this test
-fails: that is where the contract is written down.
+Nothing under cardinal/ imports solvers/ or verify/ (the package face `cardinal/__init__.py` and
+`cardinal.testing` excepted); solvers/ imports the core and itself, never the application; no two
+modules import each other, even lazily. The package `__init__` files are façades that re-export
+and are exempt from the layer rule (not from the rule that nothing imports a façade). A new module
+is placed by the folder it is written in.
 """
 
 from __future__ import annotations
@@ -20,72 +25,24 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-FOLDERS = {"cardinal": ROOT / "cardinal", "cardinal.verify": ROOT / "verify", "cardinal.solvers": ROOT / "solvers"}
-CORE, ENGINE, APPLICATION = 0, 1, 2
-LAYERS: dict[str, int] = {
-    **{
-        f"cardinal.verify.{name}": CORE
-        for name in (
-            "errors",
-            "io",
-            "validate",
-            "rounding",
-            "activations",
-            "chain",
-            "loaders",
-            "onnx_io",
-            "torch_io",
-            "network",
-            "domain",
-            "exact",
-            "bounds",
-            "problem",
-        )
-    },
-    "cardinal.verify.greedy": ENGINE,
-    **{
-        f"cardinal.solvers.{name}": ENGINE
-        for name in (
-            "base",
-            "branch",
-            "cuts",
-            "encode",
-            "enumerate",
-            "gurobi",
-            "guard",
-            "highs",
-            "hitting",
-            "milp",
-            "oracle",
-            "smooth",
-            "smt",
-            "subsets",
-        )
-    },
-    **{
-        f"cardinal.verify.{name}": APPLICATION
-        for name in (
-            "baseline",
-            "campaign",
-            "executors",
-            "cases",
-            "certify",
-            "check",
-            "cli",
-            "datasets",
-            "generate",
-            "hunt",
-            "instance",
-            "paper",
-            "record",
-            "report",
-            "suites",
-            "train",
-        )
-    },
-    "cardinal.testing": APPLICATION,
+FOLDERS = {
+    "cardinal": ROOT / "cardinal",
+    "cardinal.formats": ROOT / "cardinal" / "formats",
+    "cardinal.solvers": ROOT / "solvers",
+    "cardinal.verify": ROOT / "verify",
 }
+CORE, ENGINE, APPLICATION = 0, 1, 2
 FACADES = set(FOLDERS)
+APPLICATION_IN_CORE_FOLDER = {"cardinal.testing"}
+
+
+def layer(module: str) -> int:
+    """The layer of a module, from the folder it lives in."""
+    if module.startswith("cardinal.verify.") or module in APPLICATION_IN_CORE_FOLDER:
+        return APPLICATION
+    if module.startswith("cardinal.solvers."):
+        return ENGINE
+    return CORE
 
 
 def _modules() -> dict[str, Path]:
@@ -96,10 +53,10 @@ def _modules() -> dict[str, Path]:
     return found
 
 
-def _imports(module: str, path: Path) -> set[str]:
-    """Every cardinal module that `module` imports, at top level or inside a function."""
+def _imports(module: str, path: Path, known: dict[str, Path] | None = None) -> set[str]:
+    """Every cardinal module (or façade) that `module` imports, at top level or inside a function."""
     package = module if path.stem == "__init__" else module.rpartition(".")[0]
-    known = _modules()
+    known = _modules() if known is None else known
     targets: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.ImportFrom):
@@ -117,20 +74,28 @@ def _imports(module: str, path: Path) -> set[str]:
     return {target for target in targets if target in known and target != module}
 
 
-def test_every_module_has_a_layer() -> None:
-    unplaced = sorted(set(_modules()) - FACADES - set(LAYERS))
-    assert not unplaced, f"place these modules in LAYERS of tests/test_architecture.py: {unplaced}"
-
-
-@pytest.mark.parametrize("module", sorted(set(LAYERS) & set(_modules())))
-def test_imports_only_look_down(module: str) -> None:
-    path = _modules()[module]
-    for target in _imports(module, path):
+def _violations(module: str, targets: set[str]) -> list[str]:
+    """What breaks the contract in `module` importing `targets`."""
+    found = []
+    for target in sorted(targets):
         if target in FACADES:
-            pytest.fail(f"{module} imports the façade {target}: import the defining module instead")
-        assert LAYERS[target] <= LAYERS[module], f"{module} (layer {LAYERS[module]}) imports {target} (layer {LAYERS[target]})"
-        if module.startswith("cardinal.solvers."):
-            assert target.startswith("cardinal.solvers.") or LAYERS[target] == CORE, f"{module} imports {target}"
+            found.append(f"{module} imports the façade {target}: import the defining module instead")
+        elif layer(target) > layer(module):
+            found.append(f"{module} (layer {layer(module)}) imports {target} (layer {layer(target)})")
+    return found
+
+
+def test_three_folders_hold_the_modules() -> None:
+    modules = set(_modules())
+    assert {"cardinal.network", "cardinal.problem", "cardinal.greedy", "cardinal.formats.onnx_io"} <= modules
+    assert {"cardinal.solvers.base", "cardinal.verify.certify", "cardinal.verify.cli"} <= modules
+    assert not (ROOT / "verify" / "network.py").exists()
+
+
+@pytest.mark.parametrize("module", sorted(set(_modules()) - FACADES))
+def test_imports_only_look_down(module: str) -> None:
+    problems = _violations(module, _imports(module, _modules()[module]))
+    assert not problems, "; ".join(problems)
 
 
 def test_no_import_cycles() -> None:
@@ -151,13 +116,22 @@ def test_no_import_cycles() -> None:
             visit(module, [module])
 
 
-def test_the_checker_catches_a_solver_importing_the_application(tmp_path: Path) -> None:
-    """The contract can fail: a solver module that imports `certify` is reported."""
+@pytest.mark.parametrize(
+    ("module", "line", "target"),
+    [
+        ("cardinal.solvers.bad", "from ..verify.certify import certify\n", "cardinal.verify.certify"),
+        ("cardinal.bad", "from .solvers.base import solve_minimum\n", "cardinal.solvers.base"),
+        ("cardinal.bad", "from .verify.check import check\n", "cardinal.verify.check"),
+        ("cardinal.formats.bad", "def f():\n    from ..solvers.smt import Z3Solver\n", "cardinal.solvers.smt"),
+    ],
+)
+def test_the_checker_catches_a_planted_upward_import(module: str, line: str, target: str, tmp_path: Path) -> None:
+    """The contract can fail: an upward import planted in each lower folder is reported."""
     bad = tmp_path / "bad.py"
-    bad.write_text("from ..verify.certify import certify\n")
-    imports = _imports("cardinal.solvers.bad", bad)
-    assert imports == {"cardinal.verify.certify"}
-    assert LAYERS["cardinal.verify.certify"] > LAYERS["cardinal.solvers.base"]
+    bad.write_text(line)
+    imports = _imports(module, bad)
+    assert imports == {target}
+    assert _violations(module, imports)
 
 
 def test_user_modules_named_verify_and_solvers_do_not_collide(tmp_path: Path) -> None:
@@ -166,7 +140,7 @@ def test_user_modules_named_verify_and_solvers_do_not_collide(tmp_path: Path) ->
     (tmp_path / "verify.py").write_text("WHO = 'user verify'\n")
     script = (
         "import solvers, verify\n"
-        "import cardinal.solvers.base, cardinal.verify.cli\n"
+        "import cardinal.solvers.base, cardinal.verify.cli, cardinal.network, cardinal.formats.onnx_io\n"
         "from cardinal import Network, explain, solve_minimum\n"
         "print(solvers.WHO, '|', verify.WHO, '|', cardinal.solvers.base.__name__)\n"
     )

@@ -630,7 +630,7 @@ CASES: list[tuple[str, Build, str]] = [
 
 
 WORK = (  # the entry points of real work, which bad input must never reach
-    "cardinal.verify.greedy.explain",
+    "cardinal.greedy.explain",
     "cardinal.verify.certify.certify_row",
     "cardinal.verify.campaign._execute",
     "cardinal.verify.hunt.hunt",

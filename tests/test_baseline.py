@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from cardinal.verify.cli import main
-from cardinal.verify.network import Network
 
+from cardinal.network import Network
 from cardinal.testing import assert_explanations
 
 

@@ -8,9 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from bruteforce import monotone_minimum
-from cardinal.verify.domain import Domain
 from cardinal.verify.generate import median_threshold, random_network
-from cardinal.verify.problem import Problem, Status
+
+from cardinal.domain import Domain
+from cardinal.problem import Problem, Status
 
 pytest.importorskip("gurobi_ml")
 

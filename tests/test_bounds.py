@@ -1,4 +1,4 @@
-"""`verify.bounds.BoundedForward`: the float64 pass with a rigorous error bound, in torch and in
+"""`cardinal.bounds.BoundedForward`: the float64 pass with a rigorous error bound, in torch and in
 numpy (one code path for both), against exact arithmetic."""
 
 from __future__ import annotations
@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 import torch
 from bruteforce import random_network
-from cardinal.verify.activations import Activation
-from cardinal.verify.bounds import BoundedForward
-from cardinal.verify.exact import ExactNetwork
+
+from cardinal.activations import Activation
+from cardinal.bounds import BoundedForward
+from cardinal.exact import ExactNetwork
 
 FAMILIES = [
     Activation.make("relu"),

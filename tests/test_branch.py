@@ -11,9 +11,10 @@ from bruteforce import random_network
 from cardinal.solvers.branch import NODE_LIMIT, SubsetSearch
 from cardinal.solvers.smooth import SmoothBounds
 from cardinal.solvers.subsets import SubsetBounds, _Form
-from cardinal.verify import Layer, Network
-from cardinal.verify.activations import Activation
-from cardinal.verify.exact import ExactNetwork
+
+from cardinal import Layer, Network
+from cardinal.activations import Activation
+from cardinal.exact import ExactNetwork
 
 
 def _setting(seed: int, n: int, below: bool = False):

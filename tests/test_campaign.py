@@ -16,7 +16,6 @@ import pytest
 from cardinal.verify.campaign import run_campaign
 from cardinal.verify.cases import Case, replay
 from cardinal.verify.cli import main
-from cardinal.verify.domain import Domain
 from cardinal.verify.generate import (
     median_threshold,
     minimum_set_cover,
@@ -26,8 +25,10 @@ from cardinal.verify.generate import (
     set_cover_problem,
 )
 from cardinal.verify.instance import Instance
-from cardinal.verify.io import JsonLines
 from cardinal.verify.record import without_timings
+
+from cardinal.domain import Domain
+from cardinal.io import JsonLines
 
 pytest.importorskip("torch")
 
@@ -40,8 +41,7 @@ def tiny_instances() -> list[Instance]:
         net = random_network(rng, 6, (4, 3), activation)
         X = rng.random((3, 6))
         instances.append(Instance(f"tiny-{activation}", "random", net, X, median_threshold(net, X), Domain.unit(6)))
-    from cardinal.verify.network import Network
-
+    from cardinal.network import Network
     from tests.conftest import DESIGN_NETWORK
 
     design = Network.from_json(DESIGN_NETWORK)

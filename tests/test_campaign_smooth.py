@@ -9,12 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from bruteforce import random_network as any_network
-from cardinal.verify.activations import Activation
 from cardinal.verify.campaign import solvers_for
-from cardinal.verify.domain import Domain
 from cardinal.verify.generate import median_threshold, random_network
-from cardinal.verify.io import JsonLines
 from cardinal.verify.suites import Instance
+
+from cardinal.activations import Activation
+from cardinal.domain import Domain
+from cardinal.io import JsonLines
 
 pytest.importorskip("z3")
 

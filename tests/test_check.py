@@ -9,13 +9,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cardinal.verify.activations import Activation
 from cardinal.verify.check import Claim, check_explanations
 from cardinal.verify.cli import main
-from cardinal.verify.domain import Domain
-from cardinal.verify.exact import ExactNetwork, check_monotone_explanation
 from cardinal.verify.generate import random_network
-from cardinal.verify.network import Layer, Network
+
+from cardinal.activations import Activation
+from cardinal.domain import Domain
+from cardinal.exact import ExactNetwork, check_monotone_explanation
+from cardinal.network import Layer, Network
 
 
 def _check(network: Path, tmp_path: Path, capsys: pytest.CaptureFixture, claims: list[dict], *flags: str):

@@ -11,7 +11,8 @@ import cardinal.solvers.base as base
 import pytest
 from cardinal.solvers.base import BaseSolver
 from cardinal.verify.cli import main
-from cardinal.verify.problem import Outcome, Problem, Status
+
+from cardinal.problem import Outcome, Problem, Status
 
 
 def _run(args: list[str], capsys: pytest.CaptureFixture) -> tuple[int, list[dict], str]:
@@ -135,9 +136,10 @@ def test_float_solver_alone_certifies_only_size_one() -> None:
     verdict, uncertified, and no proved minimum."""
     pytest.importorskip("highspy")
     import numpy as np
-    from cardinal.verify.activations import Activation
     from cardinal.verify.certify import certify
-    from cardinal.verify.network import Layer, Network
+
+    from cardinal.activations import Activation
+    from cardinal.network import Layer, Network
 
     single = Network([Layer(np.array([[1.0, 1.0]]), np.array([-0.5]), Activation.make("relu"))])
     (size_one,) = certify(single, np.ones(2), "contrastive", threshold=0.6, solvers=("highs",))

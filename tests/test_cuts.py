@@ -10,8 +10,9 @@ import pytest
 from bruteforce import random_network
 from cardinal.solvers.cuts import Cut, LinearBounds
 from cardinal.solvers.subsets import SubsetBounds
-from cardinal.verify.activations import Activation
-from cardinal.verify.exact import Dyadic, ExactNetwork
+
+from cardinal.activations import Activation
+from cardinal.exact import Dyadic, ExactNetwork
 
 FAMILIES = [
     Activation.make("relu"),

@@ -21,7 +21,8 @@ from cardinal.verify.datasets import (
     load_csv,
     load_dataset,
 )
-from cardinal.verify.errors import InputError
+
+from cardinal.errors import InputError
 
 FILES = {
     "blog": "BlogFeedback.zip",

@@ -8,11 +8,12 @@ import torch
 from bruteforce import monotone_minimum, random_network, vertex_minimum
 from cardinal.solvers.base import solve_problem
 from cardinal.solvers.enumerate import MAX_TABLE_FEATURES, EnumerateSolver, Evaluator, combinations
-from cardinal.verify import Domain, Layer, Network, explain
-from cardinal.verify.activations import Activation
-from cardinal.verify.bounds import _activate
-from cardinal.verify.errors import InputError
-from cardinal.verify.problem import Problem, Status
+
+from cardinal import Domain, Layer, Network, explain
+from cardinal.activations import Activation
+from cardinal.bounds import _activate
+from cardinal.errors import InputError
+from cardinal.problem import Problem, Status
 
 MONOTONE_ACTIVATIONS = [
     Activation.make("relu"),

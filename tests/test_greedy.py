@@ -6,14 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from cardinal.verify.activations import Activation
-from cardinal.verify.domain import Domain
-from cardinal.verify.errors import InputError
-from cardinal.verify.exact import ExactNetwork, check_monotone_explanation
 from cardinal.verify.generate import median_threshold, random_network
-from cardinal.verify.greedy import KINDS, explain, explain_reference
-from cardinal.verify.network import Layer, Network
 
+from cardinal.activations import Activation
+from cardinal.domain import Domain
+from cardinal.errors import InputError
+from cardinal.exact import ExactNetwork, check_monotone_explanation
+from cardinal.greedy import KINDS, explain, explain_reference
+from cardinal.network import Layer, Network
 from tests.conftest import brute_force_minimum
 
 FAMILIES = ["relu", "leaky_relu", "hardtanh", "step", "sigmoid", "tanh", "softplus"]
@@ -69,7 +69,7 @@ def test_ties_break_by_lower_index(kind: str) -> None:
 
 
 def _scores(net: Network, X: np.ndarray, result) -> list[np.ndarray]:
-    from cardinal.verify.exact import modified_inputs
+    from cardinal.exact import modified_inputs
 
     rows = []
     for x, prediction in zip(X, result.predictions.tolist(), strict=True):
@@ -84,7 +84,7 @@ def test_chunking_does_not_change_answers(monkeypatch: pytest.MonkeyPatch, kind:
     """Variants of 1 or 3 rows at a time; sort and search over blocks of 40, 7 or 1 rows."""
     net, X, t = _case(7, "relu", n=9, hidden=(8, 8), rows=40)
     whole = explain(net, X, kind=kind, threshold=t, device="cpu")
-    import cardinal.verify.greedy as greedy
+    import cardinal.greedy as greedy
 
     monkeypatch.setattr(greedy, "_CPU_CHUNK_ELEMENTS_PER_THREAD", max(1, chunk // torch.get_num_threads()))
     monkeypatch.setattr(greedy, "_SEARCH_BLOCK_ELEMENTS", block)
@@ -269,7 +269,7 @@ def test_float32_matches_float64_on_dyadic_network() -> None:
 def test_float32_tails_equal_reference_on_dyadic_network(monkeypatch: pytest.MonkeyPatch, kind: str, fused: bool) -> None:
     """float32 on the CPU, with oneDNN's fused linear + ReLU for the hidden layers after the first
     (where torch has it) and without: the answers of the exact reference, ties included."""
-    import cardinal.verify.greedy as greedy
+    import cardinal.greedy as greedy
 
     if fused and not greedy._fused_relu_linear_available(torch.device("cpu"), torch.float32):
         pytest.skip("this torch build has no oneDNN fused linear + ReLU")

@@ -6,12 +6,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cardinal.verify.activations import Activation
 from cardinal.verify.cases import Case, replay
 from cardinal.verify.cli import main
 from cardinal.verify.hunt import hunt, tie_decided
-from cardinal.verify.network import Layer, Network
-from cardinal.verify.problem import Problem
+
+from cardinal.activations import Activation
+from cardinal.network import Layer, Network
+from cardinal.problem import Problem
 
 
 def test_design_network_is_a_tie_independent_counterexample(design_network: Network) -> None:

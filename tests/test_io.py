@@ -1,4 +1,4 @@
-"""`verify.io`: atomic writes leave whole files with the usual permissions; reads are bounded."""
+"""`cardinal.io`: atomic writes leave whole files with the usual permissions; reads are bounded."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import os
 from pathlib import Path
 
 import pytest
-from cardinal.verify.errors import InputError
-from cardinal.verify.io import read_input, write_atomic
+
+from cardinal.errors import InputError
+from cardinal.io import read_input, write_atomic
 
 
 def test_write_atomic_replaces_whole_and_uses_the_umask(tmp_path: Path) -> None:

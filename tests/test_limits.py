@@ -10,11 +10,12 @@ from cardinal.solvers import enumerate as enumeration
 from cardinal.solvers import smt
 from cardinal.solvers.base import available_solvers, get_solver, solve_problem
 from cardinal.solvers.milp import MilpRun, RunState
-from cardinal.verify.activations import Activation
 from cardinal.verify.certify import GreedyAnswer, judge
-from cardinal.verify.domain import Domain
-from cardinal.verify.network import Layer, Network
-from cardinal.verify.problem import Problem, Status, Verdict
+
+from cardinal.activations import Activation
+from cardinal.domain import Domain
+from cardinal.network import Layer, Network
+from cardinal.problem import Problem, Status, Verdict
 
 INSTALLED = available_solvers()
 

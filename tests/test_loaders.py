@@ -12,14 +12,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from cardinal.verify.activations import Activation, Step
 from cardinal.verify.cli import main
-from cardinal.verify.errors import InputError
-from cardinal.verify.greedy import explain
-from cardinal.verify.loaders import detect_format
-from cardinal.verify.network import Layer, Network
 from torch import nn
 
+from cardinal.activations import Activation, Step
+from cardinal.errors import InputError
+from cardinal.formats.loaders import detect_format
+from cardinal.greedy import explain
+from cardinal.network import Layer, Network
 from tests.conftest import DESIGN_NETWORK
 
 

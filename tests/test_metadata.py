@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 from cardinal.verify.cli import main
 from cardinal.verify.datasets import load_dataset
-from cardinal.verify.errors import InputError
-from cardinal.verify.network import Metadata, Network
 from cardinal.verify.train import train_monotone
+
+from cardinal.errors import InputError
+from cardinal.network import Metadata, Network
 
 
 @pytest.fixture(scope="module")

@@ -18,13 +18,13 @@ from cardinal.solvers.base import get_solver, solve_problem
 from cardinal.solvers.encode import MilpModel, encode
 from cardinal.solvers.milp import MilpRun, MilpSolver, RunState, _witness
 from cardinal.solvers.oracle import SetOracle
-from cardinal.verify.activations import Activation
-from cardinal.verify.domain import Domain
 from cardinal.verify.generate import median_threshold, random_network
-from cardinal.verify.greedy import explain
-from cardinal.verify.network import Layer, Network
-from cardinal.verify.problem import Outcome, Problem, Status
 
+from cardinal.activations import Activation
+from cardinal.domain import Domain
+from cardinal.greedy import explain
+from cardinal.network import Layer, Network
+from cardinal.problem import Outcome, Problem, Status
 from tests.conftest import DESIGN_NETWORK, brute_force_minimum
 
 BACKENDS = ["gurobi", "highs"]
@@ -414,7 +414,7 @@ def test_highs_prints_nothing() -> None:
         "import json, sys\n"
         "import numpy as np\n"
         "from cardinal.solvers.base import solve_minimum\n"
-        "from cardinal.verify.network import Network\n"
+        "from cardinal.network import Network\n"
         "out = solve_minimum(Network.from_json(json.loads(sys.argv[1])), np.ones(3), threshold=0.5, solver='highs')\n"
         "assert out.size == 2\n"
     )

@@ -10,13 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from cardinal.verify.activations import Activation, Step
-from cardinal.verify.errors import InputError
-from cardinal.verify.exact import Dyadic, ExactNetwork
 from cardinal.verify.generate import random_network
-from cardinal.verify.network import Layer, Network
 from torch import nn
 
+from cardinal.activations import Activation, Step
+from cardinal.errors import InputError
+from cardinal.exact import Dyadic, ExactNetwork
+from cardinal.network import Layer, Network
 from tests.conftest import DESIGN_NETWORK
 
 ODD_DOUBLES = [0.1, -0.0, 5e-324, 1e-300, 1.7976931348623157e308, 2.0**-1074 * 3, 1 / 3, -123456.789]

@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 from cardinal.verify.campaign import run_campaign
 from cardinal.verify.datasets import data_directory
-from cardinal.verify.greedy import explain
 from cardinal.verify.paper import (
     REGRESSION_THRESHOLDS,
     certification_rows,
@@ -22,8 +21,10 @@ from cardinal.verify.paper import (
     paper_models,
     write_paper_report,
 )
-from cardinal.verify.problem import Verdict
 from cardinal.verify.record import read_records
+
+from cardinal.greedy import explain
+from cardinal.problem import Verdict
 
 FILES = ("COMET/Heart/train_data.csv", "COMET/Auto-MPG/train_data.csv")
 

@@ -19,9 +19,9 @@ from cardinal.solvers.guard import allowed_overrun, report_incumbent
 from cardinal.verify.campaign import run_campaign
 from cardinal.verify.cli import main
 from cardinal.verify.generate import median_threshold, random_network
-from cardinal.verify.io import JsonLines
-from cardinal.verify.problem import Outcome, Problem, Status
 
+from cardinal.io import JsonLines
+from cardinal.problem import Outcome, Problem, Status
 from tests.test_campaign import tiny_instances
 
 ROOT = str(Path(__file__).resolve().parents[1])
@@ -213,8 +213,8 @@ class IgnoresItsLimit(BaseSolver):
 
 def test_a_backend_that_ignores_its_limit_is_stopped_from_outside() -> None:
     from cardinal.solvers.guard import GuardedSolver
-    from cardinal.verify.network import Network
 
+    from cardinal.network import Network
     from tests.conftest import DESIGN_NETWORK
 
     problem = Problem.make(Network.from_json(DESIGN_NETWORK), np.ones(3), "contrastive", threshold=0.5)
@@ -250,8 +250,8 @@ sys.path.insert(0, {root!r})
 sys.path.insert(0, {hook!r})
 import numpy as np
 from cardinal.solvers.guard import GuardedSolver
-from cardinal.verify.network import Network
-from cardinal.verify.problem import Problem
+from cardinal.network import Network
+from cardinal.problem import Problem
 from tests.conftest import DESIGN_NETWORK
 from tests.test_processes import IgnoresItsLimit
 
@@ -341,8 +341,8 @@ def test_certify_ends_with_every_solver_process_reaped(tmp_path: Path, design_ne
 def test_a_killed_child_is_reaped_at_once() -> None:
     """A child killed at its limit does not stay a zombie below this process."""
     from cardinal.solvers.guard import GuardedSolver
-    from cardinal.verify.network import Network
 
+    from cardinal.network import Network
     from tests.conftest import DESIGN_NETWORK
 
     problem = Problem.make(Network.from_json(DESIGN_NETWORK), np.ones(3), "contrastive", threshold=0.5)
@@ -373,8 +373,8 @@ import sys
 sys.path.insert(0, {root!r})
 import numpy as np
 from cardinal.solvers.guard import GuardedSolver
-from cardinal.verify.network import Network
-from cardinal.verify.problem import Problem
+from cardinal.network import Network
+from cardinal.problem import Problem
 from tests.conftest import DESIGN_NETWORK
 from tests.test_processes import Noisy
 
@@ -408,8 +408,8 @@ def test_guarded_calls_reuse_their_process_and_its_copy_of_the_network() -> None
     """A lent backend serves consecutive calls from one process, which keeps the network of the
     last call (its exact evaluators with it) while the caller passes the same Network object."""
     from cardinal.solvers.guard import GuardedSolver, lent
-    from cardinal.verify.network import Network
 
+    from cardinal.network import Network
     from tests.conftest import DESIGN_NETWORK
 
     first, second = Network.from_json(DESIGN_NETWORK), Network.from_json(DESIGN_NETWORK)
@@ -437,8 +437,8 @@ class FindsThenHangs(BaseSolver):
 def test_a_call_stopped_from_outside_keeps_what_it_found() -> None:
     """The last set a backend reported is the answer of its stopped call, and it is replayed."""
     from cardinal.solvers.guard import GuardedSolver
-    from cardinal.verify.network import Network
 
+    from cardinal.network import Network
     from tests.conftest import DESIGN_NETWORK
 
     problem = Problem.make(Network.from_json(DESIGN_NETWORK), np.ones(3), "contrastive", threshold=0.5)
@@ -468,8 +468,8 @@ sys.path.insert(0, {root!r})
 import numpy as np, torch
 torch.set_num_threads({threads})  # before the zygote starts, as a campaign worker does
 from cardinal.solvers.guard import GuardedSolver
-from cardinal.verify.network import Network
-from cardinal.verify.problem import Problem
+from cardinal.network import Network
+from cardinal.problem import Problem
 from tests.conftest import DESIGN_NETWORK
 from tests.test_processes import ReportsItsThreads
 
@@ -510,8 +510,7 @@ def test_time_limit_holds_on_a_slow_instance(name: str, kind: str, wide: list[Pr
     problem = wide[0] if kind == "contrastive" else wide[1]
     limit = 2.0
     with get_solver(name, guarded=True) as backend:
-        from cardinal.verify.network import Network
-
+        from cardinal.network import Network
         from tests.conftest import DESIGN_NETWORK
 
         small = Problem.make(Network.from_json(DESIGN_NETWORK), np.ones(3), "contrastive", threshold=0.5)

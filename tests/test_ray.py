@@ -19,9 +19,9 @@ from cardinal.verify import campaign
 from cardinal.verify.campaign import certify_unit, run_campaign
 from cardinal.verify.cli import main
 from cardinal.verify.executors import RETRIES, start_local_ray
-from cardinal.verify.io import JsonLines
 from cardinal.verify.record import without_timings
 
+from cardinal.io import JsonLines
 from tests.test_campaign import tiny_instances
 from tests.test_processes import _descendants, _running
 

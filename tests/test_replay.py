@@ -21,13 +21,13 @@ import numpy as np
 import pytest
 from cardinal.solvers.base import available_solvers, replay, solve_minimum
 from cardinal.solvers.oracle import SetOracle
-from cardinal.verify.activations import Activation
 from cardinal.verify.certify import SolverPool, certify, certify_row, judge
 from cardinal.verify.cli import main
-from cardinal.verify.domain import Domain
-from cardinal.verify.network import Layer, Network
-from cardinal.verify.problem import Outcome, Problem, Status, Verdict
 
+from cardinal.activations import Activation
+from cardinal.domain import Domain
+from cardinal.network import Layer, Network
+from cardinal.problem import Outcome, Problem, Status, Verdict
 from tests.bruteforce import random_network, vertex_minimum, vertex_valid
 
 INSTALLED = available_solvers()

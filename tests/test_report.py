@@ -14,8 +14,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cardinal.verify.errors import InputError
-from cardinal.verify.problem import Kind, Status, Verdict
 from cardinal.verify.record import Record, read_records
 from cardinal.verify.report import (
     cactus_figure,
@@ -26,6 +24,9 @@ from cardinal.verify.report import (
     time_figure,
     write_report,
 )
+
+from cardinal.errors import InputError
+from cardinal.problem import Kind, Status, Verdict
 
 OLD = Path(__file__).parent / "data" / "records_old.jsonl"
 

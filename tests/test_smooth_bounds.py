@@ -11,9 +11,10 @@ import mpmath
 import numpy as np
 import pytest
 from cardinal.solvers.smooth import SmoothBounds, _lines, _root
-from cardinal.verify import Layer, Network
-from cardinal.verify.activations import Activation
-from cardinal.verify.exact import ExactNetwork
+
+from cardinal import Layer, Network
+from cardinal.activations import Activation
+from cardinal.exact import ExactNetwork
 
 ACTIVATIONS = [
     Activation.make("sigmoid"),

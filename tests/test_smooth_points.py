@@ -14,16 +14,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cardinal.verify.activations import Activation
 from cardinal.verify.cases import Case, replay
 from cardinal.verify.certify import certify, tie_decided
 from cardinal.verify.cli import main
-from cardinal.verify.domain import Domain
-from cardinal.verify.errors import Undecided
-from cardinal.verify.exact import Enclosure, ExactNetwork, Score, exact_blocks
-from cardinal.verify.greedy import explain, explain_reference
-from cardinal.verify.network import Layer, Network
-from cardinal.verify.problem import Problem
+
+from cardinal.activations import Activation
+from cardinal.domain import Domain
+from cardinal.errors import Undecided
+from cardinal.exact import Enclosure, ExactNetwork, Score, exact_blocks
+from cardinal.greedy import explain, explain_reference
+from cardinal.network import Layer, Network
+from cardinal.problem import Problem
 
 
 def _issue_network() -> Network:
@@ -152,7 +153,7 @@ def _random_step_network(rng: np.random.Generator) -> Network:
 
 
 def _f(net: Network, y: np.ndarray) -> Fraction:
-    """f(y) in exact rational arithmetic, independently of `verify.exact`: step(σ(h)) at σ(0) is
+    """f(y) in exact rational arithmetic, independently of `cardinal.exact`: step(σ(h)) at σ(0) is
     [h ≥ 0] (σ strictly increasing), the piecewise-linear layers in Fractions."""
     z = [Fraction(v) for v in y]
     for number, layer in enumerate(net.layers):

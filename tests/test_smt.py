@@ -11,10 +11,12 @@ import pytest
 from bruteforce import monotone_minimum, random_network, vertex_minimum
 from cardinal.solvers.base import solve_problem
 from cardinal.solvers.enumerate import EnumerateSolver
-from cardinal.verify import Domain, Layer, Network, explain, generate
-from cardinal.verify.activations import Activation
-from cardinal.verify.errors import InputError
-from cardinal.verify.problem import Problem, Status
+from cardinal.verify import generate
+
+from cardinal import Domain, Layer, Network, explain
+from cardinal.activations import Activation
+from cardinal.errors import InputError
+from cardinal.problem import Problem, Status
 
 pytest.importorskip("z3")
 

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 from bruteforce import monotone_minimum
 from cardinal.solvers.base import solve_problem
-from cardinal.verify import Domain, Layer, Network
-from cardinal.verify.activations import Activation
-from cardinal.verify.problem import Problem, Status
+
+from cardinal import Domain, Layer, Network
+from cardinal.activations import Activation
+from cardinal.problem import Problem, Status
 
 pytest.importorskip("z3")
 

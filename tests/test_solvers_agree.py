@@ -16,11 +16,11 @@ import itertools
 import numpy as np
 import pytest
 from cardinal.solvers.base import available_solvers, get_solver, solve_problem
-from cardinal.verify.domain import Domain
-from cardinal.verify.exact import ExactNetwork
 from cardinal.verify.generate import median_threshold, random_network
-from cardinal.verify.problem import Problem, Status
 
+from cardinal.domain import Domain
+from cardinal.exact import ExactNetwork
+from cardinal.problem import Problem, Status
 from tests.conftest import brute_force_minimum
 
 SEEDS = range(12)

@@ -12,10 +12,11 @@ import pandas as pd
 import pytest
 import torch
 from cardinal.verify.datasets import Dataset, load_csv, load_dataset
-from cardinal.verify.errors import InputError
-from cardinal.verify.io import read_inputs
-from cardinal.verify.network import Network
 from cardinal.verify.train import add_train_arguments, run_train, train_monotone
+
+from cardinal.errors import InputError
+from cardinal.io import read_inputs
+from cardinal.network import Network
 
 
 @pytest.fixture(scope="module")

@@ -13,16 +13,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 from cardinal.solvers.base import solve_minimum
-from cardinal.verify.activations import Activation
 from cardinal.verify.campaign import Unit, certify_unit
 from cardinal.verify.certify import SolverPool, certify, greedy_answers
 from cardinal.verify.cli import main
-from cardinal.verify.domain import Domain
-from cardinal.verify.errors import InputError, UndecidedPrediction
-from cardinal.verify.network import Layer, Network
-from cardinal.verify.problem import Problem
 from cardinal.verify.record import Record
 
+from cardinal.activations import Activation
+from cardinal.domain import Domain
+from cardinal.errors import InputError, UndecidedPrediction
+from cardinal.network import Layer, Network
+from cardinal.problem import Problem
 from cardinal.testing import assert_explanations
 
 UNDECIDED_ROW, DECIDED_ROW = [1.0, 0.0], [0.75, 0.5]  # f = 1 exactly; f = sigmoid(1/4) + 1/2

@@ -17,15 +17,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 from cardinal.solvers.base import available_solvers
-from cardinal.verify.activations import Activation
 from cardinal.verify.certify import Certificate, SolverPool, certify, certify_row, greedy_answers
 from cardinal.verify.cli import main
-from cardinal.verify.domain import Domain
-from cardinal.verify.exact import check_monotone_explanation
 from cardinal.verify.generate import random_network
-from cardinal.verify.network import Layer, Network
-from cardinal.verify.problem import Problem, Status, Verdict
 
+from cardinal.activations import Activation
+from cardinal.domain import Domain
+from cardinal.exact import check_monotone_explanation
+from cardinal.network import Layer, Network
+from cardinal.problem import Problem, Status, Verdict
 from tests.bruteforce import monotone_minimum, vertex_minimum, vertex_valid
 
 INSTALLED = available_solvers()

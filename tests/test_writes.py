@@ -22,12 +22,12 @@ from cardinal.verify import campaign
 from cardinal.verify.campaign import LOCK_FILE, run_campaign
 from cardinal.verify.cases import Case
 from cardinal.verify.cli import main
-from cardinal.verify.errors import InputError
-from cardinal.verify.io import JsonLines, write_atomic
-from cardinal.verify.network import Network
 from cardinal.verify.paper import write_paper_report
 from cardinal.verify.suites import SUITES
 
+from cardinal.errors import InputError
+from cardinal.io import JsonLines, write_atomic
+from cardinal.network import Network
 from tests.conftest import DESIGN_NETWORK
 from tests.test_bad_input import CASE, read_only_folder
 from tests.test_campaign import tiny_instances
@@ -279,7 +279,7 @@ def test_a_name_over_the_limit_is_refused_before_any_work(
     def tripwire(*args: object, **kwargs: object) -> None:
         raise AssertionError("work started before the name was checked")
 
-    for target in ("cardinal.verify.greedy.explain", "cardinal.verify.campaign._execute", "cardinal.verify.hunt.hunt"):
+    for target in ("cardinal.greedy.explain", "cardinal.verify.campaign._execute", "cardinal.verify.hunt.hunt"):
         monkeypatch.setattr(target, tripwire)
     network, inputs = _files(tmp_path)
     long = str(tmp_path / ("n" * 256))

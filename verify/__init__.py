@@ -1,13 +1,6 @@
-"""cardinal's core: networks, domains, greedy explanations and exact checks.
-
-`import cardinal.verify` needs only torch, numpy and mpmath; the exact solvers live in
-`cardinal.solvers` and are imported lazily by the commands that call them.
+"""cardinal's application layer: `certify` (greedy against the exact solvers), `check`
+(explanations from any source judged exactly), baselines, case files, campaigns (`crosscheck`)
+and their executors, reports, the counterexample hunt, the suites and datasets, and the
+`cardinal` command (`cardinal.verify.cli`). It builds on the core (`cardinal`) and the exact
+engines (`cardinal.solvers`); nothing below imports it.
 """
-
-from .activations import Activation, Step
-from .domain import Domain
-from .errors import InputError
-from .greedy import ExplainResult, explain, explain_reference
-from .network import Layer, Network
-
-__all__ = ["Activation", "Domain", "ExplainResult", "InputError", "Layer", "Network", "Step", "explain", "explain_reference"]

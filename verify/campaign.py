@@ -43,16 +43,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..errors import InputError
+from ..io import JsonLines, open_folder, open_regular, writing
+from ..network import Network
+from ..problem import Kind, Outcome, Problem, Status, Verdict
 from ..solvers.guard import start_zygote
-from .errors import InputError
+from ..validate import output_directory, output_file
 from .executors import Failed, execute, sigterm_interrupts
 from .instance import Instance
-from .io import JsonLines, open_folder, open_regular, writing
-from .network import Network
-from .problem import Kind, Outcome, Problem, Status, Verdict
 from .record import GreedyAnswer, Record, read_records
 from .suites import SUITES
-from .validate import output_directory, output_file
 
 if TYPE_CHECKING:
     from .certify import SolverPool
@@ -145,9 +145,9 @@ _POOL = None
 def certify_unit(unit: Unit, pool: SolverPool | _FailedCalls | None = None) -> tuple[Record, dict[str, Any] | None]:
     """Certify one unit: its record, and its case file document when it is worth keeping.
     `pool`: the solvers to run (default: this process's pool of `unit.solvers`)."""
+    from ..domain import Domain
+    from ..network import Network
     from .certify import SolverPool, case_of, certify_input, tie_decided
-    from .domain import Domain
-    from .network import Network
 
     global _POOL
     if pool is None and (_POOL is None or _POOL.names != unit.solvers):

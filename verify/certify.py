@@ -36,16 +36,16 @@ from typing import Any, cast
 
 import numpy as np
 
+from ..domain import Domain
+from ..errors import UndecidedPrediction
+from ..exact import exact_blocks, modified_inputs
+from ..greedy import ExplainResult, explain
+from ..network import Network
+from ..problem import DEFAULT_EPSILON, Outcome, Problem, Status, Verdict
 from ..solvers.base import Solver, get_solver, solve_problem
 from ..solvers.guard import STARTUP_WAIT, GuardedSolver
 from ..solvers.oracle import SetOracle
 from .cases import Case
-from .domain import Domain
-from .errors import UndecidedPrediction
-from .exact import exact_blocks, modified_inputs
-from .greedy import ExplainResult, explain
-from .network import Network
-from .problem import DEFAULT_EPSILON, Outcome, Problem, Status, Verdict
 from .record import GreedyAnswer, refuted_solvers, verdict_fields
 
 
@@ -354,7 +354,7 @@ def tie_decided(problem: Problem, greedy: tuple[int, ...], limit: int = 200_000)
     `limit` sets to check, or scores whose order exact arithmetic leaves open).
 
     The paper breaks ties "arbitrarily"; cardinal by lower index. The scores are sorted in exact
-    arithmetic (`verify.exact.exact_blocks`: exact values for PWL networks; for smooth ones,
+    arithmetic (`cardinal.exact.exact_blocks`: exact values for PWL networks; for smooth ones,
     enclosures ordered only when disjoint, equal only when provably equal), so the tied features
     form groups. An order that sorts the scores the same way takes whole groups and then part of
     one group. On a monotone network the prefix sets that reach the goal are closed upwards, so

@@ -37,14 +37,14 @@ from typing import Any
 
 import numpy as np
 
+from ..domain import Domain
+from ..errors import InputError
+from ..exact import ExactNetwork, modified_inputs
+from ..io import MAX_DATA_BYTES, json_lines, parse_json, read_input
+from ..network import Network
+from ..problem import Outcome, Problem, Status
+from ..validate import describe, json_feature_set
 from .certify import GreedyAnswer, SolverPool, certify_row
-from .domain import Domain
-from .errors import InputError
-from .exact import ExactNetwork, modified_inputs
-from .io import MAX_DATA_BYTES, json_lines, parse_json, read_input
-from .network import Network
-from .problem import Outcome, Problem, Status
-from .validate import describe, json_feature_set
 
 KINDS = ("contrastive", "abductive")
 REQUIREMENTS = ("valid", "subset", "minimum")

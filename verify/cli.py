@@ -17,9 +17,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from .errors import InputError
+from ..errors import InputError
+from ..validate import count, finite_number, number_list, output_directory, output_file, positive_number, seconds
 from .executors import EXECUTORS, sigterm_interrupts
-from .validate import count, finite_number, number_list, output_directory, output_file, positive_number, seconds
 
 KIND_CHOICES = ("contrastive", "abductive", "both")
 MAX_WORKERS = 4 * (os.cpu_count() or 1)
@@ -83,9 +83,9 @@ def _problem_flags() -> argparse.ArgumentParser:
 
 def _load_problem(args: argparse.Namespace):
     """Network, domain and checked inputs [B, n] from the shared flags."""
-    from .domain import Domain
-    from .io import read_inputs, read_json
-    from .network import Network
+    from ..domain import Domain
+    from ..io import read_inputs, read_json
+    from ..network import Network
 
     net = Network.load(args.network, activations=args.activations)
     if args.threshold is None:  # the network file's metadata, else 0
@@ -133,7 +133,7 @@ def _named(lines: list[dict[str, Any]], net) -> list[dict[str, Any]]:
 
 
 def _emit(lines: list[dict[str, Any]], out: str | None) -> None:
-    from .io import write_atomic
+    from ..io import write_atomic
 
     text = "".join(json.dumps(line) + "\n" for line in lines)
     if out is None:
@@ -144,7 +144,7 @@ def _emit(lines: list[dict[str, Any]], out: str | None) -> None:
 
 # ---------------------------------------------------------------------------- explain
 def _explain(args: argparse.Namespace) -> int:
-    from .greedy import explain
+    from ..greedy import explain
 
     if args.out is not None:
         output_file(args.out, "--out")
@@ -180,8 +180,8 @@ def _certify(args: argparse.Namespace) -> int:
 
     from tabulate import tabulate
 
+    from ..problem import Status, Verdict
     from .certify import SolverPool, case_of, certify_input, greedy_answers
-    from .problem import Status, Verdict
 
     if args.out is not None:
         output_file(args.out, "--out")
@@ -320,9 +320,9 @@ def _ci_flag_arguments(parser: argparse.ArgumentParser) -> None:
 def _convert(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from .loaders import format_for_output
-    from .network import Network
-    from .torch_io import activation_flag
+    from ..formats.loaders import format_for_output
+    from ..formats.torch_io import activation_flag
+    from ..network import Network
 
     format_for_output(args.output)  # fail on the extension and the path before reading anything
     output_file(args.output, "OUT")

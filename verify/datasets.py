@@ -19,7 +19,7 @@ Files are read from `data_dir`, else `$CARDINAL_DATA`, else `../shared/data` bes
 repository. `DATA_FILES` names each file with its SHA-256 and public source; `check_data_files`
 reports every missing or altered file at once (`cardinal data check`). `breast-cancer` and
 `diabetes` come with scikit-learn and need no file. Every file is read through the reading gate
-(`verify.io.open_input`): a regular file of at most `MAX_DATA_BYTES`, a zip's members unpacked
+(`cardinal.io.open_input`): a regular file of at most `MAX_DATA_BYTES`, a zip's members unpacked
 included.
 """
 
@@ -37,8 +37,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .errors import InputError
-from .io import MAX_DATA_BYTES, check_size, open_input, read_input
+from ..errors import InputError
+from ..io import MAX_DATA_BYTES, check_size, open_input, read_input
 
 SPLIT_SEED = 78712
 TRAIN_FRACTION = 0.8

@@ -35,8 +35,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from ..errors import InputError
 from ..solvers.guard import die_with_parent, start_zygote
-from .errors import InputError
 
 EXECUTORS = ("local", "ray")
 RETRIES = 2  # Ray: how many times a unit whose worker process died is run again

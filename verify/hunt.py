@@ -21,15 +21,15 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..activations import Activation
+from ..domain import Domain
+from ..greedy import explain
+from ..network import Layer, Network
+from ..problem import KINDS, Problem, Status
 from ..solvers.base import get_solver, solve_problem
-from .activations import Activation
 from .cases import Case
 from .certify import tie_decided
-from .domain import Domain
 from .generate import random_set_cover, set_cover_problem
-from .greedy import explain
-from .network import Layer, Network
-from .problem import KINDS, Problem, Status
 
 HUNT_ACTIVATIONS = ("relu", "hardtanh", "step", "sigmoid")
 

@@ -2,7 +2,7 @@
 `DIR/records.jsonl` and the one type that `verify.report` and `verify.paper` read.
 
 In the style of OR-Tools MathOpt's `result.py`: a frozen dataclass whose enums (`Kind`, `Verdict`,
-and the `Status` of each solver's `Outcome`) are defined once in `verify.problem`, with
+and the `Status` of each solver's `Outcome`) are defined once in `cardinal.problem`, with
 `to_json` / `from_json`. `from_json` checks every field it reads and names the line and field of
 a bad one; fields added after the first campaigns (`refuted`, `tie_decided`, `notes`) are
 optional, so records written by older versions still load.
@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError
-from .io import JsonLines
-from .problem import Kind, Outcome, Status, Verdict
-from .validate import describe, json_bool, json_vector
+from ..errors import InputError
+from ..io import JsonLines
+from ..problem import Kind, Outcome, Status, Verdict
+from ..validate import describe, json_bool, json_vector
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,9 @@ from typing import Any
 
 from tabulate import tabulate
 
-from .activations import CONTINUOUS
-from .io import write_atomic, write_figure
-from .problem import Status, Verdict
+from ..activations import CONTINUOUS
+from ..io import write_atomic, write_figure
+from ..problem import Status, Verdict
 from .record import Record
 
 VERDICT_COLUMNS = tuple(verdict.value for verdict in Verdict)

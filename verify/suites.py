@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .domain import Domain
+from ..domain import Domain
 from .generate import median_threshold, random_network, random_set_cover, set_cover_network
 from .instance import Instance
 from .paper import paper_instances

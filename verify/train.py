@@ -8,7 +8,7 @@ positive class is weighted by (negatives / positives) of the training part (`pos
 rare class is not traded for accuracy: a model that predicts both classes. Classification is
 scored by accuracy, balanced accuracy (the mean of the two classes' recalls) and ROC AUC.
 
-The saved network carries metadata (`verify.network.Metadata`): the feature names, the threshold
+The saved network carries metadata (`cardinal.network.Metadata`): the feature names, the threshold
 (0 for classification), the input scaling and the unit domain, so `explain`, `certify` and
 `check` need no flags to read it as it was trained.
 
@@ -35,10 +35,10 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
+from ..errors import InputError
+from ..network import Metadata, Network
+from ..validate import count, output_file, positive_number
 from .datasets import Dataset, dataset_names, load_dataset
-from .errors import InputError
-from .network import Metadata, Network
-from .validate import count, output_file, positive_number
 
 
 @dataclass(frozen=True)
@@ -286,7 +286,7 @@ def export_inputs(feature_names: Sequence[str], X: np.ndarray) -> str:
 
 def run_train(args: argparse.Namespace) -> int:
     """`cardinal train`: load, train, save the network atomically, report the test metric."""
-    from .io import write_atomic
+    from ..io import write_atomic
 
     output_file(args.out, "--out")
     if args.export_test:

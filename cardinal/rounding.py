@@ -1,4 +1,4 @@
-"""Constants of the rigorous float64 error bounds (activations, `verify.bounds`, `solvers.subsets`).
+"""Constants of the rigorous float64 error bounds (activations, `cardinal.bounds`, `solvers.subsets`).
 
 A sum or product of m terms rounded to nearest, in any order and FMA included, is within
 γ_m·Σ|terms| of the exact one. Every computed bound is then scaled by `SAFETY` and raised by

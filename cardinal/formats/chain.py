@@ -1,6 +1,6 @@
 """`ChainStep`: a model from another tool read as a chain of affine maps and activations.
 
-The readers of ONNX and torch files (`verify.onnx_io`, `verify.torch_io`) produce chains, and
+The readers of ONNX and torch files (`cardinal.formats.onnx_io`, `cardinal.formats.torch_io`) produce chains, and
 `Network.from_chain` assembles the layers; the ONNX writer consumes `Network.chain()`.
 """
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .activations import Activation
+from ..activations import Activation
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,10 +1,10 @@
 """Network files by type: cardinal's JSON, ONNX and torch (`Network.load`, `Network.save`).
 
-The file is read once, through the reading gate (`verify.io.read_input`: a regular file of at most
+The file is read once, through the reading gate (`cardinal.io.read_input`: a regular file of at most
 `MAX_NETWORK_BYTES`). The type is told by content where content tells it (a JSON object starts with
 `{`, `torch.save` writes a zip archive or a pickle), else by the extension; a file that is none of
-these is an `InputError`. Reading returns the JSON document or the model's chain (`verify.chain`),
-which `Network` assembles. Nothing here runs pickled code (see `verify.torch_io`).
+these is an `InputError`. Reading returns the JSON document or the model's chain (`cardinal.formats.chain`),
+which `Network` assembles. Nothing here runs pickled code (see `cardinal.formats.torch_io`).
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .activations import Activation
+from ..activations import Activation
+from ..errors import InputError
+from ..io import MAX_NETWORK_BYTES, decode_text, open_input, parse_json, read_input
 from .chain import ChainStep
-from .errors import InputError
-from .io import MAX_NETWORK_BYTES, decode_text, open_input, parse_json, read_input
 
 _EXTENSIONS = {".json": "json", ".onnx": "onnx", ".pt": "torch", ".pth": "torch", ".bin": "torch"}
 _PICKLE_PROTOCOLS = tuple(bytes([0x80, version]) for version in range(2, 6))

@@ -1,4 +1,4 @@
-"""ONNX models read as chains (`verify.chain`), and written (needs the `onnx` package: `cardinal[onnx]`).
+"""ONNX models read as chains (`cardinal.formats.chain`), and written (needs the `onnx` package: `cardinal[onnx]`).
 
 Reading accepts one kind of graph: a single input vector flowing through one chain of
 * affine maps: `Gemm` (transA = 0, any transB, alpha, beta; C optional) or `MatMul` by a constant,
@@ -30,10 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from .activations import Activation
+from ..activations import Activation
+from ..errors import InputError
+from ..io import parse_json
 from .chain import ChainStep
-from .errors import InputError
-from .io import parse_json
 
 OPSET = 17
 _ACTIVATIONS = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Softplus": "softplus"}

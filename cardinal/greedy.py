@@ -14,7 +14,7 @@ How `explain` batches, for inputs X [B, n] and first-layer weights W1 [d1, n]:
   the prefix length finds the first change with ⌈log2(n+1)⌉ batched forward passes.
 
 Ties in the scores break by lower feature index. Decisions are taken in the chosen float dtype;
-`verify=True` re-checks each answer exactly (see `verify.exact`) and recomputes a row with exact
+`verify=True` re-checks each answer exactly (see `cardinal.exact`) and recomputes a row with exact
 arithmetic where float rounding decided differently.
 """
 
@@ -274,9 +274,9 @@ def explain_reference(
 
     The dual adds one check the paper leaves implicit: when p(x') = p(x) the prediction is
     constant on the box and the empty set is the AXp. With `exact=True` every model call is an
-    exact evaluation (`verify.exact`) instead of a float forward pass, and the sort orders two
+    exact evaluation (`cardinal.exact`) instead of a float forward pass, and the sort orders two
     scores only when exact arithmetic decides it (disjoint enclosures, or provably equal scores:
-    `verify.exact.exact_blocks`); raises `verify.errors.Undecided` for a row whose prediction,
+    `cardinal.exact.exact_blocks`); raises `cardinal.errors.Undecided` for a row whose prediction,
     score order or prefix check exact arithmetic cannot decide (smooth networks only).
     """
     network = net if isinstance(net, Network) else Network.from_torch(net)
@@ -334,7 +334,7 @@ class _FloatCalls:
 
 
 class _ExactCalls:
-    """Algorithm 1's model calls in exact arithmetic (`verify.exact`): scores are exact enclosures,
+    """Algorithm 1's model calls in exact arithmetic (`cardinal.exact`): scores are exact enclosures,
     ordered only where exact arithmetic decides (`exact_blocks`); `Undecided` where it does not."""
 
     def __init__(self, model: ExactNetwork, threshold: float) -> None:
@@ -452,7 +452,7 @@ class _Answer:
 class _ExactGreedy:
     """Algorithm 1 (or its dual) in exact arithmetic, at float speed where float is provably right.
 
-    Every float64 value comes with a rigorous error bound (`verify.bounds.BoundedForward`), so:
+    Every float64 value comes with a rigorous error bound (`cardinal.bounds.BoundedForward`), so:
 
     * predictions (of x, and of the prefixes along the greedy order) are exact: rows within their
       bound of the threshold are re-decided by exact evaluation;

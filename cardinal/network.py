@@ -1,9 +1,9 @@
 """`Network`: a fully connected network `h = W·z + b`, `z' = σ(h)`, whose last layer has width 1.
 
-Weights are kept as float64 numpy arrays, read as exact rationals by `verify.exact`. Networks load
+Weights are kept as float64 numpy arrays, read as exact rationals by `cardinal.exact`. Networks load
 from and save to the JSON format `cardinal.network/1` (a round trip keeps every double exactly)
 and convert to and from torch modules; `Network.load` also reads ONNX and torch files
-(`verify.loaders`). Loading never runs pickled code.
+(`cardinal.formats.loaders`). Loading never runs pickled code.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ import torch
 from torch import nn
 
 from .activations import Activation
-from .chain import ChainStep
 from .domain import Domain
 from .errors import InputError
+from .formats.chain import ChainStep
 from .io import write_atomic
 from .validate import describe, json_matrix, json_number, json_vector
 
@@ -204,7 +204,7 @@ class Network:
         """Read a torch model: an `nn.Sequential` of `Linear` and activation modules, or any
         module whose `forward` is such a chain (traced with `torch.fx`). A `Linear` not followed
         by an activation gets `identity`; Dropout, Identity and Flatten of a vector are skipped."""
-        from .torch_io import chain_of_module
+        from .formats.torch_io import chain_of_module
 
         return cls.from_chain(chain_of_module(model))
 
@@ -298,8 +298,8 @@ class Network:
         """Read a network file: cardinal's JSON, ONNX, or a torch file (a whole `nn.Sequential`,
         or a state_dict, which needs `activations`: one per Linear layer, as `Activation`s or
         specs like `relu` and `leaky_relu:0.1`, or one comma-separated string); see
-        `verify.loaders`. Never runs pickled code."""
-        from .loaders import read_model
+        `cardinal.formats.loaders`. Never runs pickled code."""
+        from .formats.loaders import read_model
 
         document, chain, metadata = read_model(path, activations)
         if document is not None:
@@ -317,7 +317,7 @@ class Network:
         JSON. ONNX and torch files hold float64 weights, the same network exactly, unless
         `float32` (which rounds them). `root`: as in `io.write_atomic` (a link at `path` is
         followed unless `path` lies below `root`)."""
-        from .loaders import format_for_output
+        from .formats.loaders import format_for_output
 
         kind = format_for_output(path, strict=False)
         if state_dict and kind != "torch":
@@ -325,11 +325,11 @@ class Network:
         if float32 and kind == "json":
             raise InputError(f"{path}: JSON keeps every double; float32 applies to ONNX and torch files")
         if kind == "onnx":
-            from .onnx_io import onnx_bytes
+            from .formats.onnx_io import onnx_bytes
 
             write_atomic(path, onnx_bytes(self.chain(), self.n_inputs, float32, self.metadata.to_json() or None), root=root)
         elif kind == "torch":
-            from .torch_io import torch_bytes
+            from .formats.torch_io import torch_bytes
 
             write_atomic(path, torch_bytes(self.to_torch(torch.float32 if float32 else torch.float64), state_dict), root=root)
         else:

@@ -125,7 +125,7 @@ def parse_json(text: str, where: str, one_line: bool = False) -> Any:
     """Parse JSON text; `InputError` "`where`: malformed JSON ..." for malformed text, the NaN and
     Infinity literals, an integer longer than `MAX_INTEGER_DIGITS` digits, and nesting deeper than
     Python's parser takes. A number literal too large for a double (1e999) parses as inf: the
-    typed readers (`verify.validate`) refuse it, naming the field. `one_line`: `where` names the
+    typed readers (`cardinal.validate`) refuse it, naming the field. `one_line`: `where` names the
     line (JSON lines), so messages give the column alone."""
     try:
         return json.loads(text, parse_constant=_reject_constant, parse_int=_integer)

@@ -206,17 +206,17 @@ class Problem:
 
     @property
     def exact(self) -> ExactNetwork:
-        """The network in exact arithmetic (`verify.exact`), shared by every problem on it."""
+        """The network in exact arithmetic (`cardinal.exact`), shared by every problem on it."""
         return _evaluators(self.net)[0]
 
     @property
     def decider(self) -> BoundedForward:
-        """Exact decisions at float speed on the CPU (`verify.bounds`), shared by every problem on the network."""
+        """Exact decisions at float speed on the CPU (`cardinal.bounds`), shared by every problem on the network."""
         return _evaluators(self.net)[1]
 
     def predictions(self, Y: np.ndarray) -> np.ndarray:
         """Y [B, n] float64 → [B] int8: p(y) decided exactly (a float64 pass with a rigorous error
-        bound, `verify.exact` for the rows near t), or −1 where a smooth enclosure straddles t."""
+        bound, `cardinal.exact` for the rows near t), or −1 where a smooth enclosure straddles t."""
         return self.decider.predictions(np.asarray(Y, dtype=np.float64), self.threshold)
 
     @property
@@ -259,7 +259,7 @@ class Problem:
     def is_explanation(self, features: tuple[int, ...] | list[int]) -> bool | None:
         """Exactly, on a *monotone* network, by the shortcut: is `features` an explanation of this
         kind (`base` with them set to `target` predicts `goal`)? None when a smooth enclosure
-        leaves it undecided. The check of `verify.exact.check_monotone_explanation` (all in exact
+        leaves it undecided. The check of `cardinal.exact.check_monotone_explanation` (all in exact
         arithmetic, the reference that case files and tests use), at float speed."""
         flipped = self.flips(modified_inputs(self.base, features, self.target))
         if flipped is None:

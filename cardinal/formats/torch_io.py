@@ -1,4 +1,4 @@
-"""torch models and files read as chains (`verify.chain`), without running pickled code.
+"""torch models and files read as chains (`cardinal.formats.chain`), without running pickled code.
 
 * A module: an `nn.Sequential` (nested ones too) is read module by module; any other module is
   traced with `torch.fx` and read node by node. Either way the model must be a chain of `Linear`
@@ -29,10 +29,10 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from .activations import Activation, Step
+from ..activations import Activation, Step
+from ..errors import InputError
+from ..io import MAX_NETWORK_BYTES, check_size
 from .chain import ChainStep
-from .errors import InputError
-from .io import MAX_NETWORK_BYTES, check_size
 
 # Classes a whole `nn.Sequential` file may hold (besides what weights_only always allows).
 SAFE_MODULES: tuple[type, ...] = (

@@ -3,14 +3,14 @@ taken at float speed from them (`BoundedForward`).
 
 A layer computes `h = fl(W z + b)` from a computed z with `|z − z_true| ≤ e_z`; then
 `|h − h_true| ≤ γ_{m+1} (|W| |z| + |b|) + |W| e_z` with `γ_m = m u / (1 − m u)`, u = 2^-53 (any
-summation order, FMA included; `verify.rounding`). Activations pass the bound on with their
+summation order, FMA included; `cardinal.rounding`). Activations pass the bound on with their
 Lipschitz constant plus their own rounding (`Activation.float_error`); a step unit is exact unless
 |h − at| is within the bound, which makes its row *unsure*. Every computed bound is scaled by
 1 + 2^-20 and raised by 2^-1000, more than the rounding and underflow of evaluating the bound
 itself.
 
 `BoundedForward.predictions` decides p(y) exactly: a row whose |f − t| exceeds its bound is
-decided in float; the others (and unsure rows) by `verify.exact` (exact dyadic arithmetic for
+decided in float; the others (and unsure rows) by `cardinal.exact` (exact dyadic arithmetic for
 piecewise-linear networks, rigorous enclosures for smooth ones, −1 when an enclosure straddles t).
 """
 
