@@ -1,0 +1,401 @@
+"""The independent checker of `cardinal.proof/1` certificates (`cardinal proof check`).
+
+A certificate says that no explanation of some kind has at most k features (docs/proofs.md has
+the format). This module decides whether it proves that, on its own: it imports nothing from
+cardinal, only Python's standard library, and evaluates the network with its own exact
+arithmetic. What it trusts: Python (integers, `fractions`, `json`, `hashlib`), the network it is
+given (checked against the certificate's SHA-256), and the argument written in docs/proofs.md —
+the monotone shortcut on a sign-monotone network (which it checks itself), and interval
+arithmetic.
+
+Numbers. Every double is a dyadic rational, and so is every value of a piecewise-linear network
+at dyadic inputs: those are computed exactly. Sigmoid, tanh and softplus give rational enclosures
+(a Taylor series with its remainder bound, rounded outwards to `_BITS` bits), so a value is an
+interval [lo, hi] throughout (lo = hi where exact); a decision that the interval leaves open
+rejects. Matrix products run on Python integers with one power-of-two scale per vector.
+
+`check(certificate, network)` returns a `Report` (accepted or the first step that fails, with the
+path to it); `CertificateError` is a certificate (or network) that is not well formed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+FORMAT = "cardinal.proof/1"
+NETWORK_FORMAT = "cardinal.network/1"
+MAX_ALL_SETS = 4096  # a leaf "all" evaluates at most this many sets
+_BITS = 160  # outward rounding of smooth enclosures: to multiples of 2^-_BITS (relative, below)
+_PARAMETERS = {"identity": {}, "relu": {}, "sigmoid": {}, "tanh": {}, "softplus": {},
+               "leaky_relu": {"slope": 0.01}, "hardtanh": {"min": -1.0, "max": 1.0}, "step": {"at": 0.0}}  # fmt: skip
+
+Interval = tuple[Fraction, Fraction]
+
+
+class CertificateError(Exception):
+    """A certificate or network that is not well formed (exit 2)."""
+
+
+@dataclass(frozen=True)
+class Report:
+    accepted: bool
+    message: str
+    leaves: int = 0
+    evaluations: int = 0
+
+
+class _Rejected(Exception):
+    """A step that does not hold (exit 1)."""
+
+
+# ---------------------------------------------------------------------------- the network
+@dataclass(frozen=True)
+class _Layer:
+    weight: list[list[Fraction]]  # [out][in]
+    bias: list[Fraction]
+    name: str
+    params: dict[str, Fraction]
+
+
+def _number(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise CertificateError(f"{where} must be a finite number")
+    return float(value)
+
+
+def _numbers(value: Any, where: str, length: int | None = None) -> list[float]:
+    if not isinstance(value, list) or (length is not None and len(value) != length):
+        raise CertificateError(f"{where} must be a list" + (f" of {length} numbers" if length is not None else ""))
+    return [_number(v, f"{where}[{i}]") for i, v in enumerate(value)]
+
+
+def network_sha256(document: Any) -> tuple[str, list[_Layer]]:
+    """The SHA-256 of a cardinal.network/1 document's canonical layers, and the layers read exactly."""
+    if not isinstance(document, dict) or document.get("format") != NETWORK_FORMAT or not isinstance(document.get("layers"), list):
+        raise CertificateError(f"the network is not a {NETWORK_FORMAT} document")
+    canonical, layers, width = [], [], None
+    for number, spec in enumerate(document["layers"], start=1):
+        where = f"network layer {number}"
+        if not isinstance(spec, dict) or not isinstance(spec.get("weight"), list) or not spec["weight"]:
+            raise CertificateError(f"{where}: needs 'weight', 'bias' and 'activation'")
+        weight = [_numbers(row, f"{where} weight row", len(spec["weight"][0])) for row in spec["weight"]]
+        bias = _numbers(spec.get("bias"), f"{where} bias", len(weight))
+        if width is not None and len(weight[0]) != width:
+            raise CertificateError(f"{where}: {len(weight[0])} inputs, the layer before has {width} outputs")
+        width = len(weight)
+        activation = spec.get("activation")
+        name = activation if isinstance(activation, str) else activation.get("name") if isinstance(activation, dict) else None
+        if name not in _PARAMETERS:
+            raise CertificateError(f"{where}: unknown activation {activation!r}")
+        given = activation if isinstance(activation, dict) else {}
+        params = {key: _number(given.get(key, default), f"{where} {key}") for key, default in _PARAMETERS[name].items()}
+        canonical.append({"weight": weight, "bias": bias, "activation": {"name": name, **params} if params else name})
+        layers.append(_Layer([[Fraction(w) for w in row] for row in weight], [Fraction(b) for b in bias], name,
+                             {key: Fraction(value) for key, value in params.items()}))  # fmt: skip
+    if width != 1:
+        raise CertificateError("the network must have one output (K = 1)")
+    text = json.dumps({"format": NETWORK_FORMAT, "layers": canonical}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest(), layers
+
+
+# ---------------------------------------------------------------------------- exact evaluation
+def _scaled(values: list[Fraction]) -> tuple[list[int], int]:
+    """Dyadic values as integers times 2^-shift (one shift for all)."""
+    shift = max((v.denominator.bit_length() - 1 for v in values), default=0)
+    if any(v.denominator & (v.denominator - 1) for v in values):
+        raise AssertionError("not dyadic")  # weights, inputs and rounded enclosures always are
+    return [v.numerator << (shift - (v.denominator.bit_length() - 1)) for v in values], shift
+
+
+class _Net:
+    """The network in integer arithmetic: each layer's weights scaled by one power of two."""
+
+    def __init__(self, layers: list[_Layer]) -> None:
+        self.layers = layers
+        self.scaled = []
+        for layer in layers:
+            flat, shift = _scaled([w for row in layer.weight for w in row])
+            width = len(layer.weight[0])
+            rows = [flat[i : i + width] for i in range(0, len(flat), width)]
+            self.scaled.append(([[max(w, 0) for w in row] for row in rows], [[min(w, 0) for w in row] for row in rows], shift))
+
+    def affine(self, index: int, low: list[Fraction], high: list[Fraction]) -> tuple[list[Fraction], list[Fraction]]:
+        """The range of W·z + b for z in [low, high] (interval arithmetic, exact)."""
+        positive, negative, shift = self.scaled[index]
+        ints, z_shift = _scaled(low + high)
+        lo, hi = ints[: len(low)], ints[len(low) :]
+        scale = Fraction(1, 1 << (shift + z_shift))
+        bias = self.layers[index].bias
+        out_lo = [scale * (_dot(p, lo) + _dot(q, hi)) + b for p, q, b in zip(positive, negative, bias, strict=True)]
+        out_hi = [scale * (_dot(p, hi) + _dot(q, lo)) + b for p, q, b in zip(positive, negative, bias, strict=True)]
+        return out_lo, out_hi
+
+    def activate(self, index: int, low: list[Fraction], high: list[Fraction]) -> tuple[list[Fraction], list[Fraction]]:
+        layer = self.layers[index]
+        return [_apply(layer, v, -1) for v in low], [_apply(layer, v, +1) for v in high]
+
+    def output(self, low: list[Fraction], high: list[Fraction], first: int = 0) -> Interval:
+        """The range of f for layer `first`'s pre-activations in [low, high]."""
+        for index in range(first, len(self.layers)):
+            if index > first:
+                low, high = self.affine(index, low, high)
+            low, high = self.activate(index, low, high)
+        return low[0], high[0]
+
+    def point(self, y: list[Fraction]) -> Interval:
+        return self.output(*self.affine(0, y, y))
+
+
+def _dot(row: list[int], values: list[int]) -> int:
+    return sum(w * v for w, v in zip(row, values, strict=True) if w)
+
+
+def _apply(layer: _Layer, h: Fraction, direction: int) -> Fraction:
+    """σ(h), rounded down (direction −1) or up (+1) where it is not exact."""
+    p = layer.params
+    if layer.name == "identity":
+        return h
+    if layer.name == "relu":
+        return max(h, Fraction(0))
+    if layer.name == "leaky_relu":
+        return h if h >= 0 else p["slope"] * h
+    if layer.name == "hardtanh":
+        return min(max(h, p["min"]), p["max"])
+    if layer.name == "step":
+        return Fraction(1) if h >= p["at"] else Fraction(0)
+    return _smooth(layer.name, h)[0 if direction < 0 else 1]
+
+
+def _round(value: Fraction, direction: int) -> Fraction:
+    """value rounded outwards to a dyadic of about _BITS significant bits."""
+    if value == 0 or (value.denominator & (value.denominator - 1) == 0 and value.numerator.bit_length() <= _BITS):
+        return value
+    shift = _BITS - (value.numerator.bit_length() - value.denominator.bit_length())
+    scaled = value * (Fraction(2) ** shift)
+    integer = math.floor(scaled) if direction < 0 else math.ceil(scaled)
+    return Fraction(integer) / (Fraction(2) ** shift)
+
+
+def _exp(q: Fraction) -> Interval:
+    """An enclosure of e^q for |q| ≤ 64: Taylor at q/2^s (|q/2^s| ≤ 1/2), then s squarings."""
+    s = max(0, math.ceil(math.log2(abs(q) * 2))) if q else 0
+    a = q / (1 << s)
+    term, total = Fraction(1), Fraction(1)
+    for k in range(1, 40):
+        term = term * a / k
+        total += term
+    remainder = abs(term) * abs(a) / 40 * 2  # the tail after 40 terms, |a| ≤ 1/2: below twice its first term
+    low, high = _round(total - remainder, -1), _round(total + remainder, +1)
+    for _ in range(s):
+        low, high = _round(low * low, -1), _round(high * high, +1)
+    return low, high
+
+
+def _smooth(name: str, h: Fraction) -> Interval:
+    """Rational enclosure of sigmoid, tanh or softplus at h (exact where the value is rational)."""
+    tiny = Fraction(1, 1 << 90)  # e^-64 < 2^-92
+    if name == "tanh":
+        if h == 0:
+            return Fraction(0), Fraction(0)
+        low, high = _smooth("sigmoid", 2 * h)
+        return 2 * low - 1, 2 * high - 1
+    if name == "sigmoid":
+        if h == 0:
+            return Fraction(1, 2), Fraction(1, 2)
+        if h >= 64:
+            return 1 - tiny, Fraction(1)
+        if h <= -64:
+            return Fraction(0), tiny
+        low, high = _exp(-h)
+        return _round(1 / (1 + high), -1), _round(1 / (1 + low), +1)
+    # softplus(h) = log(1 + e^h): a float guess, confirmed by e^guess below and above 1 + e^h
+    if h >= 64:
+        return h, h + tiny
+    if h <= -64:
+        return Fraction(0), tiny
+    low, high = _exp(h)
+    guess = math.log1p(math.exp(float(h)))
+    margin = 2.0**-40 * (1 + guess)
+    below, above = _round(Fraction(guess - margin), -1), _round(Fraction(guess + margin), +1)
+    if not (_exp(below)[1] <= 1 + low and _exp(above)[0] >= 1 + high):
+        raise _Rejected(f"softplus({float(h)!r}) could not be enclosed")
+    return below, above
+
+
+# ---------------------------------------------------------------------------- the problem
+def _directions(layers: list[_Layer]) -> list[int]:
+    """Each input's sign at the output: +1, −1, 0 (no influence), or 2 (mixed), by propagating the
+    signs of the weights through non-decreasing activations."""
+    n = len(layers[0].weight[0])
+    signs = [[1 if i == j else 0 for j in range(n)] for i in range(n)]  # [unit][input]
+    for layer in layers:
+        new = []
+        for row in layer.weight:
+            unit = []
+            for i in range(n):
+                seen = {_sign(w) * signs[k][i] if signs[k][i] != 2 else 2 for k, w in enumerate(row) if w and signs[k][i]}
+                unit.append(0 if not seen else 2 if 2 in seen or seen == {1, -1} else seen.pop())
+            new.append(unit)
+        signs = new
+    return signs[0]
+
+
+def _sign(value: Fraction) -> int:
+    return 1 if value > 0 else -1
+
+
+class _Problem:
+    """The shortcut of one certificate: base, target and goal (docs/proofs.md), and the first
+    layer's moves d_ji = W₁[j,i]·(target_i − base_i) kept as integers for the node bounds."""
+
+    def __init__(self, net: _Net, base: list[Fraction], target: list[Fraction], goal: int, threshold: Fraction, k: int) -> None:
+        self.net, self.base, self.target, self.goal, self.threshold, self.k = net, base, target, goal, threshold, k
+        self.evaluations = 0
+        layer = net.layers[0]
+        moves = [[w * (t - b) for w, b, t in zip(row, base, target, strict=True)] for row in layer.weight]
+        flat, self.shift = _scaled([d for row in moves for d in row])
+        n = len(base)
+        self.moves = [flat[j * n : (j + 1) * n] for j in range(len(moves))]  # [unit][feature] × 2^-shift
+        rows = zip(layer.weight, layer.bias, strict=True)
+        self.centres = [bias + sum(w * b for w, b in zip(row, base, strict=True) if w) for row, bias in rows]
+
+    def valid(self, chosen: frozenset[int]) -> bool:
+        """Whether y(chosen) is an explanation (rejects when its enclosure straddles t)."""
+        self.evaluations += 1
+        y = [t if i in chosen else b for i, (b, t) in enumerate(zip(self.base, self.target, strict=True))]
+        return _predict(self.net.point(y), self.threshold, f"the point of {sorted(chosen)}") == self.goal
+
+    def bound_closes(self, chosen: frozenset[int], open_: list[int]) -> bool:
+        """The budgeted interval bound: no set of the node reaches the goal."""
+        budget = max(self.k - len(chosen), 0)
+        scale = Fraction(1, 1 << self.shift)
+        low, high = [], []
+        for centre, moves in zip(self.centres, self.moves, strict=True):
+            middle = sum(moves[i] for i in chosen)
+            falls = sorted(moves[i] for i in open_ if moves[i] < 0)[:budget]
+            rises = sorted((moves[i] for i in open_ if moves[i] > 0), reverse=True)[:budget]
+            low.append(centre + scale * (middle + sum(falls)))
+            high.append(centre + scale * (middle + sum(rises)))
+        f_low, f_high = self.net.output(low, high)
+        return f_high <= self.threshold if self.goal == 1 else f_low > self.threshold
+
+
+def _predict(f: Interval, threshold: Fraction, what: str) -> int:
+    if f[0] > threshold:
+        return 1
+    if f[1] <= threshold:
+        return 0
+    raise _Rejected(f"{what}: its enclosure of f straddles the threshold")
+
+
+# ---------------------------------------------------------------------------- the certificate
+def check(certificate: Any, network: Any | None = None) -> Report:
+    """Check a parsed certificate, against `network` (a parsed cardinal.network/1 document) or the
+    one it embeds. Raises `CertificateError` when either is not well formed."""
+    if not isinstance(certificate, dict) or certificate.get("format") != FORMAT:
+        raise CertificateError(f"not a {FORMAT} certificate")
+    problem, claim, proof = (certificate.get(key) for key in ("problem", "claim", "proof"))
+    if not all(isinstance(part, dict) for part in (problem, claim, proof)):
+        raise CertificateError("a certificate needs the objects 'problem', 'claim' and 'proof'")
+    network = network if network is not None else certificate.get("network")
+    if network is None:
+        raise CertificateError("no network: give one, or a certificate that embeds it")
+    digest, layers = network_sha256(network)
+    try:
+        return _check(problem, claim, proof, digest, layers)
+    except _Rejected as rejection:
+        return Report(False, str(rejection))
+
+
+def _check(problem: dict, claim: dict, proof: dict, digest: str, layers: list[_Layer]) -> Report:
+    n = len(layers[0].weight[0])
+    x = [Fraction(v) for v in _numbers(problem.get("x"), "problem.x", n)]
+    lower = [Fraction(v) for v in _numbers(problem.get("lower"), "problem.lower", n)]
+    upper = [Fraction(v) for v in _numbers(problem.get("upper"), "problem.upper", n)]
+    threshold = Fraction(_number(problem.get("threshold"), "problem.threshold"))
+    kind = problem.get("kind")
+    if kind not in ("contrastive", "abductive"):
+        raise CertificateError("problem.kind must be 'contrastive' or 'abductive'")
+    if claim == {"none_exists": True} and kind == "contrastive":
+        k = n
+    elif set(claim) == {"no_explanation_within"} and _index(claim["no_explanation_within"], n + 1):
+        k = claim["no_explanation_within"]
+    else:
+        raise CertificateError("claim must be {'no_explanation_within': k} (0 ≤ k ≤ n) or, contrastive, {'none_exists': true}")
+    if proof.get("method") != "shortcut-tree":
+        raise CertificateError(f"unknown proof method {proof.get('method')!r}")
+    if problem.get("network_sha256") != digest:
+        raise _Rejected(f"the network's SHA-256 is {digest}, the certificate is about {problem.get('network_sha256')!r}")
+    if not all(lo <= v <= hi for lo, v, hi in zip(lower, x, upper, strict=True)):
+        raise _Rejected("x lies outside the box")
+    directions = _directions(layers)
+    if 2 in directions:
+        raise _Rejected(f"feature {directions.index(2)} has mixed signs: the network is not sign-monotone")
+    net = _Net(layers)
+    prediction = _predict(net.point(x), threshold, "x")
+    towards_low = [(d > 0) == (prediction == 1) for d in directions]
+    ends = zip(x, directions, towards_low, lower, upper, strict=True)
+    counter = [x_i if d == 0 else lo if down else hi for x_i, d, down, lo, hi in ends]
+    base, target, goal = (x, counter, 1 - prediction) if kind == "contrastive" else (counter, x, prediction)
+    state = _Problem(net, base, target, goal, threshold, k)
+    leaves = _walk(state, proof.get("root"), n)
+    return Report(True, f"accepted: no {kind} explanation of at most {k} feature(s)", leaves, state.evaluations)
+
+
+def _walk(state: _Problem, root: Any, n: int) -> int:
+    """Check every leaf of the tree (iteratively: trees may be deep); returns the leaf count."""
+    stack: list[tuple[Any, frozenset[int], frozenset[int]]] = [(root, frozenset(), frozenset())]
+    leaves = 0
+    while stack:
+        node, chosen, excluded = stack.pop()
+        where = f"the node with in {sorted(chosen)}, out {sorted(excluded)}"
+        if not isinstance(node, dict):
+            raise CertificateError(f"{where}: a node must be an object")
+        if "split" in node:
+            feature = node["split"]
+            if not _index(feature, n):
+                raise CertificateError(f"{where}: split on {feature!r}, not a feature index")
+            if feature in chosen or feature in excluded:
+                raise _Rejected(f"{where}: splits again on feature {feature}")
+            stack.append((node.get("out"), chosen, excluded | {feature}))
+            stack.append((node.get("in"), chosen | {feature}, excluded))
+            continue
+        leaves += 1
+        open_ = [i for i in range(n) if i not in chosen and i not in excluded]
+        leaf = node.get("leaf")
+        if leaf == "size":
+            if len(chosen) <= state.k:
+                raise _Rejected(f"{where}: leaf 'size', but only {len(chosen)} of at most {state.k} features are in")
+        elif leaf == "invalid":
+            features = node.get("set")
+            if not isinstance(features, list) or not all(_index(i, n) for i in features):
+                raise CertificateError(f"{where}: 'set' must be a list of feature indices")
+            covered = frozenset(features)
+            if not covered >= chosen | set(open_):
+                missing = sorted(chosen | set(open_) - covered)
+                raise _Rejected(f"{where}: leaf 'invalid' with {sorted(covered)}, which misses {missing}")
+            if state.valid(covered):
+                raise _Rejected(f"{where}: {sorted(covered)} is an explanation, not the invalid set the leaf cites")
+        elif leaf == "bound":
+            if not state.bound_closes(chosen, open_):
+                raise _Rejected(f"{where}: leaf 'bound', but the interval bound does not close it")
+        elif leaf == "all":
+            size = min(state.k - len(chosen), len(open_))
+            if size < 0 or math.comb(len(open_), size) > MAX_ALL_SETS:
+                raise _Rejected(f"{where}: leaf 'all' over more than {MAX_ALL_SETS} sets (or none fits)")
+            for subset in itertools.combinations(open_, size):
+                if state.valid(chosen | frozenset(subset)):
+                    raise _Rejected(f"{where}: {sorted(chosen | set(subset))} is an explanation of at most {state.k} features")
+        else:
+            raise CertificateError(f"{where}: unknown leaf {leaf!r}")
+    return leaves
+
+
+def _index(value: Any, n: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < n
