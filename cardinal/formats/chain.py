@@ -334,11 +334,12 @@ class ChainBuilder:
                 self.dropped.append(f"{last.where}: dropped, argmax unchanged")
         self.dropped.append(f"classifier head ({', '.join(dict.fromkeys(ops))}): dropped, the network's outputs are its scores")
 
-    def finish(self) -> Chain:
-        """The chain read; its output is the current tensor, which must be in the last layer's order."""
+    def finish(self, output: str = "the output") -> Chain:
+        """The chain read; its `output` (named so in messages) is the current tensor, which must be
+        in the last layer's order."""
         if self.index is not None and not np.array_equal(self.index.reshape(-1), np.arange(self.index.size)):
             raise InputError(
-                f"the output (shape {list(self.index.shape)}) is a reordering of the last layer's outputs (a Transpose "
+                f"{output} (shape {list(self.index.shape)}) is a reordering of the last layer's outputs (a Transpose "
                 "after the last layer): cardinal reads the outputs in the order the last layer computes them"
             )
         dropped = list(self.dropped)

@@ -233,7 +233,7 @@ class _GraphReader:
         head = self._head(walked, on_path, outputs)
         if head:
             self.builder.classifier_head(head)
-        return self.builder.finish()
+        return self.builder.finish(f"the graph's output {self.current!r}")
 
     def _input_shape(self, value: Any) -> tuple[int, ...] | None:
         """The input's shape, batch axis aside; None when its dims are not all declared."""
