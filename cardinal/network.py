@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -37,13 +38,18 @@ class Metadata:
     `feature_names` [n]; `threshold`: the prediction is 1 iff f(x) > threshold; `scaling`: how raw
     values became inputs, x_i = (raw_i − min_i) / (max_i − min_i) clipped to [0, 1] and then
     1 − x_i for i in `flipped` (dict with "min" [n], "max" [n], "flipped"); `domain`: the box of
-    the inputs (`Domain.to_json()`). Commands use each field when present unless a flag overrides it.
+    the inputs (`Domain.to_json()`); `input_shape`: the shape of the model's input tensor (batch
+    axis aside, more than one axis) whose elements, row-major, are the features; `dropped`: one
+    note per part of the model file left out because it cannot change the prediction (a final
+    Softmax, a classifier head). Commands use each field when present unless a flag overrides it.
     """
 
     feature_names: tuple[str, ...] | None = None
     threshold: float | None = None
     scaling: dict[str, Any] | None = None
     domain: dict[str, Any] | None = None
+    input_shape: tuple[int, ...] | None = None
+    dropped: tuple[str, ...] | None = None
 
     def to_json(self) -> dict[str, Any]:
         document = {
@@ -51,6 +57,8 @@ class Metadata:
             "threshold": self.threshold,
             "scaling": self.scaling,
             "domain": self.domain,
+            "input_shape": None if self.input_shape is None else list(self.input_shape),
+            "dropped": None if self.dropped is None else list(self.dropped),
         }
         return {key: value for key, value in document.items() if value is not None}
 
@@ -60,7 +68,7 @@ class Metadata:
         where = f"{source}: metadata"
         if not isinstance(document, dict):
             raise InputError(f"{where} must be an object")
-        unknown = set(document) - {"feature_names", "threshold", "scaling", "domain"}
+        unknown = set(document) - {"feature_names", "threshold", "scaling", "domain", "input_shape", "dropped"}
         if unknown:
             raise InputError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
         names = document.get("feature_names")
@@ -83,7 +91,25 @@ class Metadata:
         if domain is not None:
             if Domain.from_json(domain, source=f"{where}.domain").n != n:
                 raise InputError(f"{where}.domain must have {n} features")
-        return cls(None if names is None else tuple(names), threshold, scaling, domain)
+        shape = document.get("input_shape")
+        if shape is not None and (
+            not isinstance(shape, list)
+            or len(shape) < 2
+            or not all(isinstance(size, int) and not isinstance(size, bool) and size > 0 for size in shape)
+            or math.prod(shape) != n
+        ):
+            raise InputError(f"{where}.input_shape must be a list of two or more positive integers whose product is {n}")
+        dropped = document.get("dropped")
+        if dropped is not None and (not isinstance(dropped, list) or not all(isinstance(note, str) for note in dropped)):
+            raise InputError(f"{where}.dropped must be a list of strings")
+        return cls(
+            None if names is None else tuple(names),
+            threshold,
+            scaling,
+            domain,
+            None if shape is None else tuple(shape),
+            None if dropped is None else tuple(dropped),
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -118,8 +144,6 @@ class Network:
                 raise InputError(f"layer {number}: bias has {bias.shape[0]} entries but weight has {weight.shape[0]} rows")
             fan_in = weight.shape[0]
             checked.append(Layer(weight, bias, layer.activation))
-        if fan_in != 1:
-            raise InputError(f"layer {len(layers)} (the last) has width {fan_in}; the output layer must have width 1")
         self.layers: tuple[Layer, ...] = tuple(checked)
         self.metadata = metadata if metadata is not None else Metadata()
 
@@ -131,6 +155,19 @@ class Network:
     @property
     def n_inputs(self) -> int:
         return self.layers[0].weight.shape[1]
+
+    @property
+    def n_outputs(self) -> int:
+        """K, the width of the last layer: 1 (the threshold rule) or the number of classes (argmax)."""
+        return self.layers[-1].weight.shape[0]
+
+    def feature_coordinates(self, index: int) -> tuple[int, ...]:
+        """Feature `index` as its coordinates in the model's input tensor (batch axis aside), e.g.
+        (row, column, channel) of an NHWC image: features number the elements of
+        `metadata.input_shape` in row-major order; (index,) when the network records no shape."""
+        if not 0 <= index < self.n_inputs:
+            raise InputError(f"feature {index} is out of range: the network has {self.n_inputs} inputs")
+        return tuple(int(i) for i in np.unravel_index(index, self.metadata.input_shape or (self.n_inputs,)))
 
     @property
     def widths(self) -> tuple[int, ...]:
@@ -200,13 +237,19 @@ class Network:
 
     # ------------------------------------------------------------------ torch
     @classmethod
-    def from_torch(cls, model: nn.Module) -> Network:
-        """Read a torch model: an `nn.Sequential` of `Linear` and activation modules, or any
-        module whose `forward` is such a chain (traced with `torch.fx`). A `Linear` not followed
-        by an activation gets `identity`; Dropout, Identity and Flatten of a vector are skipped."""
+    def from_torch(cls, model: nn.Module, input_shape: Sequence[int] | None = None) -> Network:
+        """Read a torch model: an `nn.Sequential` of `Linear`, `Conv2d` (unrolled into a dense
+        layer), `Flatten` and activation modules, or any module whose `forward` is such a chain
+        (traced with `torch.fx`); see `cardinal.formats.torch_io`. `input_shape`: the input
+        tensor's shape without the batch axis, e.g. (1, 28, 28); a `Conv2d` needs it. A `Linear`
+        not followed by an activation gets `identity`; Dropout and Identity are skipped; a last
+        Softmax/LogSoftmax is dropped (argmax unchanged) and noted in `metadata.dropped`."""
         from .formats.torch_io import chain_of_module
 
-        return cls.from_chain(chain_of_module(model))
+        chain = chain_of_module(model, None if input_shape is None else tuple(input_shape))
+        net = cls.from_chain(chain.steps)
+        metadata = chain.metadata()
+        return Network(net.layers, Metadata.from_json(metadata, net.n_inputs, "model")) if metadata else net
 
     def chain(self) -> list[ChainStep]:
         """The layers as a chain: affine map, activation, affine map, activation, ..."""
@@ -294,14 +337,20 @@ class Network:
         }
 
     @classmethod
-    def load(cls, path: str | Path, activations: str | Sequence[str | Activation] | None = None) -> Network:
+    def load(
+        cls,
+        path: str | Path,
+        activations: str | Sequence[str | Activation] | None = None,
+        input_shape: Sequence[int] | None = None,
+    ) -> Network:
         """Read a network file: cardinal's JSON, ONNX, or a torch file (a whole `nn.Sequential`,
         or a state_dict, which needs `activations`: one per Linear layer, as `Activation`s or
         specs like `relu` and `leaky_relu:0.1`, or one comma-separated string); see
-        `cardinal.formats.loaders`. Never runs pickled code."""
+        `cardinal.formats.loaders`. `input_shape` (batch axis aside) only for a whole torch
+        module with `Conv2d` layers (ONNX files declare it). Never runs pickled code."""
         from .formats.loaders import read_model
 
-        document, chain, metadata = read_model(path, activations)
+        document, chain, metadata = read_model(path, activations, input_shape)
         if document is not None:
             return cls.from_json(document, source=str(path))
         try:
@@ -327,7 +376,9 @@ class Network:
         if kind == "onnx":
             from .formats.onnx_io import onnx_bytes
 
-            write_atomic(path, onnx_bytes(self.chain(), self.n_inputs, float32, self.metadata.to_json() or None), root=root)
+            shape = self.metadata.input_shape or (self.n_inputs,)
+            data = onnx_bytes(self.chain(), shape, self.n_outputs, float32, self.metadata.to_json() or None)
+            write_atomic(path, data, root=root)
         elif kind == "torch":
             from .formats.torch_io import torch_bytes
 

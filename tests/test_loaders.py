@@ -126,7 +126,7 @@ def test_from_torch_skips_inference_no_ops_and_traces_custom_modules() -> None:
 
     with pytest.raises(InputError, match=r"Residual node relu .*feeds more than one step"):
         Network.from_torch(Residual())
-    with pytest.raises(InputError, match=r"module 1 \(Flatten\): only a Flatten of a vector"):
+    with pytest.raises(InputError, match=r"module 1 \(Flatten\): a flatten from axis 0 merges the batch axis"):
         Network.from_torch(nn.Sequential(nn.Linear(3, 1), nn.Flatten(0)))
 
 

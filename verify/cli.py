@@ -329,6 +329,8 @@ def _convert(args: argparse.Namespace) -> int:
     net = Network.load(args.input, activations=args.activations)
     net.save(args.output, float32=args.float32, state_dict=args.state_dict)
     print(f"{args.input} → {args.output}: {net}", file=sys.stderr)
+    for note in net.metadata.dropped or ():
+        print(f"note: {note}", file=sys.stderr)
     arrays = [array for layer in net.layers for array in (layer.weight, layer.bias)]
     rounded = sum(int(np.count_nonzero(array.astype(np.float32) != array)) for array in arrays) if args.float32 else 0
     if rounded:

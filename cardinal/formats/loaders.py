@@ -53,11 +53,14 @@ def parse_activations(specs: str | Sequence[str | Activation] | None) -> list[Ac
 
 
 def read_model(
-    path: str | Path, activations: str | Sequence[str | Activation] | None = None
+    path: str | Path,
+    activations: str | Sequence[str | Activation] | None = None,
+    input_shape: Sequence[int] | None = None,
 ) -> tuple[Any, list[ChainStep], Any]:
     """(the parsed JSON document of a cardinal network file, or None; the chain of an ONNX or
-    torch model, or []; an ONNX model's cardinal metadata document, or None); `activations` only
-    for a torch state_dict."""
+    torch model, or []; the metadata document of an ONNX or torch model — its cardinal metadata
+    and what the model itself says, `Chain.metadata()` — or None); `activations` only for a
+    torch state_dict, `input_shape` only for a whole torch module."""
     path = Path(path)
     data = read_input(path, "network file", MAX_NETWORK_BYTES)
     if not data or data.isspace():
@@ -66,6 +69,8 @@ def read_model(
     parsed = parse_activations(activations)
     if parsed and kind != "torch":
         raise InputError(f"{path} is a {kind.upper()} network, which names its own activations: drop --activations")
+    if input_shape is not None and kind != "torch":
+        raise InputError(f"{path} is a {kind.upper()} network, which declares its own input shape: drop input_shape")
     if kind == "json":
         return parse_json(decode_text(data, path, "network file"), str(path)), [], None
     if kind == "onnx":
@@ -74,7 +79,8 @@ def read_model(
         return None, *load_onnx(data, path)
     from .torch_io import load_torch
 
-    return None, load_torch(data, path, parsed), None
+    chain = load_torch(data, path, parsed, None if input_shape is None else tuple(input_shape))
+    return None, chain.steps, chain.metadata() or None
 
 
 def format_for_output(path: str | Path, strict: bool = True) -> str:

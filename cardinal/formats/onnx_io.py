@@ -1,22 +1,33 @@
 """ONNX models read as chains (`cardinal.formats.chain`), and written (needs the `onnx` package: `cardinal[onnx]`).
 
-Reading accepts one kind of graph: a single input vector flowing through one chain of
-* affine maps: `Gemm` (transA = 0, any transB, alpha, beta; C optional) or `MatMul` by a constant,
-  optionally followed by `Add` of a constant;
+Reading follows the graph's one data path from its single input (a float tensor [batch, ...]):
+* affine maps: `Gemm` (transA = 0, any transB, alpha, beta; C optional), `MatMul` by a constant
+  matrix, and `Conv` (2-D, group 1, any strides, pads, dilations, auto_pad; bias optional),
+  unrolled exactly into a dense layer; a bias-free one may be followed by `Add` of a constant
+  (its bias);
 * activations: `Relu`, `LeakyRelu`, `PRelu` with one slope ≥ 0, `Sigmoid`, `Tanh`, `Softplus`,
   `Clip` with both bounds (hardtanh; `Clip(min=0)` alone is relu), and `GreaterOrEqual` by a
-  constant followed by `Cast` (cardinal's `step`);
-* inference no-ops: `Identity`, `Dropout`, `Flatten` (axis 1) and `Reshape` of a vector;
-ending in the single graph output (width 1). Constants are initializers or `Constant` nodes.
-Anything else is rejected with the node's name and op type. Weights are read exactly as doubles;
-alpha·B and beta·C must be exact in float64 (always so for float32 models). A float attribute
-(alpha, beta, Clip's bounds in old opsets) is a float32 in ONNX and is read as the double equal
-to it: an alpha of 1/3 is 0.3333333432674408, the float32 nearest 1/3, exactly. Every constant
-and attribute must be finite; a tensor must hold as many values as its dims declare, inside the
-file (external data is refused), in a numeric element type.
+  constant followed by `Cast` (cardinal's step);
+* shape operations, which relabel elements without arithmetic: `Flatten` (axis 1), `Reshape` by a
+  constant shape that keeps the batch axis, `Transpose` that keeps the batch axis first,
+  `Squeeze`/`Unsqueeze` of other axes (see `ChainBuilder`: a feature is one element of the input
+  tensor, row-major, and a relabelling becomes a permutation of the next layer's columns);
+* inference no-ops: `Identity`, `Dropout`, a `Cast` between float types;
+* the end: the graph output; a last `Softmax`/`LogSoftmax` is dropped (argmax unchanged), and a
+  classifier head (`ArgMax`, `ZipMap`, `ArrayFeatureExtractor`, the label output, as skl2onnx
+  writes it) is dropped with the `Sigmoid` or `Softmax` before it: the network's outputs are the
+  logits. Each drop is noted in the metadata (`dropped`).
+Anything else is refused with the node's name and op type and what to do instead. Constants are
+initializers or `Constant` nodes, read when used. Weights are read exactly as doubles; alpha·B and
+beta·C must be exact in float64 (always so for float32 models). A float attribute (alpha, beta,
+Clip's bounds in old opsets) is a float32 in ONNX and is read as the double equal to it: an alpha
+of 1/3 is 0.3333333432674408, the float32 nearest 1/3, exactly. Every constant and attribute must
+be finite; a tensor must hold as many values as its dims declare, inside the file (external data
+is refused), in a numeric element type.
 
-Writing produces that form (Gemm with transB = 1, opset 17), in float64 by default so that every
-weight survives the round trip exactly; float32 rounds them, for tools that read only float32.
+Writing produces Gemm layers (transB = 1, opset 17) from an input [batch, *input_shape] (a Flatten
+first when the network records an image-shaped input), in float64 by default so that every weight
+survives the round trip exactly; float32 rounds them, for tools that read only float32.
 """
 
 from __future__ import annotations
@@ -33,12 +44,23 @@ import numpy as np
 from ..activations import Activation
 from ..errors import InputError
 from ..io import parse_json
-from .chain import ChainStep
+from .chain import ADVICE, RUNTIME_SHAPE, ChainBuilder, ChainStep
 
 OPSET = 17
 _ACTIVATIONS = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Softplus": "softplus"}
-_NO_OPS = ("Identity", "Dropout", "Flatten", "Reshape")
-SUPPORTED = ("Gemm", "MatMul", "Add", "LeakyRelu", "PRelu", "Clip", "GreaterOrEqual", "Cast", *_ACTIVATIONS, *_NO_OPS)
+_SHAPING = ("Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze")
+SUPPORTED = (
+    "Gemm", "MatMul", "Conv", "Add", "LeakyRelu", "PRelu", "Clip", "GreaterOrEqual", "Cast", *_ACTIVATIONS,
+    "Identity", "Dropout", *_SHAPING, "Softmax", "LogSoftmax",
+)  # fmt: skip
+_CLASSIFIER = ("ArgMax", "ZipMap", "ArrayFeatureExtractor")  # a classifier head starts with one of these
+_HEAD = (*_CLASSIFIER, "Softmax", "LogSoftmax", "Sigmoid", "Sub", "Concat", "Cast", "Identity", *_SHAPING)
+_FLOATS = ("FLOAT", "DOUBLE", "FLOAT16", "BFLOAT16")
+
+
+def _advice(op: str) -> str:
+    """What to do about an op cardinal does not read."""
+    return ADVICE.get(op, f"re-export the model with the ops cardinal reads ({', '.join(SUPPORTED)})")
 
 
 def _onnx() -> Any:
@@ -54,36 +76,79 @@ _NUMERIC = ("FLOAT", "DOUBLE", "FLOAT16", "INT8", "INT16", "INT32", "INT64", "UI
 
 
 def load_onnx(data: bytes, path: Path) -> tuple[list[ChainStep], Any]:
-    """The chain of an ONNX model (the bytes `data` of the file `path`) and its cardinal metadata
-    document (None if it has none); `InputError` names the node, initializer or attribute that
-    cardinal cannot represent."""
+    """The chain of an ONNX model (the bytes `data` of the file `path`) and its metadata document:
+    the cardinal metadata in its metadata_props (if any) with what the graph itself says
+    (`Chain.metadata()`: input_shape, dropped, threshold); None if neither says anything.
+    `InputError` names the node, initializer or attribute that cardinal cannot represent."""
     onnx = _onnx()
     try:
         model = onnx.load_model_from_string(data)
     except Exception as error:  # protobuf's DecodeError (truncated or foreign bytes), nested too deeply
         reason = " ".join(str(error).split()) or type(error).__name__
         raise InputError(f"{path}: not a readable ONNX model ({reason})") from None
+    opset = max((entry.version for entry in model.opset_import if entry.domain in ("", "ai.onnx")), default=OPSET)
     try:
-        chain = _GraphReader(model.graph).chain()
+        chain = _GraphReader(model.graph, opset).chain()
     except InputError as error:
         raise InputError(f"{path}: {error}") from None
+    found = chain.metadata()
     props = {prop.key: prop.value for prop in model.metadata_props}
     if METADATA_KEY not in props:
-        return chain, None
-    return chain, parse_json(props[METADATA_KEY], f"{path}: metadata_props {METADATA_KEY}")
+        return chain.steps, found or None
+    where = f"{path}: metadata_props {METADATA_KEY}"
+    document = parse_json(props[METADATA_KEY], where)
+    return chain.steps, _merged(document, found, where)
+
+
+def _merged(document: Any, found: dict[str, Any], where: str) -> Any:
+    """The metadata document of a file with the fields its graph sets (`found`); a field both set
+    must agree. Notes of drops are joined (a cardinal-written file has none in its graph)."""
+    if not isinstance(document, dict):
+        return document  # Metadata.from_json names what is wrong with it
+    merged = dict(document)
+    for key, value in found.items():
+        if key == "dropped":
+            earlier = merged.get("dropped") if isinstance(merged.get("dropped"), list) else []
+            merged[key] = earlier + [note for note in value if note not in earlier]
+        elif key in merged and merged[key] != value:
+            raise InputError(f"{where}: {key} is {merged[key]!r} but the graph gives {value!r}")
+        else:
+            merged[key] = value
+    return merged
 
 
 class _GraphReader:
-    """Walks a graph's nodes (ONNX keeps them in topological order) along the one data path."""
+    """Follows a graph's one data path from its input (ONNX keeps nodes in topological order)."""
 
-    def __init__(self, graph: Any) -> None:
+    def __init__(self, graph: Any, opset: int) -> None:
         from onnx import numpy_helper
 
-        self.graph = graph
+        self.graph, self.opset = graph, opset
         self.to_array = numpy_helper.to_array
-        self.constants: dict[str, np.ndarray] = {
-            init.name: self._array(init, f"initializer {init.name}") for init in graph.initializer
-        }
+        # Constants by name, read when used: initializers and Constant nodes' outputs.
+        self.sources: dict[str, Any] = {init.name: init for init in graph.initializer}
+        for node in graph.node:  # Constant nodes, and Identity of a constant (exporters write it for shared weights)
+            if node.op_type == "Constant" and node.output:
+                self.sources[node.output[0]] = node
+            elif node.op_type == "Identity" and node.input and node.input[0] in self.sources and node.output:
+                self.sources[node.output[0]] = self.sources[node.input[0]]
+        self.arrays: dict[str, np.ndarray] = {}
+        self.consumers: dict[str, list[int]] = {}
+        for index, node in enumerate(graph.node):
+            for name in dict.fromkeys(node.input):
+                if name:
+                    self.consumers.setdefault(name, []).append(index)
+
+    # -------------------------------------------------------------- constants
+    def constant(self, name: str) -> np.ndarray:
+        """The value of a constant (an initializer or a Constant node's output) as float64."""
+        if name not in self.arrays:
+            source = self.sources[name]
+            if hasattr(source, "op_type"):
+                self.arrays[name] = self._constant_node(source, self._where(source))
+            else:
+                self.arrays[name] = self._array(source, f"initializer {name}")
+        return self.arrays[name]
 
     def _array(self, tensor: Any, where: str) -> np.ndarray:
         """A tensor as float64, checked before it is unpacked: data inside the file, a numeric
@@ -94,9 +159,7 @@ class _GraphReader:
         if tensor.data_location == TensorProto.EXTERNAL:
             raise InputError(f"{where} keeps its data in an external file; cardinal reads weights stored inside the model file")
         if tensor.data_type not in {TensorProto.DataType.Value(name) for name in _NUMERIC}:
-            known = tensor.data_type in TensorProto.DataType.values()
-            name = TensorProto.DataType.Name(tensor.data_type) if known else f"#{tensor.data_type}"
-            raise InputError(f"{where} has element type {name}, not one of {', '.join(_NUMERIC)}")
+            raise InputError(f"{where} has element type {_type_name(tensor.data_type)}, not one of {', '.join(_NUMERIC)}")
         dims = list(tensor.dims)
         if any(size < 0 for size in dims):
             raise InputError(f"{where} declares dims {dims}")
@@ -112,70 +175,7 @@ class _GraphReader:
             raise InputError(f"{where} holds integers that a double cannot represent exactly")
         return _finite(as_float, where)
 
-    def chain(self) -> list[ChainStep]:
-        inputs = [value.name for value in self.graph.input if value.name not in self.constants]
-        if len(inputs) != 1:
-            raise InputError(f"the graph has {len(inputs)} data inputs ({', '.join(inputs)}); cardinal reads one input vector")
-        current, width = inputs[0], None  # the data path's value, and its width once a layer fixed it
-        steps: list[ChainStep] = []
-        matmul_open = False  # the last step is a MatMul whose bias an Add may still set
-        step_pending: tuple[str, float] | None = None  # a GreaterOrEqual awaiting its Cast
-        for index, node in enumerate(self.graph.node):
-            where = f"node {node.name or f'#{index}'} ({node.op_type})"
-            if not node.output or not node.output[0]:
-                raise InputError(f"{where} has no output")
-            if node.domain not in ("", "ai.onnx"):
-                raise InputError(f"{where}: operator domain {node.domain!r} is not supported")
-            if node.op_type == "Constant":
-                self.constants[node.output[0]] = self._constant(node, where)
-                continue
-            if node.op_type not in SUPPORTED:
-                raise InputError(f"{where} is not supported (supported: {', '.join(SUPPORTED)})")
-            data = [name for name in node.input if name and name not in self.constants]
-            if data != [current] or (node.input[0] != current and node.op_type != "Add"):  # Add commutes
-                raise InputError(f"{where} does not continue the single chain from the graph input (only chains are supported)")
-            if step_pending is not None and node.op_type != "Cast":
-                raise InputError(f"{where}: a GreaterOrEqual must be followed by Cast (cardinal's step)")
-            op = node.op_type
-            if op == "Gemm":
-                steps.append(self._gemm(node, where))
-                width = steps[-1].weight.shape[0]
-            elif op == "MatMul":
-                weight = self._const(node, 1, where)
-                if weight.ndim != 2:
-                    raise InputError(f"{where}: the constant operand must be a matrix, got shape {list(weight.shape)}")
-                steps.append(ChainStep(where, weight=weight.T.copy(), bias=np.zeros(weight.shape[1])))
-                width = weight.shape[1]
-            elif op == "Add":
-                if not matmul_open:
-                    raise InputError(f"{where}: an Add is supported only right after a MatMul (as its bias)")
-                other = node.input[1] if node.input[0] == current else node.input[0]
-                steps[-1] = ChainStep(steps[-1].where, weight=steps[-1].weight, bias=self._bias(other, width, where))
-            elif op == "GreaterOrEqual":
-                at = np.unique(self._const(node, 1, where))
-                if at.size != 1:
-                    raise InputError(f"{where}: the step's threshold must be one number")
-                step_pending = (where, float(at[0]))  # finite: constants are checked when read
-            elif op == "Cast":
-                if step_pending is None:
-                    raise InputError(f"{where}: a Cast is supported only after GreaterOrEqual (cardinal's step)")
-                steps.append(ChainStep(step_pending[0], activation=Activation.make("step", at=step_pending[1])))
-                step_pending = None
-            elif op in _NO_OPS:
-                self._check_no_op(node, width, where)
-            else:
-                steps.append(ChainStep(where, activation=self._activation(node, where)))
-            matmul_open = op == "MatMul"
-            current = node.output[0]
-        if step_pending is not None:
-            raise InputError(f"{step_pending[0]}: a GreaterOrEqual must be followed by Cast (cardinal's step)")
-        outputs = [value.name for value in self.graph.output]
-        if outputs != [current]:
-            raise InputError(f"the graph's outputs {outputs} are not the single end {current!r} of its chain")
-        return steps
-
-    # -------------------------------------------------------------- one node each
-    def _constant(self, node: Any, where: str) -> np.ndarray:
+    def _constant_node(self, node: Any, where: str) -> np.ndarray:
         from onnx import helper
 
         for attribute in node.attribute:
@@ -187,17 +187,160 @@ class _GraphReader:
         raise InputError(f"{where}: unsupported Constant form")
 
     def _const(self, node: Any, position: int, where: str) -> np.ndarray:
-        if len(node.input) <= position or node.input[position] not in self.constants:
+        if len(node.input) <= position or node.input[position] not in self.sources:
             raise InputError(f"{where}: operand {position} must be a constant")
-        return self.constants[node.input[position]]
+        return self.constant(node.input[position])
+
+    def _ints(self, node: Any, position: int, where: str) -> list[int]:
+        """A constant operand of integers, e.g. a Reshape's shape."""
+        value = self._const(node, position, where)
+        if value.ndim > 1 or not np.array_equal(value, np.round(value)):
+            raise InputError(f"{where}: operand {position} must be a list of integers")
+        return [int(item) for item in value.reshape(-1)]
+
+    # -------------------------------------------------------------- the data path
+    def chain(self) -> Any:
+        """The `Chain` of the graph: its data path from the input to the output (or to a
+        classifier head, which is dropped)."""
+        inputs = [value for value in self.graph.input if value.name not in self.sources]
+        if len(inputs) != 1:
+            names = ", ".join(value.name for value in inputs)
+            raise InputError(f"the graph has {len(inputs)} data inputs ({names}); cardinal reads one input tensor")
+        start = inputs[0]
+        self.element = start.type.tensor_type.elem_type  # of the data path's current value; 0: not declared
+        if self.element and _type_name(self.element) not in _FLOATS:
+            raise InputError(
+                f"the graph input {start.name} has element type {_type_name(self.element)}; cardinal's inputs are real "
+                "numbers: export with a float input (e.g. skl2onnx's to_onnx(model, X.astype(np.float32)))"
+            )
+        self.builder = ChainBuilder(self._input_shape(start))
+        self.pending: tuple[str, float] | None = None  # a GreaterOrEqual awaiting its Cast
+        self.current = start.name
+        on_path = {start.name}
+        outputs = [value.name for value in self.graph.output]
+        walked: set[int] = set()
+        while self.current not in outputs:
+            users = self.consumers.get(self.current, [])
+            if len(users) != 1 or self.graph.node[users[0]].op_type in _CLASSIFIER:
+                break
+            node = self.graph.node[users[0]]
+            self._read(node, self._where(node, users[0]))
+            walked.add(users[0])
+            self.current = node.output[0]
+            on_path.add(self.current)
+        if self.pending is not None:
+            raise InputError(f"{self.pending[0]}: a GreaterOrEqual must be followed by Cast (cardinal's step)")
+        head = self._head(walked, on_path, outputs)
+        if head:
+            self.builder.classifier_head(head)
+        return self.builder.finish(f"the graph's output {self.current!r}")
+
+    def _input_shape(self, value: Any) -> tuple[int, ...] | None:
+        """The input's shape, batch axis aside; None when its dims are not all declared."""
+        tensor = value.type.tensor_type
+        if not tensor.HasField("shape"):
+            return None
+        dims = [dim.dim_value if dim.HasField("dim_value") else None for dim in tensor.shape.dim]
+        if len(dims) < 2:
+            raise InputError(
+                f"the graph input {value.name} has {len(dims)} axes; cardinal reads a batch axis first ([batch, ...])"
+            )
+        if any(size is None or size <= 0 for size in dims[1:]):
+            return None
+        return tuple(dims[1:])
+
+    def _where(self, node: Any, index: int | None = None) -> str:
+        if index is None:
+            index = list(self.graph.node).index(node)
+        return f"node {node.name or f'#{index}'} ({node.op_type})"
+
+    def _head(self, walked: set[int], on_path: set[str], outputs: list[str]) -> list[str]:
+        """The op types of the nodes past the data path's end (a classifier head), which must read
+        only the end and what it computes; [] when the end is the graph's output alone."""
+        end = self.current
+        past, head = {end}, []
+        for index, node in enumerate(self.graph.node):
+            if index in walked or (node.output and node.output[0] in self.sources):
+                continue  # on the path, or a constant
+            data = [name for name in node.input if name and name not in self.sources]
+            inside = [name for name in data if name in on_path and name != end]
+            if inside or not any(name in past for name in data):
+                reads = inside[0] if inside else (data[0] if data else "only constants")
+                raise InputError(
+                    f"{self._where(node, index)} does not continue the single chain from the graph input (it reads "
+                    f"{reads!r}); only chains are supported"
+                )
+            past.update(name for name in node.output if name)
+            head.append((index, node))
+        ops = [node.op_type for _, node in head]
+        if head and (not set(ops) <= set(_HEAD) or not set(ops) & set(_CLASSIFIER)):
+            users = self.consumers.get(end, [])
+            index, node = (users[-1], self.graph.node[users[-1]]) if len(users) > 1 else head[0]
+            fed = f"{end!r} feeds {len(users)} nodes" if len(users) > 1 else f"it reads the chain's end {end!r}"
+            advice = f"; {RUNTIME_SHAPE}" if "Shape" in ops else ""
+            raise InputError(
+                f"{self._where(node, index)} does not continue the single chain from the graph input ({fed}); only chains "
+                f"are supported, ending in the graph output or a classifier head (ArgMax, ZipMap){advice}"
+            )
+        if end not in outputs and not head:
+            raise InputError(f"the graph's data path ends at {end!r}, which is not a graph output")
+        stray = [name for name in outputs if name not in past]
+        if stray:
+            raise InputError(f"the graph's output {stray[0]!r} is not the end {end!r} of its chain or of its classifier head")
+        return ops
+
+    def _read(self, node: Any, where: str) -> None:
+        """One node on the data path, given to the builder."""
+        if not node.output or not node.output[0]:
+            raise InputError(f"{where} has no output")
+        if node.domain not in ("", "ai.onnx"):
+            raise InputError(f"{where}: operator domain {node.domain!r} is not supported; {_advice(node.op_type)}")
+        op = node.op_type
+        if op not in SUPPORTED:
+            raise InputError(f"{where} is not supported: {_advice(op)}")
+        data = [name for name in node.input if name and name not in self.sources]
+        if data != [self.current] or (node.input[0] != self.current and op != "Add"):  # Add commutes
+            raise InputError(f"{where} does not continue the single chain from the graph input (only chains are supported)")
+        if self.pending is not None and op != "Cast":
+            raise InputError(f"{where}: a GreaterOrEqual must be followed by Cast (cardinal's step)")
+        builder, attributes = self.builder, self._attributes(node)
+        if op == "Gemm":
+            weight, bias = self._gemm(node, attributes, where)
+            builder.affine(weight, bias, where)
+        elif op == "MatMul":
+            weight = self._const(node, 1, where)
+            if weight.ndim != 2:
+                raise InputError(f"{where}: the constant operand must be a matrix, got shape {list(weight.shape)}")
+            builder.affine(weight.T.copy(), None, where)
+        elif op == "Conv":
+            self._conv(node, attributes, where)
+        elif op == "Add":
+            builder.add_bias(self.constant(node.input[1] if node.input[0] == self.current else node.input[0]), where)
+        elif op == "GreaterOrEqual":
+            at = np.unique(self._const(node, 1, where))
+            if at.size != 1:
+                raise InputError(f"{where}: the step's threshold must be one number")
+            self.pending = (where, float(at[0]))  # finite: constants are checked when read
+        elif op == "Cast":
+            self._cast(attributes, where)
+        elif op in ("Identity", "Dropout"):
+            if op == "Dropout":
+                self._check_dropout(node, where)
+            builder.no_op()
+        elif op in _SHAPING:
+            self._shaping(node, attributes, where)
+        elif op in ("Softmax", "LogSoftmax"):
+            builder.softmax(where, self._axis(attributes.get("axis", 1 if self.opset < 13 else -1), where) - 1)
+        else:
+            builder.activation(self._activation(node, attributes, where), where)
+        self.element = attributes["to"] if op == "Cast" else self.element
 
     def _attributes(self, node: Any) -> dict[str, Any]:
         from onnx import helper
 
         return {attribute.name: helper.get_attribute_value(attribute) for attribute in node.attribute}
 
-    def _gemm(self, node: Any, where: str) -> ChainStep:
-        attributes = self._attributes(node)
+    def _gemm(self, node: Any, attributes: dict[str, Any], where: str) -> tuple[np.ndarray, np.ndarray | None]:
         if attributes.get("transA", 0):
             raise InputError(f"{where}: transA = 1 is not supported (the input must be the left operand)")
         matrix = self._const(node, 1, where)
@@ -206,24 +349,133 @@ class _GraphReader:
         weight = matrix if attributes.get("transB", 0) else matrix.T
         weight = _scaled(weight, _number(attributes, "alpha", 1.0, where), f"{where}: alpha·B")
         if len(node.input) < 3 or not node.input[2]:
-            return ChainStep(where, weight=weight, bias=np.zeros(weight.shape[0]))
-        beta = _number(attributes, "beta", 1.0, where)
-        bias = _scaled(self._bias(node.input[2], weight.shape[0], where), beta, f"{where}: beta·C")
-        return ChainStep(where, weight=weight, bias=bias)
+            return weight, None
+        bias = _scaled(
+            self._bias(node.input[2], weight.shape[0], where), _number(attributes, "beta", 1.0, where), f"{where}: beta·C"
+        )
+        return weight, bias
 
-    def _bias(self, name: str, width: int | None, where: str) -> np.ndarray:
-        if name not in self.constants:
+    def _bias(self, name: str, width: int, where: str) -> np.ndarray:
+        if name not in self.sources:
             raise InputError(f"{where}: the bias operand must be a constant")
-        value = self.constants[name]
+        value = self.constant(name)
         shape = list(value.shape)
         while shape and shape[0] == 1 and len(shape) > 1:
             shape.pop(0)  # leading axes of length 1 broadcast over the batch
-        if width is None or shape not in ([], [1], [width]):
+        if shape not in ([], [1], [width]):
             raise InputError(f"{where}: bias of shape {list(value.shape)} does not fit a layer of width {width}")
         return np.broadcast_to(value.reshape(-1), (width,)).copy()
 
-    def _activation(self, node: Any, where: str) -> Activation:
-        op, attributes = node.op_type, self._attributes(node)
+    def _conv(self, node: Any, attributes: dict[str, Any], where: str) -> None:
+        kernel = self._const(node, 1, where)
+        if kernel.ndim != 4:
+            raise InputError(
+                f"{where}: only 2-D convolutions are read (kernel [M, C, kh, kw]), got a kernel of shape {list(kernel.shape)}"
+            )
+        if attributes.get("group", 1) != 1:
+            raise InputError(
+                f"{where}: group = {attributes['group']} (a grouped or depthwise convolution) is not read; cardinal "
+                "unrolls Conv with group = 1"
+            )
+        size = tuple(kernel.shape[2:])
+        if list(attributes.get("kernel_shape", size)) != list(size):
+            raise InputError(
+                f"{where}: kernel_shape {attributes['kernel_shape']} disagrees with the kernel's shape {list(kernel.shape)}"
+            )
+        strides = list(attributes.get("strides", [1, 1]))
+        dilations = list(attributes.get("dilations", [1, 1]))
+        pads = list(attributes.get("pads", [0, 0, 0, 0]))
+        if len(strides) != 2 or len(dilations) != 2 or len(pads) != 4:
+            raise InputError(f"{where}: strides, dilations and pads must have 2, 2 and 4 entries")
+        auto_pad = attributes.get("auto_pad", b"NOTSET")
+        auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else str(auto_pad)
+        if auto_pad == "VALID":
+            pads = [0, 0, 0, 0]
+        elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+            shape = self.builder.known_shape(where, "a Conv")
+            pads = [0, 0, 0, 0]
+            for axis in (0, 1):
+                extent = shape[axis + 1] if len(shape) == 3 else 1
+                out = -(-extent // max(strides[axis], 1))
+                total = max((out - 1) * strides[axis] + dilations[axis] * (size[axis] - 1) + 1 - extent, 0)
+                small, large = total // 2, total - total // 2
+                pads[axis], pads[axis + 2] = (small, large) if auto_pad == "SAME_UPPER" else (large, small)
+        elif auto_pad != "NOTSET":
+            raise InputError(f"{where}: unknown auto_pad {auto_pad!r}")
+        bias = None
+        if len(node.input) > 2 and node.input[2]:
+            bias = self._const(node, 2, where)
+        self.builder.conv(kernel, bias, strides, pads, dilations, where)
+
+    def _cast(self, attributes: dict[str, Any], where: str) -> None:
+        if self.pending is not None:
+            self.builder.activation(Activation.make("step", at=self.pending[1]), self.pending[0])
+            self.pending = None
+            return
+        target = attributes.get("to", 0)
+        if _type_name(target) in _FLOATS and (not self.element or _type_name(self.element) in _FLOATS):
+            self.builder.no_op()  # cardinal computes with the weights' exact values in any case
+            return
+        source = _type_name(self.element) if self.element else "undeclared"
+        raise InputError(
+            f"{where}: a Cast to {_type_name(target)} of a {source} tensor is read only between float types (a no-op) or "
+            "after GreaterOrEqual (cardinal's step); export the model's scores (logits) without it"
+        )
+
+    def _axis(self, axis: int, where: str) -> int:
+        """An axis of the current tensor, batch axis included (0), as a non-negative number."""
+        rank = len(self.builder.shape) + 1 if self.builder.shape is not None else 2
+        if not -rank <= axis < rank:
+            raise InputError(f"{where}: axis {axis} is out of range for a tensor of {rank} axes")
+        return axis % rank
+
+    def _shaping(self, node: Any, attributes: dict[str, Any], where: str) -> None:
+        """Flatten, Reshape, Transpose, Squeeze, Unsqueeze: the batch axis must stay first, alone."""
+        builder, op = self.builder, node.op_type
+        if op == "Flatten":  # to [batch, rest] from axis 1; another axis would merge the batch axis
+            if self._axis(attributes.get("axis", 1), where) != 1:
+                raise InputError(
+                    f"{where}: axis {attributes['axis']} merges the batch axis; cardinal reads a Flatten with axis 1"
+                )
+            builder.flatten(1, -1, where)
+        elif op == "Reshape":
+            shape = self._ints(node, 1, where)
+            if attributes.get("allowzero", 0) and 0 in shape:
+                raise InputError(f"{where}: allowzero with a 0 in the shape {shape} makes an empty tensor")
+            if 0 in shape[1:]:  # a 0 copies the input's dim
+                current = builder.known_shape(where, "a Reshape that copies dims (0)")
+                shape[1:] = [current[axis] if size == 0 and axis < len(current) else size for axis, size in enumerate(shape[1:])]
+            builder.reshape_batched([1 if shape[:1] == [0] else shape[0], *shape[1:]] if shape else shape, where)
+        elif op == "Transpose":
+            rank = len(builder.known_shape(where, "a Transpose")) + 1
+            perm = list(attributes.get("perm", range(rank - 1, -1, -1)))
+            if len(perm) != rank or not perm or perm[0] != 0:
+                raise InputError(f"{where}: perm {perm} moves the batch axis; cardinal reads a Transpose that keeps it first")
+            builder.transpose([axis - 1 for axis in perm[1:]], where)
+        else:  # Squeeze, Unsqueeze: axes as an operand (opset ≥ 13) or an attribute
+            axes = self._ints(node, 1, where) if len(node.input) > 1 and node.input[1] else list(attributes.get("axes", []))
+            if not axes:
+                raise InputError(f"{where}: give the axes to {op.lower()} (it would act on the batch axis too)")
+            shape = list(builder.known_shape(where, f"a {op}"))
+            rank = len(shape) + 1 + (len(axes) if op == "Unsqueeze" else 0)
+            if any(not -rank <= axis < rank for axis in axes):
+                raise InputError(f"{where}: axes {axes} out of range for a tensor of {rank} axes")
+            axes = sorted({axis % rank for axis in axes})
+            if 0 in axes:
+                raise InputError(f"{where}: axes {axes} include the batch axis")
+            if op == "Squeeze":
+                if any(shape[axis - 1] != 1 for axis in axes):
+                    raise InputError(
+                        f"{where}: axes {axes} of a tensor of shape [batch, {', '.join(map(str, shape))}] are not all 1"
+                    )
+                shape = [size for axis, size in enumerate(shape, start=1) if axis not in axes]
+            else:
+                for axis in axes:
+                    shape.insert(axis - 1, 1)
+            builder.reshape(shape, where)
+
+    def _activation(self, node: Any, attributes: dict[str, Any], where: str) -> Activation:
+        op = node.op_type
         if op in _ACTIVATIONS:
             return Activation.make(_ACTIVATIONS[op])
         if op == "LeakyRelu":
@@ -255,20 +507,17 @@ class _GraphReader:
             return float(value.reshape(-1)[0])
         return None if attribute is None else float(attribute)
 
-    def _check_no_op(self, node: Any, width: int | None, where: str) -> None:
-        attributes = self._attributes(node)
-        if node.op_type == "Flatten" and attributes.get("axis", 1) != 1:
-            raise InputError(f"{where}: only a Flatten of a vector (axis 1) is supported")
-        if node.op_type == "Reshape":
-            shape = self._const(node, 1, where).astype(np.int64).tolist()
-            if len(shape) != 2 or shape[0] not in (-1, 0, 1) or shape[1] not in (-1, width):
-                raise InputError(f"{where}: only a Reshape of a vector to [batch, width] is supported, got shape {shape}")
-        if node.op_type == "Dropout" and len(node.input) > 2 and node.input[2] and self._const(node, 2, where).any():
+    def _check_dropout(self, node: Any, where: str) -> None:
+        if len(node.input) > 2 and node.input[2] and self._const(node, 2, where).any():
             raise InputError(f"{where}: training_mode is on, so it is not a no-op")
-        if node.op_type == "Dropout" and len(node.output) > 1 and node.output[1]:
-            consumers = [other.name for other in self.graph.node if node.output[1] in other.input]
-            if consumers:
-                raise InputError(f"{where}: its mask output is used")
+        if len(node.output) > 1 and node.output[1] and self.consumers.get(node.output[1]):
+            raise InputError(f"{where}: its mask output is used")
+
+
+def _type_name(element: int) -> str:
+    from onnx import TensorProto
+
+    return TensorProto.DataType.Name(element) if element in TensorProto.DataType.values() else f"#{element}"
 
 
 def _scaled(values: np.ndarray, factor: float, where: str) -> np.ndarray:
@@ -303,10 +552,17 @@ def _number(attributes: dict[str, Any], name: str, default: float | None, where:
 
 
 # ---------------------------------------------------------------------------- writing
-def onnx_bytes(chain: Sequence[ChainStep], n_inputs: int, float32: bool = False, metadata: dict[str, Any] | None = None) -> bytes:
-    """A network's chain (`Network.chain()`) as a serialized ONNX model: input `input` [batch, n]
-    → output `output` [batch, 1], float64 unless `float32`; `metadata` (`Metadata.to_json()`) as
-    JSON text in the model's metadata_props under `cardinal.metadata`."""
+def onnx_bytes(
+    chain: Sequence[ChainStep],
+    input_shape: Sequence[int],
+    n_outputs: int,
+    float32: bool = False,
+    metadata: dict[str, Any] | None = None,
+) -> bytes:
+    """A network's chain (`Network.chain()`) as a serialized ONNX model: input `input` [batch,
+    *input_shape] (flattened first when it has several axes) → output `output` [batch, n_outputs],
+    float64 unless `float32`; `metadata` (`Metadata.to_json()`) as JSON text in the model's
+    metadata_props under `cardinal.metadata`."""
     onnx = _onnx()
     from onnx import TensorProto, helper, numpy_helper
 
@@ -318,6 +574,9 @@ def onnx_bytes(chain: Sequence[ChainStep], n_inputs: int, float32: bool = False,
         return name
 
     current, number = "input", 0
+    if len(input_shape) > 1:
+        nodes.append(helper.make_node("Flatten", [current], ["input/flat"], name="input/Flatten", axis=1))
+        current = "input/flat"
     for step in chain:
         activation = step.activation
         if activation is None:  # an affine map starts the next layer
@@ -348,8 +607,8 @@ def onnx_bytes(chain: Sequence[ChainStep], n_inputs: int, float32: bool = False,
     graph = helper.make_graph(
         nodes,
         "cardinal",
-        [helper.make_tensor_value_info("input", element, ["batch", n_inputs])],
-        [helper.make_tensor_value_info("output", element, ["batch", 1])],
+        [helper.make_tensor_value_info("input", element, ["batch", *input_shape])],
+        [helper.make_tensor_value_info("output", element, ["batch", n_outputs])],
         initializers,
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="cardinal")

@@ -2,8 +2,10 @@
 
 * A module: an `nn.Sequential` (nested ones too) is read module by module; any other module is
   traced with `torch.fx` and read node by node. Either way the model must be a chain of `Linear`
-  layers and activations; Dropout, Identity and Flatten of a vector are inference no-ops and are
-  skipped.
+  and `Conv2d` layers (groups 1, zero padding: unrolled exactly into a dense layer, given the
+  input's shape), activations, `Flatten` and `view`/`reshape` to [batch, ...]; Dropout and
+  Identity are inference no-ops; a last Softmax/LogSoftmax is dropped (argmax unchanged) with a
+  note (`cardinal.formats.chain.ChainBuilder`).
 * A file written by `torch.save` is read with `torch.load(weights_only=True)`, which refuses every
   class and function outside an allowlist, so no pickled code runs. cardinal widens that
   allowlist, for the duration of one load, by the torch.nn classes a whole `nn.Sequential` of
@@ -32,12 +34,13 @@ from torch.nn import functional
 from ..activations import Activation, Step
 from ..errors import InputError
 from ..io import MAX_NETWORK_BYTES, check_size
-from .chain import ChainStep
+from .chain import ADVICE, Chain, ChainBuilder, ChainStep
 
 # Classes a whole `nn.Sequential` file may hold (besides what weights_only always allows).
 SAFE_MODULES: tuple[type, ...] = (
     nn.Sequential,
     nn.Linear,
+    nn.Conv2d,
     nn.Identity,
     nn.Dropout,
     nn.Flatten,
@@ -48,40 +51,65 @@ SAFE_MODULES: tuple[type, ...] = (
     nn.Sigmoid,
     nn.Tanh,
     nn.Softplus,
+    nn.Softmax,
+    nn.LogSoftmax,
     Step,
 )
 _SKIPPED = (nn.Dropout, nn.Identity)
 MAX_PACKING = 100  # the most a record of a torch archive may be compressed (torch.save does not compress)
+# torch modules cardinal does not read, by the ONNX op whose advice (`chain.ADVICE`) applies.
+_AS_ONNX = {
+    **dict.fromkeys(("MaxPool1d", "MaxPool2d", "AdaptiveMaxPool2d"), "MaxPool"),
+    **dict.fromkeys(("AvgPool1d", "AvgPool2d", "AdaptiveAvgPool2d"), "AveragePool"),
+    **dict.fromkeys(("BatchNorm1d", "BatchNorm2d"), "BatchNormalization"),
+    **dict.fromkeys(("LayerNorm", "GroupNorm", "InstanceNorm2d"), "LayerNormalization"),
+    "MultiheadAttention": "Attention",
+    **dict.fromkeys(("ELU", "SELU", "GELU", "CELU", "SiLU", "Mish", "Hardswish", "Hardsigmoid", "Softsign"), "Elu"),
+}
 
-# torch.fx call_function / call_method targets: (module equivalent, its parameter names in order).
-_FUNCTIONS: dict[Any, tuple[type[nn.Module], tuple[str, ...]]] = {
-    torch.relu: (nn.ReLU, ()),
-    functional.relu: (nn.ReLU, ()),
-    functional.relu6: (nn.ReLU6, ()),
-    torch.sigmoid: (nn.Sigmoid, ()),
-    functional.sigmoid: (nn.Sigmoid, ()),
-    torch.tanh: (nn.Tanh, ()),
-    functional.tanh: (nn.Tanh, ()),
-    functional.leaky_relu: (nn.LeakyReLU, ("negative_slope",)),
-    functional.hardtanh: (nn.Hardtanh, ("min_val", "max_val")),
-    functional.softplus: (nn.Softplus, ("beta", "threshold")),
-    functional.dropout: (nn.Dropout, ("p",)),
-    torch.flatten: (nn.Flatten, ("start_dim", "end_dim")),
+# torch.fx call_function / call_method targets: (module equivalent, its parameter names in order,
+# defaults that differ from the module's).
+_FUNCTIONS: dict[Any, tuple[type[nn.Module], tuple[str, ...], dict[str, Any]]] = {
+    torch.relu: (nn.ReLU, (), {}),
+    functional.relu: (nn.ReLU, (), {}),
+    functional.relu6: (nn.ReLU6, (), {}),
+    torch.sigmoid: (nn.Sigmoid, (), {}),
+    functional.sigmoid: (nn.Sigmoid, (), {}),
+    torch.tanh: (nn.Tanh, (), {}),
+    functional.tanh: (nn.Tanh, (), {}),
+    functional.leaky_relu: (nn.LeakyReLU, ("negative_slope",), {}),
+    functional.hardtanh: (nn.Hardtanh, ("min_val", "max_val"), {}),
+    functional.softplus: (nn.Softplus, ("beta", "threshold"), {}),
+    functional.dropout: (nn.Dropout, ("p",), {}),
+    torch.flatten: (nn.Flatten, ("start_dim", "end_dim"), {"start_dim": 0}),
+    torch.softmax: (nn.Softmax, ("dim",), {}),
+    functional.softmax: (nn.Softmax, ("dim",), {}),
+    torch.log_softmax: (nn.LogSoftmax, ("dim",), {}),
+    functional.log_softmax: (nn.LogSoftmax, ("dim",), {}),
 }
-_METHODS: dict[str, tuple[type[nn.Module], tuple[str, ...]]] = {
-    "relu": (nn.ReLU, ()),
-    "sigmoid": (nn.Sigmoid, ()),
-    "tanh": (nn.Tanh, ()),
-    "flatten": (nn.Flatten, ("start_dim", "end_dim")),
+_METHODS: dict[str, tuple[type[nn.Module], tuple[str, ...], dict[str, Any]]] = {
+    "relu": (nn.ReLU, (), {}),
+    "sigmoid": (nn.Sigmoid, (), {}),
+    "tanh": (nn.Tanh, (), {}),
+    "flatten": (nn.Flatten, ("start_dim", "end_dim"), {"start_dim": 0}),
+    "softmax": (nn.Softmax, ("dim",), {}),
+    "log_softmax": (nn.LogSoftmax, ("dim",), {}),
 }
+_IGNORED = ("inplace", "training", "dtype", "_stacklevel")  # arguments that change nothing cardinal reads
 
 
 # ---------------------------------------------------------------------------- modules
-def chain_of_module(model: nn.Module) -> list[ChainStep]:
-    """The chain of a module: `nn.Sequential` and single layers directly, anything else by tracing."""
+def chain_of_module(model: nn.Module, input_shape: tuple[int, ...] | None = None) -> Chain:
+    """The chain of a module: `nn.Sequential` and single layers directly, anything else by
+    tracing. `input_shape` (batch axis aside) fixes the numbering of the features; a `Conv2d`
+    needs it."""
+    builder = ChainBuilder(input_shape)
     if isinstance(model, SAFE_MODULES):
-        return _chain_of_sequence(_flattened(model))
-    return _chain_of_trace(model)
+        for position, module in _flattened(model):
+            _read_module(builder, module, f"module {position} ({type(module).__name__})")
+    else:
+        _read_trace(builder, model)
+    return builder.finish()
 
 
 def _flattened(model: nn.Module, prefix: str = "") -> list[tuple[str, nn.Module]]:
@@ -94,43 +122,71 @@ def _flattened(model: nn.Module, prefix: str = "") -> list[tuple[str, nn.Module]
     return leaves
 
 
-def _chain_of_sequence(modules: list[tuple[str, nn.Module]]) -> list[ChainStep]:
-    steps = []
-    for position, module in modules:
-        step = _step_of_module(module, f"module {position} ({type(module).__name__})")
-        if step is not None:
-            steps.append(step)
-    return steps
-
-
-def _step_of_module(module: nn.Module, where: str) -> ChainStep | None:
-    """A module as a chain step; None for an inference no-op."""
+def _read_module(builder: ChainBuilder, module: nn.Module, where: str) -> None:
+    """One module of the chain, given to `builder`."""
     if isinstance(module, nn.Linear):
-        return _linear_step(module.weight, module.bias, where)
-    if isinstance(module, _SKIPPED):
-        return None
-    if isinstance(module, nn.Flatten):
-        if module.start_dim not in (1, -1) or module.end_dim != -1:
-            raise InputError(f"{where}: only a Flatten of a vector (start_dim=1, end_dim=-1) is supported")
-        return None
-    try:
-        return ChainStep(where, activation=Activation.from_module(module))
-    except InputError as error:
-        raise InputError(f"{where.split(' (')[0]}: {error}") from None
+        weight, bias = _parameters(module.weight, module.bias, where)
+        builder.affine(weight, bias, where)
+    elif isinstance(module, nn.Conv2d):
+        _read_conv(builder, module, where)
+    elif isinstance(module, _SKIPPED):
+        builder.no_op()
+    elif isinstance(module, nn.Flatten):
+        builder.flatten(module.start_dim, module.end_dim, where)
+    elif isinstance(module, (nn.Softmax, nn.LogSoftmax)):
+        builder.softmax(where, _batch_aside(1 if module.dim is None else module.dim, builder, where))
+    elif type(module).__name__ in _AS_ONNX:
+        raise InputError(f"{where} is not supported: {ADVICE[_AS_ONNX[type(module).__name__]]}")
+    else:
+        try:
+            activation = Activation.from_module(module)
+        except InputError as error:
+            raise InputError(
+                f"{where.split(' (')[0]}: {error}; cardinal reads Linear, Conv2d, Flatten, Dropout, Identity, these "
+                "activations and a last Softmax"
+            ) from None
+        builder.activation(activation, where)
 
 
-def _linear_step(weight: Any, bias: Any, where: str) -> ChainStep:
+def _batch_aside(dim: int, builder: ChainBuilder, where: str) -> int:
+    """A torch dim (the batch axis is 0) as an axis of the tensor without its batch axis."""
+    rank = 2 if builder.shape is None else len(builder.shape) + 1
+    if not -rank <= dim < rank or dim % rank == 0:
+        raise InputError(f"{where}: dim {dim} is the batch axis or out of range for a tensor of {rank} axes")
+    return dim % rank - 1
+
+
+def _read_conv(builder: ChainBuilder, module: nn.Conv2d, where: str) -> None:
+    if module.groups != 1 or module.padding_mode != "zeros":
+        raise InputError(
+            f"{where}: groups = {module.groups}, padding_mode = {module.padding_mode!r}; cardinal unrolls a Conv2d with "
+            "groups = 1 and zero padding"
+        )
+    kernel, bias = _parameters(module.weight, module.bias, where)
+    size, dilation = module.kernel_size, module.dilation
+    if module.padding == "valid":
+        pads = [0, 0, 0, 0]
+    elif module.padding == "same":  # torch pads the extra row or column at the end
+        totals = [dilation[axis] * (size[axis] - 1) for axis in (0, 1)]
+        pads = [totals[0] // 2, totals[1] // 2, totals[0] - totals[0] // 2, totals[1] - totals[1] // 2]
+    else:
+        pads = [module.padding[0], module.padding[1], module.padding[0], module.padding[1]]
+    builder.conv(kernel, bias, module.stride, pads, dilation, where)
+
+
+def _parameters(weight: Any, bias: Any, where: str) -> tuple[np.ndarray, np.ndarray]:
+    """A layer's weight and bias (zeros when it has none) as float64 arrays, each value exactly."""
     tensors = [weight] if bias is None else [weight, bias]
     if not all(isinstance(tensor, torch.Tensor) and tensor.is_floating_point() for tensor in tensors):
         raise InputError(f"{where}: weight and bias must be real floating-point tensors")
     if any(tensor.layout != torch.strided or tensor.is_meta for tensor in tensors):
         raise InputError(f"{where}: weight and bias must be dense tensors that hold their values (not sparse or meta)")
-    matrix = weight.detach().cpu().double().numpy()
-    vector = np.zeros(matrix.shape[0]) if bias is None else bias.detach().cpu().double().numpy()
-    return ChainStep(where, weight=matrix, bias=vector)
+    array = weight.detach().cpu().double().numpy()
+    vector = np.zeros(array.shape[0]) if bias is None else bias.detach().cpu().double().numpy()
+    return array, vector
 
 
-def _chain_of_trace(model: nn.Module) -> list[ChainStep]:
+def _read_trace(builder: ChainBuilder, model: nn.Module) -> None:
     """Trace `model.forward` with torch.fx and read the graph, which must be one chain from the
     input to the output."""
     name = type(model).__name__
@@ -138,7 +194,6 @@ def _chain_of_trace(model: nn.Module) -> list[ChainStep]:
         traced = torch.fx.symbolic_trace(model)
     except Exception as error:  # tracing runs the user's forward on proxies: any failure is theirs
         raise InputError(f"{name}: torch.fx cannot trace its forward ({type(error).__name__}: {error})") from None
-    steps: list[ChainStep] = []
     current: torch.fx.Node | None = None
     for node in traced.graph.nodes:
         where = f"{name} node {node.name} ({node.op} {_target_name(node.target)})"
@@ -154,35 +209,45 @@ def _chain_of_trace(model: nn.Module) -> list[ChainStep]:
             break
         if current is None or data != [current] or not node.args or node.args[0] is not current:
             raise InputError(f"{where}: not a chain of layers (each step must take the previous step's output alone)")
-        if len(current.users) != 1 and current.op != "placeholder":
-            raise InputError(f"{where}: {current.name} feeds more than one step; only chains are supported")
-        step = _step_of_node(traced, node, where)
-        if step is not None:
-            steps.append(step)
+        if len(current.users) != 1:
+            hint = " (for a flatten, write torch.flatten(x, 1) or nn.Flatten())" if _reads_shape(current) else ""
+            raise InputError(f"{where}: {current.name} feeds more than one step; only chains are supported{hint}")
+        _read_node(builder, traced, node, where)
         current = node
-    return steps
+
+
+def _reads_shape(node: torch.fx.Node) -> bool:
+    return any(user.target in ("size", "shape") or (user.op == "call_function" and user.target is getattr) for user in node.users)
 
 
 def _target_name(target: Any) -> str:
     return target if isinstance(target, str) else getattr(target, "__name__", repr(target))
 
 
-def _step_of_node(traced: torch.fx.GraphModule, node: torch.fx.Node, where: str) -> ChainStep | None:
+def _read_node(builder: ChainBuilder, traced: torch.fx.GraphModule, node: torch.fx.Node, where: str) -> None:
     if node.op == "call_module":
-        return _step_of_module(traced.get_submodule(node.target), where)
+        return _read_module(builder, traced.get_submodule(node.target), where)
+    if node.op == "call_method" and node.target in ("view", "reshape"):
+        shape = node.args[1] if len(node.args) == 2 and isinstance(node.args[1], (tuple, list)) else node.args[1:]
+        if node.kwargs or not all(isinstance(size, int) for size in shape):
+            raise InputError(f"{where}: the shape must be constant integers (for a flatten, write torch.flatten(x, 1))")
+        return builder.reshape_batched(list(shape), where)
     if node.op == "call_function" and node.target in _FUNCTIONS:
-        module_type, names = _FUNCTIONS[node.target]
+        module_type, names, defaults = _FUNCTIONS[node.target]
     elif node.op == "call_method" and node.target in _METHODS:
-        module_type, names = _METHODS[node.target]
+        module_type, names, defaults = _METHODS[node.target]
     else:
-        raise InputError(f"{where}: unsupported step (supported: Linear modules, activations, Dropout, Flatten)")
+        raise InputError(
+            f"{where}: unsupported step (supported: Linear and Conv2d modules, activations, Dropout, Flatten, view/reshape "
+            "to [batch, ...], a last softmax)"
+        )
     # Positional arguments past the parameters (inplace, training) and those keywords change nothing at inference.
     extra = dict(zip(names, node.args[1:], strict=False)) | {
-        key: value for key, value in node.kwargs.items() if key not in ("inplace", "training")
+        key: value for key, value in node.kwargs.items() if key not in _IGNORED
     }
     if set(extra) - set(names):
         raise InputError(f"{where}: unexpected argument(s) {sorted(set(extra) - set(names))}")
-    return _step_of_module(module_type(**extra), where)
+    return _read_module(builder, module_type(**(defaults | extra)), where)
 
 
 # ---------------------------------------------------------------------------- state_dicts
@@ -214,7 +279,8 @@ def chain_of_state_dict(state: Mapping[str, Any], activations: Sequence[Activati
     steps = []
     for number, (prefix, activation) in enumerate(zip(prefixes, activations, strict=True), start=1):
         where = f"{source}: layer {number} ({prefix or 'weight'})"
-        steps.append(_linear_step(state[_key(prefix, "weight")], state.get(_key(prefix, "bias")), where))
+        weight, bias = _parameters(state[_key(prefix, "weight")], state.get(_key(prefix, "bias")), where)
+        steps.append(ChainStep(where, weight=weight, bias=bias))
         steps.append(ChainStep(where, activation=activation))
     return steps
 
@@ -224,20 +290,23 @@ def _key(prefix: str, leaf: str) -> str:
 
 
 # ---------------------------------------------------------------------------- files
-def load_torch(data: bytes, path: Path, activations: Sequence[Activation]) -> list[ChainStep]:
+def load_torch(data: bytes, path: Path, activations: Sequence[Activation], input_shape: tuple[int, ...] | None = None) -> Chain:
     """The chain of a `torch.save` file (its bytes `data`, read from `path`): a whole
-    `nn.Sequential` (or a single supported layer) or a state_dict with `activations`. Raises
-    `InputError` for anything else, a pickle that would run code included."""
+    `nn.Sequential` (or a single supported layer; `input_shape` as in `chain_of_module`) or a
+    state_dict with `activations`. Raises `InputError` for anything else, a pickle that would run
+    code included."""
     obj = _safe_load(data, path)
     if isinstance(obj, nn.Module):
         if activations:
             raise InputError(f"{path} holds a whole module, which names its own activations: drop --activations")
         try:
-            return chain_of_module(obj)
+            return chain_of_module(obj, input_shape)
         except (AttributeError, TypeError, ValueError, RuntimeError) as error:  # attributes not as torch writes them
             raise InputError(f"{path}: not a well-formed module ({type(error).__name__}: {error})") from None
     if isinstance(obj, Mapping):
-        return chain_of_state_dict(obj, activations, str(path))
+        if input_shape is not None:
+            raise InputError(f"{path} is a state_dict of Linear layers: drop input_shape")
+        return Chain(chain_of_state_dict(obj, activations, str(path)))
     raise InputError(f"{path} holds a {type(obj).__name__}, not a module or a state_dict")
 
 
@@ -293,6 +362,9 @@ def _first_line(error: Exception) -> str:
 
 
 def _refusal(path: Path, name: str) -> str:
+    leaf = name.rsplit(".", 1)[-1]
+    if name.startswith("torch.nn.modules.") and leaf in _AS_ONNX:
+        return f"{path}: holds a {leaf}, which cardinal does not read: {ADVICE[_AS_ONNX[leaf]]}"
     return (
         f"{path}: refused: unpickling it would import {name}, and cardinal never runs pickled code (torch.load with "
         "weights_only=True, torch.nn Sequential/Linear/activation classes allowed). For a model of your own class, "
