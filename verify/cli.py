@@ -603,12 +603,26 @@ def _data(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Version(argparse.Action):
+    """`--version`: the installed package's version (`cardinal.__version__`), looked up only when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> NoReturn:
+        import cardinal
+
+        print(f"cardinal {cardinal.__version__}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The `cardinal` parser: the shared problem flags, then each subcommand's own `_add_*`."""
     parser = _Parser(
         prog="cardinal",
         description="Cardinality-minimal explanations of neural-network predictions, greedy and certified.",
     )
+    parser.add_argument("--version", action=_Version, help="print cardinal's version and exit")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     problem = _problem_flags()
     for add in (
@@ -758,7 +772,7 @@ def _add_hunt(commands: argparse._SubParsersAction, problem: argparse.ArgumentPa
 
 
 def _add_train(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
-    from .train import add_train_arguments, run_train
+    from .datasets import dataset_names
 
     train = commands.add_parser(
         "train",
@@ -766,8 +780,44 @@ def _add_train(commands: argparse._SubParsersAction, problem: argparse.ArgumentP
         description="Fully monotone ReLU network: Adam, negative weights clamped to 0 after every step; "
         "prints the test RMSE (regression) or accuracy (classification).",
     )
-    add_train_arguments(train)
-    train.set_defaults(handler=run_train)
+    train.add_argument("--dataset", required=True, help=f"{', '.join(dataset_names())}, or csv:PATH (with --target)")
+    train.add_argument("--out", required=True, help="network file to write (JSON, cardinal.network/1)")
+    train.add_argument("--target", help="label column of a csv:PATH dataset")
+    train.add_argument("--task", choices=("regression", "classification"), help="for csv:PATH (default: inferred)")
+    train.add_argument("--data-dir", help="folder with the data files (default: $CARDINAL_DATA, else ../shared/data)")
+    train.add_argument("--hidden", type=_widths, default=(64, 64), help="hidden widths, e.g. 64,64 or none (default 64,64)")
+    train.add_argument("--epochs", type=count(1), default=10, help="training epochs (default 10)")
+    train.add_argument("--seed", type=count(0), default=0, help="seed for initialisation and shuffling (default 0)")
+    train.add_argument("--lr", type=positive_number, default=1e-3, help="Adam learning rate (default 1e-3)")
+    train.add_argument("--batch-size", type=count(1), default=32, help="batch size (default 32)")
+    train.add_argument(
+        "--balanced",
+        action="store_true",
+        help="classification: weight the positive class by negatives/positives (without it a rare class may never be "
+        "predicted)",
+    )
+    train.add_argument("--export-test", metavar="FILE.csv", help="also write the test inputs (header: feature names)")
+    train.add_argument("--quiet", action="store_true", help="no progress bar")
+    train.set_defaults(handler=_train)
+
+
+def _widths(text: str) -> tuple[int, ...]:
+    """`--hidden`: comma-separated layer widths ≥ 1, or `none` for no hidden layer."""
+    if text.strip().lower() in ("", "none"):
+        return ()
+    try:
+        widths = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of layer widths") from None
+    if any(width < 1 for width in widths):
+        raise argparse.ArgumentTypeError(f"layer widths must be ≥ 1, got {text!r}")
+    return widths
+
+
+def _train(args: argparse.Namespace) -> int:
+    from .train import run_train  # torch and the datasets' readers only for this command
+
+    return run_train(args)
 
 
 def _add_bench(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
@@ -778,7 +828,7 @@ def _add_bench(commands: argparse._SubParsersAction, problem: argparse.ArgumentP
         "it writes its table where its --out says (default ./bench-results/; pass --out bench/results/NAME.md to refresh "
         "the tables kept in the repository).",
     )
-    bench.add_argument("name", choices=("greedy", "guard", "solvers"))
+    bench.add_argument("name", choices=("greedy", "guard", "solvers", "startup"))
     bench.add_argument("arguments", nargs=argparse.REMAINDER, help="passed to the benchmark")
     bench.set_defaults(handler=_bench)
 
