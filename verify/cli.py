@@ -18,7 +18,16 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from ..errors import InputError
-from ..validate import count, finite_number, number_list, output_directory, output_file, positive_number, seconds
+from ..validate import (
+    count,
+    finite_number,
+    number_list,
+    output_directory,
+    output_file,
+    positive_number,
+    row_selection,
+    seconds,
+)
 from .executors import EXECUTORS, sigterm_interrupts
 
 KIND_CHOICES = ("contrastive", "abductive", "both")
@@ -58,7 +67,15 @@ def _problem_flags() -> argparse.ArgumentParser:
         help="for a torch state_dict: one activation per Linear layer, e.g. relu,relu,identity "
         "(with parameters: leaky_relu:0.1, hardtanh:0:1, step:0.5)",
     )
-    parent.add_argument("--inputs", required=True, help="CSV of inputs, one per row (a header row is allowed)")
+    parent.add_argument(
+        "--inputs", required=True, help="CSV of inputs, one per row (a header row is allowed); - reads standard input"
+    )
+    parent.add_argument(
+        "--rows",
+        type=row_selection,
+        help="work on these rows of --inputs only, e.g. 3,5-9: numbered from 0 after any header, as `row` in the output "
+        "(the whole file is still read and checked)",
+    )
     header = parent.add_mutually_exclusive_group()
     header.add_argument(
         "--header", dest="header", action="store_true", default=None, help="the first row of --inputs is a header"
@@ -71,41 +88,77 @@ def _problem_flags() -> argparse.ArgumentParser:
     )
     parent.add_argument("--kind", choices=KIND_CHOICES, default="both", help="explanation kind (default: both)")
     parent.add_argument(
-        "--threshold", type=finite_number, help="prediction is 1 iff f(x) > T (default: the network file's threshold, else 0)"
+        "--threshold",
+        type=finite_number,
+        help="prediction is 1 iff f(x) > T (default: for check, the threshold the explanations file records; else the "
+        "network file's metadata.threshold; else 0)",
     )
     parent.add_argument("--lower", type=number_list, help="domain lower bound: a scalar or n comma-separated values (default 0)")
     parent.add_argument("--upper", type=number_list, help="domain upper bound: a scalar or n comma-separated values (default 1)")
-    parent.add_argument("--domain", help='domain file {"lower": [...], "upper": [...]} (instead of --lower/--upper)')
+    parent.add_argument(
+        "--domain",
+        help='domain file {"lower": [...], "upper": [...]} (instead of --lower/--upper; default: for check, the domain '
+        "the explanations file records; else the network file's metadata.domain; else [0, 1]^n)",
+    )
     parent.add_argument("--binary", action="store_true", help="features take only their two bound values (Boolean cube)")
     parent.add_argument("--out", help="write JSON lines here instead of stdout (written whole, or not at all)")
     return parent
 
 
 def _load_problem(args: argparse.Namespace):
-    """Network, domain and checked inputs [B, n] from the shared flags."""
-    from ..domain import Domain
-    from ..io import read_inputs, read_json
+    """Network, settings (threshold, domain), the chosen inputs [B, n] checked against the domain,
+    and their row numbers in the file [B] (`--rows`), from the shared flags."""
+    net = _network(args)
+    inputs = _inputs(args, net)
+    settings = _settings(args, net)
+    rows = _rows(args, len(inputs))
+    return net, settings, settings.domain.check(inputs, source=args.inputs)[list(rows)], rows
+
+
+def _network(args: argparse.Namespace):
     from ..network import Network
 
-    net = Network.load(args.network, activations=args.activations)
-    if args.threshold is None:  # the network file's metadata, else 0
-        args.threshold = net.metadata.threshold if net.metadata.threshold is not None else 0.0
-    if args.domain is None and args.lower is None and args.upper is None and net.metadata.domain is not None:
-        domain = Domain.from_json(net.metadata.domain, source=f"{args.network}: metadata.domain")
-        domain = Domain(domain.lower, domain.upper, binary=domain.binary or args.binary)
-    elif args.domain is not None:
-        if args.lower is not None or args.upper is not None:
-            raise InputError("give either --domain or --lower/--upper, not both")
-        domain = Domain.from_json(read_json(args.domain, "domain file"), source=args.domain)
-        domain = Domain(domain.lower, domain.upper, binary=domain.binary or args.binary)
-        if domain.n != net.n_inputs:
-            raise InputError(f"{args.domain}: domain has {domain.n} features, the network has {net.n_inputs} inputs")
-    else:
-        lower = 0.0 if args.lower is None else args.lower
-        upper = 1.0 if args.upper is None else args.upper
-        domain = Domain.broadcast(lower, upper, net.n_inputs, binary=args.binary)
-    X = domain.check(read_inputs(args.inputs, net.n_inputs, args.header), source=args.inputs)
-    return net, domain, X
+    return Network.load(args.network, activations=args.activations)
+
+
+def _inputs(args: argparse.Namespace, net):
+    """Every row of --inputs [B, n], as read (not yet checked against the domain)."""
+    from ..io import read_inputs
+
+    return read_inputs(args.inputs, net.n_inputs, args.header)
+
+
+def _settings(args: argparse.Namespace, net, recorded=None):
+    """The threshold and domain (`verify.settings`); says on stderr where they came from when not
+    from a flag, and every note (a mismatch with the explanations file, a constant prediction)."""
+    from .settings import Flags, flag_domain, resolve
+
+    flags = Flags(args.threshold, flag_domain(net, args.domain, args.lower, args.upper), args.binary)
+    settings = resolve(net, args.network, flags, recorded)
+    for line in settings.announcements():
+        print(f"cardinal {args.command}: {line}", file=sys.stderr)
+    for note in settings.notes:
+        print(f"cardinal {args.command}: warning: {note}", file=sys.stderr)
+    return settings
+
+
+def _rows(args: argparse.Namespace, count: int) -> tuple[int, ...]:
+    """The row numbers `--rows` chooses (all when not given), each < count."""
+    if args.rows is None:
+        return tuple(range(count))
+    beyond = [row for row in args.rows if row >= count]
+    if beyond:
+        raise InputError(f"--rows {beyond[0]}: {args.inputs} has {count} input row(s), numbered 0 to {count - 1}")
+    return args.rows
+
+
+def _annotated(lines: list[dict[str, Any]], net, settings) -> list[dict[str, Any]]:
+    """Output lines with the settings they were computed under (`threshold`, `domain`), the
+    settings' notes first in `notes`, and the feature names (`_named`)."""
+    for line in lines:
+        line.update(settings.to_json())
+        line["notes"] = [*settings.notes, *line.get("notes", ())]
+    return _named(lines, net)
 
 
 def _kinds(args: argparse.Namespace) -> tuple[str, ...]:
@@ -148,29 +201,31 @@ def _explain(args: argparse.Namespace) -> int:
 
     if args.out is not None:
         output_file(args.out, "--out")
-    net, domain, X = _load_problem(args)
+    net, settings, X, rows = _load_problem(args)
     results = [
-        explain(net, X, kind=kind, domain=domain, threshold=args.threshold, device=args.device, verify=not args.no_verify)
+        explain(
+            net, X, kind=kind, domain=settings.domain, threshold=settings.threshold, device=args.device, verify=not args.no_verify
+        )
         for kind in _kinds(args)
     ]
     lines = []
-    for row in range(len(X)):
+    for index, row in enumerate(rows):
         for result in results:
-            features = result.features(row)
-            output = float(result.outputs[row])
+            features = result.features(index)
+            output = float(result.outputs[index])
             line = {
                 "row": row,
                 "kind": result.kind,
-                "prediction": int(result.predictions[row]),
+                "prediction": int(result.predictions[index]),
                 "output": output if math.isfinite(output) else None,  # f(x) in float64; null where it overflows
                 "exists": features is not None,
                 "features": None if features is None else list(features),
                 "size": None if features is None else len(features),
             }
             if result.checks is not None:
-                line["check"] = result.checks[row]
+                line["check"] = result.checks[index]
             lines.append(line)
-    _emit(_named(lines, net), args.out)
+    _emit(_annotated(lines, net, settings), args.out)
     return 0
 
 
@@ -187,7 +242,8 @@ def _certify(args: argparse.Namespace) -> int:
         output_file(args.out, "--out")
     cases_dir = Path(args.cases) if args.cases else (Path(args.out).with_suffix(".cases") if args.out else Path("cardinal-cases"))
     output_directory(cases_dir, "--cases" if args.cases else "case folder")
-    net, domain, X = _load_problem(args)
+    net, settings, X, rows = _load_problem(args)
+    domain, threshold = settings.domain, settings.threshold
     names = [name.strip() for name in args.solvers.split(",") if name.strip()]
     if not names:
         raise InputError("--solvers needs at least one solver name")
@@ -195,10 +251,10 @@ def _certify(args: argparse.Namespace) -> int:
     lines, certificates, saved = [], [], []
     with SolverPool(names) as pool, _Progress(len(X) * len(_kinds(args)), "certify") as progress:
         for kind in _kinds(args):
-            answers = greedy_answers(net, X, kind, domain, args.threshold)[1] if net.is_monotone else [None] * len(X)
-            for row, (x, answer) in enumerate(zip(X, answers, strict=True)):
+            answers = greedy_answers(net, X, kind, domain, threshold)[1] if net.is_monotone else [None] * len(X)
+            for row, x, answer in zip(rows, X, answers, strict=True):
                 problem, certificate = certify_input(
-                    pool, net, x, kind, domain, args.threshold, answer, args.time_limit, row, args.epsilon
+                    pool, net, x, kind, domain, threshold, answer, args.time_limit, row, args.epsilon
                 )
                 certificates.append(certificate)
                 lines.append(certificate.to_json())
@@ -209,7 +265,7 @@ def _certify(args: argparse.Namespace) -> int:
                     progress.write(f"!!! SOLVER DISAGREEMENT on {where} — case saved to {saved[-1]}")
                 progress.update()
     failed = _ci_report(lines, "certify", _kinds(args), fail_on, baseline, args.diff_out)
-    _emit(_named(lines, net), args.out)
+    _emit(_annotated(lines, net, settings), args.out)
     verdicts = Counter((c.kind, c.verdict.value) for c in certificates)
     table = [[kind, verdict, count] for (kind, verdict), count in sorted(verdicts.items())]
     print(tabulate(table, headers=["kind", "verdict", "count"], tablefmt="simple"), file=sys.stderr)
@@ -245,8 +301,12 @@ def _check(args: argparse.Namespace) -> int:
 
     if args.out is not None:
         output_file(args.out, "--out")
-    net, domain, X = _load_problem(args)
+    net = _network(args)
+    X = _inputs(args, net)
     claims = read_claims(args.explanations, len(X), net.n_inputs, _kinds(args))
+    settings = _settings(args, net, _recorded(args.explanations, claims))
+    X = settings.domain.check(X, source=args.inputs)
+    claims = _chosen(args, claims, len(X))
     names = [name.strip() for name in args.solvers.split(",") if name.strip()]
     if not names:
         raise InputError("--solvers needs at least one solver name")
@@ -256,18 +316,35 @@ def _check(args: argparse.Namespace) -> int:
     fail_on, baseline = _ci_flags(args, "check")
     with _Progress(len(claims), "check") as progress:
         judgements = check_explanations(
-            net, X, claims, domain, args.threshold, args.require, names, args.time_limit, args.epsilon, progress.update
+            net, X, claims, settings.domain, settings.threshold, args.require, names, args.time_limit, args.epsilon,
+            progress.update,
         )
     lines = [judgement.to_json() for judgement in judgements]
     failed = [f"{judgement.describe()}" for judgement in judgements if not judgement.passed]
     failed += _ci_report(lines, "check", _kinds(args), fail_on, baseline, args.diff_out)
-    _emit(_named(lines, net), args.out)
+    _emit(_annotated(lines, net, settings), args.out)
     verdicts = Counter((j.claim.kind, j.verdict) for j in judgements)
     table = [[kind, verdict, count] for (kind, verdict), count in sorted(verdicts.items())]
     print(tabulate(table, headers=["kind", "verdict", "count"], tablefmt="simple"), file=sys.stderr)
     for line in failed:
         print(f"FAIL {line}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _recorded(path: str, claims):
+    """The settings an explanations file records on its lines (`explain` writes them)."""
+    from .settings import Recorded
+
+    return Recorded.of(path, [(claim.line, claim.threshold, claim.domain) for claim in claims])
+
+
+def _chosen(args: argparse.Namespace, claims, count: int):
+    """The claims about the rows `--rows` chooses."""
+    chosen = set(_rows(args, count))
+    claims = [claim for claim in claims if claim.row in chosen]
+    if not claims:
+        raise InputError(f"{args.explanations}: no explanation for the rows of --rows")
+    return claims
 
 
 def _ci_flags(args: argparse.Namespace, command: str):
@@ -639,7 +716,11 @@ def _add_explain(commands: argparse._SubParsersAction, problem: argparse.Argumen
         parents=[problem],
         help="greedy explanations of a monotone network (JSON lines)",
         description="Greedy contrastive/abductive explanations, one JSON line per input and kind: "
-        '{"row", "kind", "prediction", "output", "exists", "features", "size", "check"}.',
+        '{"row", "kind", "prediction", "output", "exists", "features", "size", "check", "threshold", "domain", "notes"}, '
+        'and "names" (the features\' names, beside "features") when the network file\'s metadata has feature_names. '
+        "row: the input's row in --inputs (from 0, after any header); output: f(x) in float64; check: exact, repaired "
+        "or undecided (the exact re-check of the answer); threshold and domain: what the line was computed with "
+        "(`check` reads them back); notes: e.g. a prediction constant on the whole box.",
     )
     explain.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda")
     explain.add_argument(
@@ -654,7 +735,8 @@ def _add_certify(commands: argparse._SubParsersAction, problem: argparse.Argumen
         parents=[problem],
         help="greedy vs exact solvers, with a verdict per input and kind (JSON lines)",
         description="Certify greedy explanations with exact solvers. One JSON line per input and kind: "
-        '{"row", "kind", "prediction", "greedy", "solvers", "verdict", "certified", "minimum"}. '
+        '{"row", "kind", "prediction", "greedy", "solvers", "verdict", "certified", "minimum", ..., "threshold", '
+        '"domain", "notes"}. '
         "Verdicts: greedy_minimal, greedy_suboptimal, none_exists, solver_disagreement, unknown, exact_only, undecided "
         "(exact arithmetic cannot decide p(x) or greedy's answer: a valid input, recorded, not certified); they rest "
         "on exact evidence only, and a solver claim refuted by the exact replay is listed under its solver. "
@@ -677,7 +759,9 @@ def _add_check(commands: argparse._SubParsersAction, problem: argparse.ArgumentP
         help="judge explanations from any source exactly: valid, subset-minimal, minimum (JSON lines)",
         description='Judge explanations given as JSON lines {"row", "kind", "features"} (features null: none '
         'exists). One JSON line per explanation: {"row", "kind", "features", "verdict", "passed", "valid", '
-        '"witness", "subset_minimal", "smaller", ...}. Verdicts: valid, subset_minimal, minimum, none_exists (pass); '
+        '"witness", "subset_minimal", "smaller", ..., "threshold", "domain", "notes"}; the threshold and domain are '
+        "those the explanations file records (explain writes them) unless a flag says otherwise. Verdicts: valid, "
+        "subset_minimal, minimum, none_exists (pass); "
         "invalid, not_subset_minimal, not_minimum, undecided, solver_disagreement (fail). Exit 0: every explanation "
         "passes what --require asks; 1: one fails; 2: bad input.",
     )

@@ -22,6 +22,7 @@ from ..activations import CONTINUOUS
 from ..io import write_atomic, write_figure
 from ..problem import Status, Verdict
 from .record import Record
+from .settings import CONSTANT
 
 VERDICT_COLUMNS = tuple(verdict.value for verdict in Verdict)
 ADMISSIBLE = set(CONTINUOUS)  # every activation is monotone; admissible ones are also continuous
@@ -260,6 +261,14 @@ def count_notes(records: list[Record]) -> list[str]:
         notes.append(
             f"- The greedy runtime row counts {timed} explanations: in {no_set} records greedy found that no contrastive "
             "explanation exists (`none_exists`), which carries no set and no time of its own."
+        )
+    constant = [r for r in records if any(note.startswith(CONSTANT) for note in r.notes)]
+    if constant:
+        instances = len({r.instance for r in constant})
+        notes.append(
+            f"- {len(constant)} records come from {instances} instance(s) whose prediction is the same on the whole box "
+            "(an exact bound of f lies on one side of the threshold; see their notes): there no contrastive explanation "
+            "exists and the empty set is the abductive one, which says nothing about greedy."
         )
     gaps = sum(r.gap is not None for r in records)
     if gaps < len(records):
