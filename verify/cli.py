@@ -249,7 +249,7 @@ def _certify(args: argparse.Namespace) -> int:
         raise InputError("--solvers needs at least one solver name")
     fail_on, baseline = _ci_flags(args, "certify")
     lines, certificates, saved = [], [], []
-    with SolverPool(names) as pool, _Progress(len(X) * len(_kinds(args)), "certify") as progress:
+    with SolverPool(names) as pool, _Progress(len(X) * len(_kinds(args)), "certify", "certified") as progress:
         for kind in _kinds(args):
             answers = greedy_answers(net, X, kind, domain, threshold)[1] if net.is_monotone else [None] * len(X)
             for row, x, answer in zip(rows, X, answers, strict=True):
@@ -314,7 +314,7 @@ def _check(args: argparse.Namespace) -> int:
     if unknown:  # (a missing library is named when the solver is first needed)
         raise InputError(f"unknown solver {unknown[0]!r} (known: {', '.join(SOLVER_NAMES)})")
     fail_on, baseline = _ci_flags(args, "check")
-    with _Progress(len(claims), "check") as progress:
+    with _Progress(len(claims), "check", "judged") as progress:
         judgements = check_explanations(
             net, X, claims, settings.domain, settings.threshold, args.require, names, args.time_limit, args.epsilon,
             progress.update,
@@ -517,24 +517,28 @@ def _crosscheck(args: argparse.Namespace) -> int:
 
 class _Progress:
     """Progress of a run of known length on stderr, shown only once the run lasts more than a
-    moment: a tqdm bar on a terminal (after 1 s), else a plain line every 10 s."""
+    moment: a tqdm bar on a terminal (after 1 s), else a plain line every 10 s that says what it
+    counts (`cardinal check: judged 2 of 4 explanations`: done so far, not passed)."""
 
-    def __init__(self, total: int, label: str) -> None:
-        self.total, self.label, self.done = total, label, 0
+    def __init__(self, total: int, command: str, verb: str) -> None:
+        self.total, self.command, self.verb, self.done = total, command, verb, 0
         self.last = time.monotonic()
         self.bar = None
         if sys.stderr.isatty():
             from tqdm import tqdm
 
-            self.bar = tqdm(total=total, desc=label, unit="expl", file=sys.stderr, delay=1.0)
+            self.bar = tqdm(total=total, desc=f"{command}: {verb}", unit="expl", file=sys.stderr, delay=1.0)
 
     def update(self) -> None:
         self.done += 1
         if self.bar is not None:
             self.bar.update(1)
         elif time.monotonic() - self.last >= 10.0:
-            print(f"{self.label}: {self.done}/{self.total}", file=sys.stderr, flush=True)
+            print(f"cardinal {self.command}: {self.line()}", file=sys.stderr, flush=True)
             self.last = time.monotonic()
+
+    def line(self) -> str:
+        return f"{self.verb} {self.done} of {self.total} explanation(s)"
 
     def write(self, message: str) -> None:
         """A message that does not break the bar."""
@@ -552,7 +556,8 @@ class _Progress:
 
 
 def _progress(label: str):
-    """A tqdm bar on a terminal, plain progress lines otherwise: (bar or None, callback)."""
+    """A tqdm bar on a terminal, plain progress lines otherwise (about 20 in a run, each saying
+    what it counts): (bar or None, callback(done, total, key of the last record))."""
     if sys.stderr.isatty():
         from tqdm import tqdm
 
@@ -567,7 +572,7 @@ def _progress(label: str):
 
     def plain(done: int, total: int, key: str) -> None:
         if done == total or done >= step[0]:
-            print(f"[{done}/{total}] {key}", file=sys.stderr, flush=True)
+            print(f"{label}: certified {done} of {total} explanation(s) (last: {key})", file=sys.stderr, flush=True)
             step[0] = done + max(1, total // 20)
 
     return None, plain
@@ -603,7 +608,7 @@ def _ticker(label: str, every: float = 5.0):
 
     def plain(checked: int, found: int) -> None:
         if time.monotonic() - last[0] >= every:
-            print(f"{label}: {checked} checked, {found} found", file=sys.stderr, flush=True)
+            print(f"{label}: {checked} instance/kind pairs checked, {found} counterexample(s) found", file=sys.stderr, flush=True)
             last[0] = time.monotonic()
 
     return None, plain
