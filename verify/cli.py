@@ -618,7 +618,7 @@ def _ticker(label: str, every: float = 5.0):
 def _hunt(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
-    from .hunt import hunt
+    from .hunt import KEPT, hunt
 
     out = output_directory(args.out, "--out")
     bar, report = _ticker(f"hunt {args.activation}")
@@ -634,6 +634,7 @@ def _hunt(args: argparse.Namespace) -> int:
             [
                 found.kind,
                 found.source,
+                result.finds_by.get((found.kind, found.source), 0),
                 "yes" if found.tie_decided else "no",  # another tie order rescues greedy (or undetermined)
                 found.net.n_inputs,
                 "-".join(map(str, found.net.widths)),
@@ -645,7 +646,8 @@ def _hunt(args: argparse.Namespace) -> int:
     checked = f"{result.tried} instance/kind pairs checked in {result.seconds:.0f} s"
     print(f"hunt {args.activation}: {checked}, {result.raw_finds} counterexample(s) found")
     if rows:
-        headers = ["kind", "source", "tie rescue", "n", "widths", "greedy", "minimum", "case file"]
+        print(f"kept {len(rows)} ({KEPT}; the others are larger instances of the same finding), saved in {out}/:")
+        headers = ["kind", "source", "finds", "tie rescue", "n", "widths", "greedy", "minimum", "case file"]
         print(tabulate(rows, headers=headers, tablefmt="simple"))
     else:
         print(f"no instance where greedy is not minimal was found for {args.activation} (that is not a proof that none exists)")
@@ -849,14 +851,29 @@ def _add_hunt(commands: argparse._SubParsersAction, problem: argparse.ArgumentPa
     hunt = commands.add_parser(
         "hunt",
         help="search random and SET-COVER networks for instances where greedy is not minimal; shrink and save them",
+        description="Search for `--seconds`: random small monotone networks (and, for step and hardtanh, the paper's "
+        "SET-COVER reduction), each input and kind checked by exhaustive enumeration, so every find is exact. Each "
+        "find is shrunk (fewer features, units and layers, rounder numbers) while greedy stays suboptimal; per kind, "
+        "source and tie rescue the smallest is kept and saved as a case file (`cardinal replay` re-checks it). "
+        "Finding nothing is no proof that nothing exists.",
     )
-    hunt.add_argument("--activation", choices=("relu", "hardtanh", "step", "sigmoid"), default="relu")
     hunt.add_argument(
-        "--max-features", type=count(3, MAX_HUNT_FEATURES), default=8, help="largest random network input size (default 8)"
+        "--activation",
+        choices=("relu", "hardtanh", "step", "sigmoid"),
+        default="relu",
+        help="the hidden units of the networks searched (default relu)",
     )
-    hunt.add_argument("--seconds", type=seconds, default=60.0, help="search time (default 60)")
-    hunt.add_argument("--seed", type=count(0), default=0)
-    hunt.add_argument("--out", required=True, help="directory for the case files")
+    hunt.add_argument(
+        "--max-features",
+        type=count(3, MAX_HUNT_FEATURES),
+        default=8,
+        help=f"largest random network input size, 3 to {MAX_HUNT_FEATURES} (default 8)",
+    )
+    hunt.add_argument("--seconds", type=seconds, default=60.0, help="search time, shrinking included (default 60)")
+    hunt.add_argument(
+        "--seed", type=count(0), default=0, help="seed of the random networks: the same seed searches the same ones (default 0)"
+    )
+    hunt.add_argument("--out", required=True, help="directory for the case files (cardinal.case/1), made if missing")
     hunt.set_defaults(handler=_hunt)
 
 
@@ -912,19 +929,32 @@ def _train(args: argparse.Namespace) -> int:
 def _add_bench(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
     bench = commands.add_parser(
         "bench",
-        help="run a benchmark script of the source checkout (bench/greedy.py, bench/solvers.py)",
+        help="run a benchmark script of the source checkout (bench/greedy.py, guard.py, solvers.py, startup.py)",
         description="Run bench/NAME.py with the arguments that follow (see `cardinal bench NAME --help`); "
         "it writes its table where its --out says (default ./bench-results/; pass --out bench/results/NAME.md to refresh "
         "the tables kept in the repository).",
     )
-    bench.add_argument("name", choices=("greedy", "guard", "solvers", "startup"))
+    bench.add_argument(
+        "name",
+        choices=("greedy", "guard", "solvers", "startup"),
+        help="greedy: batched vs one-call loops; guard: a guarded call's fixed cost; solvers: time per backend; "
+        "startup: CPU seconds of short commands",
+    )
     bench.add_argument("arguments", nargs=argparse.REMAINDER, help="passed to the benchmark")
     bench.set_defaults(handler=_bench)
 
 
 def _add_replay(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
-    replay = commands.add_parser("replay", help="re-verify a case file in exact arithmetic (exit 0: holds, 1: does not)")
-    replay.add_argument("case", help="case file (cardinal.case/1)")
+    replay = commands.add_parser(
+        "replay",
+        help="re-verify a case file in exact arithmetic (exit 0: holds, 1: does not)",
+        description="Re-check a case file (written by certify, crosscheck or hunt) in exact arithmetic: that greedy "
+        "(Algorithm 1) returns the case's `greedy` set, that its `minimum` is an explanation (smaller than greedy's "
+        "for a greedy_suboptimal case) and, where the case says the minimum is proved and the network is small enough "
+        "to enumerate, that nothing smaller exists. Prints one `ok:` line per check. Exit 0: the case holds; 1: it "
+        "does not (the reason is printed); 2: the file is not a case.",
+    )
+    replay.add_argument("case", help="case file (cardinal.case/1, docs/formats.md)")
     replay.set_defaults(handler=_replay)
 
 
@@ -935,7 +965,7 @@ def _add_data(commands: argparse._SubParsersAction, problem: argparse.ArgumentPa
         description="`cardinal data check`: each data file the named datasets read, with its state (ok, missing, "
         "checksum differs) and public source. Exit 0 when all are present and intact, 1 otherwise.",
     )
-    data.add_argument("action", choices=("check",))
+    data.add_argument("action", choices=("check",), help="check: list every data file with its state")
     data.add_argument("--data-dir", help="the data folder (default: $CARDINAL_DATA, else ../shared/data)")
     data.set_defaults(handler=_data)
 
