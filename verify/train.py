@@ -40,6 +40,8 @@ from ..network import Metadata, Network
 from ..validate import output_file
 from .datasets import Dataset, load_dataset
 
+NEAR_CONSTANT = 0.6  # a balanced accuracy below this: the classifier predicts nearly one class
+
 
 @dataclass(frozen=True)
 class EpochStats:
@@ -277,6 +279,8 @@ def run_train(args: argparse.Namespace) -> int:
     print(f"{line}; constant predictor {result.baseline:.4f})")
     if result.auc is not None:
         print(f"test balanced accuracy {result.balanced_accuracy:.4f}, ROC AUC {result.auc:.4f}")
+        if not args.balanced and result.balanced_accuracy is not None and result.balanced_accuracy < NEAR_CONSTANT:
+            print("the model predicts nearly one class (balanced accuracy near 0.5): --balanced weights the rare class")
     if dataset.target_range is not None:
         low, high = dataset.target_range
         raw = result.test_metric * (high - low)
