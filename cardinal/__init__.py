@@ -47,12 +47,9 @@ def __getattr__(name: str) -> Any:
     if name in _PUBLIC:
         value = getattr(importlib.import_module(f"{__name__}.{_PUBLIC[name]}"), name)
     elif name == "__version__":
-        from importlib.metadata import PackageNotFoundError, version
+        from .version import package_version
 
-        try:
-            value = version("cardinal")
-        except PackageNotFoundError:  # a source tree that was never installed
-            value = "0+unknown"
+        value = package_version()
     elif name.startswith("_"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     else:

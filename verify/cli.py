@@ -688,15 +688,15 @@ def _data(args: argparse.Namespace) -> int:
 
 
 class _Version(argparse.Action):
-    """`--version`: the installed package's version (`cardinal.__version__`), looked up only when asked."""
+    """`--version`: the installed package's version (as `cardinal.__version__`), looked up only when asked."""
 
     def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
 
     def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> NoReturn:
-        import cardinal
+        from ..version import package_version
 
-        print(f"cardinal {cardinal.__version__}")
+        print(f"cardinal {package_version()}")
         parser.exit()
 
 
