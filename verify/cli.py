@@ -646,7 +646,7 @@ def _hunt(args: argparse.Namespace) -> int:
     checked = f"{result.tried} instance/kind pairs checked in {result.seconds:.0f} s"
     print(f"hunt {args.activation}: {checked}, {result.raw_finds} counterexample(s) found")
     if rows:
-        print(f"kept {len(rows)} ({KEPT}; the others are larger instances of the same finding), saved in {out}/:")
+        print(f"kept {len(rows)} of {result.raw_finds}, {KEPT} (the group's other finds are not saved), in {out}/:")
         headers = ["kind", "source", "finds", "tie rescue", "n", "widths", "greedy", "minimum", "case file"]
         print(tabulate(rows, headers=headers, tablefmt="simple"))
     else:
