@@ -38,6 +38,7 @@ from cardinal.io import JsonLines, write_atomic
 from cardinal.validate import output_file
 
 WORKERS = (1, 2)
+HEADERS = ["executor", "workers", "units", "seconds", "ms per unit", "Ray start (s)", "records ≠ 1 local worker (limit)"]
 
 
 def _at_limit(record: dict) -> bool:
@@ -104,6 +105,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="cardinal-bench-executors-") as folder:
         scratch = Path(folder)
         instances = list(quick(scratch / "data"))[: args.instances]
+        print(" | ".join(HEADERS), flush=True)
         for executor in ("local", "ray"):
             for workers in WORKERS:
                 startup = None
@@ -132,8 +134,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         round_trip["local"] = trivial_round_trip("local", 2, args.trivial)
     efficiency = {e: seconds[e, 1] / (2 * seconds[e, 2]) for e in ("local", "ray")}
     per_unit = (seconds["ray", 1] - seconds["local", 1]) / units * 1000
-    headers = ["executor", "workers", "units", "seconds", "ms per unit", "Ray start (s)", "records ≠ 1 local worker (limit)"]
-    table = tabulate(rows, headers=headers, tablefmt="github")
+    table = tabulate(rows, headers=HEADERS, tablefmt="github")
     command = "" if args.instances is None else f" --instances {args.instances}"
     command += f" --time-limit {args.time_limit:g} --out {args.out}"
     text = f"""# Executors: the quick suite on 1 and 2 workers, local pool vs Ray

@@ -68,7 +68,7 @@ import os
 import platform
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -202,67 +202,97 @@ def _timed(function, repeats: int, *args, **kwargs) -> tuple[float, object]:
     return statistics.median(times), result
 
 
-def run(rows: int, repeats: int, sample: dict[int, int], device: str = "cpu") -> tuple[list[list], list[list], dict]:
-    """The two tables (speed, limits) and the machine's measured limits."""
-    limits = {
+SPEED_HEADERS = [
+    "n",
+    "kind",
+    "dtype",
+    "mean size",
+    "batched ms",
+    "batched expl/s",
+    "torch loop expl/s",
+    "vs torch loop",
+    "≠ loop",
+    "explain_reference expl/s",
+    "vs explain_reference",
+]
+LIMIT_HEADERS = [
+    "n",
+    "kind",
+    "dtype",
+    "kFLOP/expl",
+    "kB/expl",
+    "limit expl/s",
+    "bound",
+    "GFLOP/s",
+    "of matmul peak",
+    "GB/s",
+    "of copy bandwidth",
+]
+CONFIGURATIONS = [
+    (n, kind, dtype) for n in (28, 276) for kind in ("contrastive", "abductive") for dtype in (torch.float32, torch.float64)
+]
+
+
+def machine_limits(device: str) -> dict:
+    """The machine's measured matmul peak per dtype (GFLOP/s) and copy bandwidth (GB/s)."""
+    return {
         "peak": {dtype: matmul_peak(device, dtype) for dtype in (torch.float32, torch.float64)},
         "bandwidth": copy_bandwidth(device),
     }
-    speed, physical = [], []
-    for n in (28, 276):
-        rng = np.random.default_rng(n)
-        net = random_network(rng, n, HIDDEN, "relu")
-        X = rng.random((rows, n))
-        t = median_threshold(net, X)
+
+
+def run(rows: int, repeats: int, sample: dict[int, int], limits: dict, device: str = "cpu") -> Iterator[tuple[list, list]]:
+    """One (speed row, limits row) per configuration of `CONFIGURATIONS`, as each is measured."""
+    networks = {}
+    for n, kind, dtype in CONFIGURATIONS:
+        if n not in networks:
+            rng = np.random.default_rng(n)
+            net = random_network(rng, n, HIDDEN, "relu")
+            X = rng.random((rows, n))
+            networks[n] = net, X, median_threshold(net, X)
+        net, X, t = networks[n]
         m = sample[n]
-        for kind in ("contrastive", "abductive"):
-            for dtype in (torch.float32, torch.float64):
-                explain(net, X[:256], kind=kind, threshold=t, device=device, dtype=dtype)  # warm-up
-                seconds, result = _timed(explain, repeats, net, X, kind=kind, threshold=t, device=device, dtype=dtype)
-                run_plain_loop(net, X[:2], kind, t, dtype)  # warm-up
-                loop_seconds, loop_masks = _timed(run_plain_loop, 1, net, X[:m], kind, t, dtype)
-                differ = int((loop_masks != result.masks[:m]).any(dim=1).sum())
-                assert differ == 0 if dtype == torch.float64 else differ <= m // 100, f"{differ} of {m} rows ≠ loop"
-                ref_seconds, reference = _timed(explain_reference, 1, net, X[:m], kind=kind, threshold=t, dtype=dtype)
-                if dtype == torch.float64:
-                    assert torch.equal(reference.masks, result.masks[:m]) and torch.equal(reference.exists, result.exists[:m])
-                rate, loop_rate, ref_rate = rows / seconds, m / loop_seconds, m / ref_seconds
-                name = str(dtype).removeprefix("torch.")
-                speed.append(
-                    [
-                        n,
-                        kind,
-                        name,
-                        f"{float(result.sizes[result.exists].float().mean()):.1f}",
-                        f"{seconds * 1e3:.1f}",
-                        f"{rate:,.0f}",
-                        f"{loop_rate:,.0f}",
-                        f"{rate / loop_rate:,.0f}×",
-                        f"{differ}/{m}",
-                        f"{ref_rate:,.0f}",
-                        f"{rate / ref_rate:,.0f}×",
-                    ]
-                )
-                work, traffic = flops(n, net.widths, kind), bytes_moved(n, net.widths, dtype.itemsize)
-                peak, bandwidth = limits["peak"][dtype] * 1e9, limits["bandwidth"] * 1e9
-                limit = min(peak / work, bandwidth / traffic)
-                physical.append(
-                    [
-                        n,
-                        kind,
-                        name,
-                        f"{work / 1e3:,.0f}",
-                        f"{traffic / 1e3:,.0f}",
-                        f"{limit:,.0f}",
-                        "compute" if peak / work < bandwidth / traffic else "memory",
-                        f"{rate * work / 1e9:.1f}",
-                        f"{100 * rate * work / peak:.0f}%",
-                        f"{rate * traffic / 1e9:.1f}",
-                        f"{100 * rate * traffic / bandwidth:.0f}%",
-                    ]
-                )
-                print(" | ".join(str(cell) for cell in speed[-1] + physical[-1][3:]), flush=True)
-    return speed, physical, limits
+        explain(net, X[:256], kind=kind, threshold=t, device=device, dtype=dtype)  # warm-up
+        seconds, result = _timed(explain, repeats, net, X, kind=kind, threshold=t, device=device, dtype=dtype)
+        run_plain_loop(net, X[:2], kind, t, dtype)  # warm-up
+        loop_seconds, loop_masks = _timed(run_plain_loop, 1, net, X[:m], kind, t, dtype)
+        differ = int((loop_masks != result.masks[:m]).any(dim=1).sum())
+        assert differ == 0 if dtype == torch.float64 else differ <= m // 100, f"{differ} of {m} rows ≠ loop"
+        ref_seconds, reference = _timed(explain_reference, 1, net, X[:m], kind=kind, threshold=t, dtype=dtype)
+        if dtype == torch.float64:
+            assert torch.equal(reference.masks, result.masks[:m]) and torch.equal(reference.exists, result.exists[:m])
+        rate, loop_rate, ref_rate = rows / seconds, m / loop_seconds, m / ref_seconds
+        name = str(dtype).removeprefix("torch.")
+        speed = [
+            n,
+            kind,
+            name,
+            f"{float(result.sizes[result.exists].float().mean()):.1f}",
+            f"{seconds * 1e3:.1f}",
+            f"{rate:,.0f}",
+            f"{loop_rate:,.0f}",
+            f"{rate / loop_rate:,.0f}×",
+            f"{differ}/{m}",
+            f"{ref_rate:,.0f}",
+            f"{rate / ref_rate:,.0f}×",
+        ]
+        work, traffic = flops(n, net.widths, kind), bytes_moved(n, net.widths, dtype.itemsize)
+        peak, bandwidth = limits["peak"][dtype] * 1e9, limits["bandwidth"] * 1e9
+        limit = min(peak / work, bandwidth / traffic)
+        physical = [
+            n,
+            kind,
+            name,
+            f"{work / 1e3:,.0f}",
+            f"{traffic / 1e3:,.0f}",
+            f"{limit:,.0f}",
+            "compute" if peak / work < bandwidth / traffic else "memory",
+            f"{rate * work / 1e9:.1f}",
+            f"{100 * rate * work / peak:.0f}%",
+            f"{rate * traffic / 1e9:.1f}",
+            f"{100 * rate * traffic / bandwidth:.0f}%",
+        ]
+        yield speed, physical
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -283,45 +313,52 @@ def main(argv: Sequence[str] | None = None) -> None:
     rows, repeats, sample = args.rows or setting["rows"], args.repeats or setting["repeats"], setting["sample"]
     sample = {n: min(size, rows) for n, size in sample.items()}
     started = time.perf_counter()
-    speed, physical, limits = run(rows, repeats, sample, args.device)
+    limits = machine_limits(args.device)
+    speed, physical = [], []
+    print(" | ".join(SPEED_HEADERS + LIMIT_HEADERS[3:]), flush=True)  # the progress rows below, one per configuration
+    interrupted = False
+    try:
+        for speed_row, physical_row in run(rows, repeats, sample, limits, args.device):
+            speed.append(speed_row)
+            physical.append(physical_row)
+            print(" | ".join(str(cell) for cell in speed_row + physical_row[3:]), flush=True)
+    except KeyboardInterrupt:  # write what was measured
+        interrupted = True
     command = f"python -m bench.greedy{' --full' if args.full else ''} --rows {rows} --repeats {repeats} --device {args.device}"
-    size = "8192" if torch.device(args.device).type == "cuda" else "2048"
-    text = "\n".join(
+    state = f" Interrupted: {len(speed)} of {len(CONFIGURATIONS)} configurations measured." if interrupted else ""
+    header = f"Run {datetime.date.today().isoformat()} with `{command}` on {machine(args.device)}; "
+    header += f"{time.perf_counter() - started:.0f} s in all.{state}"
+    write_atomic(args.out, report(header, args.device, rows, repeats, sample, limits, speed, physical))
+    print(f"wrote {args.out}" + (f" ({len(speed)} of {len(CONFIGURATIONS)} rows: interrupted)" if interrupted else ""))
+    if interrupted:
+        raise SystemExit(130)
+
+
+def report(
+    header: str, device: str, rows: int, repeats: int, sample: dict[int, int], limits: dict, speed: list, physical: list
+) -> str:
+    """The markdown of the two tables (the rows measured so far) and what they measured; `header`:
+    the line saying when, how and where it ran."""
+    size = "8192" if torch.device(device).type == "cuda" else "2048"
+    return "\n".join(
         [
             "# Greedy explanations: batched vs one-call loops",
             "",
-            f"Run {datetime.date.today().isoformat()} with `{command}` on {machine(args.device)}; "
-            f"{time.perf_counter() - started:.0f} s in all.",
+            header,
             "",
             f"Networks n → {' → '.join(map(str, HIDDEN))} → 1, ReLU, monotone random weights; B = {rows} inputs uniform "
             "in [0,1]^n; threshold midway around the median output. Batched: `explain`, median of "
-            f"{repeats} runs over all B rows on {args.device}. Torch loop: Algorithm 1 in plain PyTorch on the "
+            f"{repeats} runs over all B rows on {device}. Torch loop: Algorithm 1 in plain PyTorch on the "
             "`nn.Sequential`, one `model(y.unsqueeze(0)).item()` per call (code in `bench/greedy.py`), same dtype, CPU; "
             f"`explain_reference`: cardinal's own one-call loop over its `Network`, same dtype, CPU. Loops on "
             f"{sample[28]} rows for n = 28 and {sample[276]} for n = 276, one pass each. `≠ loop`: sample rows whose "
             "batched answer differs from the torch loop's (float32 rounding; asserted 0 in float64).",
             "",
-            tabulate(
-                speed,
-                headers=[
-                    "n",
-                    "kind",
-                    "dtype",
-                    "mean size",
-                    "batched ms",
-                    "batched expl/s",
-                    "torch loop expl/s",
-                    "vs torch loop",
-                    "≠ loop",
-                    "explain_reference expl/s",
-                    "vs explain_reference",
-                ],
-                tablefmt="github",
-            ),
+            tabulate(speed, headers=SPEED_HEADERS, tablefmt="github"),
             "",
             "## Against the physical limits",
             "",
-            f"Measured on {args.device}: matmul peak ({size}² `torch.mm`, best of 10) "
+            f"Measured on {device}: matmul peak ({size}² `torch.mm`, best of 10) "
             f"**{limits['peak'][torch.float32]:.1f} GFLOP/s** in float32, **{limits['peak'][torch.float64]:.1f}** in "
             f"float64; copy bandwidth (256 MB `copy_`, read + write, best of 10) **{limits['bandwidth']:.1f} GB/s**. "
             "Per explanation: kFLOP of the algorithm as `explain` runs it and kB of a layer-by-layer implementation "
@@ -329,28 +366,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             "and which of the two binds; achieved = batched expl/s × FLOPs (or bytes), and its fraction of the peak "
             "(or bandwidth).",
             "",
-            tabulate(
-                physical,
-                headers=[
-                    "n",
-                    "kind",
-                    "dtype",
-                    "kFLOP/expl",
-                    "kB/expl",
-                    "limit expl/s",
-                    "bound",
-                    "GFLOP/s",
-                    "of matmul peak",
-                    "GB/s",
-                    "of copy bandwidth",
-                ],
-                tablefmt="github",
-            ),
+            tabulate(physical, headers=LIMIT_HEADERS, tablefmt="github"),
             "",
         ]
     )
-    write_atomic(args.out, text)
-    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":

@@ -30,7 +30,6 @@ import statistics
 import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -40,6 +39,7 @@ from tabulate import tabulate
 
 from bench.greedy import machine
 from cardinal.errors import InputError
+from cardinal.io import write_atomic
 from cardinal.network import Network
 from cardinal.validate import count, output_file, seconds
 
@@ -87,6 +87,9 @@ def measure(name: str, queries: list[Query], repeats: int, time_limit: float) ->
     return plain, guarded
 
 
+HEADERS = ["problem", "solver", "calls", "unguarded ms", "guarded ms", "fixed cost ms"]
+
+
 def row(problem: str, name: str, plain: list[float], guarded: list[float]) -> list[object]:
     cost = statistics.median(g - p for g, p in zip(guarded, plain, strict=True))
     return [problem, name, len(plain), *(f"{1000 * statistics.median(t):.2f}" for t in (plain, guarded)), f"{1000 * cost:.2f}"]
@@ -112,16 +115,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     net, x, threshold = trivial()[0]
     solve_minimum(net, x, "contrastive", threshold=threshold, solver=first, time_limit=args.time_limit)
     start = time.perf_counter() - started
-    rows = []
-    for problem, queries, names in (
-        ("trivial", trivial() * 10, installed),
-        ("28 × 32 × 32", front_door(args.inputs), [name for name in installed if name != "enumerate"]),
-    ):
-        for name in names:
-            rows.append(row(problem, name, *measure(name, queries, args.repeats, args.time_limit)))
-            print(" | ".join(map(str, rows[-1])), flush=True)
+    rows: list[list[object]] = []
+    print(" | ".join(HEADERS), flush=True)
+    interrupted = False
+    try:
+        for problem, queries, names in (
+            ("trivial", trivial() * 10, installed),
+            ("28 × 32 × 32", front_door(args.inputs), [name for name in installed if name != "enumerate"]),
+        ):
+            for name in names:
+                rows.append(row(problem, name, *measure(name, queries, args.repeats, args.time_limit)))
+                print(" | ".join(map(str, rows[-1])), flush=True)
+    except KeyboardInterrupt:  # write what was measured
+        interrupted = True
     command = f"python -m bench.guard --inputs {args.inputs} --repeats {args.repeats} --time-limit {args.time_limit:g}"
-    headers = ["problem", "solver", "calls", "unguarded ms", "guarded ms", "fixed cost ms"]
+    state = f" Interrupted after {len(rows)} row(s)." if interrupted else ""
     text = "\n".join(
         [
             "# The fixed cost of a guarded call",
@@ -129,15 +137,16 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"Run {datetime.date.today().isoformat()} with `{command}` on {machine()}; "
             f"{time.perf_counter() - began:.0f} s in all. Medians per call through `solve_minimum`; `fixed cost`: the median "
             "of the per-call differences guarded − unguarded (see `bench/guard.py`). This process's first guarded call "
-            f"({first}, trivial query, its solver process starting): {1000 * start:.0f} ms.",
+            f"({first}, trivial query, its solver process starting): {1000 * start:.0f} ms.{state}",
             "",
-            tabulate(rows, headers=headers, tablefmt="github"),
+            tabulate(rows, headers=HEADERS, tablefmt="github"),
             "",
         ]
     )
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(text)
-    print(f"wrote {args.out}")
+    write_atomic(args.out, text)
+    print(f"wrote {args.out}" + (f" ({len(rows)} row(s): interrupted)" if interrupted else ""))
+    if interrupted:
+        raise SystemExit(130)
 
 
 if __name__ == "__main__":

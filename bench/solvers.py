@@ -364,6 +364,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             for config in configs
         }
         done: dict[tuple[int, tuple[int, ...]], Calls] = {config: future.result() for config, future in futures.items()}
+    headers = ["sweep", "n", "hidden", "solver", "calls", "median ms", "p90 ms", "max ms", "timeouts", "other", "wrong"]
+    print(" | ".join(headers), flush=True)
     for sweep in sweeps:
         for n, hidden in SWEEPS[sweep]:
             for name, calls in sorted(done[n, hidden].items()):
@@ -371,7 +373,6 @@ def main(argv: Sequence[str] | None = None) -> None:
                 print(" | ".join(map(str, rows[-1])), flush=True)
     plot(rows, figure, sweeps, calls=args.networks * args.inputs * 2)
     cactus(done, args.time_limit, cactus_figure)
-    headers = ["sweep", "n", "hidden", "solver", "calls", "median ms", "p90 ms", "max ms", "timeouts", "other", "wrong"]
     command = f"python -m bench.solvers --networks {args.networks} --inputs {args.inputs} --time-limit {args.time_limit:g}"
     command += f" --jobs {args.jobs}"
     command += "" if sweeps == list(SWEEPS) else f" --sweeps {','.join(sweeps)}"

@@ -6,34 +6,62 @@ explainer `cardinal.greedy`, and the model-file readers in `cardinal.formats`), 
 in `cardinal.solvers` (backends behind one front, imported lazily by name, so `import cardinal`
 needs none of their libraries), and the application in `cardinal.verify` (certify, check,
 campaigns, reports, the `cardinal` command).
+
+The public names are imported on first use (PEP 562), so `import cardinal` and `cardinal --help`
+do not pay for torch: `from cardinal import Network` imports `cardinal.network` then.
+`__version__` is the installed package's version (its one source is pyproject.toml).
 """
 
-from .activations import Activation, Step
-from .domain import Domain
-from .errors import InputError
-from .greedy import ExplainResult, explain, explain_reference
-from .network import Layer, Network
-from .problem import Kind, MissingSolutionError, Outcome, Problem, Status, Verdict
-from .solvers.base import SOLVER_NAMES, available_solvers, get_solver, solve_minimum
+from __future__ import annotations
 
-__all__ = [
-    "SOLVER_NAMES",
-    "Activation",
-    "Domain",
-    "ExplainResult",
-    "InputError",
-    "Kind",
-    "Layer",
-    "MissingSolutionError",
-    "Network",
-    "Outcome",
-    "Problem",
-    "Status",
-    "Step",
-    "Verdict",
-    "available_solvers",
-    "explain",
-    "explain_reference",
-    "get_solver",
-    "solve_minimum",
-]
+import importlib
+from typing import Any
+
+_PUBLIC = {  # public name → the module that defines it
+    "Activation": "activations",
+    "Step": "activations",
+    "Domain": "domain",
+    "InputError": "errors",
+    "ExplainResult": "greedy",
+    "explain": "greedy",
+    "explain_reference": "greedy",
+    "Layer": "network",
+    "Network": "network",
+    "Kind": "problem",
+    "MissingSolutionError": "problem",
+    "Outcome": "problem",
+    "Problem": "problem",
+    "Status": "problem",
+    "Verdict": "problem",
+    "SOLVER_NAMES": "solvers.base",
+    "available_solvers": "solvers.base",
+    "get_solver": "solvers.base",
+    "solve_minimum": "solvers.base",
+}
+
+__all__ = sorted([*_PUBLIC, "__version__"])
+
+
+def __getattr__(name: str) -> Any:
+    """A public name, `__version__`, or a submodule (`cardinal.network`), imported on first use."""
+    if name in _PUBLIC:
+        value = getattr(importlib.import_module(f"{__name__}.{_PUBLIC[name]}"), name)
+    elif name == "__version__":
+        from .version import package_version
+
+        value = package_version()
+    elif name.startswith("_"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    else:
+        try:
+            value = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as error:
+            if error.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    globals()[name] = value  # the next look-up is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

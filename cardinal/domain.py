@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from .errors import InputError
-from .validate import describe, json_bool, json_vector
+from .validate import describe, json_bool, json_number, json_vector
 
 
 @dataclass(frozen=True, eq=False)
@@ -66,25 +66,56 @@ class Domain:
     def n(self) -> int:
         return self.lower.shape[0]
 
-    def to_json(self) -> dict[str, Any]:
-        document: dict[str, Any] = {"lower": self.lower.tolist(), "upper": self.upper.tolist()}
+    def to_json(self, compact: bool = False) -> dict[str, Any]:
+        """`{"lower": [...], "upper": [...]}` (with `"binary": true` for a binary box). `compact`:
+        a bound whose entries are all equal is written as one number (read back by `from_json`
+        with `n`), so that a record can carry its box at little cost."""
+
+        def bound(values: np.ndarray) -> float | list[float]:
+            return float(values[0]) if compact and bool((values == values[0]).all()) else values.tolist()
+
+        document: dict[str, Any] = {"lower": bound(self.lower), "upper": bound(self.upper)}
         if self.binary:
             document["binary"] = True
         return document
 
     @classmethod
-    def from_json(cls, document: Any, source: str = "domain") -> Domain:
+    def from_json(cls, document: Any, source: str = "domain", n: int | None = None) -> Domain:
         """Parse `{"lower": [...], "upper": [...], "binary": true|false}` ("binary" optional, a
-        JSON Boolean only); errors name `source` and the field."""
+        JSON Boolean only); with `n`, a bound may be one number for all n features (the compact
+        form of `to_json`) and lists must have n entries. Errors name `source` and the field."""
         if not isinstance(document, dict) or "lower" not in document or "upper" not in document:
             raise InputError(f"{source}: expected an object with 'lower' and 'upper', got {describe(document)}")
-        lower = json_vector(document["lower"], f"{source}: lower")
-        upper = json_vector(document["upper"], f"{source}: upper", length=len(lower))
+
+        def bound(name: str, length: int | None) -> np.ndarray:
+            value = document[name]
+            if n is not None and not isinstance(value, list):
+                return np.full(n, json_number(value, f"{source}: {name}"))
+            return json_vector(value, f"{source}: {name}", length=length)
+
+        lower = bound("lower", n)
+        upper = bound("upper", len(lower))
         binary = json_bool(document.get("binary", False), f"{source}: binary")
         try:
             return cls(lower, upper, binary=binary)
         except InputError as error:
             raise InputError(f"{source}: {error}") from None
+
+    def same_as(self, other: Domain) -> bool:
+        """The same box, bound for bound, and the same binary flag."""
+        return (
+            self.binary == other.binary
+            and np.array_equal(self.lower, other.lower)
+            and np.array_equal(self.upper, other.upper)
+        )
+
+    def describe(self) -> str:
+        """The box in a few words: `[0, 1]^n`, `{0, 1}^n` when binary, else `a box of n features`."""
+        compact = self.to_json(compact=True)
+        low, high = compact["lower"], compact["upper"]
+        if isinstance(low, float) and isinstance(high, float):
+            return f"{{{low:g}, {high:g}}}^{self.n}" if self.binary else f"[{low:g}, {high:g}]^{self.n}"
+        return f"a {'binary ' if self.binary else ''}box of {self.n} features (per-feature bounds)"
 
     def check(self, X: np.ndarray, source: str = "inputs") -> np.ndarray:
         """Validate inputs X [B, n] (or [n]) against the box; returns them as float64 [B, n].

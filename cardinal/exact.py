@@ -234,6 +234,16 @@ class ExactNetwork:
         pre_activations, _, _ = self._propagate(low, high)
         return [(lo.fractions()[0], hi.fractions()[0]) for lo, hi in pre_activations]
 
+    def output_range(self, lower: np.ndarray, upper: np.ndarray) -> Enclosure:
+        """An exact enclosure of f over the whole box [lower, upper] [n]: every f(y) with y in the
+        box lies in it. Interval arithmetic, so sound for every network but not tight (on a
+        monotone network it is exactly [f(lower), f(upper)] up to the smooth units' margin)."""
+        low = Dyadic.from_floats(np.asarray(lower, dtype=np.float64)[None, :])
+        high = Dyadic.from_floats(np.asarray(upper, dtype=np.float64)[None, :])
+        _, low, high = self._propagate(low, high)
+        assert high is not None
+        return Enclosure(low.fractions()[0, 0], high.fractions()[0, 0])
+
     def predictions(self, X: np.ndarray, threshold: float) -> np.ndarray:
         """Exact predictions [B] as int8: 1, 0, or -1 where a smooth enclosure straddles t."""
         t = Fraction(threshold)

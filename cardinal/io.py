@@ -22,6 +22,7 @@ import math
 import os
 import secrets
 import stat
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,6 +36,7 @@ from .errors import InputError
 MiB = 1 << 20
 MAX_NETWORK_BYTES = 512 * MiB  # a network file (JSON, ONNX, torch), a case file, a torch archive's records unpacked
 MAX_DATA_BYTES = 1024 * MiB  # every other file: inputs, domains, JSON lines, training data (a zip's members unpacked)
+STDIN = "-"  # the file name that means standard input (`--inputs -`)
 MAX_INTEGER_DIGITS = 4300  # a longer integer literal in JSON is refused (Python's own limit for int())
 _NOT_REGULAR = (
     (stat.S_ISDIR, "a directory"),
@@ -106,6 +108,18 @@ def read_input(path: str | Path, what: str, limit: int) -> bytes:
         except OSError as error:
             raise InputError(f"cannot read {what} {path}: {error.strerror}") from None
     check_size(path, what, total, limit)
+    return b"".join(parts)
+
+
+def read_stdin(what: str, limit: int) -> bytes:
+    """The bytes of standard input (`-` in place of a file name), refused past `limit` bytes."""
+    stream = sys.stdin.buffer
+    parts: list[bytes] = []
+    total = 0
+    while total <= limit and (part := stream.read(1 << 16)):
+        parts.append(part)
+        total += len(part)
+    check_size(Path("<standard input>"), what, total, limit)
     return b"".join(parts)
 
 
@@ -303,10 +317,14 @@ def read_inputs(path: str | Path, n_features: int | None = None, header: bool | 
     `header`: True skips the first row, False reads it as data, None (the default) takes it as a
     header only when none of its cells is a number, so a typo in a first data row is an error,
     never a silently dropped row. Rows are numbered from 0 after any header, as in the output
-    records (`row`); messages give the file's line too.
+    records (`row`); messages give the file's line too. `path` "-" reads standard input.
     """
-    path = Path(path)
-    text = decode_text(read_input(path, "inputs file", MAX_DATA_BYTES), path, "inputs file")
+    if str(path) == STDIN:
+        path = Path("<standard input>")
+        text = decode_text(read_stdin("inputs", MAX_DATA_BYTES), path, "inputs")
+    else:
+        path = Path(path)
+        text = decode_text(read_input(path, "inputs file", MAX_DATA_BYTES), path, "inputs file")
     rows: list[tuple[int, list[str]]] = []  # (line number, cells)
     reader = csv.reader(io.StringIO(text, newline=""))
     try:

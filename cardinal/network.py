@@ -205,6 +205,16 @@ class Network:
     def is_piecewise_linear(self) -> bool:
         return all(layer.activation.is_piecewise_linear for layer in self.layers)
 
+    def smooth_layers(self) -> str:
+        """The layers whose activation is not piecewise linear, named for a message (numbered from 1
+        as in the network's errors), e.g. `layer 2 (the output layer): sigmoid`; empty if none."""
+        last = len(self.layers)
+        return ", ".join(
+            f"layer {number}{' (the output layer)' if number == last else ''}: {layer.activation.name}"
+            for number, layer in enumerate(self.layers, start=1)
+            if not layer.activation.is_piecewise_linear
+        )
+
     @property
     def activation_names(self) -> tuple[str, ...]:
         return tuple(layer.activation.name for layer in self.layers)

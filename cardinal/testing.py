@@ -9,14 +9,17 @@
 It judges explanations like `cardinal check` (cardinal's own greedy ones, or `explanations` from
 any explainer), compares them with a baseline like `--baseline`, and raises `AssertionError`
 listing every failure with its evidence (the witness of an invalid set, a smaller explanation).
-A baseline is the JSON lines that `cardinal check --out` writes; it is (re)written instead of
-compared when `update=True` or the environment has `CARDINAL_UPDATE_BASELINE=1`.
+A baseline is the JSON lines that `cardinal check --out` writes (the helper writes them without
+the solvers' seconds, so that a rewrite changes the file only where the explanations changed); it
+is (re)written instead of compared when `update=True` or the environment has
+`CARDINAL_UPDATE_BASELINE=1`.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,6 +35,7 @@ from .network import Network
 from .verify.baseline import change_table, compare, entry_of, failures, parse_fail_on, read_baseline
 from .verify.certify import greedy_answers
 from .verify.check import KINDS, Claim, Judgement, check_explanations, parse_claim, read_claims
+from .verify.settings import Flags, resolve
 
 __all__ = ["assert_explanations"]
 
@@ -42,7 +46,7 @@ def assert_explanations(
     *,
     explanations: Sequence[Mapping[str, Any]] | str | Path | None = None,
     kind: str = "both",
-    threshold: float = 0.0,
+    threshold: float | None = None,
     domain: Domain | None = None,
     require: str = "valid",
     baseline: str | Path | None = None,
@@ -60,10 +64,15 @@ def assert_explanations(
     records or a JSON-lines file of them. kind: contrastive, abductive or both. require: valid,
     subset or minimum (as `cardinal check --require`). baseline: a `cardinal check` JSON-lines
     file; fail_on: what fails against it (default `("changed",)` when there is a baseline), as
-    `--fail-on`. Returns the judgements (each `.to_json()` is a `cardinal check` record).
+    `--fail-on`. threshold and domain: as `--threshold` and `--domain`, by default the network
+    file's metadata, else 0 and [0, 1]^n (`verify.settings`); a prediction constant on the box is
+    a warning. Returns the judgements (each `.to_json()` is a `cardinal check` record).
     """
     net = _network(model, activations)
-    domain = domain if domain is not None else Domain.unit(net.n_inputs)
+    settings = resolve(net, str(model) if isinstance(model, (str, Path)) else "the network", Flags(threshold, domain))
+    for note in settings.notes:
+        warnings.warn(note, stacklevel=2)
+    domain, threshold = settings.domain, settings.threshold
     inputs = read_inputs(X, net.n_inputs) if isinstance(X, (str, Path)) else X
     inputs = domain.check(inputs)
     kinds = KINDS if kind == "both" else (kind,)
@@ -76,7 +85,7 @@ def assert_explanations(
     records = [judgement.to_json() for judgement in judgements]
     if baseline is not None:
         if update if update is not None else os.environ.get("CARDINAL_UPDATE_BASELINE") == "1":
-            write_atomic(baseline, "".join(json.dumps(record) + "\n" for record in records))
+            write_atomic(baseline, "".join(json.dumps(_untimed(record)) + "\n" for record in records))
         elif not Path(baseline).exists():
             problems.append(f"baseline {baseline} does not exist: write it with update=True or CARDINAL_UPDATE_BASELINE=1")
         else:
@@ -90,6 +99,13 @@ def assert_explanations(
     if problems:
         raise AssertionError("explanations failed their checks:\n" + "\n".join(problems))
     return judgements
+
+
+def _untimed(record: dict[str, Any]) -> dict[str, Any]:
+    """A `check` record without the solvers' measured seconds: a baseline holds only what a rerun
+    must reproduce, so rewriting it when nothing but the timings changed leaves the file as it was."""
+    solvers = {name: {k: v for k, v in outcome.items() if k != "seconds"} for name, outcome in record["solvers"].items()}
+    return {**record, "solvers": solvers}
 
 
 def _network(model: Network | nn.Module | str | Path, activations: Sequence[str | Activation] | str | None) -> Network:

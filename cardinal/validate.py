@@ -69,6 +69,25 @@ def number_list(text: str) -> float | list[float]:
     return values
 
 
+MAX_ROW_RANGE = 10_000_000  # rows one range of --rows may span: more is a typo
+
+
+def row_selection(text: str) -> tuple[int, ...]:
+    """argparse type of `--rows`: row numbers (from 0) and inclusive ranges, e.g. `3,5-9` →
+    (3, 5, 6, 7, 8, 9); sorted, each once."""
+    rows: set[int] = set()
+    for part in text.split(","):
+        low, dash, high = part.strip().partition("-")
+        try:
+            first, last = int(low), int(high if dash else low)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r}: {part.strip()!r} is not a row number (from 0) or a range A-B") from None
+        if first < 0 or last < first or last - first >= MAX_ROW_RANGE:
+            raise argparse.ArgumentTypeError(f"{text!r}: {part.strip()!r} is not a range A-B with 0 ≤ A ≤ B")
+        rows.update(range(first, last + 1))
+    return tuple(sorted(rows))
+
+
 def count(low: int, high: int | None = None) -> Callable[[str], int]:
     """argparse type: an integer in [low, high] (no upper bound if `high` is None)."""
 

@@ -71,7 +71,8 @@ class MilpSolver(BaseSolver):
         started = time.perf_counter()
         deadline = started + time_limit
         if not problem.net.is_piecewise_linear:
-            return self.outcome(Status.UNSUPPORTED, started, message=f"{problem.net.hidden_activation()} is not piecewise linear")
+            message = f"a MILP encodes piecewise-linear activations only; not so {problem.net.smooth_layers()}"
+            return self.outcome(Status.UNSUPPORTED, started, message=message)
         if problem.monotone:
             early = self._monotone_shortcut(problem, started)
             if early is not None:

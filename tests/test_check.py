@@ -201,16 +201,18 @@ def test_non_monotone_validity_by_exact_search(binary: bool, solver: str) -> Non
 
 
 def test_progress_shows_only_when_a_run_lasts(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
-    """Off a terminal (as here), a line every 10 s; nothing for a run shorter than that."""
+    """Off a terminal (as here), a line every 10 s that says what it counts (judged so far, not
+    passed: issue 26 saw `check: 2/4` above a table where 3 of 4 passed); nothing for a run
+    shorter than that."""
     from cardinal.verify import cli
 
     clock = [0.0]
     monkeypatch.setattr(cli.time, "monotonic", lambda: clock[0])
-    with cli._Progress(3, "check") as progress:
+    with cli._Progress(3, "check", "judged") as progress:
         for now in (0.5, 12.0, 12.5):
             clock[0] = now
             progress.update()
-    assert capsys.readouterr().err == "check: 2/3\n"
+    assert capsys.readouterr().err == "cardinal check: judged 2 of 3 explanation(s)\n"
 
 
 def test_unknown_solver_exit_2(design_network_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

@@ -54,5 +54,7 @@ def test_hunt_command(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     assert main(["hunt", "--activation", "step", "--seconds", "4", "--max-features", "5", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "counterexample(s) found" in out and "set-cover" in out
-    assert list(tmp_path.glob("greedy_suboptimal-*.json"))
+    saved = list(tmp_path.glob("greedy_suboptimal-*.json"))
+    # how many were kept, and why (issue 26: "287 found" above 4 files said neither)
+    assert f"kept {len(saved)} of " in out and "per kind, source and tie rescue, the smallest after shrinking" in out
     assert main(["hunt", "--activation", "step", "--seconds", "0", "--out", str(tmp_path)]) == 2

@@ -24,6 +24,7 @@ from cardinal.verify.report import (
     time_figure,
     write_report,
 )
+from matplotlib.colors import to_hex
 
 from cardinal.errors import InputError
 from cardinal.problem import Kind, Status, Verdict
@@ -158,13 +159,40 @@ def test_cactus_and_time_figures(records: list[Record]) -> None:
     assert list(lines["z3"].get_ydata()) == answered and list(lines["z3"].get_xdata()) == list(range(1, len(answered) + 1))
     assert "enumerate: 9 of 9 calls answered (n ≤ 8)" in [line.get_label() for line in axis.get_lines()]
     assert list(lines["time limit 10 s"].get_ydata()) == [10.0, 10.0] and axis.get_yscale() == "log"
-    panels = {axis.get_title(): axis for axis in time_figure(records).axes if axis.get_visible()}
+
+
+
+def test_time_figure_shows_every_answered_call_its_median_and_count(records: list[Record]) -> None:
+    """Issue 26: not medians joined into lines, but each call a point, the median a bar and the count
+    per n; a solver with no answered call on an activation (gurobi on sigmoid) is not drawn."""
+    figure = time_figure(records)
+    panels = {axis.get_title(): axis for axis in figure.axes if axis.get_visible()}
     assert set(panels) == {"relu (5 records)", "sigmoid (2 records)", "step (4 records)"}
-    relu = {line.get_label(): line for line in panels["relu (5 records)"].get_lines()}
-    assert list(relu["enumerate, stops at n = 8"].get_xdata()) == [4, 8]
-    assert list(relu["z3"].get_xdata()) == [4, 8, 30]
-    sigmoid = [line.get_label() for line in panels["sigmoid (2 records)"].get_lines()]
-    assert "gurobi: no answer (unsupported 2)" in sigmoid and "enumerate" in sigmoid
+    for title, axis in panels.items():
+        activation = title.split()[0]
+        answered: dict[str, dict[int, list[float]]] = {}
+        for r in records:
+            for name, o in r.solvers.items():
+                if r.activation == activation and o.status in (Status.OPTIMAL, Status.FEASIBLE, Status.NONE_WITHIN, Status.NONE_EXISTS):
+                    answered.setdefault(name, {}).setdefault(r.n, []).append(o.seconds)
+        points = {c.get_gid(): c for c in axis.collections if c.get_gid() in answered}
+        assert set(points) == set(answered)  # only the solvers that answered here
+        for name, by_n in answered.items():
+            assert sorted(points[name].get_offsets()[:, 1]) == sorted(s for times in by_n.values() for s in times)
+            medians = {c.get_gid(): c for c in axis.collections if (c.get_gid() or "").startswith(f"{name} median")}
+            assert set(medians) == {f"{name} median n={n}" for n in by_n}
+            for n, times in by_n.items():
+                assert medians[f"{name} median n={n}"].get_segments()[0][0][1] == np.median(times)
+            counts = {t.get_gid(): t.get_text() for t in axis.texts if (t.get_gid() or "").startswith(f"{name} count")}
+            calls = Counter(r.n for r in records if r.activation == activation and name in r.solvers)
+            assert counts == {
+                f"{name} count n={n}": str(len(times)) if len(times) == calls[n] else f"{len(times)}/{calls[n]}"
+                for n, times in by_n.items()
+            }
+    assert [t.get_text() for t in panels["relu (5 records)"].get_xticklabels()] == ["4", "8", "30"]
+    assert "gurobi" not in {c.get_gid() for c in panels["sigmoid (2 records)"].collections}
+    legend = [text.get_text() for text in figure.legends[0].get_texts()]
+    assert legend == ["enumerate", "gurobi", "highs", "z3", "median of the column"]
 
 
 def test_summary_explains_its_counts(records: list[Record], tmp_path: Path) -> None:
@@ -199,7 +227,10 @@ def test_each_solver_keeps_its_colour_in_every_panel(records: list[Record]) -> N
         for line in axis.get_lines():
             name = line.get_label().split(":")[0].split(",")[0]
             if name in {"enumerate", "gurobi", "highs", "z3"}:
-                colours.setdefault(name, set()).add(line.get_color())
+                colours.setdefault(name, set()).add(to_hex(line.get_color()))
+        for points in axis.collections:  # the time figure's points, named by their gid
+            if points.get_gid() in {"enumerate", "gurobi", "highs", "z3"}:
+                colours.setdefault(points.get_gid(), set()).add(to_hex(points.get_facecolor()[0], keep_alpha=False))
     assert set(colours) == {"enumerate", "gurobi", "highs", "z3"}
     assert all(len(seen) == 1 for seen in colours.values()) and len(set.union(*colours.values())) == 4
 

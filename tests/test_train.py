@@ -11,8 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from cardinal.verify.cli import UsageError, build_parser
 from cardinal.verify.datasets import Dataset, load_csv, load_dataset
-from cardinal.verify.train import add_train_arguments, run_train, train_monotone
+from cardinal.verify.train import run_train, train_monotone
 
 from cardinal.errors import InputError
 from cardinal.io import read_inputs
@@ -86,9 +87,7 @@ def test_bad_settings_raise(cancer: Dataset) -> None:
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="cardinal train")
-    add_train_arguments(parser)
-    return parser.parse_args(argv)
+    return build_parser().parse_args(["train", *argv])
 
 
 def test_train_command_saves_network_and_exact_test_inputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -113,5 +112,20 @@ def test_train_command_csv_and_flags(tmp_path: Path) -> None:
                   "--hidden", "none", "--epochs", "2", "--quiet"])  # fmt: skip
     assert run_train(args) == 0
     assert Network.load(tmp_path / "m.json").widths == (1,)
-    with pytest.raises(SystemExit):
+    with pytest.raises(UsageError, match="not a comma-separated list of layer widths"):
         parse(["--dataset", "heart", "--out", "m.json", "--hidden", "8,x"])
+
+
+def test_a_near_constant_classifier_points_to_balanced(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 26: `cardinal train --dataset loan` without --balanced gave balanced accuracy 0.51 and
+    said nothing; a rare class now gets a hint, and --balanced makes it go away."""
+    rng = np.random.default_rng(0)
+    a = rng.random(400)
+    frame = pd.DataFrame({"a": a, "b": rng.random(400), "label": (a > 0.95).astype(int)})  # 5% positives
+    frame.to_csv(tmp_path / "rare.csv", index=False)
+    args = ["--dataset", f"csv:{tmp_path / 'rare.csv'}", "--target", "label", "--out", str(tmp_path / "m.json"),
+            "--hidden", "none", "--epochs", "1", "--quiet"]  # fmt: skip
+    assert run_train(parse(args)) == 0
+    assert "--balanced weights the rare class" in capsys.readouterr().out
+    assert run_train(parse([*args, "--balanced", "--epochs", "30"])) == 0
+    assert "--balanced weights the rare class" not in capsys.readouterr().out

@@ -94,13 +94,16 @@ class Unit:
     greedy: GreedyAnswer | None  # None: the network is not monotone
     solvers: tuple[str, ...]
     time_limit: float
+    notes: tuple[str, ...] = ()  # about the whole instance: a prediction constant on the box
 
 
 def units_of(instance: Instance, solvers: tuple[str, ...], time_limit: float, done: set[str]) -> list[Unit]:
     """Greedy for every row and kind of an instance (batched, exactly re-checked), as units."""
     from .certify import greedy_answers
+    from .settings import constant_note
 
     names = solvers_for(instance.net, solvers)
+    constant = constant_note(instance.net, instance.domain, instance.threshold)
     outputs = instance.net.forward(instance.X).numpy()
     units = []
     for kind in instance.kinds:
@@ -133,6 +136,7 @@ def units_of(instance: Instance, solvers: tuple[str, ...], time_limit: float, do
                     greedy=answer,
                     solvers=names,
                     time_limit=time_limit,
+                    notes=(constant,) if constant else (),
                 )
             )
     return units
@@ -181,7 +185,7 @@ def certify_unit(unit: Unit, pool: SolverPool | _FailedCalls | None = None) -> t
         minimum_proved=certificate.minimum_proved,
         gap=certificate.gap,
         tie_decided=tie_decided(problem, certificate.greedy.features) if suboptimal else None,
-        notes=certificate.notes,
+        notes=(*unit.notes, *certificate.notes),
     )
     case = None
     if problem is not None and certificate.verdict in (Verdict.GREEDY_SUBOPTIMAL, Verdict.SOLVER_DISAGREEMENT):

@@ -174,6 +174,9 @@ def certify_row(
         outcomes, notes = pool.solve(problem, at_most, time_limit)
     judgement = judge(problem, greedy, outcomes, at_most)
     notes += [f"{name}: {outcome.message}" for name, outcome in judgement.outcomes.items() if outcome.message]
+    undecided = judgement.verdict in (Verdict.UNKNOWN, Verdict.UNDECIDED, Verdict.EXACT_ONLY)
+    if undecided and not judgement.certified and not judgement.minimum_proved:
+        notes.append(left_open(problem.kind, at_most, judgement.outcomes, time_limit))
     return Certificate(
         row,
         problem.kind,
@@ -186,6 +189,24 @@ def certify_row(
         (*notes, *judgement.notes),
         judgement.minimum_proved,
     )
+
+
+def left_open(kind: str, at_most: int | None, outcomes: dict[str, Outcome], time_limit: float) -> str:
+    """Why a row stays undecided: the question the solvers were asked and how each call ended
+    (no measured time, so that two runs give the same note)."""
+    asked = f"is there a {kind} explanation of size ≤ {at_most}" if at_most is not None else f"the minimum {kind} explanation"
+    ended = []
+    for name, outcome in outcomes.items():
+        status = outcome.status
+        if status == Status.TIMEOUT:
+            ended.append(f"{name} stopped at its time limit of {time_limit:g} s")
+        elif status in (Status.NONE_WITHIN, Status.NONE_EXISTS, Status.OPTIMAL) and not outcome.exact:
+            ended.append(f"{name} says {status.value}, a float MILP's claim, no exact proof")
+        elif status in (Status.REFUTED, Status.UNCONFIRMED):
+            ended.append(f"{name} claimed {(outcome.claimed or status).value}, {status.value} by the exact replay")
+        else:
+            ended.append(f"{name} {status.value}")
+    return f"left open: {asked}? ({'; '.join(ended) or 'no solver ran'})"
 
 
 def certify_input(

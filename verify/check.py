@@ -43,7 +43,7 @@ from ..exact import ExactNetwork, modified_inputs
 from ..io import MAX_DATA_BYTES, json_lines, parse_json, read_input
 from ..network import Network
 from ..problem import Outcome, Problem, Status
-from ..validate import describe, json_feature_set
+from ..validate import describe, json_feature_set, json_number
 from .certify import GreedyAnswer, SolverPool, certify_row
 
 KINDS = ("contrastive", "abductive")
@@ -54,12 +54,15 @@ FAILING = ("invalid", "not_subset_minimal", "not_minimum", "undecided", "solver_
 
 @dataclass(frozen=True)
 class Claim:
-    """One explanation to judge: `features` sorted, or None for "no explanation exists"."""
+    """One explanation to judge: `features` sorted, or None for "no explanation exists";
+    `threshold` and `domain`: the settings its line records (`explain` writes them), if any."""
 
     row: int
     kind: str
     features: tuple[int, ...] | None
     line: int = 0  # where it came from (1-based), for messages
+    threshold: float | None = None
+    domain: Domain | None = None
 
 
 @dataclass(frozen=True)
@@ -149,7 +152,12 @@ def parse_claim(text: str | Any, n_rows: int, n_features: int, where: str, line:
         raise InputError(f"{where}: 'kind' must be contrastive or abductive, got {describe(kind)}")
     if "features" not in document:
         raise InputError(f"{where}: 'features' is missing (a list of feature indices, or null for none exists)")
-    return Claim(row, kind, json_feature_set(document["features"], f"{where}: 'features'", n_features), line)
+    features = json_feature_set(document["features"], f"{where}: 'features'", n_features)
+    threshold = document.get("threshold")
+    threshold = None if threshold is None else json_number(threshold, f"{where}: 'threshold'")
+    domain = document.get("domain")
+    domain = None if domain is None else Domain.from_json(domain, f"{where}: 'domain'", n=n_features)
+    return Claim(row, kind, features, line, threshold, domain)
 
 
 # ---------------------------------------------------------------------------- judging
@@ -170,7 +178,8 @@ def check_explanations(
         raise InputError(f"unknown requirement {require!r} (use {', '.join(REQUIREMENTS)})")
     domain = domain if domain is not None else Domain.unit(net.n_inputs)
     X = domain.check(X)
-    predictions = ExactNetwork(net).predictions(X, threshold)
+    rows = sorted({claim.row for claim in claims})  # only the rows asked about are evaluated
+    predictions = dict(zip(rows, ExactNetwork(net).predictions(X[rows], threshold).tolist(), strict=True)) if rows else {}
     needs_solvers = require == "minimum" or not net.is_monotone
     judgements = []
     with SolverPool(solvers) if needs_solvers else nullcontext(None) as pool:

@@ -18,7 +18,16 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from ..errors import InputError
-from ..validate import count, finite_number, number_list, output_directory, output_file, positive_number, seconds
+from ..validate import (
+    count,
+    finite_number,
+    number_list,
+    output_directory,
+    output_file,
+    positive_number,
+    row_selection,
+    seconds,
+)
 from .executors import EXECUTORS, sigterm_interrupts
 
 KIND_CHOICES = ("contrastive", "abductive", "both")
@@ -58,7 +67,15 @@ def _problem_flags() -> argparse.ArgumentParser:
         help="for a torch state_dict: one activation per Linear layer, e.g. relu,relu,identity "
         "(with parameters: leaky_relu:0.1, hardtanh:0:1, step:0.5)",
     )
-    parent.add_argument("--inputs", required=True, help="CSV of inputs, one per row (a header row is allowed)")
+    parent.add_argument(
+        "--inputs", required=True, help="CSV of inputs, one per row (a header row is allowed); - reads standard input"
+    )
+    parent.add_argument(
+        "--rows",
+        type=row_selection,
+        help="work on these rows of --inputs only, e.g. 3,5-9: numbered from 0 after any header, as `row` in the output "
+        "(the whole file is still read and checked)",
+    )
     header = parent.add_mutually_exclusive_group()
     header.add_argument(
         "--header", dest="header", action="store_true", default=None, help="the first row of --inputs is a header"
@@ -71,41 +88,77 @@ def _problem_flags() -> argparse.ArgumentParser:
     )
     parent.add_argument("--kind", choices=KIND_CHOICES, default="both", help="explanation kind (default: both)")
     parent.add_argument(
-        "--threshold", type=finite_number, help="prediction is 1 iff f(x) > T (default: the network file's threshold, else 0)"
+        "--threshold",
+        type=finite_number,
+        help="prediction is 1 iff f(x) > T (default: for check, the threshold the explanations file records; else the "
+        "network file's metadata.threshold; else 0)",
     )
     parent.add_argument("--lower", type=number_list, help="domain lower bound: a scalar or n comma-separated values (default 0)")
     parent.add_argument("--upper", type=number_list, help="domain upper bound: a scalar or n comma-separated values (default 1)")
-    parent.add_argument("--domain", help='domain file {"lower": [...], "upper": [...]} (instead of --lower/--upper)')
+    parent.add_argument(
+        "--domain",
+        help='domain file {"lower": [...], "upper": [...]} (instead of --lower/--upper; default: for check, the domain '
+        "the explanations file records; else the network file's metadata.domain; else [0, 1]^n)",
+    )
     parent.add_argument("--binary", action="store_true", help="features take only their two bound values (Boolean cube)")
     parent.add_argument("--out", help="write JSON lines here instead of stdout (written whole, or not at all)")
     return parent
 
 
 def _load_problem(args: argparse.Namespace):
-    """Network, domain and checked inputs [B, n] from the shared flags."""
-    from ..domain import Domain
-    from ..io import read_inputs, read_json
+    """Network, settings (threshold, domain), the chosen inputs [B, n] checked against the domain,
+    and their row numbers in the file [B] (`--rows`), from the shared flags."""
+    net = _network(args)
+    inputs = _inputs(args, net)
+    settings = _settings(args, net)
+    rows = _rows(args, len(inputs))
+    return net, settings, settings.domain.check(inputs, source=args.inputs)[list(rows)], rows
+
+
+def _network(args: argparse.Namespace):
     from ..network import Network
 
-    net = Network.load(args.network, activations=args.activations)
-    if args.threshold is None:  # the network file's metadata, else 0
-        args.threshold = net.metadata.threshold if net.metadata.threshold is not None else 0.0
-    if args.domain is None and args.lower is None and args.upper is None and net.metadata.domain is not None:
-        domain = Domain.from_json(net.metadata.domain, source=f"{args.network}: metadata.domain")
-        domain = Domain(domain.lower, domain.upper, binary=domain.binary or args.binary)
-    elif args.domain is not None:
-        if args.lower is not None or args.upper is not None:
-            raise InputError("give either --domain or --lower/--upper, not both")
-        domain = Domain.from_json(read_json(args.domain, "domain file"), source=args.domain)
-        domain = Domain(domain.lower, domain.upper, binary=domain.binary or args.binary)
-        if domain.n != net.n_inputs:
-            raise InputError(f"{args.domain}: domain has {domain.n} features, the network has {net.n_inputs} inputs")
-    else:
-        lower = 0.0 if args.lower is None else args.lower
-        upper = 1.0 if args.upper is None else args.upper
-        domain = Domain.broadcast(lower, upper, net.n_inputs, binary=args.binary)
-    X = domain.check(read_inputs(args.inputs, net.n_inputs, args.header), source=args.inputs)
-    return net, domain, X
+    return Network.load(args.network, activations=args.activations)
+
+
+def _inputs(args: argparse.Namespace, net):
+    """Every row of --inputs [B, n], as read (not yet checked against the domain)."""
+    from ..io import read_inputs
+
+    return read_inputs(args.inputs, net.n_inputs, args.header)
+
+
+def _settings(args: argparse.Namespace, net, recorded=None):
+    """The threshold and domain (`verify.settings`); says on stderr where they came from when not
+    from a flag, and every note (a mismatch with the explanations file, a constant prediction)."""
+    from .settings import Flags, flag_domain, resolve
+
+    flags = Flags(args.threshold, flag_domain(net, args.domain, args.lower, args.upper), args.binary)
+    settings = resolve(net, args.network, flags, recorded)
+    for line in settings.announcements():
+        print(f"cardinal {args.command}: {line}", file=sys.stderr)
+    for note in settings.notes:
+        print(f"cardinal {args.command}: warning: {note}", file=sys.stderr)
+    return settings
+
+
+def _rows(args: argparse.Namespace, count: int) -> tuple[int, ...]:
+    """The row numbers `--rows` chooses (all when not given), each < count."""
+    if args.rows is None:
+        return tuple(range(count))
+    beyond = [row for row in args.rows if row >= count]
+    if beyond:
+        raise InputError(f"--rows {beyond[0]}: {args.inputs} has {count} input row(s), numbered 0 to {count - 1}")
+    return args.rows
+
+
+def _annotated(lines: list[dict[str, Any]], net, settings) -> list[dict[str, Any]]:
+    """Output lines with the settings they were computed under (`threshold`, `domain`), the
+    settings' notes first in `notes`, and the feature names (`_named`)."""
+    for line in lines:
+        line.update(settings.to_json())
+        line["notes"] = [*settings.notes, *line.get("notes", ())]
+    return _named(lines, net)
 
 
 def _kinds(args: argparse.Namespace) -> tuple[str, ...]:
@@ -148,29 +201,31 @@ def _explain(args: argparse.Namespace) -> int:
 
     if args.out is not None:
         output_file(args.out, "--out")
-    net, domain, X = _load_problem(args)
+    net, settings, X, rows = _load_problem(args)
     results = [
-        explain(net, X, kind=kind, domain=domain, threshold=args.threshold, device=args.device, verify=not args.no_verify)
+        explain(
+            net, X, kind=kind, domain=settings.domain, threshold=settings.threshold, device=args.device, verify=not args.no_verify
+        )
         for kind in _kinds(args)
     ]
     lines = []
-    for row in range(len(X)):
+    for index, row in enumerate(rows):
         for result in results:
-            features = result.features(row)
-            output = float(result.outputs[row])
+            features = result.features(index)
+            output = float(result.outputs[index])
             line = {
                 "row": row,
                 "kind": result.kind,
-                "prediction": int(result.predictions[row]),
+                "prediction": int(result.predictions[index]),
                 "output": output if math.isfinite(output) else None,  # f(x) in float64; null where it overflows
                 "exists": features is not None,
                 "features": None if features is None else list(features),
                 "size": None if features is None else len(features),
             }
             if result.checks is not None:
-                line["check"] = result.checks[row]
+                line["check"] = result.checks[index]
             lines.append(line)
-    _emit(_named(lines, net), args.out)
+    _emit(_annotated(lines, net, settings), args.out)
     return 0
 
 
@@ -187,18 +242,19 @@ def _certify(args: argparse.Namespace) -> int:
         output_file(args.out, "--out")
     cases_dir = Path(args.cases) if args.cases else (Path(args.out).with_suffix(".cases") if args.out else Path("cardinal-cases"))
     output_directory(cases_dir, "--cases" if args.cases else "case folder")
-    net, domain, X = _load_problem(args)
+    net, settings, X, rows = _load_problem(args)
+    domain, threshold = settings.domain, settings.threshold
     names = [name.strip() for name in args.solvers.split(",") if name.strip()]
     if not names:
         raise InputError("--solvers needs at least one solver name")
     fail_on, baseline = _ci_flags(args, "certify")
     lines, certificates, saved = [], [], []
-    with SolverPool(names) as pool, _Progress(len(X) * len(_kinds(args)), "certify") as progress:
+    with SolverPool(names) as pool, _Progress(len(X) * len(_kinds(args)), "certify", "certified") as progress:
         for kind in _kinds(args):
-            answers = greedy_answers(net, X, kind, domain, args.threshold)[1] if net.is_monotone else [None] * len(X)
-            for row, (x, answer) in enumerate(zip(X, answers, strict=True)):
+            answers = greedy_answers(net, X, kind, domain, threshold)[1] if net.is_monotone else [None] * len(X)
+            for row, x, answer in zip(rows, X, answers, strict=True):
                 problem, certificate = certify_input(
-                    pool, net, x, kind, domain, args.threshold, answer, args.time_limit, row, args.epsilon
+                    pool, net, x, kind, domain, threshold, answer, args.time_limit, row, args.epsilon
                 )
                 certificates.append(certificate)
                 lines.append(certificate.to_json())
@@ -209,7 +265,7 @@ def _certify(args: argparse.Namespace) -> int:
                     progress.write(f"!!! SOLVER DISAGREEMENT on {where} — case saved to {saved[-1]}")
                 progress.update()
     failed = _ci_report(lines, "certify", _kinds(args), fail_on, baseline, args.diff_out)
-    _emit(_named(lines, net), args.out)
+    _emit(_annotated(lines, net, settings), args.out)
     verdicts = Counter((c.kind, c.verdict.value) for c in certificates)
     table = [[kind, verdict, count] for (kind, verdict), count in sorted(verdicts.items())]
     print(tabulate(table, headers=["kind", "verdict", "count"], tablefmt="simple"), file=sys.stderr)
@@ -245,8 +301,12 @@ def _check(args: argparse.Namespace) -> int:
 
     if args.out is not None:
         output_file(args.out, "--out")
-    net, domain, X = _load_problem(args)
+    net = _network(args)
+    X = _inputs(args, net)
     claims = read_claims(args.explanations, len(X), net.n_inputs, _kinds(args))
+    settings = _settings(args, net, _recorded(args.explanations, claims))
+    X = settings.domain.check(X, source=args.inputs)
+    claims = _chosen(args, claims, len(X))
     names = [name.strip() for name in args.solvers.split(",") if name.strip()]
     if not names:
         raise InputError("--solvers needs at least one solver name")
@@ -254,20 +314,37 @@ def _check(args: argparse.Namespace) -> int:
     if unknown:  # (a missing library is named when the solver is first needed)
         raise InputError(f"unknown solver {unknown[0]!r} (known: {', '.join(SOLVER_NAMES)})")
     fail_on, baseline = _ci_flags(args, "check")
-    with _Progress(len(claims), "check") as progress:
+    with _Progress(len(claims), "check", "judged") as progress:
         judgements = check_explanations(
-            net, X, claims, domain, args.threshold, args.require, names, args.time_limit, args.epsilon, progress.update
+            net, X, claims, settings.domain, settings.threshold, args.require, names, args.time_limit, args.epsilon,
+            progress.update,
         )
     lines = [judgement.to_json() for judgement in judgements]
     failed = [f"{judgement.describe()}" for judgement in judgements if not judgement.passed]
     failed += _ci_report(lines, "check", _kinds(args), fail_on, baseline, args.diff_out)
-    _emit(_named(lines, net), args.out)
+    _emit(_annotated(lines, net, settings), args.out)
     verdicts = Counter((j.claim.kind, j.verdict) for j in judgements)
     table = [[kind, verdict, count] for (kind, verdict), count in sorted(verdicts.items())]
     print(tabulate(table, headers=["kind", "verdict", "count"], tablefmt="simple"), file=sys.stderr)
     for line in failed:
         print(f"FAIL {line}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _recorded(path: str, claims):
+    """The settings an explanations file records on its lines (`explain` writes them)."""
+    from .settings import Recorded
+
+    return Recorded.of(path, [(claim.line, claim.threshold, claim.domain) for claim in claims])
+
+
+def _chosen(args: argparse.Namespace, claims, count: int):
+    """The claims about the rows `--rows` chooses."""
+    chosen = set(_rows(args, count))
+    claims = [claim for claim in claims if claim.row in chosen]
+    if not claims:
+        raise InputError(f"{args.explanations}: no explanation for the rows of --rows")
+    return claims
 
 
 def _ci_flags(args: argparse.Namespace, command: str):
@@ -442,24 +519,28 @@ def _crosscheck(args: argparse.Namespace) -> int:
 
 class _Progress:
     """Progress of a run of known length on stderr, shown only once the run lasts more than a
-    moment: a tqdm bar on a terminal (after 1 s), else a plain line every 10 s."""
+    moment: a tqdm bar on a terminal (after 1 s), else a plain line every 10 s that says what it
+    counts (`cardinal check: judged 2 of 4 explanations`: done so far, not passed)."""
 
-    def __init__(self, total: int, label: str) -> None:
-        self.total, self.label, self.done = total, label, 0
+    def __init__(self, total: int, command: str, verb: str) -> None:
+        self.total, self.command, self.verb, self.done = total, command, verb, 0
         self.last = time.monotonic()
         self.bar = None
         if sys.stderr.isatty():
             from tqdm import tqdm
 
-            self.bar = tqdm(total=total, desc=label, unit="expl", file=sys.stderr, delay=1.0)
+            self.bar = tqdm(total=total, desc=f"{command}: {verb}", unit="expl", file=sys.stderr, delay=1.0)
 
     def update(self) -> None:
         self.done += 1
         if self.bar is not None:
             self.bar.update(1)
         elif time.monotonic() - self.last >= 10.0:
-            print(f"{self.label}: {self.done}/{self.total}", file=sys.stderr, flush=True)
+            print(f"cardinal {self.command}: {self.line()}", file=sys.stderr, flush=True)
             self.last = time.monotonic()
+
+    def line(self) -> str:
+        return f"{self.verb} {self.done} of {self.total} explanation(s)"
 
     def write(self, message: str) -> None:
         """A message that does not break the bar."""
@@ -477,7 +558,8 @@ class _Progress:
 
 
 def _progress(label: str):
-    """A tqdm bar on a terminal, plain progress lines otherwise: (bar or None, callback)."""
+    """A tqdm bar on a terminal, plain progress lines otherwise (about 20 in a run, each saying
+    what it counts): (bar or None, callback(done, total, key of the last record))."""
     if sys.stderr.isatty():
         from tqdm import tqdm
 
@@ -492,7 +574,7 @@ def _progress(label: str):
 
     def plain(done: int, total: int, key: str) -> None:
         if done == total or done >= step[0]:
-            print(f"[{done}/{total}] {key}", file=sys.stderr, flush=True)
+            print(f"{label}: certified {done} of {total} explanation(s) (last: {key})", file=sys.stderr, flush=True)
             step[0] = done + max(1, total // 20)
 
     return None, plain
@@ -528,7 +610,7 @@ def _ticker(label: str, every: float = 5.0):
 
     def plain(checked: int, found: int) -> None:
         if time.monotonic() - last[0] >= every:
-            print(f"{label}: {checked} checked, {found} found", file=sys.stderr, flush=True)
+            print(f"{label}: {checked} instance/kind pairs checked, {found} counterexample(s) found", file=sys.stderr, flush=True)
             last[0] = time.monotonic()
 
     return None, plain
@@ -538,7 +620,7 @@ def _ticker(label: str, every: float = 5.0):
 def _hunt(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
-    from .hunt import hunt
+    from .hunt import KEPT, hunt
 
     out = output_directory(args.out, "--out")
     bar, report = _ticker(f"hunt {args.activation}")
@@ -554,6 +636,7 @@ def _hunt(args: argparse.Namespace) -> int:
             [
                 found.kind,
                 found.source,
+                result.finds_by.get((found.kind, found.source), 0),
                 "yes" if found.tie_decided else "no",  # another tie order rescues greedy (or undetermined)
                 found.net.n_inputs,
                 "-".join(map(str, found.net.widths)),
@@ -565,7 +648,8 @@ def _hunt(args: argparse.Namespace) -> int:
     checked = f"{result.tried} instance/kind pairs checked in {result.seconds:.0f} s"
     print(f"hunt {args.activation}: {checked}, {result.raw_finds} counterexample(s) found")
     if rows:
-        headers = ["kind", "source", "tie rescue", "n", "widths", "greedy", "minimum", "case file"]
+        print(f"kept {len(rows)} of {result.raw_finds}, {KEPT} (the group's other finds are not saved), in {out}/:")
+        headers = ["kind", "source", "finds", "tie rescue", "n", "widths", "greedy", "minimum", "case file"]
         print(tabulate(rows, headers=headers, tablefmt="simple"))
     else:
         print(f"no instance where greedy is not minimal was found for {args.activation} (that is not a proof that none exists)")
@@ -605,12 +689,26 @@ def _data(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Version(argparse.Action):
+    """`--version`: the installed package's version (as `cardinal.__version__`), looked up only when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> NoReturn:
+        from ..version import package_version
+
+        print(f"cardinal {package_version()}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The `cardinal` parser: the shared problem flags, then each subcommand's own `_add_*`."""
     parser = _Parser(
         prog="cardinal",
         description="Cardinality-minimal explanations of neural-network predictions, greedy and certified.",
     )
+    parser.add_argument("--version", action=_Version, help="print cardinal's version and exit")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     problem = _problem_flags()
     for add in (
@@ -627,7 +725,11 @@ def _add_explain(commands: argparse._SubParsersAction, problem: argparse.Argumen
         parents=[problem],
         help="greedy explanations of a monotone network (JSON lines)",
         description="Greedy contrastive/abductive explanations, one JSON line per input and kind: "
-        '{"row", "kind", "prediction", "output", "exists", "features", "size", "check"}.',
+        '{"row", "kind", "prediction", "output", "exists", "features", "size", "check", "threshold", "domain", "notes"}, '
+        'and "names" (the features\' names, beside "features") when the network file\'s metadata has feature_names. '
+        "row: the input's row in --inputs (from 0, after any header); output: f(x) in float64; check: exact, repaired "
+        "or undecided (the exact re-check of the answer); threshold and domain: what the line was computed with "
+        "(`check` reads them back); notes: e.g. a prediction constant on the whole box.",
     )
     explain.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda")
     explain.add_argument(
@@ -642,7 +744,8 @@ def _add_certify(commands: argparse._SubParsersAction, problem: argparse.Argumen
         parents=[problem],
         help="greedy vs exact solvers, with a verdict per input and kind (JSON lines)",
         description="Certify greedy explanations with exact solvers. One JSON line per input and kind: "
-        '{"row", "kind", "prediction", "greedy", "solvers", "verdict", "certified", "minimum"}. '
+        '{"row", "kind", "prediction", "greedy", "solvers", "verdict", "certified", "minimum", ..., "threshold", '
+        '"domain", "notes"}. '
         "Verdicts: greedy_minimal, greedy_suboptimal, none_exists, solver_disagreement, unknown, exact_only, undecided "
         "(exact arithmetic cannot decide p(x) or greedy's answer: a valid input, recorded, not certified); they rest "
         "on exact evidence only, and a solver claim refuted by the exact replay is listed under its solver. "
@@ -665,7 +768,9 @@ def _add_check(commands: argparse._SubParsersAction, problem: argparse.ArgumentP
         help="judge explanations from any source exactly: valid, subset-minimal, minimum (JSON lines)",
         description='Judge explanations given as JSON lines {"row", "kind", "features"} (features null: none '
         'exists). One JSON line per explanation: {"row", "kind", "features", "verdict", "passed", "valid", '
-        '"witness", "subset_minimal", "smaller", ...}. Verdicts: valid, subset_minimal, minimum, none_exists (pass); '
+        '"witness", "subset_minimal", "smaller", ..., "threshold", "domain", "notes"}; the threshold and domain are '
+        "those the explanations file records (explain writes them) unless a flag says otherwise. Verdicts: valid, "
+        "subset_minimal, minimum, none_exists (pass); "
         "invalid, not_subset_minimal, not_minimum, undecided, solver_disagreement (fail). Exit 0: every explanation "
         "passes what --require asks; 1: one fails; 2: bad input.",
     )
@@ -748,19 +853,34 @@ def _add_hunt(commands: argparse._SubParsersAction, problem: argparse.ArgumentPa
     hunt = commands.add_parser(
         "hunt",
         help="search random and SET-COVER networks for instances where greedy is not minimal; shrink and save them",
+        description="Search for `--seconds`: random small monotone networks (and, for step and hardtanh, the paper's "
+        "SET-COVER reduction), each input and kind checked by exhaustive enumeration, so every find is exact. Each "
+        "find is shrunk (fewer features, units and layers, rounder numbers) while greedy stays suboptimal; per kind, "
+        "source and tie rescue the smallest is kept and saved as a case file (`cardinal replay` re-checks it). "
+        "Finding nothing is no proof that nothing exists.",
     )
-    hunt.add_argument("--activation", choices=("relu", "hardtanh", "step", "sigmoid"), default="relu")
     hunt.add_argument(
-        "--max-features", type=count(3, MAX_HUNT_FEATURES), default=8, help="largest random network input size (default 8)"
+        "--activation",
+        choices=("relu", "hardtanh", "step", "sigmoid"),
+        default="relu",
+        help="the hidden units of the networks searched (default relu)",
     )
-    hunt.add_argument("--seconds", type=seconds, default=60.0, help="search time (default 60)")
-    hunt.add_argument("--seed", type=count(0), default=0)
-    hunt.add_argument("--out", required=True, help="directory for the case files")
+    hunt.add_argument(
+        "--max-features",
+        type=count(3, MAX_HUNT_FEATURES),
+        default=8,
+        help=f"largest random network input size, 3 to {MAX_HUNT_FEATURES} (default 8)",
+    )
+    hunt.add_argument("--seconds", type=seconds, default=60.0, help="search time, shrinking included (default 60)")
+    hunt.add_argument(
+        "--seed", type=count(0), default=0, help="seed of the random networks: the same seed searches the same ones (default 0)"
+    )
+    hunt.add_argument("--out", required=True, help="directory for the case files (cardinal.case/1), made if missing")
     hunt.set_defaults(handler=_hunt)
 
 
 def _add_train(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
-    from .train import add_train_arguments, run_train
+    from .datasets import dataset_names
 
     train = commands.add_parser(
         "train",
@@ -768,26 +888,75 @@ def _add_train(commands: argparse._SubParsersAction, problem: argparse.ArgumentP
         description="Fully monotone ReLU network: Adam, negative weights clamped to 0 after every step; "
         "prints the test RMSE (regression) or accuracy (classification).",
     )
-    add_train_arguments(train)
-    train.set_defaults(handler=run_train)
+    train.add_argument("--dataset", required=True, help=f"{', '.join(dataset_names())}, or csv:PATH (with --target)")
+    train.add_argument("--out", required=True, help="network file to write (JSON, cardinal.network/1)")
+    train.add_argument("--target", help="label column of a csv:PATH dataset")
+    train.add_argument("--task", choices=("regression", "classification"), help="for csv:PATH (default: inferred)")
+    train.add_argument("--data-dir", help="folder with the data files (default: $CARDINAL_DATA, else ../shared/data)")
+    train.add_argument("--hidden", type=_widths, default=(64, 64), help="hidden widths, e.g. 64,64 or none (default 64,64)")
+    train.add_argument("--epochs", type=count(1), default=10, help="training epochs (default 10)")
+    train.add_argument("--seed", type=count(0), default=0, help="seed for initialisation and shuffling (default 0)")
+    train.add_argument("--lr", type=positive_number, default=1e-3, help="Adam learning rate (default 1e-3)")
+    train.add_argument("--batch-size", type=count(1), default=32, help="batch size (default 32)")
+    train.add_argument(
+        "--balanced",
+        action="store_true",
+        help="classification: weight the positive class by negatives/positives (without it a rare class may never be "
+        "predicted)",
+    )
+    train.add_argument("--export-test", metavar="FILE.csv", help="also write the test inputs (header: feature names)")
+    train.add_argument("--quiet", action="store_true", help="no progress bar")
+    train.set_defaults(handler=_train)
+
+
+def _widths(text: str) -> tuple[int, ...]:
+    """`--hidden`: comma-separated layer widths ≥ 1, or `none` for no hidden layer."""
+    if text.strip().lower() in ("", "none"):
+        return ()
+    try:
+        widths = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of layer widths") from None
+    if any(width < 1 for width in widths):
+        raise argparse.ArgumentTypeError(f"layer widths must be ≥ 1, got {text!r}")
+    return widths
+
+
+def _train(args: argparse.Namespace) -> int:
+    from .train import run_train  # torch and the datasets' readers only for this command
+
+    return run_train(args)
 
 
 def _add_bench(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
     bench = commands.add_parser(
         "bench",
-        help="run a benchmark script of the source checkout (bench/greedy.py, bench/solvers.py)",
+        help="run a benchmark script of the source checkout (bench/greedy.py, guard.py, solvers.py, startup.py)",
         description="Run bench/NAME.py with the arguments that follow (see `cardinal bench NAME --help`); "
         "it writes its table where its --out says (default ./bench-results/; pass --out bench/results/NAME.md to refresh "
         "the tables kept in the repository).",
     )
-    bench.add_argument("name", choices=("greedy", "guard", "solvers"))
+    bench.add_argument(
+        "name",
+        choices=("greedy", "guard", "solvers", "startup"),
+        help="greedy: batched vs one-call loops; guard: a guarded call's fixed cost; solvers: time per backend; "
+        "startup: CPU seconds of short commands",
+    )
     bench.add_argument("arguments", nargs=argparse.REMAINDER, help="passed to the benchmark")
     bench.set_defaults(handler=_bench)
 
 
 def _add_replay(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
-    replay = commands.add_parser("replay", help="re-verify a case file in exact arithmetic (exit 0: holds, 1: does not)")
-    replay.add_argument("case", help="case file (cardinal.case/1)")
+    replay = commands.add_parser(
+        "replay",
+        help="re-verify a case file in exact arithmetic (exit 0: holds, 1: does not)",
+        description="Re-check a case file (written by certify, crosscheck or hunt) in exact arithmetic: that greedy "
+        "(Algorithm 1) returns the case's `greedy` set, that its `minimum` is an explanation (smaller than greedy's "
+        "for a greedy_suboptimal case) and, where the case says the minimum is proved and the network is small enough "
+        "to enumerate, that nothing smaller exists. Prints one `ok:` line per check. Exit 0: the case holds; 1: it "
+        "does not (the reason is printed); 2: the file is not a case.",
+    )
+    replay.add_argument("case", help="case file (cardinal.case/1, docs/formats.md)")
     replay.set_defaults(handler=_replay)
 
 
@@ -798,7 +967,7 @@ def _add_data(commands: argparse._SubParsersAction, problem: argparse.ArgumentPa
         description="`cardinal data check`: each data file the named datasets read, with its state (ok, missing, "
         "checksum differs) and public source. Exit 0 when all are present and intact, 1 otherwise.",
     )
-    data.add_argument("action", choices=("check",))
+    data.add_argument("action", choices=("check",), help="check: list every data file with its state")
     data.add_argument("--data-dir", help="the data folder (default: $CARDINAL_DATA, else ../shared/data)")
     data.set_defaults(handler=_data)
 

@@ -32,13 +32,15 @@ import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from ..errors import InputError
 from ..io import MAX_DATA_BYTES, check_size, open_input, read_input
+
+if TYPE_CHECKING:  # pandas is imported where a file is read: `cardinal --help` lists the datasets without it
+    import pandas as pd
 
 SPLIT_SEED = 78712
 TRAIN_FRACTION = 0.8
@@ -206,6 +208,8 @@ def _read_csv(path: Path, what: str, **options: Any) -> pd.DataFrame:
 
 
 def _parse_csv(data: bytes, where: str, **options: Any) -> pd.DataFrame:
+    import pandas as pd
+
     try:
         return pd.read_csv(io.BytesIO(data), **options)
     except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as error:
@@ -270,6 +274,8 @@ def load_blog(data_dir: str | Path | None = None) -> Dataset:
     90th percentile over train+test (8) are dropped; features are named by UCI attribute (A1–A280);
     the 8 monotone (↑) features come first; the 4 constant ones (A13, A33, A38, A278) are dropped.
     """
+    import pandas as pd
+
     path = _require(data_directory(data_dir), "BlogFeedback.zip", BLOG_ORIGIN)
     with open_input(path, "data file", MAX_DATA_BYTES) as stream:
         try:
@@ -305,6 +311,8 @@ def load_loan(data_dir: str | Path | None = None) -> Dataset:
     log.annual.inc flipped), the other numeric columns in file order, then `purpose` one-hot.
     This monotone mapping is the data README's analogy to CMN's Loan features, not literature.
     """
+    import pandas as pd
+
     path = _require(data_directory(data_dir), "loan_data.csv", LOAN_ORIGIN)
     frame = _read_csv(path, "data file")
     increasing, decreasing = ["pub.rec", "dti"], ["fico", "log.annual.inc"]
@@ -327,6 +335,8 @@ def load_compas(data_dir: str | Path | None = None) -> Dataset:
     priors_count, juv_fel_count, juv_misd_count, juv_other_count (↑), age, race one-hot (6) and
     sex one-hot (Male, Female); target two_year_recid; the CMN split.
     """
+    import pandas as pd
+
     path = _require(data_directory(data_dir), "compas-scores-two-years.csv", COMPAS_ORIGIN)
     data = _read_csv(path, "data file")
     keep = (data["days_b_screening_arrest"].between(-30, 30) & (data["is_recid"] != -1)
@@ -402,6 +412,8 @@ def load_csv(path: str | Path, target: str, task: str | None = None) -> Dataset:
     regression. Split and scaling as for the named datasets (CMN split, train min-max, test
     clipped). Errors name the file, the row (counted from 0 after the header) and the column.
     """
+    import pandas as pd
+
     path = Path(path)
     frame = _read_csv(path, "CSV file", dtype=str, keep_default_na=False)
     if target not in frame.columns:

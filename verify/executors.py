@@ -36,7 +36,6 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ..errors import InputError
-from ..solvers.guard import die_with_parent, start_zygote
 
 EXECUTORS = ("local", "ray")
 RETRIES = 2  # Ray: how many times a unit whose worker process died is run again
@@ -97,6 +96,8 @@ def _interrupt(signum: int, frame: object) -> None:
 # ---------------------------------------------------------------------------- local pool
 def _worker_init(parent: int) -> None:
     import torch
+
+    from ..solvers.guard import die_with_parent, start_zygote  # here: the `cardinal` command starts without torch
 
     die_with_parent(parent)
     torch.set_num_threads(1)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -187,8 +187,12 @@ class HuntReport:
     activation: str
     tried: int  # instances × kinds checked
     raw_finds: int  # counterexamples before shrinking
-    smallest: tuple[Counterexample, ...]  # the smallest shrunk case per kind and source
+    smallest: tuple[Counterexample, ...]  # the smallest shrunk case per kind, source and tie rescue (`KEPT`)
     seconds: float
+    finds_by: dict[tuple[str, str], int] = field(default_factory=dict)  # raw finds per (kind, source)
+
+
+KEPT = "per kind, source and tie rescue, the smallest after shrinking"  # which finds a hunt keeps, for its report
 
 
 def _instances(
@@ -223,6 +227,7 @@ def hunt(activation: str, max_features: int = 8, seconds: float = 60.0, seed: in
     checker = Checker()
     best: dict[tuple[str, str, bool], Counterexample] = {}
     tried = finds = 0
+    finds_by: dict[tuple[str, str], int] = {}
     try:
         for net, x, threshold, kind, source in _instances(rng, activation, max_features):
             if time.perf_counter() > deadline:
@@ -231,6 +236,7 @@ def hunt(activation: str, max_features: int = 8, seconds: float = 60.0, seed: in
             found = checker.check(net, x, threshold, kind, source)
             if found is not None:
                 finds += 1
+                finds_by[kind, source] = finds_by.get((kind, source), 0) + 1
                 if (kind, source, found.tie_decided) not in best or _size(found.net) < _size(
                     best[kind, source, found.tie_decided].net
                 ):
@@ -243,4 +249,4 @@ def hunt(activation: str, max_features: int = 8, seconds: float = 60.0, seed: in
     finally:
         checker.close()
     ordered = tuple(best[key] for key in sorted(best))
-    return HuntReport(activation, tried, finds, ordered, time.perf_counter() - started)
+    return HuntReport(activation, tried, finds, ordered, time.perf_counter() - started, finds_by)

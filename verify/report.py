@@ -16,12 +16,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from tabulate import tabulate
 
 from ..activations import CONTINUOUS
 from ..io import write_atomic, write_figure
 from ..problem import Status, Verdict
 from .record import Record
+from .settings import CONSTANT
 
 VERDICT_COLUMNS = tuple(verdict.value for verdict in Verdict)
 ADMISSIBLE = set(CONTINUOUS)  # every activation is monotone; admissible ones are also continuous
@@ -260,6 +262,14 @@ def count_notes(records: list[Record]) -> list[str]:
         notes.append(
             f"- The greedy runtime row counts {timed} explanations: in {no_set} records greedy found that no contrastive "
             "explanation exists (`none_exists`), which carries no set and no time of its own."
+        )
+    constant = [r for r in records if any(note.startswith(CONSTANT) for note in r.notes)]
+    if constant:
+        instances = len({r.instance for r in constant})
+        notes.append(
+            f"- {len(constant)} records come from {instances} instance(s) whose prediction is the same on the whole box "
+            "(an exact bound of f lies on one side of the threshold; see their notes): there no contrastive explanation "
+            "exists and the empty set is the abductive one, which says nothing about greedy."
         )
     gaps = sum(r.gap is not None for r in records)
     if gaps < len(records):
@@ -509,48 +519,73 @@ def cactus_figure(records: list[Record], time_limit: float | None = None) -> Any
 
 
 def time_figure(records: list[Record]) -> Any | None:
-    """Per activation family, median seconds per answered call against the number of features,
-    one line per solver; a solver's line ends where the campaign stops running it."""
-    groups: dict[str, dict[str, dict[int, list[float]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    """Per activation family, the seconds of every answered call against the number of features n:
+    for each n (one column each, in order) and each solver that answered there, its calls as points
+    and their median as a bar, with the count of answered calls above the column ("k/m" when only
+    k of its m calls there answered). Only solvers with an answered call on the family are drawn."""
+    calls: dict[str, dict[str, dict[int, list[float | None]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     for record in records:
         for name, outcome in record.solvers.items():
-            if outcome.status in _ANSWERS:
-                groups[record.activation][name][record.n].append(outcome.seconds)
-    if not groups:
+            calls[record.activation][name][record.n].append(outcome.seconds if outcome.status in _ANSWERS else None)
+    drawn = {
+        activation: {name: by_n for name, by_n in solvers.items() if any(s is not None for t in by_n.values() for s in t)}
+        for activation, solvers in calls.items()
+    }
+    drawn = {activation: solvers for activation, solvers in drawn.items() if solvers}
+    if not drawn:
         return None
     plt = _pyplot()
     colours = _colours(records)
-    columns = min(3, len(groups))
-    rows = -(-len(groups) // columns)
-    figure, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.4 * rows), squeeze=False)
-    for axis, activation in zip(axes.flat, sorted(groups), strict=False):
-        largest = max(r.n for r in records if r.activation == activation)
-        for name, by_n in sorted(groups[activation].items()):
-            sizes = sorted(by_n)
-            stops = f", stops at n = {sizes[-1]}" if sizes[-1] < largest else ""
-            axis.plot(
-                sizes,
-                [statistics.median(by_n[n]) for n in sizes],
-                marker="o",
-                markersize=3,
-                color=colours[name],
-                label=f"{name}{stops}",
-            )
-        unanswered: dict[str, Counter] = defaultdict(Counter)
-        for record in records:
-            for name, outcome in record.solvers.items():
-                if record.activation == activation and name not in groups[activation]:
-                    unanswered[name][outcome.status.value] += 1
-        for name, statuses in sorted(unanswered.items()):
-            reason = ", ".join(f"{status} {count}" for status, count in statuses.most_common())
-            axis.plot([], [], linestyle="none", marker="x", color=colours[name], label=f"{name}: no answer ({reason})")
+    columns = min(3, len(drawn))
+    rows = -(-len(drawn) // columns)
+    figure, axes = plt.subplots(rows, columns, figsize=(4.8 * columns, 3.8 * rows + 0.6), squeeze=False, layout="constrained")
+    for axis, activation in zip(axes.flat, sorted(drawn), strict=False):
+        _time_panel(axis, drawn[activation], colours)
         count = sum(r.activation == activation for r in records)
-        axis.set(xlabel="features n", ylabel="median s per call (log)", yscale="log", title=f"{activation} ({count} records)")
-        axis.legend(fontsize=7)
-    for axis in list(axes.flat)[len(groups) :]:
+        axis.set_title(f"{activation} ({count} records)")
+    for axis in list(axes.flat)[len(drawn) :]:
         axis.set_visible(False)
-    figure.suptitle("Certification time vs features, per activation (answered calls only)", fontsize=10)
+    names = sorted({name for solvers in drawn.values() for name in solvers})
+    handles = [plt.Line2D([], [], linestyle="none", marker="o", color=colours[name], label=name) for name in names]
+    handles.append(plt.Line2D([], [], color="black", linewidth=2.2, label="median of the column"))
+    figure.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=8, frameon=False)
+    figure.suptitle(
+        "Certification time vs features n, per activation: each answered call a point, the median a bar, above each "
+        "column its number of answered calls\n(k/m: k of the m calls there answered; timeouts and other non-answers "
+        "are not plotted; a solver with no answered call on an activation is not drawn)",
+        fontsize=9,
+    )
     return figure
+
+
+_TIME_COLUMN = 0.8  # width of one n's column, shared by its solvers
+
+
+def _time_panel(axis: Any, solvers: dict[str, dict[int, list[float | None]]], colours: dict[str, str]) -> None:
+    """One activation's panel of `time_figure`: per solver, its calls' seconds per n (None: no answer)."""
+    sizes = sorted({n for by_n in solvers.values() for n in by_n})
+    slot = _TIME_COLUMN / len(solvers)
+    seconds = [s for by_n in solvers.values() for times in by_n.values() for s in times if s is not None]
+    for index, (name, by_n) in enumerate(sorted(solvers.items())):
+        xs, ys = [], []
+        for column, n in enumerate(sizes):
+            answered = sorted(s for s in by_n.get(n, []) if s is not None)
+            if not answered:
+                continue
+            centre = column - _TIME_COLUMN / 2 + slot * (index + 0.5)
+            xs += list(centre + np.linspace(-0.25, 0.25, len(answered)) * slot * (len(answered) > 1))
+            ys += answered
+            axis.hlines(statistics.median(answered), centre - 0.45 * slot, centre + 0.45 * slot, color=colours[name],
+                        linewidth=2.2, alpha=0.8, zorder=2, gid=f"{name} median n={n}")  # fmt: skip
+            total = len(by_n[n])
+            shown = str(len(answered)) if len(answered) == total else f"{len(answered)}/{total}"
+            axis.annotate(shown, (centre, max(seconds)), xytext=(0, 5), textcoords="offset points", ha="center",
+                          va="bottom", fontsize=6, rotation=90, color=colours[name], gid=f"{name} count n={n}")  # fmt: skip
+        axis.scatter(xs, ys, s=10, alpha=0.6, color=colours[name], zorder=3, linewidths=0, gid=name)
+    axis.set_xticks(range(len(sizes)), [str(n) for n in sizes])
+    axis.set_xlim(-0.6, len(sizes) - 0.4)
+    axis.set(xlabel="features n (one column per n of the suite)", ylabel="seconds per answered call (log)", yscale="log")
+    axis.set_ylim(min(seconds) / 3, max(seconds) * 12)  # room above for the counts
 
 
 FIGURES: dict[str, Callable[..., Any]] = {
@@ -572,7 +607,8 @@ def write_figures(
         figure = build(records, time_limit) if build is cactus_figure else build(records)
         if figure is None:
             continue
-        figure.tight_layout()
+        if figure.get_layout_engine() is None:  # a figure that lays itself out (constrained) keeps its engine
+            figure.tight_layout()
         write_figure(directory / name, figure, 120, root=root or directory)
         plt.close(figure)
         written.append(name)

@@ -37,8 +37,10 @@ from tqdm import tqdm
 
 from ..errors import InputError
 from ..network import Metadata, Network
-from ..validate import count, output_file, positive_number
-from .datasets import Dataset, dataset_names, load_dataset
+from ..validate import output_file
+from .datasets import Dataset, load_dataset
+
+NEAR_CONSTANT = 0.6  # a balanced accuracy below this: the classifier predicts nearly one class
 
 
 @dataclass(frozen=True)
@@ -242,38 +244,7 @@ def _reproducible() -> Iterator[None]:
         torch.use_deterministic_algorithms(deterministic)
 
 
-# ---------------------------------------------------------------------------- command line
-def _widths(text: str) -> tuple[int, ...]:
-    if text.strip().lower() in ("", "none"):
-        return ()
-    try:
-        widths = tuple(int(part) for part in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of layer widths") from None
-    if any(width < 1 for width in widths):
-        raise argparse.ArgumentTypeError(f"layer widths must be ≥ 1, got {text!r}")
-    return widths
-
-
-def add_train_arguments(parser: argparse.ArgumentParser) -> None:
-    """Flags of `cardinal train`."""
-    parser.add_argument("--dataset", required=True, help=f"{', '.join(dataset_names())}, or csv:PATH (with --target)")
-    parser.add_argument("--out", required=True, help="network file to write (JSON, cardinal.network/1)")
-    parser.add_argument("--target", help="label column of a csv:PATH dataset")
-    parser.add_argument("--task", choices=("regression", "classification"), help="for csv:PATH (default: inferred)")
-    parser.add_argument("--data-dir", help="folder with the data files (default: $CARDINAL_DATA, else ../shared/data)")
-    parser.add_argument("--hidden", type=_widths, default=(64, 64), help="hidden widths, e.g. 64,64 or none (default 64,64)")
-    parser.add_argument("--epochs", type=count(1), default=10, help="training epochs (default 10)")
-    parser.add_argument("--seed", type=count(0), default=0, help="seed for initialisation and shuffling (default 0)")
-    parser.add_argument("--lr", type=positive_number, default=1e-3, help="Adam learning rate (default 1e-3)")
-    parser.add_argument("--batch-size", type=count(1), default=32, help="batch size (default 32)")
-    parser.add_argument(
-        "--balanced", action="store_true", help="classification: weight the positive class by negatives/positives"
-    )
-    parser.add_argument("--export-test", metavar="FILE.csv", help="also write the test inputs (header: feature names)")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
-
-
+# ---------------------------------------------------------------------------- command line (flags: cli._add_train)
 def export_inputs(feature_names: Sequence[str], X: np.ndarray) -> str:
     """CSV text for `cardinal explain --inputs`: a header of feature names, then X [B, n] with every
     double written exactly (shortest round-trip repr)."""
@@ -308,6 +279,8 @@ def run_train(args: argparse.Namespace) -> int:
     print(f"{line}; constant predictor {result.baseline:.4f})")
     if result.auc is not None:
         print(f"test balanced accuracy {result.balanced_accuracy:.4f}, ROC AUC {result.auc:.4f}")
+        if not args.balanced and result.balanced_accuracy is not None and result.balanced_accuracy < NEAR_CONSTANT:
+            print("the model predicts nearly one class (balanced accuracy near 0.5): --balanced weights the rare class")
     if dataset.target_range is not None:
         low, high = dataset.target_range
         raw = result.test_metric * (high - low)

@@ -34,3 +34,17 @@ def test_abductive_explanations_are_valid_but_not_all_subset_minimal() -> None:
         "row 3 (abductive) {0, 1, 2, 3, 4, 5}",
         "row 7 (abductive) {0, 1, 2, 3, 4, 5}",
     ]
+
+
+def test_training_reproduces_the_committed_model() -> None:
+    """`train.py` is deterministic (float64, one thread, full batch, weights rounded to 2^-10): it
+    trains the committed network again, weight for weight."""
+    import importlib.util
+
+    from cardinal.network import Network
+
+    spec = importlib.util.spec_from_file_location("credit_train", HERE / "train.py")
+    assert spec is not None and spec.loader is not None
+    train = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(train)
+    assert Network.from_torch(train.train()).hash == Network.load(MODEL).hash
