@@ -118,8 +118,6 @@ class Network:
                 raise InputError(f"layer {number}: bias has {bias.shape[0]} entries but weight has {weight.shape[0]} rows")
             fan_in = weight.shape[0]
             checked.append(Layer(weight, bias, layer.activation))
-        if fan_in != 1:
-            raise InputError(f"layer {len(layers)} (the last) has width {fan_in}; the output layer must have width 1")
         self.layers: tuple[Layer, ...] = tuple(checked)
         self.metadata = metadata if metadata is not None else Metadata()
 
@@ -131,6 +129,11 @@ class Network:
     @property
     def n_inputs(self) -> int:
         return self.layers[0].weight.shape[1]
+
+    @property
+    def n_outputs(self) -> int:
+        """K, the width of the last layer: 1 (the threshold rule) or the number of classes (argmax)."""
+        return self.layers[-1].weight.shape[0]
 
     @property
     def widths(self) -> tuple[int, ...]:
