@@ -42,7 +42,7 @@ def assert_explanations(
     *,
     explanations: Sequence[Mapping[str, Any]] | str | Path | None = None,
     kind: str = "both",
-    threshold: float = 0.0,
+    threshold: float | None = None,
     domain: Domain | None = None,
     require: str = "valid",
     baseline: str | Path | None = None,
@@ -106,7 +106,7 @@ def _claims(
     explanations: Sequence[Mapping[str, Any]] | str | Path | None,
     kinds: Sequence[str],
     domain: Domain,
-    threshold: float,
+    threshold: float | None,
 ) -> tuple[list[Claim], list[Judgement]]:
     """The claims to judge, and the judgements already known: cardinal's greedy answers that exact
     arithmetic leaves undecided are no claim of Algorithm 1's answer, so they are `undecided`."""

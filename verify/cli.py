@@ -71,7 +71,10 @@ def _problem_flags() -> argparse.ArgumentParser:
     )
     parent.add_argument("--kind", choices=KIND_CHOICES, default="both", help="explanation kind (default: both)")
     parent.add_argument(
-        "--threshold", type=finite_number, help="prediction is 1 iff f(x) > T (default: the network file's threshold, else 0)"
+        "--threshold",
+        type=finite_number,
+        help="prediction is 1 iff f(x) > T (default: the network file's threshold, else 0); single-output networks only: "
+        "a network of K ≥ 2 outputs predicts the class of the largest output",
     )
     parent.add_argument("--lower", type=number_list, help="domain lower bound: a scalar or n comma-separated values (default 0)")
     parent.add_argument("--upper", type=number_list, help="domain upper bound: a scalar or n comma-separated values (default 1)")
@@ -86,10 +89,13 @@ def _load_problem(args: argparse.Namespace):
     from ..domain import Domain
     from ..io import read_inputs, read_json
     from ..network import Network
+    from ..prediction import threshold_for
 
     net = Network.load(args.network, activations=args.activations)
-    if args.threshold is None:  # the network file's metadata, else 0
-        args.threshold = net.metadata.threshold if net.metadata.threshold is not None else 0.0
+    if args.threshold is None:  # the network file's metadata, else 0 (none for K ≥ 2 outputs)
+        args.threshold = threshold_for(net.n_outputs, net.metadata.threshold)
+    else:
+        threshold_for(net.n_outputs, args.threshold, "--threshold")
     if args.domain is None and args.lower is None and args.upper is None and net.metadata.domain is not None:
         domain = Domain.from_json(net.metadata.domain, source=f"{args.network}: metadata.domain")
         domain = Domain(domain.lower, domain.upper, binary=domain.binary or args.binary)
@@ -113,8 +119,14 @@ def _kinds(args: argparse.Namespace) -> tuple[str, ...]:
 
 
 def _named(lines: list[dict[str, Any]], net) -> list[dict[str, Any]]:
-    """Output lines with the feature names of the network's metadata beside each index list:
-    "names" for "features", "minimum_names" for "minimum", and "names" inside "greedy"."""
+    """Output lines with the names of the network's metadata beside the indices: the feature
+    names as "names" for "features", "minimum_names" for "minimum", and "names" inside "greedy";
+    the class names (K ≥ 2) as "prediction_name" for a decided "prediction"."""
+    classes = net.metadata.class_names
+    if classes is not None:
+        for line in lines:
+            if line.get("prediction", -1) >= 0:
+                line["prediction_name"] = classes[line["prediction"]]
     names = net.metadata.feature_names
     if names is None:
         return lines
@@ -169,6 +181,9 @@ def _explain(args: argparse.Namespace) -> int:
             }
             if result.checks is not None:
                 line["check"] = result.checks[row]
+            witness = result.witness(row, X[row], domain)
+            if witness is not None:
+                line["witness"] = list(witness)
             lines.append(line)
     _emit(_named(lines, net), args.out)
     return 0

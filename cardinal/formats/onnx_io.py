@@ -305,7 +305,7 @@ def _number(attributes: dict[str, Any], name: str, default: float | None, where:
 # ---------------------------------------------------------------------------- writing
 def onnx_bytes(chain: Sequence[ChainStep], n_inputs: int, float32: bool = False, metadata: dict[str, Any] | None = None) -> bytes:
     """A network's chain (`Network.chain()`) as a serialized ONNX model: input `input` [batch, n]
-    → output `output` [batch, 1], float64 unless `float32`; `metadata` (`Metadata.to_json()`) as
+    → output `output` [batch, K], float64 unless `float32`; `metadata` (`Metadata.to_json()`) as
     JSON text in the model's metadata_props under `cardinal.metadata`."""
     onnx = _onnx()
     from onnx import TensorProto, helper, numpy_helper
@@ -345,11 +345,12 @@ def onnx_bytes(chain: Sequence[ChainStep], n_inputs: int, float32: bool = False,
             nodes.append(helper.make_node("Cast", [f"{prefix}/ge"], [output], name=f"{prefix}/Cast", to=element))
         current = output
     nodes.append(helper.make_node("Identity", [current], ["output"], name="output"))
+    outputs = [step for step in chain if step.activation is None][-1].weight.shape[0]  # K
     graph = helper.make_graph(
         nodes,
         "cardinal",
         [helper.make_tensor_value_info("input", element, ["batch", n_inputs])],
-        [helper.make_tensor_value_info("output", element, ["batch", 1])],
+        [helper.make_tensor_value_info("output", element, ["batch", outputs])],
         initializers,
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="cardinal")
