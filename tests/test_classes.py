@@ -368,3 +368,24 @@ def test_a_k_class_network_converts_exactly(tmp_path: Path) -> None:
     assert session.get_outputs()[0].shape == ["batch", 3]
     X = np.random.default_rng(0).random((5, 4))
     assert np.allclose(session.run(None, {"input": X})[0], net.forward(X).numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_a_k_class_case_file_saves_and_replays(tmp_path: Path) -> None:
+    """A case of a K = 3 network keeps threshold null (a number there is refused) and replays
+    exactly: the minimum's witness flips, and enumeration finds nothing smaller."""
+    from cardinal.verify.cases import Case, replay
+    from cardinal.verify.certify import SolverPool, case_of, certify_input
+
+    net, x = _cube_instance(1)
+    domain = Domain.boolean(net.n_inputs)
+    with SolverPool(["enumerate"]) as pool:
+        problem, certificate = certify_input(pool, net, x, "contrastive", domain, None, None, 30.0)
+    assert problem is not None and certificate.minimum
+    path = case_of(problem, certificate).save(tmp_path)
+    case = Case.load(path)
+    assert case.threshold is None and json.loads(path.read_text())["threshold"] is None
+    report = replay(case)
+    assert report.holds, report
+    document = json.loads(path.read_text())
+    with pytest.raises(InputError, match="threshold applies to networks with one output"):
+        Case.from_json({**document, "threshold": 0.5}, source="case.json")
