@@ -9,9 +9,12 @@ Lipschitz constant plus their own rounding (`Activation.float_error`); a step un
 1 + 2^-20 and raised by 2^-1000, more than the rounding and underflow of evaluating the bound
 itself.
 
-`BoundedForward.predictions` decides p(y) exactly: a row whose |f − t| exceeds its bound is
-decided in float; the others (and unsure rows) by `cardinal.exact` (exact dyadic arithmetic for
-piecewise-linear networks, rigorous enclosures for smooth ones, −1 when an enclosure straddles t).
+`BoundedForward.predictions` decides p(y) exactly (the rule of `cardinal.prediction`): a row is
+decided in float when its outputs leave no doubt — K = 1: |f − t| exceeds f's bound; K ≥ 2: the
+float argmax c beats every other output j by more than the two bounds, f_c − f_j > b_c + b_j, so
+that no tie is ever decided in float — and the others (and unsure rows) by `cardinal.exact`
+(exact dyadic arithmetic for piecewise-linear networks, rigorous enclosures for smooth ones, −1
+where an enclosure leaves the prediction open).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import torch
 from .activations import Activation
 from .exact import ExactNetwork
 from .network import Network
+from .prediction import PREDICTION_DTYPE
 from .rounding import SAFETY, TINY, UNIT_ROUNDOFF, gamma
 
 Array = torch.Tensor | np.ndarray
@@ -49,9 +53,10 @@ class BoundedForward:
         ]  # the same as torch tensors on the device
 
     def __call__(self, Y: Array) -> tuple[Array, Array, Array]:
-        """Y [B, n] float64 (a tensor on the device, or a numpy array) → (f [B], bound [B], unsure
-        [B] bool) of its kind: the exact output lies within `bound` of f unless the row is unsure
-        (a step unit within its bound of its breakpoint, or an overflow)."""
+        """Y [B, n] float64 (a tensor on the device, or a numpy array) → (f, bound, unsure [B]
+        bool) of its kind, f and bound [B] for K = 1 and [B, K] for K ≥ 2: each exact output lies
+        within its `bound` of f unless the row is unsure (a step unit within its bound of its
+        breakpoint, or an overflow)."""
         f, bound, unsure, _ = self.trace(Y, keep=False)
         return f, bound, unsure
 
@@ -87,8 +92,10 @@ class BoundedForward:
             z, error, stepped = _activate(activation, h, bound, in_place=not (keep or given))
             if stepped is not None:
                 unsure = stepped if unsure is None else unsure | stepped
-        f, bound = z[:, 0], error[:, 0] * SAFETY + TINY
-        overflow = ~kind.isfinite(f + bound)  # also where either is not finite
+        f, bound = z, error * SAFETY + TINY
+        overflow = ~kind.isfinite(f + bound).all(1)  # also where either is not finite
+        if f.shape[1] == 1:
+            f, bound = f[:, 0], bound[:, 0]
         return f, bound, overflow if unsure is None else unsure | overflow, kept
 
     @torch.no_grad()
@@ -108,23 +115,30 @@ class BoundedForward:
         width = h.shape[1]
         return torch.cat([h, h_moved.reshape(r * n, width)]), torch.cat([bound, bound_moved.reshape(r * n, width)])
 
-    def predictions(self, Y: Array, threshold: float) -> Array:
-        """Y [B, n] float64 → [B] int8 of its kind: p(y) ∈ {0, 1} decided exactly, or −1 where an
-        exact enclosure straddles the threshold (smooth networks only)."""
+    def predictions(self, Y: Array, threshold: float | None) -> Array:
+        """Y [B, n] float64 → [B] predictions of its kind (`cardinal.prediction.PREDICTION_DTYPE`):
+        p(y) decided exactly (threshold t for K = 1, None for K ≥ 2), or −1 where an exact
+        enclosure leaves it open (smooth networks only)."""
         return self.decide(Y, threshold)[0]
 
-    def decide(self, Y: Array, threshold: float) -> tuple[Array, Array]:
-        """`predictions`, and the float64 outputs f [B] it started from (a hint, never a proof)."""
+    def decide(self, Y: Array, threshold: float | None) -> tuple[Array, Array]:
+        """`predictions`, and the float64 outputs f it started from ([B] for K = 1, [B, K] for
+        K ≥ 2; a hint, never a proof)."""
         f, bound, unsure = self(Y)
         with np.errstate(invalid="ignore"):
-            margin = f - threshold
-            unsure = unsure | ~(abs(margin) > bound * SAFETY + TINY)  # NaN counts as unsure
+            if f.ndim == 1:
+                margin = f - threshold
+                predicted = margin > 0
+                unsure = unsure | ~(abs(margin) > bound * SAFETY + TINY)  # NaN counts as unsure
+            else:
+                predicted, clear = _argmax_clear(f, bound)
+                unsure = unsure | ~clear
         if isinstance(Y, np.ndarray):
-            predicted, rows = (margin > 0).astype(np.int8), np.flatnonzero(unsure)
+            predicted, rows = predicted.astype(PREDICTION_DTYPE), np.flatnonzero(unsure)
             if len(rows):
                 predicted[rows] = self.exact.predictions(Y[rows], threshold)
             return predicted, f
-        predicted, rows = (margin > 0).to(torch.int8), torch.nonzero(unsure).flatten()
+        predicted, rows = predicted.to(torch.int32), torch.nonzero(unsure).flatten()
         if len(rows):
             exact = self.exact.predictions(Y[rows].cpu().numpy(), threshold)
             predicted[rows] = torch.as_tensor(exact, device=self.device)
@@ -147,6 +161,25 @@ def constant_piece(activation: Activation, h: torch.Tensor, bound: torch.Tensor)
         if slope == 0:
             piece[(h - bound > edges[index]) & (h + bound < edges[index + 1])] = index
     return piece
+
+
+def _argmax_clear(f: Array, bound: Array) -> tuple[Array, Array]:
+    """K ≥ 2, f and bound [B, K] (numpy or torch): the float argmax c per row [B] (ties to the
+    lowest index), and whether it is the exact prediction beyond doubt [B] bool: f_c − f_j >
+    (b_c + b_j)·SAFETY + TINY for every j ≠ c, the rounding of both sides covered as in the K = 1
+    test. Never true for tied floats or a NaN."""
+    if isinstance(f, np.ndarray):
+        c = f.argmax(axis=1)  # the first maximum
+        f_c, b_c = np.take_along_axis(f, c[:, None], 1), np.take_along_axis(bound, c[:, None], 1)
+    else:
+        c = f.argmax(dim=1)  # the first maximum (torch documents it)
+        f_c, b_c = f.gather(1, c[:, None]), bound.gather(1, c[:, None])
+    beaten = (f_c - f) > (b_c + bound) * SAFETY + TINY  # [B, K]; False at c itself
+    columns = (np if isinstance(f, np.ndarray) else torch).arange(f.shape[1])
+    if not isinstance(f, np.ndarray):
+        columns = columns.to(f.device)
+    beaten = beaten | (columns[None, :] == c[:, None])
+    return c, beaten.all(1)
 
 
 def _affine(bias: Array, z: Array, weight_t: Array) -> Array:

@@ -25,6 +25,7 @@ import numpy as np
 from .activations import Activation
 from .domain import Domain
 from .network import Network
+from .prediction import decide, threshold_rule
 
 SMOOTH_PRECISION = 256
 SMOOTH_GUARD = 240
@@ -113,12 +114,10 @@ class Enclosure:
         return self.upper - self.lower
 
     def predict(self, threshold: Fraction) -> int | None:
-        """1 if f(x) > t for sure, 0 if f(x) ≤ t for sure, None if the enclosure straddles t."""
-        if self.lower > threshold:
-            return 1
-        if self.upper <= threshold:
-            return 0
-        return None
+        """K = 1: 1 if f(x) > t for sure, 0 if f(x) ≤ t for sure, None if the enclosure straddles t
+        (`cardinal.prediction.threshold_rule`)."""
+        decided = threshold_rule(self.lower, self.upper, threshold)
+        return None if decided < 0 else decided
 
 
 @dataclass(frozen=True)
@@ -205,16 +204,24 @@ class ExactNetwork:
                 low, high = _smooth(low, activation, outward=-1), _smooth(low if high is None else high, activation, outward=+1)
         return pre_activations, low, high
 
-    def outputs(self, X: np.ndarray) -> list[Enclosure]:
-        """Enclosures of f for inputs X [B, n] (float64, read exactly) → B enclosures."""
+    def _enclosures(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The output enclosures of inputs X [B, n] as `Fraction` object arrays (lower, upper) [B, K]."""
         X = np.atleast_2d(np.asarray(X, dtype=np.float64))
         _, low, high = self._propagate(Dyadic.from_floats(X), None)
-        lows = low.fractions()[:, 0]
-        highs = lows if high is None else high.fractions()[:, 0]
-        return [Enclosure(lo, hi) for lo, hi in zip(lows, highs, strict=True)]
+        lows = low.fractions()
+        return lows, lows if high is None else high.fractions()
+
+    def outputs(self, X: np.ndarray) -> list[tuple[Enclosure, ...]]:
+        """Enclosures of the K outputs for inputs X [B, n] (float64, read exactly) → B tuples of K
+        enclosures (`outputs(X)[b][0]` is f(x_b) of a single-output network)."""
+        lows, highs = self._enclosures(X)
+        return [
+            tuple(Enclosure(lo, hi) for lo, hi in zip(row_low, row_high, strict=True))
+            for row_low, row_high in zip(lows, highs, strict=True)
+        ]
 
     def scores(self, X: np.ndarray) -> list[Score]:
-        """Scores (enclosure and first-layer key) of f for inputs X [B, n] → B scores."""
+        """Scores (enclosure and first-layer key) of f for inputs X [B, n] → B scores (K = 1)."""
         X = np.atleast_2d(np.asarray(X, dtype=np.float64))
         pre_activations, low, high = self._propagate(Dyadic.from_floats(X), None)
         lows = low.fractions()[:, 0]
@@ -235,20 +242,20 @@ class ExactNetwork:
         return [(lo.fractions()[0], hi.fractions()[0]) for lo, hi in pre_activations]
 
     def output_range(self, lower: np.ndarray, upper: np.ndarray) -> Enclosure:
-        """An exact enclosure of f over the whole box [lower, upper] [n]: every f(y) with y in the
-        box lies in it. Interval arithmetic, so sound for every network but not tight (on a
-        monotone network it is exactly [f(lower), f(upper)] up to the smooth units' margin)."""
+        """An exact enclosure of f over the whole box [lower, upper] [n] (a one-output network):
+        every f(y) with y in the box lies in it. Interval arithmetic, so sound for every network
+        but not tight (on a monotone network it is exactly [f(lower), f(upper)] up to the smooth
+        units' margin)."""
         low = Dyadic.from_floats(np.asarray(lower, dtype=np.float64)[None, :])
         high = Dyadic.from_floats(np.asarray(upper, dtype=np.float64)[None, :])
         _, low, high = self._propagate(low, high)
         assert high is not None
         return Enclosure(low.fractions()[0, 0], high.fractions()[0, 0])
 
-    def predictions(self, X: np.ndarray, threshold: float) -> np.ndarray:
-        """Exact predictions [B] as int8: 1, 0, or -1 where a smooth enclosure straddles t."""
-        t = Fraction(threshold)
-        decided = [enclosure.predict(t) for enclosure in self.outputs(X)]
-        return np.array([-1 if p is None else p for p in decided], dtype=np.int8)
+    def predictions(self, X: np.ndarray, threshold: float | None) -> np.ndarray:
+        """Exact predictions [B] (`cardinal.prediction.decide`; `threshold` None for K ≥ 2): the
+        class, or −1 where a smooth enclosure leaves it open."""
+        return decide(*self._enclosures(X), threshold)
 
 
 def _matmul(z: Dyadic, weight: Dyadic) -> Dyadic:

@@ -34,6 +34,7 @@ from .domain import Domain
 from .errors import InputError, Undecided
 from .exact import Enclosure, ExactNetwork, Score, exact_blocks, modified_inputs
 from .network import Network
+from .prediction import threshold_for
 from .problem import KINDS, shortcut
 
 # Elements of the [rows, n, width] variant tensor processed at once: on a CPU about 1 MB per torch
@@ -74,6 +75,17 @@ class ExplainResult:
             return None
         return tuple(int(i) for i in torch.nonzero(self.masks[row]).flatten())
 
+    def witness(self, row: int, x: np.ndarray, domain: Domain) -> tuple[float, ...] | None:
+        """The point that shows the contrastive answer of `row` (input x [n]): x with the set moved
+        to the counterpoint x', the monotone shortcut's point, whose prediction differs from
+        p(x) (one forward pass re-checks it). None for an AXp, when no CXp exists, or where p(x)
+        is undecided."""
+        prediction = int(self.predictions[row])
+        features = self.features(row)
+        if self.kind != "contrastive" or features is None or prediction < 0:
+            return None
+        return tuple(modified_inputs(x, features, domain.counterpoint(np.array([prediction]))[0]).tolist())
+
     def __len__(self) -> int:
         return self.masks.shape[0]
 
@@ -94,6 +106,11 @@ def resolve_device(device: str | torch.device) -> torch.device:
 def _validated(net: Network, X: torch.Tensor | np.ndarray, kind: str, domain: Domain | None) -> tuple[np.ndarray, Domain]:
     if kind not in KINDS:
         raise InputError(f"unknown kind {kind!r} (use contrastive or abductive)")
+    if net.n_outputs > 1:
+        raise InputError(
+            f"greedy explanations need a network with one output; this one has {net.n_outputs} (classes by argmax): "
+            "use `cardinal certify` or solvers.solve_minimum, which give the exact minimum"
+        )
     problems = net.monotonicity_problems()
     if problems:
         raise InputError(
@@ -112,17 +129,18 @@ def explain(
     X: torch.Tensor | np.ndarray,
     kind: str = "contrastive",
     domain: Domain | None = None,
-    threshold: float = 0.0,
+    threshold: float | None = None,
     device: str | torch.device = "auto",
     dtype: torch.dtype = torch.float64,
     verify: bool = False,
 ) -> ExplainResult:
-    """Greedy explanations for inputs X [B, n] (or [n]) of a monotone network.
+    """Greedy explanations for inputs X [B, n] (or [n]) of a monotone network (threshold None: 0).
 
-    Raises `InputError` for a non-monotone network, an unknown kind, or an input outside the
-    domain (naming row and feature).
+    Raises `InputError` for a network with several outputs or a non-monotone one, an unknown
+    kind, or an input outside the domain (naming row and feature).
     """
     X_checked, domain = _validated(net, X, kind, domain)
+    threshold = threshold_for(1, threshold)
     torch_device = resolve_device(device)
     if torch_device.type == "cuda":
         limit = _CUDA_CHUNK_ELEMENTS
@@ -265,7 +283,7 @@ def explain_reference(
     X: torch.Tensor | np.ndarray,
     kind: str = "contrastive",
     domain: Domain | None = None,
-    threshold: float = 0.0,
+    threshold: float | None = None,
     exact: bool = False,
     dtype: torch.dtype = torch.float64,
 ) -> ExplainResult:
@@ -281,6 +299,7 @@ def explain_reference(
     """
     network = net if isinstance(net, Network) else Network.from_torch(net)
     X_checked, domain = _validated(network, X, kind, domain)
+    threshold = threshold_for(1, threshold)
     calls: _FloatCalls | _ExactCalls
     if exact:
         calls = _ExactCalls(ExactNetwork(network), threshold)
@@ -482,7 +501,7 @@ class _ExactGreedy:
         self.feeds = [torch.tensor(layer.weight.T != 0, dtype=torch.float64, device=device) for layer in net.layers]
 
     def _predict(self, Y: torch.Tensor) -> np.ndarray:
-        """[m, n] float64 → [m] int8 exact predictions (−1: undecided)."""
+        """[m, n] float64 → [m] exact predictions (−1: undecided)."""
         return self.forward.predictions(Y.to(self.device), self.threshold).cpu().numpy()
 
     def _exact_scores(self, Y: np.ndarray) -> list[Score]:

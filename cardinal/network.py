@@ -1,4 +1,5 @@
-"""`Network`: a fully connected network `h = W·z + b`, `z' = σ(h)`, whose last layer has width 1.
+"""`Network`: a fully connected network `h = W·z + b`, `z' = σ(h)`, whose last layer has width K ≥ 1:
+one output f with a threshold (K = 1), or K class outputs predicted by argmax (`cardinal.prediction`).
 
 Weights are kept as float64 numpy arrays, read as exact rationals by `cardinal.exact`. Networks load
 from and save to the JSON format `cardinal.network/1` (a round trip keeps every double exactly)
@@ -26,6 +27,7 @@ from .domain import Domain
 from .errors import InputError
 from .formats.chain import ChainStep
 from .io import write_atomic
+from .prediction import threshold_for
 from .validate import describe, json_matrix, json_number, json_vector
 
 FORMAT = "cardinal.network/1"
@@ -35,13 +37,14 @@ FORMAT = "cardinal.network/1"
 class Metadata:
     """What a network file may say about its inputs, all optional (docs/formats.md, "metadata").
 
-    `feature_names` [n]; `threshold`: the prediction is 1 iff f(x) > threshold; `scaling`: how raw
-    values became inputs, x_i = (raw_i − min_i) / (max_i − min_i) clipped to [0, 1] and then
-    1 − x_i for i in `flipped` (dict with "min" [n], "max" [n], "flipped"); `domain`: the box of
-    the inputs (`Domain.to_json()`); `input_shape`: the shape of the model's input tensor (batch
-    axis aside, more than one axis) whose elements, row-major, are the features; `dropped`: one
-    note per part of the model file left out because it cannot change the prediction (a final
-    Softmax, a classifier head). Commands use each field when present unless a flag overrides it.
+    `feature_names` [n]; `threshold` (K = 1 only): the prediction is 1 iff f(x) > threshold;
+    `class_names` [K] (K ≥ 2 only): the name of each class; `scaling`: how raw values became
+    inputs, x_i = (raw_i − min_i) / (max_i − min_i) clipped to [0, 1] and then 1 − x_i for i in
+    `flipped` (dict with "min" [n], "max" [n], "flipped"); `domain`: the box of the inputs
+    (`Domain.to_json()`); `input_shape`: the shape of the model's input tensor (batch axis aside,
+    more than one axis) whose elements, row-major, are the features; `dropped`: one note per part
+    of the model file left out because it cannot change the prediction (a final Softmax, a
+    classifier head). Commands use each field when present unless a flag overrides it.
     """
 
     feature_names: tuple[str, ...] | None = None
@@ -50,11 +53,13 @@ class Metadata:
     domain: dict[str, Any] | None = None
     input_shape: tuple[int, ...] | None = None
     dropped: tuple[str, ...] | None = None
+    class_names: tuple[str, ...] | None = None
 
     def to_json(self) -> dict[str, Any]:
         document = {
             "feature_names": None if self.feature_names is None else list(self.feature_names),
             "threshold": self.threshold,
+            "class_names": None if self.class_names is None else list(self.class_names),
             "scaling": self.scaling,
             "domain": self.domain,
             "input_shape": None if self.input_shape is None else list(self.input_shape),
@@ -63,12 +68,13 @@ class Metadata:
         return {key: value for key, value in document.items() if value is not None}
 
     @classmethod
-    def from_json(cls, document: Any, n: int, source: str) -> Metadata:
-        """Check a parsed "metadata" object against a network of n inputs; errors name the field."""
+    def from_json(cls, document: Any, n: int, source: str, classes: int = 1) -> Metadata:
+        """Check a parsed "metadata" object against a network of n inputs and `classes` outputs;
+        errors name the field."""
         where = f"{source}: metadata"
         if not isinstance(document, dict):
             raise InputError(f"{where} must be an object")
-        unknown = set(document) - {"feature_names", "threshold", "scaling", "domain", "input_shape", "dropped"}
+        unknown = set(document) - {"feature_names", "threshold", "class_names", "scaling", "domain", "input_shape", "dropped"}
         if unknown:
             raise InputError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
         names = document.get("feature_names")
@@ -77,6 +83,14 @@ class Metadata:
         threshold = document.get("threshold")
         if threshold is not None:
             threshold = json_number(threshold, f"{where}.threshold")
+            threshold_for(classes, threshold, f"{where}.threshold")
+        class_names = document.get("class_names")
+        if class_names is not None:
+            if classes == 1:
+                raise InputError(f"{where}.class_names applies to networks with K ≥ 2 outputs; this one has one")
+            named = isinstance(class_names, list) and all(isinstance(v, str) for v in class_names)
+            if not named or len(class_names) != classes:
+                raise InputError(f"{where}.class_names must be a list of {classes} strings, one per output")
         scaling = document.get("scaling")
         if scaling is not None:
             if not isinstance(scaling, dict) or not {"min", "max"} <= set(scaling):
@@ -103,12 +117,13 @@ class Metadata:
         if dropped is not None and (not isinstance(dropped, list) or not all(isinstance(note, str) for note in dropped)):
             raise InputError(f"{where}.dropped must be a list of strings")
         return cls(
-            None if names is None else tuple(names),
-            threshold,
-            scaling,
-            domain,
-            None if shape is None else tuple(shape),
-            None if dropped is None else tuple(dropped),
+            feature_names=None if names is None else tuple(names),
+            threshold=threshold,
+            scaling=scaling,
+            domain=domain,
+            input_shape=None if shape is None else tuple(shape),
+            dropped=None if dropped is None else tuple(dropped),
+            class_names=None if class_names is None else tuple(class_names),
         )
 
 
@@ -149,7 +164,7 @@ class Network:
 
     def with_metadata(self, metadata: Metadata) -> Network:
         """The same layers with `metadata` (checked against the inputs)."""
-        return Network(self.layers, Metadata.from_json(metadata.to_json(), self.n_inputs, "metadata"))
+        return Network(self.layers, Metadata.from_json(metadata.to_json(), self.n_inputs, "metadata", self.n_outputs))
 
     # ------------------------------------------------------------------ properties
     @property
@@ -171,7 +186,7 @@ class Network:
 
     @property
     def widths(self) -> tuple[int, ...]:
-        """Widths of all layers, the last one being 1."""
+        """Widths of all layers, the last one being K."""
         return tuple(layer.width for layer in self.layers)
 
     @property
@@ -179,8 +194,11 @@ class Network:
         return len(self.layers)
 
     def monotonicity_problems(self) -> list[str]:
-        """Why the network is not syntactically monotone (empty list when it is)."""
+        """Why the network is not syntactically monotone (empty list when it is): several outputs
+        (argmax is monotone in no output, so no monotone shortcut holds), or a negative weight."""
         problems = []
+        if self.n_outputs > 1:
+            problems.append(f"it has {self.n_outputs} outputs, predicted by argmax, which has no monotone shortcut")
         for number, layer in enumerate(self.layers, start=1):
             negative = np.argwhere(layer.weight < 0)
             if len(negative):
@@ -193,7 +211,9 @@ class Network:
 
     @cached_property
     def is_monotone(self) -> bool:
-        """All weights ≥ 0 (every supported activation is non-decreasing)."""
+        """One output and all weights ≥ 0 (every supported activation is non-decreasing): the
+        monotone shortcut holds. A network with K ≥ 2 outputs never is (its argmax is not monotone
+        even where every output is)."""
         return not self.monotonicity_problems()
 
     @property
@@ -226,11 +246,12 @@ class Network:
 
     # ------------------------------------------------------------------ evaluation
     def forward(self, x: torch.Tensor | np.ndarray, dtype: torch.dtype = torch.float64) -> torch.Tensor:
-        """Float forward pass: x [B, n] or [n] → f(x) [B] or scalar tensor."""
+        """Float forward pass: x [B, n] or [n] → f(x) [B] or a scalar tensor (K = 1); the K
+        outputs [B, K] or [K] (K ≥ 2)."""
         z = torch.tensor(np.asarray(x.cpu() if isinstance(x, torch.Tensor) else x, dtype=np.float64), dtype=dtype)
         for weight, bias, activation in self.torch_layers(dtype=dtype):
             z = activation(z @ weight.T + bias)
-        return z[..., 0]
+        return z[..., 0] if self.n_outputs == 1 else z
 
     def torch_layers(
         self, dtype: torch.dtype = torch.float64, device: torch.device | str | None = None
@@ -329,7 +350,7 @@ class Network:
         except InputError as error:
             raise InputError(f"{source}: {error}") from None
         if "metadata" in document:
-            return Network(net.layers, Metadata.from_json(document["metadata"], net.n_inputs, source))
+            return Network(net.layers, Metadata.from_json(document["metadata"], net.n_inputs, source, net.n_outputs))
         return net
 
     def to_json(self) -> dict[str, Any]:
@@ -368,7 +389,9 @@ class Network:
         except InputError as error:
             message = str(error)
             raise InputError(message if message.startswith(str(path)) else f"{path}: {message}") from None
-        return net if metadata is None else Network(net.layers, Metadata.from_json(metadata, net.n_inputs, str(path)))
+        if metadata is None:
+            return net
+        return Network(net.layers, Metadata.from_json(metadata, net.n_inputs, str(path), net.n_outputs))
 
     def save(self, path: str | Path, float32: bool = False, state_dict: bool = False, *, root: str | Path | None = None) -> None:
         """Write the network, whole or not at all, in the format of the extension: `.onnx`, a

@@ -1,8 +1,9 @@
 """The explanation problem and what answers to it: `Kind`, `Status`, `Verdict`, `Outcome`,
 `Problem` (with the monotone shortcut computed once), defined here for every layer above.
 
-`Problem` holds one input x [n] of a network, the kind, the box and the threshold; its
-`prediction` is p(x) decided exactly. On a monotone network the shortcut of DESIGN §1 is a
+`Problem` holds one input x [n] of a network, the kind, the box and the threshold (K = 1; None for
+a network of K ≥ 2 outputs, predicted by argmax); its `prediction` is p(x) decided exactly by the
+rule of `cardinal.prediction`. On a monotone network the shortcut of DESIGN §1 is a
 property of the problem: `counterpoint` x', and the line from `base` to `target` along which a
 set S is moved (`base` with S set to `target` reaches `goal` iff S is an explanation).
 """
@@ -22,6 +23,7 @@ from .domain import Domain
 from .errors import InputError, UndecidedPrediction
 from .exact import ExactNetwork, modified_inputs
 from .network import Network
+from .prediction import threshold_for
 
 
 class Kind(StrEnum):
@@ -163,8 +165,10 @@ class Outcome:
 
 @dataclass(frozen=True, eq=False)
 class Problem:
-    """One explanation problem: network, input x [n], kind, domain, threshold, and ε (the margin
-    a float MILP demands to reach class 1: f ≥ t + ε). `prediction` is p(x), decided exactly.
+    """One explanation problem: network, input x [n], kind, domain, threshold (None when the
+    network has K ≥ 2 outputs), and ε (the margin a float MILP demands on a strict comparison:
+    f ≥ t + ε to reach class 1, f_j ≥ f_c + ε for an output j > c to take class c). `prediction`
+    is p(x), decided exactly: 0/1 for K = 1, the class index for K ≥ 2.
 
     `make` raises `InputError` for bad input, and `UndecidedPrediction` (not an `InputError`:
     the input is valid) when exact arithmetic cannot decide p(x) on a smooth network."""
@@ -173,7 +177,7 @@ class Problem:
     x: np.ndarray
     kind: str
     domain: Domain
-    threshold: float
+    threshold: float | None
     epsilon: float = DEFAULT_EPSILON
     prediction: int = field(default=-1)
 
@@ -184,9 +188,11 @@ class Problem:
         x: np.ndarray,
         kind: str = "contrastive",
         domain: Domain | None = None,
-        threshold: float = 0.0,
+        threshold: float | None = None,
         epsilon: float = DEFAULT_EPSILON,
     ) -> Problem:
+        """`threshold`: t for a single-output network (None: 0); a network of K ≥ 2 outputs takes
+        none (`InputError` if one is given)."""
         if kind not in KINDS:
             raise InputError(f"unknown kind {kind!r} (use contrastive or abductive)")
         if not epsilon > 0:
@@ -195,12 +201,11 @@ class Problem:
         if domain.n != net.n_inputs:
             raise InputError(f"domain has {domain.n} features, the network has {net.n_inputs} inputs")
         checked = domain.check(np.asarray(x, dtype=np.float64).reshape(1, -1))[0]
-        problem = cls(net, checked, kind, domain, float(threshold), float(epsilon))
+        problem = cls(net, checked, kind, domain, threshold_for(net.n_outputs, threshold), float(epsilon))
         prediction = int(problem.predictions(checked[None, :])[0])
         if prediction < 0:
-            raise UndecidedPrediction(
-                "the prediction of x is undecided: the exact enclosure of f(x) contains the threshold (smooth network)"
-            )
+            what = "of f(x) contains the threshold" if net.n_outputs == 1 else "of the outputs leave the largest one open"
+            raise UndecidedPrediction(f"the prediction of x is undecided: the exact enclosures {what} (smooth network)")
         object.__setattr__(problem, "prediction", prediction)
         return problem
 
@@ -215,8 +220,9 @@ class Problem:
         return _evaluators(self.net)[1]
 
     def predictions(self, Y: np.ndarray) -> np.ndarray:
-        """Y [B, n] float64 → [B] int8: p(y) decided exactly (a float64 pass with a rigorous error
-        bound, `cardinal.exact` for the rows near t), or −1 where a smooth enclosure straddles t."""
+        """Y [B, n] float64 → [B] `PREDICTION_DTYPE`: p(y) decided exactly (a float64 pass with a
+        rigorous error bound, `cardinal.exact` for the rows it leaves open), or −1 where a smooth
+        enclosure leaves it open."""
         return self.decider.predictions(np.asarray(Y, dtype=np.float64), self.threshold)
 
     @property
@@ -224,7 +230,14 @@ class Problem:
         return self.net.n_inputs
 
     @property
+    def classes(self) -> int:
+        """K, the number of outputs (1: the threshold rule)."""
+        return self.net.n_outputs
+
+    @property
     def monotone(self) -> bool:
+        """The monotone shortcut holds (`Network.is_monotone`: one output, all weights ≥ 0); never
+        for K ≥ 2."""
         return self.net.is_monotone
 
     @property
@@ -249,6 +262,7 @@ class Problem:
 
     @property
     def exact_threshold(self) -> Fraction:
+        """t as an exact rational (K = 1)."""
         return Fraction(self.threshold)
 
     def flips(self, y: np.ndarray) -> bool | None:

@@ -122,7 +122,7 @@ def _claims(
     explanations: Sequence[Mapping[str, Any]] | str | Path | None,
     kinds: Sequence[str],
     domain: Domain,
-    threshold: float,
+    threshold: float | None,
 ) -> tuple[list[Claim], list[Judgement]]:
     """The claims to judge, and the judgements already known: cardinal's greedy answers that exact
     arithmetic leaves undecided are no claim of Algorithm 1's answer, so they are `undecided`."""

@@ -195,7 +195,7 @@ def solve_minimum(
     x: np.ndarray,
     kind: str = "contrastive",
     domain: Domain | None = None,
-    threshold: float = 0.0,
+    threshold: float | None = None,
     solver: str = "enumerate",
     time_limit: float = 60.0,
     at_most: int | None = None,

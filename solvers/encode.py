@@ -3,9 +3,18 @@ and `solvers.highs`.
 
 Variables: `s_i ∈ {0,1}` (feature i is in the set), the input point `y` [n], and per layer the
 pre-activations `h` and post-activations `z`. Objective `min Σ s_i`; with `at_most=k` also
-`Σ s_i ≤ k`. Output goal: `f ≥ t + ε` to reach class 1, `f ≤ t` to reach class 0. The ε sits on
-the strict side only (class 1 is f > t, a step's 0 is h < at): it cuts off points within ε of a
-strict boundary, never a point of the other, closed side (class 0 is f ≤ t, a step's 1 is h ≥ at).
+`Σ s_i ≤ k`. Output goal (K = 1): `f ≥ t + ε` to reach class 1, `f ≤ t` to reach class 0. The ε
+sits on the strict side only (class 1 is f > t, a step's 0 is h < at): it cuts off points within
+ε of a strict boundary, never a point of the other, closed side (class 0 is f ≤ t, a step's 1 is
+h ≥ at).
+
+Output goal (K ≥ 2, `cardinal.prediction`): leave class c = p(x), that is some output j ≠ c takes
+it, f_j ≥ f_c for j < c or f_j > f_c for j > c. One binary β_j per j and `Σ β_j ≥ 1`; β_j = 1
+forces `f_j − f_c ≥ e_j` with e_j = ε on the strict side (j > c) and 0 on the closed one, by a
+big-M row `f_j − f_c ≥ e_j − M_j·(1 − β_j)` whose M_j = e_j − L_j comes from an exact lower bound
+L_j of f_j − f_c over the region (`_difference_bounds`). A j that exact bounds show can never
+take c gets β_j = 0 and no row. Only leaving c is ever asked (the hitting-set loop asks for
+flips only), so keeping a class needs no encoding.
 
 Inputs:
 - monotone networks, bound vectors with x' the counterpoint: CXp `y = x + (x' − x)·s` and the goal
@@ -17,11 +26,11 @@ Inputs:
 Margins (`margin=True`, for finding witnesses only). A continuous `y` often ends on the boundary
 of the region it reaches, where float rounding decides its exact replay half the time. A model
 asked with margins keeps such points off the closed sides too: where a value moves continuously
-with y (no step layer between them), class 0 means `f ≤ t − ε` and a step's `z = 1` means
-`h ≥ at + ε`; values fed by steps alone take finitely many values, and exact ties there keep the
-plain conditions. Such a model cuts off valid points, so its infeasibility proves nothing: the
-MILP backends ask it only for a second witness of a free set whose first one did not flip in
-exact arithmetic (`solvers.milp`).
+with y (no step layer between them), class 0 means `f ≤ t − ε`, an output j < c takes class c
+only with `f_j ≥ f_c + ε`, and a step's `z = 1` means `h ≥ at + ε`; values fed by steps alone
+take finitely many values, and exact ties there keep the plain conditions. Such a model cuts off
+valid points, so its infeasibility proves nothing: the MILP backends ask it only for a second
+witness of a free set whose first one did not flip in exact arithmetic (`solvers.milp`).
 
 Bounds: exact interval propagation over the region y ranges over (`ExactNetwork.layer_bounds`),
 tightened where `at_most=k` < n by letting only the k largest single-feature moves act on the
@@ -49,6 +58,7 @@ Every row is an equality or one-sided, and every variable is bounded.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -57,6 +67,7 @@ import scipy.sparse as sp
 
 from ..activations import Stage
 from ..network import Layer
+from ..prediction import overtakes_strictly
 from ..problem import Problem
 
 PAD = 1e-7  # relative outward padding of the float bounds
@@ -69,7 +80,8 @@ class MilpModel:
 
     Shapes: V variables and R rows; `lower`, `upper`, `objective`, `integer` [V]; `matrix` CSR
     [R, V]; `row_lower`, `row_upper` [R] (±inf on an open side; each row is an equality or
-    one-sided). `selectors` [n] and `inputs` [n] index s and y; `output` indexes f.
+    one-sided). `selectors` [n] and `inputs` [n] index s and y; `output` indexes f (f_0 when
+    the network has K ≥ 2 outputs).
     """
 
     lower: np.ndarray
@@ -186,7 +198,7 @@ def encode(
         if free is None and problem.kind != "contrastive":
             raise ValueError("the free-box encoding answers contrastive questions only")
         low, high, center, z = _free_box(builder, problem, selectors, free)
-        goal = 1 - problem.prediction
+        goal = 1 - problem.prediction if problem.classes == 1 else None
     else:
         low, high, center, z = _bound_vectors(builder, problem, selectors)
         goal = problem.goal
@@ -194,7 +206,9 @@ def encode(
     hull_only = {"max": goal == 0, "min": goal == 1} if relax and problem.monotone else {}
     continuous = margin and free_box and not problem.domain.binary  # values that move with a continuous y
     moves = n if at_most is None or free is not None else min(at_most, n)
+    z_low, z_high = low, high  # the bounds of each layer's inputs (y's first)
     for index, (layer, box) in enumerate(zip(problem.net.layers, problem.exact.layer_bounds(low, high), strict=True)):
+        inputs_low, inputs_high = z_low, z_high
         if index == 0:
             z_low, z_high = _tighter(box, _first_layer(layer, center, low, high, moves))
         else:
@@ -210,7 +224,10 @@ def encode(
             else:
                 z, z_low, z_high = _encode_kink(builder, stage, z, z_low, z_high, hull_only.get(stage.op, False))
     margin = problem.epsilon if continuous else 0.0
-    if goal == 1:
+    if problem.classes > 1:
+        difference = _difference_bounds(problem.net.layers[-1], inputs_low, inputs_high, z_low, z_high, problem.prediction)
+        _leave_class(builder, z, problem.prediction, difference, problem.epsilon, margin)
+    elif goal == 1:
         builder.rows(problem.threshold + problem.epsilon, math.inf, (z, 1.0))
     else:
         builder.rows(-math.inf, problem.threshold - margin, (z, 1.0))
@@ -220,6 +237,50 @@ def encode(
     if free is None:
         objective[selectors] = 1.0
     return builder.freeze(objective, selectors, inputs, int(z[0]))
+
+
+def _leave_class(
+    builder: _Builder, f: np.ndarray, c: int, difference: tuple[list[Fraction], list[Fraction]], epsilon: float, margin: float
+) -> None:
+    """K ≥ 2: rows that make some output j ≠ c take class c (module docstring). f [K]: the
+    outputs' variables; `difference`: exact bounds (low [K], high [K]) of f_j − f_c; `margin`: the
+    e_j of the closed side (j < c), 0 unless margins are asked."""
+    low, high = difference
+    others = [j for j in range(len(f)) if j != c]
+    strict = [overtakes_strictly(c, j) for j in others]
+    possible = np.array([high[j] > 0 or (high[j] == 0 and not s) for j, s in zip(others, strict, strict=True)])
+    beta = builder.variables(np.zeros(len(others)), possible.astype(np.float64), integer=True)
+    builder.sum_row(beta, 1.0, math.inf)
+    required = np.array([epsilon if s else margin for s in strict])
+    big_m = _outward([max(Fraction(0), Fraction(e) - low[j]) for e, j in zip(required.tolist(), others, strict=True)], +1)
+    rows = possible & (big_m > 0)  # with M = 0 the row holds everywhere (L_j ≥ e_j) and is left out
+    columns = np.array(others)[rows]
+    builder.rows(
+        required[rows] - big_m[rows], math.inf, (f[columns], 1.0), (np.full(len(columns), f[c]), -1.0), (beta[rows], -big_m[rows])
+    )
+
+
+def _difference_bounds(
+    last: Layer, inputs_low: Sequence, inputs_high: Sequence, f_low: list[Fraction], f_high: list[Fraction], c: int
+) -> tuple[list[Fraction], list[Fraction]]:
+    """Exact bounds (low [K], high [K]) of f_j − f_c over the region: the difference of the
+    outputs' bounds f_low, f_high [K], and, where the last layer is affine (identity), the
+    tighter interval bound of (W_j − W_c)·z + b_j − b_c over its inputs' bounds [m]."""
+    low = [f_low[j] - f_high[c] for j in range(len(f_low))]
+    high = [f_high[j] - f_low[c] for j in range(len(f_low))]
+    if last.activation.name != "identity":
+        return low, high
+    z_low = np.array([Fraction(v) for v in inputs_low], dtype=object)
+    z_high = np.array([Fraction(v) for v in inputs_high], dtype=object)
+    weights = np.array([[Fraction(w) for w in row] for row in last.weight.tolist()], dtype=object)
+    biases = [Fraction(b) for b in last.bias.tolist()]
+    for j in range(len(f_low)):
+        step = weights[j] - weights[c]
+        positive, negative = np.where(step > 0, step, 0), np.where(step < 0, step, 0)
+        bias = biases[j] - biases[c]
+        low[j] = max(low[j], bias + positive.dot(z_low) + negative.dot(z_high))
+        high[j] = min(high[j], bias + positive.dot(z_high) + negative.dot(z_low))
+    return low, high
 
 
 def _bound_vectors(

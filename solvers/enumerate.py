@@ -7,7 +7,8 @@ target = x. Validity is upward closed (moving more features towards `target` onl
 by scanning whole levels (all subsets of one size) from both ends, cheapest level first: a level
 with no valid set bounds the minimum from below, a level with one bounds it from above.
 
-**Non-monotone networks on a binary domain.** A CXp is a set S such that toggling some subset of
+**Non-monotone networks on a binary domain** (networks of K ≥ 2 outputs among them: a flip is
+any other class, decided exactly by `cardinal.prediction`'s rule). A CXp is a set S such that toggling some subset of
 S (each feature to its other end point) flips the prediction, so the minimum CXp is the smallest
 flipping toggle set: levels are scanned upwards. S is an AXp iff no toggle set disjoint from S
 flips; the backend evaluates all 2^n toggle sets once, closes the table under supersets (a
@@ -52,14 +53,14 @@ class Evaluator:
         self.forward = problem.decider if self.device.type == "cpu" else BoundedForward(problem.net, self.device, problem.exact)
 
     def predictions(self, Y: torch.Tensor) -> torch.Tensor:
-        """Y [B, n] float64 on the device → [B] int8 on the device: p(y) ∈ {0, 1}, or −1 where an
-        exact enclosure straddles the threshold."""
+        """Y [B, n] float64 on the device → [B] on the device: p(y) (a class: 0/1 for K = 1), or −1
+        where an exact enclosure leaves it open."""
         return self.forward.predictions(Y, self.problem.threshold)
 
     def flips(self, Y: torch.Tensor) -> torch.Tensor:
         """Y [B, n] → [B] int8: 1 where p(y) ≠ p(x) exactly, 0 where equal, −1 undecided."""
         predicted = self.predictions(Y)
-        return torch.where(predicted < 0, predicted, (predicted != self.problem.prediction).to(torch.int8))
+        return torch.where(predicted < 0, -1, (predicted != self.problem.prediction).to(torch.int8)).to(torch.int8)
 
 
 def combinations(n: int, k: int, rows: int) -> Iterator[np.ndarray]:

@@ -90,7 +90,7 @@ class MilpSolver(BaseSolver):
                 return self.outcome(Status.NONE_EXISTS, started, message="monotone shortcut: p(x') = p(x)")
             return self.outcome(Status.OPTIMAL, started, solution=(), message="monotone shortcut: p(x') = p(x)")
         # every set reaches at most the output of the full set's point; class 1 needs f ≥ t + ε
-        reach = problem.exact.outputs(problem.target[None, :])[0].upper
+        reach = problem.exact.outputs(problem.target[None, :])[0][0].upper
         if problem.goal == 1 and reach < problem.exact_threshold + Fraction(problem.epsilon):
             return self.outcome(
                 Status.UNSUPPORTED, started, message=f"f reaches class 1 only within ε = {problem.epsilon} of the threshold"

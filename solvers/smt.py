@@ -2,7 +2,8 @@
 with smooth units too).
 
 Every weight, bias, bound, input and threshold is a double read as an exact rational; class 1 is
-`f > t` and class 0 is `f ≤ t`, with no ε. Two strategies:
+`f > t` and class 0 is `f ≤ t`, with no ε, and a network of K ≥ 2 outputs leaves class c where
+some f_j ≥ f_c (j < c) or f_j > f_c (j > c), exactly (`cardinal.prediction`). Two strategies:
 
 **lazy** (monotone networks, any activation; the default there). By the monotone shortcut a set S
 is judged by one exact evaluation of `base with S set to target` (CXp: x → x'; AXp: x' → x), and
@@ -97,6 +98,7 @@ import z3
 
 from ..activations import Activation
 from ..errors import InputError
+from ..prediction import overtakes_strictly
 from ..problem import Outcome, Problem, Status, stopped
 from . import hitting
 from .base import BaseSolver
@@ -585,7 +587,9 @@ class _Encoding:
     """The network, the input region and the goal as exact z3 constraints over s [n] Booleans.
 
     Monotone (base, target given): y = base + (target − base)·s, one-sided units. Otherwise y [n]
-    reals in the box (its end points on a binary domain), y_i = x_i unless s_i, exact units."""
+    reals in the box (its end points on a binary domain), y_i = x_i unless s_i, exact units, and
+    the goal is the other class: f > t or f ≤ t (K = 1), or for K ≥ 2 leaving class c, the
+    disjunction over j ≠ c of f_j ≥ f_c (j < c) and f_j > f_c (j > c)."""
 
     def __init__(self, problem: Problem, context: z3.Context, base: np.ndarray | None = None, target: np.ndarray | None = None):
         self.problem, self.context = problem, context
@@ -620,6 +624,10 @@ class _Encoding:
                 self._unit(layer.activation, self._linear(weights[number][j], z, biases[number][j]), low[j], high[j])
                 for j in range(layer.width)
             ]
+        if problem.classes > 1:  # leave class c: some output j takes it (`cardinal.prediction`)
+            c = problem.prediction
+            self.solver.add(z3.Or(*[z[j] > z[c] if overtakes_strictly(c, j) else z[j] >= z[c] for j in range(len(z)) if j != c]))
+            return
         threshold = self._value(Fraction(problem.threshold))
         self.solver.add(z[0] > threshold if goal == 1 else z[0] <= threshold)
 

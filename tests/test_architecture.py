@@ -2,7 +2,7 @@
 imports that only look down.
 
 core         cardinal/ (cardinal.*: errors, io, validate, activations, network, domain, exact,
-             rounding, bounds, problem, the greedy explainer) and cardinal/formats/ (the model-file
+             rounding, bounds, prediction, problem, the greedy explainer) and cardinal/formats/ (the model-file
              readers: loaders, onnx_io, torch_io, chain)
 engines      solvers/ (cardinal.solvers.*: the exact backends behind one front)
 application  verify/ (cardinal.verify.*: certify, check, campaigns, reports, the command), and

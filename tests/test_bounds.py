@@ -36,7 +36,7 @@ def test_numpy_and_torch_passes_bound_the_exact_output_and_decide_alike(activati
     forward, exact = BoundedForward(net), ExactNetwork(net)
     Y = rng.uniform(size=(40, 6))
     Y[:8] = np.round(Y[:8] * 4) / 4  # short dyadics: exact ties at the step's breakpoint happen
-    enclosures = exact.outputs(Y)
+    enclosures = [row[0] for row in exact.outputs(Y)]
     f_numpy, bound_numpy, unsure_numpy = forward(Y)
     f_torch, bound_torch, unsure_torch = (a.numpy() for a in forward(torch.as_tensor(Y)))
     assert isinstance(f_numpy, np.ndarray) and f_numpy.shape == bound_numpy.shape == unsure_numpy.shape == (40,)

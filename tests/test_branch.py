@@ -28,7 +28,7 @@ def _setting(seed: int, n: int, below: bool = False):
     if below:
         base, target = target, base
     S = np.array(list(itertools.product([False, True], repeat=n)))
-    g = np.array([enclosure.lower for enclosure in ExactNetwork(net).outputs(np.where(S, target, base))], dtype=object)
+    g = np.array([enclosure.lower for (enclosure,) in ExactNetwork(net).outputs(np.where(S, target, base))], dtype=object)
     return net, base, target, S, g
 
 
@@ -162,7 +162,7 @@ def _smooth_setting(seed: int, n: int, names: tuple[str, str], below: bool):
     if below:
         base, target = target, base
     S = np.array(list(itertools.product([False, True], repeat=n)))
-    return net, base, target, S, ExactNetwork(net).outputs(np.where(S, target, base))
+    return net, base, target, S, [row[0] for row in ExactNetwork(net).outputs(np.where(S, target, base))]
 
 
 def _exact_judge(net, base: np.ndarray, target: np.ndarray, threshold: float, below: bool):

@@ -77,7 +77,7 @@ def test_domain_flags(design_network_file: Path, tmp_path: Path, capsys: pytest.
         ("ok", "1,1,1\n", ["--device", "tpu"], r"unknown device"),
         ("unknown_activation", "1,1,1\n", [], r"layer 1: unknown activation 'swish'"),
         ("non_monotone", "1,1,1\n", [], r"monotone network.*layer 2 has 1 negative weight.*cardinal certify"),
-        ("wide_output", "1,1,1\n", [], r"layer 2 \(the last\) has width 2"),
+        ("wide_output", "1,1,1\n", [], r"greedy explanations need a network with one output; this one has 2.*cardinal certify"),
     ],
 )
 def test_bad_input_exits_2_with_message_and_no_output(

@@ -43,7 +43,7 @@ def _setting(activation: Activation, seed: int, n: int = 6):
     unmoved = rng.uniform(size=n) < 0.2
     target[unmoved] = base[unmoved]
     S = np.array(list(itertools.product([False, True], repeat=n)))
-    g = [enclosure.lower for enclosure in ExactNetwork(net).outputs(np.where(S, target, base))]
+    g = [enclosure.lower for (enclosure,) in ExactNetwork(net).outputs(np.where(S, target, base))]
     return net, base, target, S, g
 
 

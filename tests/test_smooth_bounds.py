@@ -89,7 +89,7 @@ def test_bounds_refutations_and_cuts_hold_for_every_set(names: tuple[str, ...]) 
         x = rng.uniform(size=n)
         upward = trial % 2 == 0
         base, target = x, (np.ones(n) if upward else np.zeros(n))
-        enclosures = ExactNetwork(net).outputs(np.where(S, target, base))
+        enclosures = [row[0] for row in ExactNetwork(net).outputs(np.where(S, target, base))]
         for k in range(1, n):
             values = [e.upper if upward else e.lower for e, size in zip(enclosures, sizes, strict=True) if size <= k]
             threshold = float(np.median([float(v) for v in values]))

@@ -47,9 +47,9 @@ def test_sigmoid_and_tanh_at_zero_are_exact_points_and_softplus_is_not() -> None
     assert Activation.make("softplus").rational(Fraction(0)) is None  # ln 2
     for name, value in (("sigmoid", Fraction(1, 2)), ("tanh", Fraction(0))):
         net = Network([Layer(np.ones((1, 1)), np.array([-0.25]), Activation.make(name))])
-        assert ExactNetwork(net).outputs(np.array([[0.25]]))[0] == Enclosure(value, value)
+        assert ExactNetwork(net).outputs(np.array([[0.25]]))[0] == (Enclosure(value, value),)
     softplus = Network([Layer(np.ones((1, 1)), np.zeros(1), Activation.make("softplus"))])
-    enclosure = ExactNetwork(softplus).outputs(np.zeros((1, 1)))[0]
+    (enclosure,) = ExactNetwork(softplus).outputs(np.zeros((1, 1)))[0]
     assert 0 < enclosure.width < Fraction(1, 2**200) and abs(float(enclosure.lower) - np.log(2.0)) < 1e-15  # ln 2, irrational
 
 
@@ -59,7 +59,7 @@ def test_issue_example_in_python() -> None:
     net, x, t = _issue_network(), np.zeros((1, 3)), 3.625
     exact = ExactNetwork(net)
     scores = exact.outputs(np.eye(3))
-    assert all(score == Enclosure(Fraction(2), Fraction(2)) for score in scores)
+    assert all(score == (Enclosure(Fraction(2), Fraction(2)),) for score in scores)
     checked = explain(net, x, "contrastive", threshold=t, verify=True)
     assert checked.features(0) == (0, 1, 2) and checked.checks == ("exact",)
     assert explain_reference(net, x, "contrastive", threshold=t, exact=True).features(0) == (0, 1, 2)

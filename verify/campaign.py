@@ -86,11 +86,11 @@ class Unit:
     network_hash: str
     widths: tuple[int, ...]
     domain: dict[str, Any]
-    threshold: float
+    threshold: float | None  # None for a network of K ≥ 2 outputs
     x: tuple[float, ...]
     row: int
     kind: str
-    output: float
+    output: float | tuple[float, ...]  # f(x) in float64, or the K outputs
     greedy: GreedyAnswer | None  # None: the network is not monotone
     solvers: tuple[str, ...]
     time_limit: float
@@ -132,7 +132,7 @@ def units_of(instance: Instance, solvers: tuple[str, ...], time_limit: float, do
                     x=tuple(float(v) for v in instance.X[row]),
                     row=row,
                     kind=kind,
-                    output=float(outputs[row]),
+                    output=float(outputs[row]) if outputs.ndim == 1 else tuple(float(v) for v in outputs[row]),
                     greedy=answer,
                     solvers=names,
                     time_limit=time_limit,
@@ -186,6 +186,7 @@ def certify_unit(unit: Unit, pool: SolverPool | _FailedCalls | None = None) -> t
         gap=certificate.gap,
         tie_decided=tie_decided(problem, certificate.greedy.features) if suboptimal else None,
         notes=(*unit.notes, *certificate.notes),
+        minimum_witness=certificate.minimum_witness,
     )
     case = None
     if problem is not None and certificate.verdict in (Verdict.GREEDY_SUBOPTIMAL, Verdict.SOLVER_DISAGREEMENT):

@@ -22,6 +22,7 @@ from ..exact import ExactNetwork, check_monotone_explanation
 from ..greedy import explain_reference
 from ..io import MAX_NETWORK_BYTES, read_json, write_atomic
 from ..network import Network
+from ..prediction import threshold_for
 from ..problem import KINDS, Verdict
 from ..validate import json_bool, json_feature_set, json_number, json_object, json_string, json_vector
 
@@ -37,7 +38,7 @@ class Case:
 
     network: Network
     domain: Domain
-    threshold: float
+    threshold: float | None  # None for a network of K ≥ 2 outputs (argmax)
     x: np.ndarray
     kind: str
     greedy: tuple[int, ...] | None
@@ -83,10 +84,13 @@ class Case:
         n = network.n_inputs
         x = domain.check(json_vector(document["input"], f"{source}: input", length=n), source=f"{source}: input")[0]
         witness = document.get("minimum_witness")
+        threshold = document["threshold"]
+        if threshold is not None or network.n_outputs == 1:
+            threshold = threshold_for(network.n_outputs, json_number(threshold, f"{source}: threshold"), f"{source}: threshold")
         return cls(
             network,
             domain,
-            json_number(document["threshold"], f"{source}: threshold"),
+            threshold,
             x,
             json_string(document["kind"], f"{source}: kind", KINDS),
             json_feature_set(document["greedy"], f"{source}: greedy", n),

@@ -9,10 +9,11 @@ size ≤ g − 1?". `judge` then answers two separate questions:
   none-exists checks. `greedy_suboptimal`: a smaller set holds exactly. `greedy_minimal`: an exact
   proof that nothing smaller exists (`certified`), or only a float MILP's "nothing smaller"
   (verdict kept, `certified` false). `none_exists`: no contrastive explanation (greedy's exact
-  check). `unknown`: nothing decided. `exact_only`: the network is not monotone, the solvers give
-  the minimum. `undecided`: exact arithmetic cannot decide p(x) (`certify_input`: no solver runs)
-  or greedy's answer (its check is undecided: it is no evidence, and the solvers are asked for the
-  minimum). `solver_disagreement`: exact evidence conflicts — a bug, never a float error.
+  check). `unknown`: nothing decided. `exact_only`: the network is not monotone (a network of
+  K ≥ 2 outputs never is), the solvers give the minimum. `undecided`: exact arithmetic cannot
+  decide p(x) (`certify_input`: no solver runs) or greedy's answer (its check is undecided: it is
+  no evidence, and the solvers are asked for the minimum). `solver_disagreement`: exact evidence
+  conflicts — a bug, never a float error.
 * **Solver agreement**: a claim that fails the exact check is REFUTED under its solver
   (`Outcome.refuted`, its claim kept): a set that is no explanation (the replay, `solvers.base`),
   or a "nothing smaller" (none_within, none_exists, optimal's minimality) contradicted by a
@@ -69,13 +70,14 @@ class Certificate:
     row: int
     kind: str
     prediction: int
-    greedy: GreedyAnswer | None  # None when the network is not monotone
+    greedy: GreedyAnswer | None  # None when the network is not monotone (K ≥ 2 outputs included)
     solvers: dict[str, Outcome]
     verdict: Verdict
     certified: bool
     minimum: tuple[int, ...] | None = None  # the canonical smallest exactly valid set known
     notes: tuple[str, ...] = field(default=())
     minimum_proved: bool = False  # an exact proof that nothing smaller exists (else `minimum` is an upper bound)
+    classes: int = 1  # K, the network's outputs (the prediction is a class index when K ≥ 2)
 
     @property
     def gap(self) -> int | None:
@@ -90,11 +92,27 @@ class Certificate:
         """The solvers whose claims exact evidence refuted."""
         return refuted_solvers(self.solvers)
 
+    @property
+    def minimum_witness(self) -> tuple[float, ...] | None:
+        """For a contrastive minimum, the point y [n] that shows it: the replayed witness of a
+        solver's answer with that set, else greedy's (`GreedyAnswer.witness`); None for an AXp."""
+        if self.kind != "contrastive" or self.minimum is None:
+            return None
+        for outcome in self.solvers.values():
+            answered = outcome.status in (Status.OPTIMAL, Status.FEASIBLE) and outcome.replayed
+            if answered and outcome.solution == self.minimum and outcome.witness is not None:
+                return outcome.witness
+        if self.greedy is not None and self.greedy.features == self.minimum:
+            return self.greedy.witness
+        return None
+
     def to_json(self) -> dict[str, Any]:
+        """The `certify` line ("classes": K only for a network of K ≥ 2 outputs)."""
         return {
             "row": self.row,
             "kind": self.kind,
             "prediction": self.prediction,
+            **({"classes": self.classes} if self.classes > 1 else {}),
             **verdict_fields(self),
             "notes": list(self.notes),
         }
@@ -146,14 +164,16 @@ class SolverPool:
 
 
 def greedy_answers(
-    net: Network, X: np.ndarray, kind: str, domain: Domain, threshold: float
+    net: Network, X: np.ndarray, kind: str, domain: Domain, threshold: float | None
 ) -> tuple[ExplainResult, list[GreedyAnswer]]:
     """Greedy explanations for X [B, n], re-checked exactly (`explain(..., verify=True)`)."""
     started = time.perf_counter()
     result = explain(net, X, kind=kind, domain=domain, threshold=threshold, device="cpu", verify=True)
     per_row = (time.perf_counter() - started) / max(1, len(X))
     checks = result.checks or ("exact",) * len(X)
-    return result, [GreedyAnswer(result.features(row), per_row, checks[row]) for row in range(len(X))]
+    return result, [
+        GreedyAnswer(result.features(row), per_row, checks[row], result.witness(row, X[row], domain)) for row in range(len(X))
+    ]
 
 
 def certify_row(
@@ -163,7 +183,8 @@ def certify_row(
     time_limit: float,
     row: int = 0,
 ) -> Certificate:
-    """Run every solver on one problem and judge the greedy answer (None: not monotone). The
+    """Run every solver on one problem and judge the greedy answer (None: not monotone, or K ≥ 2
+    outputs). The
     solvers are asked for a set smaller than greedy's, or for the minimum when there is no
     greedy answer decided in exact arithmetic."""
     decided = greedy is not None and greedy.check != "undecided" and greedy.features is not None
@@ -188,6 +209,7 @@ def certify_row(
         judgement.minimum,
         (*notes, *judgement.notes),
         judgement.minimum_proved,
+        problem.classes,
     )
 
 
@@ -215,7 +237,7 @@ def certify_input(
     x: np.ndarray,
     kind: str,
     domain: Domain,
-    threshold: float,
+    threshold: float | None,
     greedy: GreedyAnswer | None,
     time_limit: float,
     row: int = 0,
@@ -227,7 +249,9 @@ def certify_input(
     try:
         problem = Problem.make(net, x, kind, domain, threshold, epsilon)
     except UndecidedPrediction as reason:
-        return None, Certificate(row, kind, -1, greedy, {}, Verdict.UNDECIDED, False, notes=(str(reason),))
+        return None, Certificate(
+            row, kind, -1, greedy, {}, Verdict.UNDECIDED, False, notes=(str(reason),), classes=net.n_outputs
+        )
     return problem, certify_row(pool, problem, greedy, time_limit, row)
 
 
@@ -325,7 +349,7 @@ def certify(
     X: np.ndarray,
     kind: str,
     domain: Domain | None = None,
-    threshold: float = 0.0,
+    threshold: float | None = None,
     solvers: Iterable[str] = ("enumerate",),
     time_limit: float = 60.0,
     epsilon: float = 1e-6,
@@ -345,11 +369,6 @@ def certify(
 
 def case_of(problem: Problem, certificate: Certificate, note: str = "") -> Case:
     """The case file for a certificate (its minimum: the canonical smallest exactly valid set)."""
-    witness = None
-    for outcome in certificate.solvers.values():
-        if outcome.solution == certificate.minimum and outcome.witness is not None:
-            witness = outcome.witness
-            break
     return Case(
         problem.net,
         problem.domain,
@@ -361,7 +380,7 @@ def case_of(problem: Problem, certificate: Certificate, note: str = "") -> Case:
         {name: outcome.to_json() for name, outcome in certificate.solvers.items()},
         certificate.verdict,
         note or "; ".join(certificate.notes),
-        witness,
+        certificate.minimum_witness,
         certificate.minimum_proved,
     )
 

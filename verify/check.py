@@ -18,8 +18,10 @@ How each is decided:
   point y, which is returned as `witness`. For an invalid abductive set y agrees with x on the set
   and flips the prediction; for an invalid contrastive set y moves every feature of the set to its
   most favourable bound and still keeps the prediction, so (by monotonicity) no y does.
-  On other networks a solver searches the box with the features that must agree with x pinned to
-  x: a flipping y it finds is replayed exactly; "none" counts only from an exact backend.
+  On other networks (those of K ≥ 2 outputs among them, where a flip is any other class) a solver
+  searches the box with the features that must agree with x pinned to x: a flipping y it finds
+  is replayed exactly and returned as `witness`; "none" counts only from an exact backend.
+* A smaller contrastive set (`smaller`) comes with the point that shows it (`smaller_witness`).
 * Subset-minimality: validity is closed under supersets, so S is subset-minimal iff no S ∖ {j} is
   valid: one exact pass per feature (one batch) on monotone networks.
 * Cardinality-minimality: `verify.certify.certify_row`, the same solvers and verdict rules as
@@ -42,6 +44,7 @@ from ..errors import InputError
 from ..exact import ExactNetwork, modified_inputs
 from ..io import MAX_DATA_BYTES, json_lines, parse_json, read_input
 from ..network import Network
+from ..prediction import threshold_for
 from ..problem import Outcome, Problem, Status
 from ..validate import describe, json_feature_set, json_number
 from .certify import GreedyAnswer, SolverPool, certify_row
@@ -81,6 +84,8 @@ class Judgement:
     certified: bool = False  # the verdict rests on exact evidence alone
     solvers: dict[str, Outcome] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    smaller_witness: tuple[float, ...] | None = None  # for a smaller contrastive set: the point that shows it
+    classes: int = 1  # K, the network's outputs (the prediction is a class index when K ≥ 2)
 
     @property
     def passed(self) -> bool:
@@ -92,6 +97,7 @@ class Judgement:
             "row": self.claim.row,
             "kind": self.claim.kind,
             "prediction": self.prediction,
+            **({"classes": self.classes} if self.classes > 1 else {}),
             "features": None if features is None else list(features),
             "size": None if features is None else len(features),
             "verdict": self.verdict,
@@ -102,6 +108,7 @@ class Judgement:
             "reason": self.reason,
             "subset_minimal": self.subset_minimal,
             "smaller": None if self.smaller is None else list(self.smaller),
+            "smaller_witness": None if self.smaller_witness is None else list(self.smaller_witness),
             "certified": self.certified,
             "solvers": {name: outcome.to_json() for name, outcome in self.solvers.items()},
             "notes": list(self.notes),
@@ -166,7 +173,7 @@ def check_explanations(
     X: np.ndarray,
     claims: Sequence[Claim],
     domain: Domain | None = None,
-    threshold: float = 0.0,
+    threshold: float | None = None,
     require: str = "valid",
     solvers: Iterable[str] = ("enumerate",),
     time_limit: float = 60.0,
@@ -178,6 +185,7 @@ def check_explanations(
         raise InputError(f"unknown requirement {require!r} (use {', '.join(REQUIREMENTS)})")
     domain = domain if domain is not None else Domain.unit(net.n_inputs)
     X = domain.check(X)
+    threshold = threshold_for(net.n_outputs, threshold)
     rows = sorted({claim.row for claim in claims})  # only the rows asked about are evaluated
     predictions = dict(zip(rows, ExactNetwork(net).predictions(X[rows], threshold).tolist(), strict=True)) if rows else {}
     needs_solvers = require == "minimum" or not net.is_monotone
@@ -185,8 +193,8 @@ def check_explanations(
     with SolverPool(solvers) if needs_solvers else nullcontext(None) as pool:
         for claim in claims:
             if predictions[claim.row] < 0:
-                note = "p(x) is undecided: f(x) lies within the stated margin of the threshold (smooth network)"
-                judgements.append(Judgement(claim, -1, "undecided", notes=(note,)))
+                note = "p(x) is undecided: the enclosures of the outputs leave it open (smooth network)"
+                judgements.append(Judgement(claim, -1, "undecided", notes=(note,), classes=net.n_outputs))
             else:
                 problem = Problem.make(net, X[claim.row], claim.kind, domain, threshold, epsilon)
                 judgements.append(_Judge(problem, pool, time_limit).judge(claim, require))
@@ -216,7 +224,7 @@ class _Judge:
         if claim.features is None:
             return self._none_claim(claim)
         valid, witness, reason, notes = self.validity(claim.features)
-        common = {"valid": valid, "reason": reason, "notes": tuple(notes)}
+        common = {"valid": valid, "reason": reason, "notes": tuple(notes), "classes": problem.classes}
         if witness is not None:
             common |= {"witness": tuple(float(v) for v in witness), "witness_prediction": self._predict(witness)}
         if valid is None:
@@ -225,10 +233,17 @@ class _Judge:
             return Judgement(claim, problem.prediction, "invalid", certified=True, **common)
         if require == "valid":
             return Judgement(claim, problem.prediction, "valid", certified=True, **common)
-        smaller, undecided = self.valid_subset(claim.features)
+        smaller, shown, undecided = self.valid_subset(claim.features)
         if smaller is not None:
             return Judgement(
-                claim, problem.prediction, "not_subset_minimal", subset_minimal=False, smaller=smaller, certified=True, **common
+                claim,
+                problem.prediction,
+                "not_subset_minimal",
+                subset_minimal=False,
+                smaller=smaller,
+                smaller_witness=self._contrastive(shown),
+                certified=True,
+                **common,
             )
         if undecided:
             return Judgement(
@@ -236,17 +251,24 @@ class _Judge:
             )
         if require == "subset":
             return Judgement(claim, problem.prediction, "subset_minimal", subset_minimal=True, certified=True, **common)
-        verdict, smaller, certified, solvers, more = self.minimum(claim)
+        verdict, smaller, shown, certified, solvers, more = self.minimum(claim)
         return Judgement(
             claim,
             problem.prediction,
             verdict,
             subset_minimal=True,
             smaller=smaller,
+            smaller_witness=self._contrastive(shown),
             certified=certified,
             solvers=solvers,
             **common | {"notes": (*notes, *more)},
         )
+
+    def _contrastive(self, y: np.ndarray | tuple[float, ...] | None) -> tuple[float, ...] | None:
+        """y [n] as the witness of a contrastive set (None for an AXp)."""
+        if y is None or self.problem.kind != "contrastive":
+            return None
+        return tuple(float(v) for v in y)
 
     def _predict(self, y: np.ndarray) -> int:
         return int(self.problem.exact.predictions(np.asarray(y, dtype=np.float64)[None, :], self.problem.threshold)[0])
@@ -255,10 +277,12 @@ class _Judge:
         problem = self.problem
         if claim.kind == "abductive":
             reason = "the full feature set is always an abductive explanation"
-            return Judgement(claim, problem.prediction, "invalid", valid=False, reason=reason, certified=True)
+            return Judgement(
+                claim, problem.prediction, "invalid", valid=False, reason=reason, certified=True, classes=problem.classes
+            )
         exists, witness, notes = self._flip(frozenset(range(problem.n)))
         if exists is None:
-            return Judgement(claim, problem.prediction, "undecided", notes=tuple(notes))
+            return Judgement(claim, problem.prediction, "undecided", notes=tuple(notes), classes=problem.classes)
         if exists:
             y = tuple(float(v) for v in witness)
             reason = "y flips the prediction, so a contrastive explanation exists"
@@ -272,8 +296,11 @@ class _Judge:
                 reason=reason,
                 certified=True,
                 notes=tuple(notes),
+                classes=problem.classes,
             )
-        return Judgement(claim, problem.prediction, "none_exists", valid=True, certified=True, notes=tuple(notes))
+        return Judgement(
+            claim, problem.prediction, "none_exists", valid=True, certified=True, notes=tuple(notes), classes=problem.classes
+        )
 
     # -------------------------------------------------------------- validity
     def validity(self, features: tuple[int, ...]) -> tuple[bool | None, np.ndarray | None, str, list[str]]:
@@ -340,30 +367,34 @@ class _Judge:
             return False
         return True
 
-    def valid_subset(self, features: tuple[int, ...]) -> tuple[tuple[int, ...] | None, bool]:
-        """A valid S ∖ {j} if there is one, and whether some S ∖ {j} stayed undecided."""
+    def valid_subset(self, features: tuple[int, ...]) -> tuple[tuple[int, ...] | None, np.ndarray | None, bool]:
+        """A valid S ∖ {j} if there is one, the point that decided it (for a CXp: the point that
+        shows it), and whether some S ∖ {j} stayed undecided."""
         problem = self.problem
         subsets = [tuple(i for i in features if i != j) for j in features]
         if not subsets:
-            return None, False
+            return None, None, False
         if problem.monotone:  # one exact batch: S ∖ {j} moved (CXp) or kept (AXp)
             probes = [modified_inputs(problem.base, subset, problem.target) for subset in subsets]
             predicted = problem.exact.predictions(np.stack(probes), problem.threshold)
-            for subset, p in zip(subsets, predicted, strict=True):
+            for subset, probe, p in zip(subsets, probes, predicted, strict=True):
                 if p == problem.goal:
-                    return subset, False
-            return None, bool((predicted < 0).any())
+                    return subset, probe, False
+            return None, None, bool((predicted < 0).any())
         undecided = False
         for subset in subsets:
-            valid, _, _, _ = self.validity(subset)
+            valid, y, _, _ = self.validity(subset)
             if valid:
-                return subset, False
+                return subset, y, False
             undecided |= valid is None
-        return None, undecided
+        return None, None, undecided
 
     # -------------------------------------------------------------- minimum
-    def minimum(self, claim: Claim) -> tuple[str, tuple[int, ...] | None, bool, dict[str, Outcome], list[str]]:
-        """(verdict, a smaller explanation, certified, solver outcomes, notes), by certify's rules."""
+    def minimum(
+        self, claim: Claim
+    ) -> tuple[str, tuple[int, ...] | None, tuple[float, ...] | None, bool, dict[str, Outcome], list[str]]:
+        """(verdict, a smaller explanation, the point that shows it if contrastive, certified,
+        solver outcomes, notes), by certify's rules."""
         problem, features = self.problem, claim.features
         assert self.pool is not None and features is not None
         monotone = problem.monotone
@@ -373,12 +404,12 @@ class _Judge:
         notes = list(certificate.notes)
         smallest = certificate.minimum
         if certificate.verdict == "solver_disagreement":
-            return "solver_disagreement", None, False, certificate.solvers, notes
+            return "solver_disagreement", None, None, False, certificate.solvers, notes
         if smallest is not None and len(smallest) < len(features):
-            return "not_minimum", smallest, True, certificate.solvers, notes
+            return "not_minimum", smallest, certificate.minimum_witness, True, certificate.solvers, notes
         proved = certificate.verdict == "greedy_minimal" if monotone else certificate.minimum_proved
         if proved and certificate.certified and smallest is not None and len(smallest) == len(features):
-            return "minimum", None, True, certificate.solvers, notes
+            return "minimum", None, None, True, certificate.solvers, notes
         if proved:
             notes.append("only a float MILP says nothing smaller exists: not exact evidence")
-        return "undecided", None, False, certificate.solvers, notes
+        return "undecided", None, None, False, certificate.solvers, notes

@@ -91,7 +91,8 @@ def _problem_flags() -> argparse.ArgumentParser:
         "--threshold",
         type=finite_number,
         help="prediction is 1 iff f(x) > T (default: for check, the threshold the explanations file records; else the "
-        "network file's metadata.threshold; else 0)",
+        "network file's metadata.threshold; else 0); single-output networks only: a network of K ≥ 2 outputs predicts "
+        "the class of the largest output",
     )
     parent.add_argument("--lower", type=number_list, help="domain lower bound: a scalar or n comma-separated values (default 0)")
     parent.add_argument("--upper", type=number_list, help="domain upper bound: a scalar or n comma-separated values (default 1)")
@@ -166,8 +167,14 @@ def _kinds(args: argparse.Namespace) -> tuple[str, ...]:
 
 
 def _named(lines: list[dict[str, Any]], net) -> list[dict[str, Any]]:
-    """Output lines with the feature names of the network's metadata beside each index list:
-    "names" for "features", "minimum_names" for "minimum", and "names" inside "greedy"."""
+    """Output lines with the names of the network's metadata beside the indices: the feature
+    names as "names" for "features", "minimum_names" for "minimum", and "names" inside "greedy";
+    the class names (K ≥ 2) as "prediction_name" for a decided "prediction"."""
+    classes = net.metadata.class_names
+    if classes is not None:
+        for line in lines:
+            if line.get("prediction", -1) >= 0:
+                line["prediction_name"] = classes[line["prediction"]]
     names = net.metadata.feature_names
     if names is None:
         return lines
@@ -224,6 +231,9 @@ def _explain(args: argparse.Namespace) -> int:
             }
             if result.checks is not None:
                 line["check"] = result.checks[index]
+            witness = result.witness(index, X[index], settings.domain)
+            if witness is not None:
+                line["witness"] = list(witness)
             lines.append(line)
     _emit(_annotated(lines, net, settings), args.out)
     return 0

@@ -37,14 +37,16 @@ def random_network(
     monotone: bool = True,
     density: float = 1.0,
     decimals: int | None = None,
+    outputs: int = 1,
 ) -> Network:
-    """A network n_inputs → hidden... → 1 with `activation` on hidden layers and identity output.
+    """A network n_inputs → hidden... → `outputs` with `activation` on hidden layers and identity
+    output (K = `outputs` classes when > 1).
 
     `density` < 1 zeroes weights at random (each unit keeps at least one input); `decimals`
     rounds weights and biases to that many decimal places.
     """
     act = _FAMILY_ACTIVATIONS[activation]
-    widths = [*hidden, 1]
+    widths = [*hidden, outputs]
     layers = []
     fan_in = n_inputs
     for position, width in enumerate(widths):
@@ -57,7 +59,7 @@ def random_network(
             weight = weight * keep
         last = position == len(widths) - 1
         # Centre hidden units on their mean input over the box (inputs ~ 0.5, activations ~ 0.5).
-        bias = -weight.sum(axis=1) * 0.5 + rng.normal(scale=0.3, size=width) if not last else rng.normal(scale=0.1, size=1)
+        bias = -weight.sum(axis=1) * 0.5 + rng.normal(scale=0.3, size=width) if not last else rng.normal(scale=0.1, size=width)
         if decimals is not None:
             weight, bias = np.round(weight, decimals), np.round(bias, decimals)
             if monotone:

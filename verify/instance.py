@@ -13,13 +13,13 @@ from ..problem import KINDS
 
 @dataclass(frozen=True, eq=False)
 class Instance:
-    """A network with inputs X [B, n] to explain at `threshold` over `domain`."""
+    """A network with inputs X [B, n] to explain at `threshold` (None for K ≥ 2 outputs) over `domain`."""
 
     id: str
     family: str  # random, set-cover, trained:<dataset>, paper:<dataset>
     net: Network
     X: np.ndarray
-    threshold: float
+    threshold: float | None
     domain: Domain
     kinds: tuple[str, ...] = KINDS
 

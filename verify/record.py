@@ -26,11 +26,13 @@ from ..validate import describe, json_bool, json_vector
 class GreedyAnswer:
     """Greedy's answer to one row: `features` None when no explanation of the kind exists;
     `seconds` the batched run's time divided by its rows; `check` from `explain(...,
-    verify=True)`: exact, repaired or undecided."""
+    verify=True)`: exact, repaired or undecided; `witness` [n]: for a CXp, the point that shows
+    it (`ExplainResult.witness`)."""
 
     features: tuple[int, ...] | None
     seconds: float
     check: str = "exact"
+    witness: tuple[float, ...] | None = None
 
     @property
     def size(self) -> int | None:
@@ -39,7 +41,10 @@ class GreedyAnswer:
     def to_json(self) -> dict[str, Any] | None:
         if self.features is None:
             return None
-        return {"features": list(self.features), "size": len(self.features), "seconds": round(self.seconds, 6)}
+        document = {"features": list(self.features), "size": len(self.features), "seconds": round(self.seconds, 6)}
+        if self.witness is not None:
+            document["witness"] = list(self.witness)
+        return document
 
 
 @dataclass(frozen=True)
@@ -56,9 +61,9 @@ class Record:
     widths: tuple[int, ...]
     row: int
     kind: Kind
-    threshold: float
+    threshold: float | None  # None for a network of K ≥ 2 outputs (argmax)
     prediction: int
-    output: float  # f(x) in float64
+    output: float | tuple[float, ...]  # f(x) in float64 (K = 1), or the K outputs (K ≥ 2)
     greedy: GreedyAnswer | None  # None: the network is not monotone, greedy did not run
     solvers: dict[str, Outcome]
     verdict: Verdict
@@ -68,10 +73,17 @@ class Record:
     gap: int | None  # greedy size − minimum size
     tie_decided: bool | None = None  # for greedy_suboptimal: would some tie order have rescued greedy?
     notes: tuple[str, ...] = ()
+    minimum_witness: tuple[float, ...] | None = None  # for a contrastive minimum: the point that shows it
 
     @property
     def margin(self) -> float:
-        return self.output - self.threshold
+        """In float64: f(x) − t (K = 1); for K ≥ 2 the predicted class's output minus the largest
+        other one (the float argmax's where the prediction is undecided)."""
+        if isinstance(self.output, float):
+            return self.output - self.threshold
+        outputs = list(self.output)
+        c = self.prediction if self.prediction >= 0 else outputs.index(max(outputs))
+        return outputs[c] - max(value for j, value in enumerate(outputs) if j != c)
 
     @property
     def refuted(self) -> tuple[str, ...]:
@@ -95,7 +107,7 @@ class Record:
             "kind": self.kind.value,
             "threshold": self.threshold,
             "prediction": self.prediction,
-            "output": self.output,
+            "output": self.output if isinstance(self.output, float) else list(self.output),
             "margin": self.margin,
             **verdict_fields(self),
             "tie_decided": self.tie_decided,
@@ -125,9 +137,9 @@ class Record:
             widths=tuple(_integers(document.get("widths"), f"{where}: widths")),
             row=read.integer("row"),
             kind=read.choice("kind", Kind),
-            threshold=read.number("threshold"),
+            threshold=None if isinstance(document.get("output"), list) else read.number("threshold"),
             prediction=read.integer("prediction"),
-            output=read.number("output"),
+            output=read.numbers("output") if isinstance(document.get("output"), list) else read.number("output"),
             greedy=greedy,
             solvers={name: _outcome(name, outcome, f"{where}: solvers.{name}") for name, outcome in outcomes.items()},
             verdict=read.choice("verdict", Verdict),
@@ -137,6 +149,7 @@ class Record:
             gap=None if document.get("gap") is None else read.integer("gap"),
             tie_decided=None if document.get("tie_decided") is None else read.boolean("tie_decided"),
             notes=tuple(str(note) for note in document.get("notes") or ()),
+            minimum_witness=_witness(document.get("minimum_witness"), f"{where}: minimum_witness"),
         )
 
 
@@ -148,7 +161,7 @@ def _greedy(document: dict[str, Any], read: _Reader) -> GreedyAnswer:
     features, seconds = (answer.get("features"), answer.get("seconds")) if isinstance(answer, dict) else (None, None)
     if not (_is_indices(features) and _is_seconds(seconds)):
         raise read.fail("greedy", "an object with 'features' (indices) and 'seconds' when greedy_exists is true")
-    return GreedyAnswer(tuple(features), float(seconds), check)
+    return GreedyAnswer(tuple(features), float(seconds), check, _witness(answer.get("witness"), f"{read.where}: greedy.witness"))
 
 
 def refuted_solvers(solvers: dict[str, Outcome]) -> tuple[str, ...]:
@@ -158,7 +171,8 @@ def refuted_solvers(solvers: dict[str, Outcome]) -> tuple[str, ...]:
 
 def verdict_fields(result: Any) -> dict[str, Any]:
     """The JSON fields a certificate and a campaign record share: greedy's answer, each solver's
-    outcome and the verdict with its evidence (`result` is a `Certificate` or a `Record`)."""
+    outcome and the verdict with its evidence (`result` is a `Certificate` or a `Record`);
+    `minimum_witness` is the point that shows a contrastive minimum (null for an AXp)."""
     greedy = result.greedy
     return {
         "greedy": None if greedy is None else greedy.to_json(),
@@ -168,6 +182,7 @@ def verdict_fields(result: Any) -> dict[str, Any]:
         "verdict": result.verdict.value,
         "certified": result.certified,
         "minimum": None if result.minimum is None else list(result.minimum),
+        "minimum_witness": None if result.minimum_witness is None else list(result.minimum_witness),
         "minimum_proved": result.minimum_proved,
         "gap": result.gap,
         "refuted": list(result.refuted),
@@ -221,6 +236,14 @@ class _Reader:
             raise self.fail(field, "an integer")
         return value
 
+    def numbers(self, field: str) -> tuple[float, ...]:
+        value = self.document.get(field)
+        if not isinstance(value, list) or not value or not all(
+            not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v) for v in value
+        ):
+            raise self.fail(field, "a list of finite numbers")
+        return tuple(float(v) for v in value)
+
     def number(self, field: str) -> float:
         value = self.document.get(field)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
@@ -246,6 +269,10 @@ def _integers(value: Any, where: str) -> list[int]:
     if not _is_indices(value):
         raise InputError(f"{where} must be a list of integers, got {describe(value)}")
     return value
+
+
+def _witness(value: Any, where: str) -> tuple[float, ...] | None:
+    return None if value is None else tuple(json_vector(value, where).tolist())
 
 
 def _features(value: Any, where: str) -> tuple[int, ...]:

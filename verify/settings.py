@@ -36,6 +36,7 @@ from ..errors import InputError
 from ..exact import ExactNetwork
 from ..io import read_json
 from ..network import Network
+from ..prediction import threshold_for
 
 CONSTANT = "constant prediction"  # how the note of a constant prediction begins (summaries count them)
 # Output activations whose values lie in a fixed range, named in the hint of a constant prediction.
@@ -93,7 +94,7 @@ class Settings:
         """Lines for stderr: the settings that came from neither a flag nor the defaults (the notes
         are said apart, as warnings)."""
         said = []
-        if self.threshold_from not in ("--threshold", "default"):
+        if self.threshold is not None and self.threshold_from not in ("--threshold", "default"):
             said.append(f"threshold {self.threshold!r} (from {self.threshold_from})")
         if self.domain_from not in ("flags", "default"):
             said.append(f"domain {self.domain.describe()} (from {self.domain_from})")
@@ -109,8 +110,15 @@ def resolve(net: Network, network_path: str, flags: Flags, recorded: Recorded | 
     return Settings(threshold, domain, threshold_from, domain_from, (*notes, *more, *([constant] if constant else [])))
 
 
-def _threshold(net: Network, network_path: str, flags: Flags, recorded: Recorded) -> tuple[float, str, list[str]]:
-    """(threshold, where it came from, notes)."""
+def _threshold(net: Network, network_path: str, flags: Flags, recorded: Recorded) -> tuple[float | None, str, list[str]]:
+    """(threshold, where it came from, notes); no threshold (None) for a network of K ≥ 2
+    outputs, where any given one is refused (`cardinal.prediction.threshold_for`)."""
+    if net.n_outputs > 1:
+        threshold_for(net.n_outputs, flags.threshold, "--threshold")
+        threshold_for(net.n_outputs, net.metadata.threshold, f"{network_path}: metadata.threshold")
+        for value, line in recorded.thresholds:
+            threshold_for(net.n_outputs, value, f"{recorded.path} line {line}: threshold")
+        return None, f"none ({net.n_outputs} outputs: the class of the largest)", []
     found = recorded.thresholds
     if flags.threshold is not None:
         notes = [
@@ -184,8 +192,11 @@ def flag_domain(
     return domain
 
 
-def constant_note(net: Network, domain: Domain, threshold: float) -> str | None:
-    """A note when the prediction is provably the same on the whole box (module docstring), else None."""
+def constant_note(net: Network, domain: Domain, threshold: float | None) -> str | None:
+    """A note when the prediction of a one-output network is provably the same on the whole box
+    (module docstring), else None (always for K ≥ 2 outputs, which have no threshold)."""
+    if net.n_outputs != 1 or threshold is None:
+        return None
     enclosure = ExactNetwork(net).output_range(domain.lower, domain.upper)
     prediction = enclosure.predict(Fraction(threshold))
     if prediction is None:
