@@ -109,9 +109,10 @@ def encode_smtlib(problem: Problem) -> str:
         values = []
         for j in range(layer.width):
             h = f"h{number_}_{j}"
-            terms = [f"(* {number(w)} {z})" for w, z in zip(layer.weight[j].tolist(), inputs, strict=True) if w != 0]
+            terms = [_scaled(Fraction(w), z) for w, z in zip(layer.weight[j].tolist(), inputs, strict=True) if w != 0]
+            bias = [number(layer.bias[j])] if layer.bias[j] != 0 else []
             lines.append(f"(declare-fun {h} () Real)")
-            lines.append(f"(assert (= {h} {total([*terms, number(layer.bias[j])])}))")
+            lines.append(f"(assert (= {h} {total([*terms, *bias])}))")
             value, bounded = _unit(layer.activation, h, low[j], high[j])
             if bounded:
                 lines.append(f"(assert (and (<= {number(low[j])} {h}) (<= {h} {number(high[j])})))")
@@ -145,8 +146,12 @@ def _unit(activation: Activation, h: str, low: Fraction, high: Fraction) -> tupl
 def _piece(slope: Fraction, offset: Fraction, h: str) -> str:
     if slope == 0:
         return number(offset)
-    scaled = h if slope == 1 else f"(* {number(slope)} {h})"
-    return scaled if offset == 0 else f"(+ {scaled} {number(offset)})"
+    return _scaled(slope, h) if offset == 0 else f"(+ {_scaled(slope, h)} {number(offset)})"
+
+
+def _scaled(factor: Fraction, term: str) -> str:
+    """factor·term as an SMT-LIB term (the term itself when the factor is 1)."""
+    return term if factor == 1 else f"(* {number(factor)} {term})"
 
 
 def question(problem: Problem, at_most: int, comments: Iterable[str] = (), status: str | None = None) -> str:
