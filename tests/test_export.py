@@ -273,3 +273,23 @@ def test_a_suite_export_indexes_answers_the_tools_confirm(tmp_path: Path, monkey
     records = (tmp_path / "bench" / "campaign" / "records.jsonl").read_text()
     export_suite("quick", tmp_path / "bench", solvers=("enumerate", "z3"), time_limit=30.0)
     assert (tmp_path / "bench" / "campaign" / "records.jsonl").read_text() == records
+
+
+def test_a_suite_export_on_conflicting_exact_evidence_answers_nothing_and_exits_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """A backend that calls itself exact and says "nothing smaller" where enumerate finds a smaller
+    set (the DESIGN network): its record's smt2 and mps instances carry no answer, and exit 1."""
+    import cardinal.solvers.base as base
+    from cardinal.verify import suites
+
+    from tests.test_campaign import tiny_instances
+
+    monkeypatch.setitem(base._REGISTRY, "exact_liar", ("tests.test_cli_certify", "ExactLiarSolver", None))
+    monkeypatch.setitem(suites.SUITES, "quick", lambda folder: iter(tiny_instances()[2:]))
+    out = tmp_path / "bench"
+    assert main(["export", "--suite", "quick", "--out", str(out), "--solvers", "enumerate,exact_liar"]) == 1
+    assert "conflicting exact evidence" in capsys.readouterr().err
+    with open(out / "index.csv") as handle:
+        rows = [row for row in csv.DictReader(handle) if row["kind"] == "contrastive" and row["format"] != "vnnlib"]
+    assert rows and all(row["answer"] == "" and row["evidence"] == "campaign: verdict solver_disagreement" for row in rows)

@@ -548,7 +548,10 @@ def _export(args: argparse.Namespace) -> int:
     counts = Counter(entry.format for entry in entries)
     listed = ", ".join(f"{count} {fmt}" for fmt, count in sorted(counts.items())) or "no file"
     print(f"cardinal export: {listed} in {args.out}/ (index: {args.out}/index.csv)", file=sys.stderr)
-    return 0
+    conflicts = sum("solver_disagreement" in entry.evidence for entry in entries)
+    if conflicts:
+        print(f"!!! {conflicts} instance(s) of records with conflicting exact evidence: see the summary", file=sys.stderr)
+    return 1 if conflicts else 0
 
 
 def _feature_set(text: str) -> tuple[int, ...]:

@@ -290,7 +290,9 @@ def export_suite(
     """Every explanation of a crosscheck suite (quick or standard) as instances (module
     docstring) under `out/INSTANCE/`, with `out/index.csv`. The answers come from the campaign
     in `campaign` (default `out/campaign/`), run (or resumed) here with `solvers` (default: the
-    campaign's) before any file is written."""
+    campaign's) before any file is written. A campaign record with conflicting exact evidence
+    (`solver_disagreement`) gets no answer in the index; `cardinal export` then exits 1, as
+    `cardinal crosscheck` does."""
     from .campaign import default_solvers, run_campaign
     from .record import read_records
     from .suites import SUITES
@@ -304,7 +306,7 @@ def export_suite(
     folder = campaign if campaign is not None else out / "campaign"
     instances = list(SUITES[suite](folder))
     log = folder / "records.jsonl"
-    run_campaign(
+    result = run_campaign(
         suite,
         folder,
         solvers or default_solvers(),
@@ -314,6 +316,8 @@ def export_suite(
         progress=progress,
         instances=instances,
     )
+    if result.interrupted:  # the finished records stay: the next export resumes
+        raise KeyboardInterrupt
     records = {record.key: record for record in read_records(log)}
     entries: list[Entry] = []
     for instance in instances:
@@ -370,6 +374,8 @@ def _suite_entries(problem: Problem, record, fmt: str, target: Path, where: str,
             flip = closed_flip(problem, chosen) if problem.monotone else None
             answer = "" if flip is None else "sat" if flip else "unsat"
             questions.append((None, chosen, answer, flip is not None, "exact evaluation of the region's extreme point"))
+    if record.verdict == Verdict.SOLVER_DISAGREEMENT and fmt != "vnnlib":  # a bug: no answer rests on that record
+        questions = [(at_most, chosen, "", False, "campaign: verdict solver_disagreement") for at_most, chosen, *_ in questions]
     entries = []
     for number, (at_most, chosen, answer, certified, evidence) in enumerate(questions):
         stem = f"row{record.row}-{record.kind.value}" + (f"-set{number}" if chosen is not None else "")
