@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from ..domain import Domain
-from ..errors import InputError
+from ..errors import InputError, UndecidedPrediction
 from ..exact import modified_inputs
 from ..io import write_atomic
 from ..network import Network
@@ -236,7 +236,10 @@ def export_inputs(
     for kind in kinds:
         bounds = _greedy_bounds(net, X, kind, domain, threshold) if fmt == "smt2" and at_most is None else None
         for row, x in enumerate(X):
-            problem = Problem.make(net, x, kind, domain, threshold, epsilon)
+            try:
+                problem = Problem.make(net, x, kind, domain, threshold, epsilon)
+            except UndecidedPrediction as error:
+                raise InputError(f"row {row}: {error}: no question to ask") from None
             reason = refusal(problem, fmt)
             if reason is not None:
                 raise InputError(f"row {row} ({kind}): {reason}")
