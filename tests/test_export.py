@@ -293,3 +293,16 @@ def test_a_suite_export_on_conflicting_exact_evidence_answers_nothing_and_exits_
     with open(out / "index.csv") as handle:
         rows = [row for row in csv.DictReader(handle) if row["kind"] == "contrastive" and row["format"] != "vnnlib"]
     assert rows and all(row["answer"] == "" and row["evidence"] == "campaign: verdict solver_disagreement" for row in rows)
+
+
+def test_an_undecided_prediction_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """f = sigmoid(y0 − 1/2) + sigmoid(y1 − 1/2) is 1 exactly at (1, 0), where no enclosure decides f ≤ 1."""
+    from test_undecided import UNDECIDED_ROW, _files, _tie_network
+
+    network, inputs = _files(tmp_path, _tie_network(), [UNDECIDED_ROW])
+    out = tmp_path / "out"
+    arguments = ["export", network, "--inputs", inputs, "--threshold", "1", "--format", "vnnlib", "--set", "0", "--out", str(out)]
+    assert main(arguments) == 2
+    error = capsys.readouterr().err
+    assert "row 0: the prediction of x is undecided" in error and error.count("\n") == 1
+    assert not out.exists()
