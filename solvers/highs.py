@@ -86,7 +86,7 @@ class HighsSolver(MilpSolver):
             for key, value in OPTIONS.items():
                 highs.setOptionValue(key, value)
             highs.setOptionValue("time_limit", float(time_limit))
-            if highs.passModel(_lp(model)) == highspy.HighsStatus.kError:
+            if highs.passModel(highs_lp(model)) == highspy.HighsStatus.kError:
                 raise RuntimeError("HiGHS rejected the model")
             if highs.run() == highspy.HighsStatus.kError:
                 raise RuntimeError(f"HiGHS failed: {highs.modelStatusToString(highs.getModelStatus())}")
@@ -99,7 +99,26 @@ class HighsSolver(MilpSolver):
             highs.clear()
 
 
-def _lp(model: MilpModel) -> highspy.HighsLp:
+def write_model(model: MilpModel, path: str, name: str) -> None:
+    """Write the model to `path` in the format of its extension (`.mps`: fixed MPS, `.lp`: CPLEX LP),
+    every double with 17 significant digits (it reads back the same); the columns named s{i}
+    (selectors), y{i} (the input point), f (the output) and v{j} (the others), the rows r{j}."""
+    lp = highs_lp(model)
+    names = [f"v{j}" for j in range(lp.num_col_)]
+    for i, (s, y) in enumerate(zip(model.selectors.tolist(), model.inputs.tolist(), strict=True)):
+        names[s], names[y] = f"s{i}", f"y{i}"
+    names[model.output] = "f"
+    lp.col_names_, lp.row_names_, lp.model_name_ = names, [f"r{j}" for j in range(lp.num_row_)], name
+    highs = _new_highs()
+    try:
+        highs.setOptionValue("output_flag", False)
+        if highs.passModel(lp) == highspy.HighsStatus.kError or highs.writeModel(path) == highspy.HighsStatus.kError:
+            raise RuntimeError(f"HiGHS could not write {path}")
+    finally:
+        highs.clear()
+
+
+def highs_lp(model: MilpModel) -> highspy.HighsLp:
     """The model as a HighsLp with a column-wise matrix."""
     rows, columns = model.shape
     matrix = model.matrix.tocsc()

@@ -8,6 +8,10 @@ differs from x form a new contrastive set; it is shrunk in exact arithmetic and 
 The oracle's witnesses are replayed exactly before use, so every contrastive set in the loop is
 genuine and every lower bound the hitting sets give is sound; a witness that fails ends the loop
 with ERROR (no set, no verdict).
+
+`minimum_contrastive` is the dual loop, for backends that answer only fixed-set questions (the
+Marabou verifier): it keeps abductive sets and asks whether a minimum hitting set of them, set
+free, flips the prediction.
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..problem import Problem, Status
+from ..problem import Problem, Status, stopped
+from .guard import report_incumbent
 
 
 class OracleTimeout(Exception):
@@ -36,6 +41,7 @@ class HittingResult:
     solution: tuple[int, ...] | None
     oracle_calls: int
     message: str = ""
+    witness: tuple[float, ...] | None = None  # `minimum_contrastive`: the point that flips [n]
 
 
 def minimum_abductive(problem: Problem, find_flip: FlipOracle, at_most: int | None, deadline: float) -> HittingResult:
@@ -106,3 +112,56 @@ def _disjoint_count(sets: list[frozenset[int]]) -> int:
             used |= s
             count += 1
     return count
+
+
+def minimum_contrastive(problem: Problem, find_flip: FlipOracle, at_most: int | None, deadline: float) -> HittingResult:
+    """Minimum CXp by implicit hitting sets, the dual of `minimum_abductive`: every CXp hits every
+    AXp. Take a minimum hitting set S of the abductive sets found so far and ask the oracle for a
+    flip with S free: a point → S is a minimum CXp (the point is the result's `witness`; the exact
+    replay judges it); none → grow the free set from S, feature by feature in index order, while
+    no flip appears: the features left fixed form a new abductive set. One call first, with every
+    feature free, decides whether any CXp exists. Every point met that flips in exact arithmetic
+    gives a contrastive set (`shrink_witness`); the smallest is the incumbent: it ends the search
+    as soon as no hitting set is smaller, and a search stopped by the deadline answers with it
+    (`stopped`). The lower bounds rest on the oracle's "no flip" answers: exact only when the
+    oracle is."""
+    everything = frozenset(range(problem.n))
+    best: tuple[tuple[int, ...], np.ndarray] | None = None
+    calls = 0
+
+    def flip(free: frozenset[int]) -> np.ndarray | None:
+        nonlocal best, calls
+        calls += 1
+        y = find_flip(free, deadline)
+        if y is not None and problem.flips(y):
+            found = tuple(sorted(shrink_witness(problem, y)))
+            if best is None or len(found) < len(best[0]):
+                best = (found, np.where(np.isin(np.arange(problem.n), found), y, problem.x))
+                report_incumbent(*best)
+        return y
+
+    def answer(status: Status, chosen: tuple[int, ...] | None = None, y: np.ndarray | None = None) -> HittingResult:
+        return HittingResult(status, chosen, calls, witness=None if y is None else tuple(map(float, y)))
+
+    try:
+        if flip(everything) is None:
+            return answer(Status.NONE_EXISTS)
+        abductive_sets: list[frozenset[int]] = []
+        while True:
+            if time.perf_counter() > deadline:
+                raise OracleTimeout
+            candidate = minimum_hitting_set(abductive_sets, limit=at_most)
+            if candidate is None:
+                return answer(Status.NONE_WITHIN)
+            if best is not None and len(best[0]) <= len(candidate):
+                return answer(Status.OPTIMAL, *best)
+            if candidate and (y := flip(candidate)) is not None:  # the empty set never flips
+                return answer(Status.OPTIMAL, tuple(sorted(candidate)), y)
+            free = set(candidate)
+            for i in sorted(everything - candidate):
+                if flip(frozenset(free | {i})) is None:
+                    free.add(i)
+            abductive_sets.append(everything - free)
+    except OracleTimeout:
+        status, kept = stopped(None if best is None else best[0], at_most)
+        return answer(status, kept, best[1] if kept else None)

@@ -210,16 +210,16 @@ def test_set_cover_network_computes_coverage_on_the_cube() -> None:
 
 
 def test_a_suite_slice_run_twice_gives_the_same_records(tmp_path: Path) -> None:
-    """Reproducible runs: the quick suite's own generator (relu and step, 4 and 8 features), every
-    installed solver, run twice, the second time in reverse order (so that no answer may depend on
+    """Reproducible runs: the quick suite's own generator (relu and step, 4 and 8 features), the
+    campaign's default solvers, run twice, the second time in reverse order (so that no answer may depend on
     the calls a backend served before): the same records apart from timings, the same case files."""
-    from cardinal.solvers.base import available_solvers
+    from cardinal.verify.campaign import default_solvers
     from cardinal.verify.suites import _random
 
     def instances() -> list[Instance]:
         return list(_random(2026, ("relu", "step"), (4, 8), ((8,), (8, 8)), rows=3))
 
-    solvers = available_solvers()
+    solvers = default_solvers()
     run_campaign("slice", tmp_path / "a", solvers, 30.0, instances=instances())
     run_campaign("slice", tmp_path / "b", solvers, 30.0, instances=instances()[::-1])
     first = without_timings(JsonLines(tmp_path / "a" / "records.jsonl").read())

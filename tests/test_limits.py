@@ -69,14 +69,38 @@ def force_z3_limit(monkeypatch: pytest.MonkeyPatch, after: int) -> None:
     monkeypatch.setattr(smt.SubsetSearch, "search", limited_search)
 
 
+def force_oracle_limit(monkeypatch: pytest.MonkeyPatch, owner: type, method: str, after: int, stop: object) -> None:
+    """`owner.method` (a cvc5 check, a Marabou flip query) answers `stop()` from its `after`+1-th call on."""
+    real = getattr(owner, method)
+    calls = [0]
+
+    def limited(self, *args):
+        calls[0] += 1
+        return real(self, *args) if calls[0] <= after else stop()
+
+    monkeypatch.setattr(owner, method, limited)
+
+
 def _stopped_with(name: str, monkeypatch: pytest.MonkeyPatch, incumbent: bool, problem: Problem, at_most: int):
     backend = get_solver(name, **({"strategy": "encode"} if name == "z3" else {}))
-    if name in ("gurobi", "highs"):
+    after = 1 if incumbent else 0
+    if name in ("gurobi", "highs", "scip"):
         force_milp_limit(monkeypatch, backend, incumbent)
     elif name == "enumerate":
-        force_enumerate_limit(monkeypatch, after=1 if incumbent else 0)
+        force_enumerate_limit(monkeypatch, after=after)
+    elif name == "cvc5":
+        from cardinal.solvers import cvc
+
+        force_oracle_limit(monkeypatch, cvc._Query, "_check", after, lambda: None)
+    elif name == "marabou":
+        from cardinal.solvers import hitting, marabou
+
+        def timeout() -> None:
+            raise hitting.OracleTimeout("forced limit")
+
+        force_oracle_limit(monkeypatch, marabou._Query, "find_flip", after, timeout)
     else:
-        force_z3_limit(monkeypatch, after=1 if incumbent else 0)
+        force_z3_limit(monkeypatch, after=after)
     with backend:
         return solve_problem(backend, problem, at_most, 10.0)
 

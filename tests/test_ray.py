@@ -72,15 +72,15 @@ def dying_certify(unit: campaign.Unit, pool: object = None) -> tuple[dict, dict 
 
 
 def test_ray_gives_the_records_of_one_local_worker(tmp_path: Path, ray_instance: str) -> None:
-    """A slice of the quick suite (its own generator), every installed solver: the same records
+    """A slice of the quick suite (its own generator), the campaign's default solvers: the same records
     (apart from timings and order) and case files from Ray with 2 workers as from one local worker."""
-    from cardinal.solvers.base import available_solvers
+    from cardinal.verify.campaign import default_solvers
     from cardinal.verify.suites import _random
 
     def instances() -> list:
         return list(_random(2026, ("relu", "step"), (4, 8), ((8,),), rows=2))
 
-    solvers = available_solvers()
+    solvers = default_solvers()
     run_campaign("slice", tmp_path / "local", solvers, 30.0, workers=1, instances=instances())
     result = run_campaign("slice", tmp_path / "ray", solvers, 30.0, workers=2, instances=instances(), executor="ray")
     local = without_timings(JsonLines(tmp_path / "local" / "records.jsonl").read())

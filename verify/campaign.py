@@ -412,6 +412,6 @@ class _FailedCalls:
 
 
 def default_solvers() -> tuple[str, ...]:
-    from ..solvers.base import available_solvers
+    from ..solvers.base import BENCHMARK_ONLY, available_solvers
 
-    return available_solvers()
+    return tuple(name for name in available_solvers() if name not in BENCHMARK_ONLY)

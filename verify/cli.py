@@ -56,11 +56,17 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(self.prog, f"{message} (see {self.prog} --help)")
 
 
-def _problem_flags() -> argparse.ArgumentParser:
-    """Flags shared by explain and certify: network, inputs, kind, threshold, domain."""
+def _problem_flags(
+    required: bool = True, out: str = "write JSON lines here instead of stdout (written whole, or not at all)"
+) -> argparse.ArgumentParser:
+    """Flags shared by explain, certify, check and export: network, inputs, kind, threshold,
+    domain, --out (`out`: its help; `required` False: the network and --inputs may be left out,
+    as `export --suite` does)."""
     parent = _Parser(add_help=False)
     parent.add_argument(
-        "network", help="network file: JSON (cardinal.network/1), ONNX, or torch (.pt: nn.Sequential or state_dict)"
+        "network",
+        nargs=None if required else "?",
+        help="network file: JSON (cardinal.network/1), ONNX, or torch (.pt: nn.Sequential or state_dict)",
     )
     parent.add_argument(
         "--activations",
@@ -68,7 +74,7 @@ def _problem_flags() -> argparse.ArgumentParser:
         "(with parameters: leaky_relu:0.1, hardtanh:0:1, step:0.5)",
     )
     parent.add_argument(
-        "--inputs", required=True, help="CSV of inputs, one per row (a header row is allowed); - reads standard input"
+        "--inputs", required=required, help="CSV of inputs, one per row (a header row is allowed); - reads standard input"
     )
     parent.add_argument(
         "--rows",
@@ -102,7 +108,7 @@ def _problem_flags() -> argparse.ArgumentParser:
         "the explanations file records; else the network file's metadata.domain; else [0, 1]^n)",
     )
     parent.add_argument("--binary", action="store_true", help="features take only their two bound values (Boolean cube)")
-    parent.add_argument("--out", help="write JSON lines here instead of stdout (written whole, or not at all)")
+    parent.add_argument("--out", help=out)
     return parent
 
 
@@ -590,6 +596,73 @@ def _progress(label: str):
     return None, plain
 
 
+# ---------------------------------------------------------------------------- export
+def _export(args: argparse.Namespace) -> int:
+    from collections import Counter
+
+    from .export import FORMATS, SUITE_FORMATS, export_inputs, export_suite
+
+    if args.out is None:
+        raise InputError("--out names the folder to write into")
+    if args.suite is not None:
+        if args.network is not None or args.inputs is not None:
+            raise InputError("give either --suite or a network with --inputs, not both")
+        for flag, value in (("--at-most", args.at_most), ("--set", args.set)):
+            if value is not None:
+                raise InputError(f"{flag} is for one network's export, not --suite (which asks its own questions)")
+        formats = SUITE_FORMATS if args.format is None else tuple(f.strip() for f in args.format.split(",") if f.strip())
+        solvers = None if args.solvers is None else tuple(n.strip() for n in args.solvers.split(",") if n.strip())
+        if solvers is not None:
+            from ..solvers.base import get_solver
+
+            for name in solvers:
+                get_solver(name).close()  # fail early on an unknown or missing backend
+        bar, report = _progress(f"export {args.suite}")
+        try:
+            entries = export_suite(
+                args.suite, Path(args.out), formats, solvers, args.time_limit, args.workers,
+                None if args.campaign is None else Path(args.campaign), progress=report,
+            )  # fmt: skip
+        finally:
+            if bar is not None:
+                bar.close()
+    else:
+        if args.network is None or args.inputs is None:
+            raise InputError("give a network and --inputs, or --suite quick|standard")
+        if args.format is None or args.format not in FORMATS:
+            raise InputError(f"--format must be one of {', '.join(FORMATS)} (got {args.format!r})")
+        if args.campaign is not None or args.solvers is not None:
+            raise InputError("--campaign and --solvers are for --suite")
+        features = None if args.set is None else _feature_set(args.set)
+        net, settings, X, _ = _load_problem(args)
+        if net.n_outputs > 1:
+            classes = net.n_outputs
+            raise InputError(f"{args.network}: export asks about one output and a threshold; this network has {classes}")
+        entries = export_inputs(
+            net, X, _kinds(args), settings.domain, settings.threshold, args.format, Path(args.out), args.at_most, features,
+            args.epsilon,
+            source=Path(args.network).name,
+        )  # fmt: skip
+    counts = Counter(entry.format for entry in entries)
+    listed = ", ".join(f"{count} {fmt}" for fmt, count in sorted(counts.items())) or "no file"
+    print(f"cardinal export: {listed} in {args.out}/ (index: {args.out}/index.csv)", file=sys.stderr)
+    conflicts = sum("solver_disagreement" in entry.evidence for entry in entries)
+    if conflicts:
+        print(f"!!! {conflicts} instance(s) of records with conflicting exact evidence: see the summary", file=sys.stderr)
+    return 1 if conflicts else 0
+
+
+def _feature_set(text: str) -> tuple[int, ...]:
+    """--set 0,3,7 → (0, 3, 7): distinct non-negative integers."""
+    try:
+        features = tuple(sorted(int(part) for part in text.split(",") if part.strip()))
+    except ValueError:
+        raise InputError(f"--set must be comma-separated feature indices, got {text!r}") from None
+    if len(set(features)) != len(features) or any(i < 0 for i in features):
+        raise InputError(f"--set must hold distinct feature indices ≥ 0, got {text!r}")
+    return features
+
+
 # ---------------------------------------------------------------------------- bench
 def _bench(args: argparse.Namespace) -> int:
     import importlib
@@ -723,7 +796,7 @@ def build_parser() -> argparse.ArgumentParser:
     problem = _problem_flags()
     for add in (
         _add_explain, _add_certify, _add_check, _add_convert, _add_crosscheck,
-        _add_hunt, _add_train, _add_bench, _add_replay, _add_data,
+        _add_export, _add_hunt, _add_train, _add_bench, _add_replay, _add_data,
     ):  # fmt: skip
         add(commands, problem)  # one function per subcommand, below, in the order of `cardinal --help`
     return parser
@@ -857,6 +930,33 @@ def _add_crosscheck(commands: argparse._SubParsersAction, problem: argparse.Argu
         "--paper-report", help="where --suite paper writes its report, figures beside it (default: OUT/paper.md)"
     )
     crosscheck.set_defaults(handler=_crosscheck)
+
+
+def _add_export(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
+    export = commands.add_parser(
+        "export",
+        parents=[_problem_flags(required=False, out="the folder to write into (required)")],
+        help="write explanation questions as MPS/LP, SMT-LIB 2 or ONNX + VNN-LIB files, or a whole benchmark suite",
+        description="Per input and kind, one file asking one question: 'an explanation of size ≤ k?' (--at-most k; for "
+        "mps/lp without it, the minimum; for smt2 without it, greedy's size − 1), or for vnnlib 'is --set S an "
+        "explanation?' (with the network as network.onnx). --suite quick|standard writes every explanation of that "
+        "crosscheck suite with index.csv holding each instance's certified answer (from a campaign run into "
+        "OUT/campaign/, or --campaign DIR). See docs/formats.md, Export.",
+    )
+    export.add_argument("--format", help="mps, lp, smt2 or vnnlib; with --suite a comma-separated subset of mps,smt2,vnnlib")
+    export.add_argument("--at-most", type=count(0), help="the size bound k of the question (default: see above)")
+    export.add_argument("--set", help="vnnlib: the fixed feature set, e.g. 0,3,7")
+    export.add_argument("--suite", choices=("quick", "standard"), help="export a whole crosscheck suite instead of one network")
+    export.add_argument("--campaign", help="--suite: the campaign folder to read (and run or resume) (default OUT/campaign)")
+    export.add_argument("--solvers", help="--suite: comma-separated backends of the campaign (default: the campaign's)")
+    export.add_argument("--time-limit", type=seconds, default=10.0, help="--suite: seconds per solver call (default 10)")
+    export.add_argument(
+        "--workers", type=count(1, MAX_WORKERS), default=1, help=f"--suite: parallel solver processes, at most {MAX_WORKERS}"
+    )
+    export.add_argument(
+        "--epsilon", type=positive_number, default=1e-6, help="mps/lp: the margin to reach class 1, f ≥ t + ε (default 1e-6)"
+    )
+    export.set_defaults(handler=_export)
 
 
 def _add_hunt(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:

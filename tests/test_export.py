@@ -1,0 +1,308 @@
+"""`cardinal export`: every file loads in a reference tool and gives cardinal's answer — HiGHS
+reads the MPS and LP files and finds the brute-force minimum (and feasibility of "≤ k?" on both
+sides of it), z3 reads the SMT-LIB files and says sat/unsat as brute force does, onnxruntime
+runs the ONNX as the network, and the VNN-LIB properties, parsed here, hold the region and the
+output condition that make SAT mean "a counterexample". Then `--suite`: the index's answers
+against the same tools, and the refusals (one line, exit 2, nothing written)."""
+
+from __future__ import annotations
+
+import csv
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from bruteforce import monotone_minimum, random_network, vertex_minimum
+from cardinal.solvers.smtlib import number
+from cardinal.verify.cli import main
+from cardinal.verify.export import export_inputs, export_suite
+from cardinal.verify.generate import median_threshold
+
+from cardinal.activations import Activation
+from cardinal.domain import Domain
+from cardinal.network import Network
+from cardinal.problem import Problem
+
+highspy = pytest.importorskip("highspy")
+z3 = pytest.importorskip("z3")
+
+RELU = Activation.make("relu")
+
+
+def highs_answer(path: Path) -> float | None:
+    """HiGHS reads the file and solves it: the optimal objective, or None when infeasible."""
+    highs = highspy.Highs()
+    highs.setOptionValue("output_flag", False)
+    highs.setOptionValue("mip_feasibility_tolerance", 1e-8)
+    highs.setOptionValue("primal_feasibility_tolerance", 1e-8)
+    assert highs.readModel(str(path)) != highspy.HighsStatus.kError
+    highs.run()
+    status = highs.getModelStatus()
+    if status in (highspy.HighsModelStatus.kInfeasible, highspy.HighsModelStatus.kUnboundedOrInfeasible):
+        return None
+    assert status == highspy.HighsModelStatus.kOptimal, highs.modelStatusToString(status)
+    return highs.getInfo().objective_function_value
+
+
+def z3_answer(path: Path) -> str:
+    solver = z3.Solver()
+    solver.add(z3.parse_smt2_file(str(path)))
+    return str(solver.check())
+
+
+def _networks(monotone: bool):
+    rng = np.random.default_rng(40 if monotone else 41)
+    for _ in range(4):
+        n = int(rng.integers(3, 6))
+        net = random_network(rng, n, (4, 3), RELU, monotone=monotone)
+        X = rng.random((3, n)) if monotone else (rng.random((3, n)) < 0.5).astype(float)
+        yield net, X, median_threshold(net, X) if monotone else float(np.median(net.forward(X).numpy())) + 1e-3
+
+
+@pytest.mark.parametrize("fmt", ["mps", "lp"])
+def test_highs_reads_the_milp_files_and_finds_the_minimum(tmp_path: Path, fmt: str) -> None:
+    checked = 0
+    for index, (net, X, threshold) in enumerate(_networks(monotone=True)):
+        domain = Domain.unit(net.n_inputs)
+        for kind in ("contrastive", "abductive"):
+            out = tmp_path / f"{index}-{kind}"
+            entries = export_inputs(net, X, [kind], domain, threshold, fmt, out)
+            for entry in entries:
+                minimum = monotone_minimum(Problem.make(net, X[entry.row], kind, domain, threshold))
+                value = highs_answer(out / entry.file)
+                assert (value is None) if minimum is None else value == pytest.approx(minimum), (entry, value, minimum)
+                if minimum:
+                    for bound, feasible in ((minimum - 1, False), (minimum, True)):
+                        asked = export_inputs(
+                            net, X[entry.row : entry.row + 1], [kind], domain, threshold, fmt, out / str(bound), bound
+                        )
+                        assert (highs_answer(out / str(bound) / asked[0].file) is not None) == feasible
+                    checked += 1
+    assert checked >= 10
+
+
+def test_highs_reads_a_non_monotone_cxp_on_the_cube(tmp_path: Path) -> None:
+    checked = 0
+    for index, (net, X, threshold) in enumerate(_networks(monotone=False)):
+        domain = Domain.boolean(net.n_inputs)
+        for entry in export_inputs(net, X, ["contrastive"], domain, threshold, "mps", tmp_path / str(index)):
+            minimum = vertex_minimum(Problem.make(net, X[entry.row], "contrastive", domain, threshold))
+            value = highs_answer(tmp_path / str(index) / entry.file)
+            assert (value is None) if minimum is None else value == pytest.approx(minimum)
+            checked += 1
+    assert checked == 12
+
+
+@pytest.mark.parametrize("monotone", [True, False])
+def test_z3_reads_the_smtlib_files_and_answers_as_brute_force(tmp_path: Path, monotone: bool) -> None:
+    checked = 0
+    kinds = ("contrastive", "abductive") if monotone else ("contrastive",)  # a non-monotone AXp has no QF_LRA form
+    for index, (net, X, threshold) in enumerate(_networks(monotone)):
+        domain = Domain.unit(net.n_inputs) if monotone else Domain.boolean(net.n_inputs)
+        for kind in kinds:
+            for row, x in enumerate(X):
+                problem = Problem.make(net, x, kind, domain, threshold)
+                minimum = monotone_minimum(problem) if monotone else vertex_minimum(problem)
+                if not minimum:
+                    continue
+                for bound, answer in ((minimum - 1, "unsat"), (minimum, "sat")):
+                    out = tmp_path / f"{index}-{kind}-{row}-{bound}"
+                    entry = export_inputs(net, x[None, :], [kind], domain, threshold, "smt2", out, bound)[0]
+                    assert z3_answer(out / entry.file) == answer, (monotone, kind, row, bound)
+                checked += 1
+    assert checked >= 8
+
+
+def test_smtlib_constants_are_exact_and_the_class_one_side_strict(tmp_path: Path, design_network: Network) -> None:
+    """x = 0, t = 1.6 = f(1, 1, 1) exactly (0.6 is the double nearest 3/5, and so is 1 + 0.6 = 1.6):
+    no point has f > t, so no CXp exists — unsat even with every feature allowed. A file that read
+    the doubles as decimals or wrote f ≥ t would say sat."""
+    assert float(design_network.forward(np.ones(3))) == 1.6
+    entry = export_inputs(design_network, np.zeros((1, 3)), ["contrastive"], Domain.unit(3), 1.6, "smt2", tmp_path, 3)[0]
+    text = (tmp_path / entry.file).read_text()
+    assert "(/ 5404319552844595 9007199254740992)" in text  # 0.6 exactly
+    assert f"(assert (> f {number(1.6)}))" in text
+    assert z3_answer(tmp_path / entry.file) == "unsat"
+    assert number(-0.75) == "(- (/ 3 4))" and number(2.0) == "2" and number(-3) == "(- 3)"
+
+
+def test_cvc5_reads_the_smtlib_file_too(tmp_path: Path, design_network: Network) -> None:
+    cvc5 = pytest.importorskip("cvc5")
+    entry = export_inputs(design_network, np.ones((1, 3)), ["contrastive"], Domain.unit(3), 0.5, "smt2", tmp_path, 1)[0]
+    solver = cvc5.Solver(cvc5.TermManager())
+    solver.setOption("incremental", "true")
+    parser = cvc5.InputParser(solver)
+    parser.setFileInput(cvc5.InputLanguage.SMT_LIB_2_6, str(tmp_path / entry.file))
+    results = []
+    while not (command := parser.nextCommand()).isNull():
+        outcome = command.invoke(solver, parser.getSymbolManager())
+        results.append(outcome)
+    assert str(solver.checkSat()) == "unsat"  # the minimum CXp of x = (1, 1, 1) at t = 0.5 has 2 features
+
+
+def parse_vnnlib(text: str) -> tuple[np.ndarray, np.ndarray, str, float]:
+    """A small VNN-LIB reader for cardinal's properties: the input box (lower, upper [n]) and the
+    output condition (relation, constant)."""
+    lower: dict[int, float] = {}
+    upper: dict[int, float] = {}
+    output = None
+    for relation, name, index, value in re.findall(r"\(assert \((<=|>=) ([XY])_(\d+) (-?[0-9.]+)\)\)", text):
+        if name == "Y":
+            output = (relation, float(value))
+        elif relation == ">=":
+            lower[int(index)] = float(value)
+        else:
+            upper[int(index)] = float(value)
+    n = len(re.findall(r"\(declare-const X_\d+ Real\)", text))
+    assert sorted(lower) == sorted(upper) == list(range(n)) and output is not None
+    return np.array([lower[i] for i in range(n)]), np.array([upper[i] for i in range(n)]), *output
+
+
+def test_onnx_and_vnnlib_ask_whether_the_set_is_an_explanation(tmp_path: Path) -> None:
+    """onnxruntime runs network.onnx as the network; each property's region pins the features it
+    should, and on these monotone networks its SAT (a point of the region meeting the output
+    condition, checked at the region's extreme corner through onnxruntime) is "S is a CXp" for a
+    CXp and "S is no AXp" for an AXp, as cardinal's exact check says."""
+    ort = pytest.importorskip("onnxruntime")
+    checked = 0
+    for index, (net, X, threshold) in enumerate(_networks(monotone=True)):
+        n = net.n_inputs
+        domain = Domain.unit(n)
+        for features in ((0,), (0, n - 1), tuple(range(1, n))):
+            out = tmp_path / f"{index}-{len(features)}"
+            entries = export_inputs(net, X, ["contrastive", "abductive"], domain, threshold, "vnnlib", out, features=features)
+            session = ort.InferenceSession(str(out / "network.onnx"))
+
+            def run(y: np.ndarray, session=session) -> float:
+                return float(session.run(None, {session.get_inputs()[0].name: y[None, :]})[0][0, 0])
+
+            assert run(X[0]) == pytest.approx(float(net.forward(X[0])), abs=1e-12)
+            for entry in entries:
+                problem = Problem.make(net, X[entry.row], entry.kind, domain, threshold)
+                lower, upper, relation, constant = parse_vnnlib((out / entry.file).read_text())
+                free = np.isin(np.arange(n), features) if entry.kind == "contrastive" else ~np.isin(np.arange(n), features)
+                assert np.array_equal(lower, np.where(free, 0.0, problem.x)) and np.array_equal(
+                    upper, np.where(free, 1.0, problem.x)
+                )
+                assert constant == threshold and relation == ("<=" if problem.prediction == 1 else ">=")
+                corner = np.where(free, problem.counterpoint, problem.x)
+                value = run(corner)
+                if abs(value - threshold) < 1e-9:
+                    continue  # too close to call in floats
+                sat = value <= threshold if relation == "<=" else value >= threshold
+                valid = problem.is_explanation(features)
+                assert sat == (valid if entry.kind == "contrastive" else not valid), entry
+                checked += 1
+    assert checked >= 40
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--format", "mps", "--kind", "abductive"], "no single MILP form"),
+        (["--format", "smt2", "--kind", "abductive", "--at-most", "1"], "no QF_LRA form"),
+        (["--format", "mps", "--set", "0"], "--set only with it"),
+        (["--format", "vnnlib"], "give --set"),
+        (["--format", "vnnlib", "--set", "0", "--binary"], "binary box"),
+        (["--format", "smt2", "--kind", "contrastive"], "greedy needs a monotone network"),
+        (["--format", "xml"], "--format must be one of"),
+        (["--format", "vnnlib", "--set", "0,0"], "distinct feature indices"),
+    ],
+)
+def test_refusals_are_one_line_and_write_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture, arguments: list[str], message: str
+) -> None:
+    net = random_network(np.random.default_rng(0), 3, (3,), RELU, monotone=False)
+    net.save(tmp_path / "net.json")
+    (tmp_path / "x.csv").write_text("0,1,0\n")
+    out = tmp_path / "out"
+    assert main(["export", str(tmp_path / "net.json"), "--inputs", str(tmp_path / "x.csv"), "--out", str(out), *arguments]) == 2
+    error = [line for line in capsys.readouterr().err.splitlines() if ": warning: " not in line]  # e.g. a constant prediction
+    assert len(error) == 1 and message in error[0], error
+    assert not out.exists()
+
+
+def test_smooth_networks_export_only_as_vnnlib(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    net = random_network(np.random.default_rng(1), 3, (3,), Activation.make("sigmoid"))
+    net.save(tmp_path / "net.json")
+    (tmp_path / "x.csv").write_text("0.2,0.5,0.9\n")
+    base = ["export", str(tmp_path / "net.json"), "--inputs", str(tmp_path / "x.csv"), "--threshold", "0.1"]
+    assert main([*base, "--format", "mps", "--out", str(tmp_path / "a")]) == 2
+    assert "not piecewise linear" in capsys.readouterr().err
+    assert main([*base, "--format", "vnnlib", "--set", "1", "--out", str(tmp_path / "b")]) == 0
+    assert (tmp_path / "b" / "network.onnx").is_file() and (tmp_path / "b" / "row0-contrastive.vnnlib").is_file()
+
+
+def test_a_suite_export_indexes_answers_the_tools_confirm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tiny suite (relu, step and sigmoid networks and the DESIGN network): every mps answer is
+    HiGHS's minimum, every smt2 status z3's, each vnnlib answer what the region's corner gives;
+    a second export reuses the campaign's records (nothing certified again)."""
+    from cardinal.verify import suites
+    from cardinal.verify.instance import Instance
+
+    from tests.test_campaign import tiny_instances
+
+    rng = np.random.default_rng(5)
+    smooth = random_network(rng, 4, (3,), Activation.make("sigmoid"))
+    X = rng.random((2, 4))
+    instances = [*tiny_instances(), Instance("tiny-sigmoid", "random", smooth, X, median_threshold(smooth, X), Domain.unit(4))]
+    monkeypatch.setitem(suites.SUITES, "quick", lambda folder: iter(instances))
+    entries = export_suite("quick", tmp_path / "bench", solvers=("enumerate", "z3"), time_limit=30.0)
+    with open(tmp_path / "bench" / "index.csv") as handle:
+        index = list(csv.DictReader(handle))
+    assert len(index) == len(entries) > 20
+    formats = {row["format"] for row in index}
+    assert formats == {"mps", "smt2", "vnnlib"}
+    assert not any(row["instance"] == "tiny-sigmoid" and row["format"] != "vnnlib" for row in index)
+    answered = 0
+    for row in index:
+        path = tmp_path / "bench" / row["file"]
+        if not row["answer"]:
+            continue
+        assert row["certified"] == "true"
+        if row["format"] == "mps":
+            value = highs_answer(path)
+            assert (value is None) if row["answer"] == "infeasible" else value == pytest.approx(int(row["answer"])), row
+        elif row["format"] == "smt2":
+            assert z3_answer(path) == row["answer"] and f"(set-info :status {row['answer']})" in path.read_text(), row
+        answered += 1
+    assert answered >= 20
+    assert {row["answer"] for row in index if row["format"] == "smt2"} >= {"sat", "unsat"}
+    assert {row["answer"] for row in index if row["format"] == "vnnlib"} >= {"sat", "unsat"}
+    records = (tmp_path / "bench" / "campaign" / "records.jsonl").read_text()
+    export_suite("quick", tmp_path / "bench", solvers=("enumerate", "z3"), time_limit=30.0)
+    assert (tmp_path / "bench" / "campaign" / "records.jsonl").read_text() == records
+
+
+def test_a_suite_export_on_conflicting_exact_evidence_answers_nothing_and_exits_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """A backend that calls itself exact and says "nothing smaller" where enumerate finds a smaller
+    set (the DESIGN network): its record's smt2 and mps instances carry no answer, and exit 1."""
+    import cardinal.solvers.base as base
+    from cardinal.verify import suites
+
+    from tests.test_campaign import tiny_instances
+
+    monkeypatch.setitem(base._REGISTRY, "exact_liar", ("tests.test_cli_certify", "ExactLiarSolver", None))
+    monkeypatch.setitem(suites.SUITES, "quick", lambda folder: iter(tiny_instances()[2:]))
+    out = tmp_path / "bench"
+    assert main(["export", "--suite", "quick", "--out", str(out), "--solvers", "enumerate,exact_liar"]) == 1
+    assert "conflicting exact evidence" in capsys.readouterr().err
+    with open(out / "index.csv") as handle:
+        rows = [row for row in csv.DictReader(handle) if row["kind"] == "contrastive" and row["format"] != "vnnlib"]
+    assert rows and all(row["answer"] == "" and row["evidence"] == "campaign: verdict solver_disagreement" for row in rows)
+
+
+def test_an_undecided_prediction_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """f = sigmoid(y0 − 1/2) + sigmoid(y1 − 1/2) is 1 exactly at (1, 0), where no enclosure decides f ≤ 1."""
+    from test_undecided import UNDECIDED_ROW, _files, _tie_network
+
+    network, inputs = _files(tmp_path, _tie_network(), [UNDECIDED_ROW])
+    out = tmp_path / "out"
+    arguments = ["export", network, "--inputs", inputs, "--threshold", "1", "--format", "vnnlib", "--set", "0", "--out", str(out)]
+    assert main(arguments) == 2
+    error = capsys.readouterr().err
+    assert "row 0: the prediction of x is undecided" in error and error.count("\n") == 1
+    assert not out.exists()

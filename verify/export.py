@@ -1,0 +1,403 @@
+"""`cardinal export`: explanation questions as files that other solvers read.
+
+Per input and kind, one file asks one question (docs/formats.md, *Export*):
+
+- **mps**, **lp** (MILP solvers): the neutral MILP of `solvers.encode` written by HiGHS —
+  `min Σ s_i` (the minimum explanation), or with `at_most=k` also `Σ s_i ≤ k` (feasible iff an
+  explanation of size ≤ k exists). Float semantics as cardinal's MILPs: class 1 is `f ≥ t + ε`.
+- **smt2** (SMT solvers): `solvers.smtlib.question`, QF_LRA with exact rationals: sat iff an
+  explanation of size ≤ k exists. Without `at_most`, k is greedy's size − 1, certify's question
+  (monotone networks).
+- **vnnlib** (neural-network verifiers): for a fixed set S, the VNN-LIB property over the
+  network's ONNX (`network.onnx`, float64, as cardinal writes it) whose counterexample is an input
+  y of the region (y_i = x_i off the free features F; F = S for a CXp, the features outside S for
+  an AXp) that changes the prediction: SAT ⇔ S is a CXp; UNSAT ⇔ S is an AXp. VNN-LIB has no
+  strict comparison, so reaching class 1 is written `Y_0 ≥ t` (the closure of f > t).
+
+AXps of non-monotone networks have no single MILP or QF_LRA form (cardinal answers them by
+implicit hitting sets), nor do smooth activations: those are refused with one line.
+
+`export_suite` writes a whole benchmark: every explanation of a crosscheck suite as mps, smt2
+and vnnlib instances, with `index.csv` giving each instance's answer and whether it is certified.
+The answers come from a campaign (`verify.campaign.run_campaign`: greedy, every default solver,
+the exact verdicts) run into `OUT/campaign/` or read from an earlier run of the same suite
+(`campaign`), and, for the fixed sets of the VNN-LIB instances, from exact set checks here.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+
+from ..domain import Domain
+from ..errors import InputError, UndecidedPrediction
+from ..exact import modified_inputs
+from ..io import write_atomic
+from ..network import Network
+from ..problem import DEFAULT_EPSILON, Problem, Verdict
+from ..solvers import smtlib
+from ..validate import output_directory
+
+FORMATS = ("mps", "lp", "smt2", "vnnlib")
+SUITE_FORMATS = ("mps", "smt2", "vnnlib")
+NETWORK_FILE = "network.onnx"
+INDEX = "index.csv"
+COLUMNS = ("file", "format", "instance", "row", "kind", "prediction", "question", "answer", "certified", "evidence")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One exported file: a line of `index.csv`. `question`: "minimum", "at_most k" or "set
+    {…}"; `answer`: the minimum size or "infeasible" (minimum), "sat"/"unsat" (the others), empty
+    when unknown or not computed; `evidence`: where the answer comes from."""
+
+    file: str
+    format: str
+    instance: str
+    row: int
+    kind: str
+    prediction: int
+    question: str
+    answer: str = ""
+    certified: bool = False
+    evidence: str = ""
+
+    def cells(self) -> list[str]:
+        return [
+            self.file, self.format, self.instance, str(self.row), self.kind, str(self.prediction),
+            self.question, self.answer, "true" if self.certified else "false", self.evidence,
+        ]  # fmt: skip
+
+
+def refusal(problem: Problem, fmt: str) -> str | None:
+    """Why `fmt` cannot ask this problem's question, or None."""
+    if fmt == "vnnlib":
+        return "VNN-LIB has no discrete inputs: a binary box cannot be exported" if problem.domain.binary else None
+    if fmt == "smt2":
+        return smtlib.supported(problem)
+    if not problem.net.is_piecewise_linear:
+        return f"{problem.net.hidden_activation()} is not piecewise linear (no MILP form)"
+    if problem.kind == "abductive" and not problem.monotone:
+        return "an AXp of a non-monotone network has no single MILP form (cardinal answers it by implicit hitting sets)"
+    return None
+
+
+def milp_text(problem: Problem, at_most: int | None, fmt: str, comments: Sequence[str]) -> str:
+    """The MPS or LP file of the problem (module docstring), opened by `comments` (`*` lines in
+    MPS, `\\` lines in LP)."""
+    from ..solvers.encode import encode
+    from ..solvers.highs import write_model
+
+    model = encode(problem, at_most)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / f"model.{fmt}"
+        write_model(model, str(path), "cardinal")
+        body = path.read_text()
+    mark = "*" if fmt == "mps" else "\\"
+    return "".join(f"{mark} {line}\n" for line in comments) + body
+
+
+def vnnlib_number(value: float) -> str:
+    """A double as the shortest decimal that reads back as the same double, without an exponent."""
+    return format(Decimal(repr(float(value))), "f")
+
+
+def region(problem: Problem, features: Iterable[int]) -> np.ndarray:
+    """The free features [n] bool of the fixed-set question: F = S for a CXp, the rest for an AXp."""
+    chosen = np.isin(np.arange(problem.n), sorted(features))
+    return chosen if problem.kind == "contrastive" else ~chosen
+
+
+def vnnlib_text(problem: Problem, features: Sequence[int], comments: Sequence[str]) -> str:
+    """The VNN-LIB property of the fixed set (module docstring): X_i the inputs, Y_0 the output."""
+    free = region(problem, features)
+    lower = np.where(free, problem.domain.lower, problem.x)
+    upper = np.where(free, problem.domain.upper, problem.x)
+    lines = [f"; {line}" for line in comments]
+    lines += [f"(declare-const X_{i} Real)" for i in range(problem.n)]
+    lines.append("(declare-const Y_0 Real)")
+    lines.append("; the region: free features in the box, the others at x")
+    for i in range(problem.n):
+        lines.append(f"(assert (>= X_{i} {vnnlib_number(lower[i])}))")
+        lines.append(f"(assert (<= X_{i} {vnnlib_number(upper[i])}))")
+    if problem.prediction == 1:
+        lines.append("; the counterexample: class 0, f <= t")
+        lines.append(f"(assert (<= Y_0 {vnnlib_number(problem.threshold)}))")
+    else:
+        lines.append("; the counterexample: class 1, f > t, written f >= t (VNN-LIB has no strict comparison)")
+        lines.append(f"(assert (>= Y_0 {vnnlib_number(problem.threshold)}))")
+    return "\n".join(lines) + "\n"
+
+
+def closed_flip(problem: Problem, features: Sequence[int]) -> bool | None:
+    """Exactly, on a monotone network: does the VNN-LIB property of the set, as written (class 1
+    closed: f ≥ t), have a counterexample? The region's extreme point toward the other class
+    decides it (the monotone shortcut); None when a smooth enclosure leaves it open."""
+    free = region(problem, features)
+    corner = modified_inputs(problem.x, tuple(np.flatnonzero(free).tolist()), problem.counterpoint)
+    output = problem.exact.outputs(corner[None, :])[0][0]
+    t = Fraction(problem.threshold)
+    if problem.prediction == 1:
+        decided = output.predict(t)
+        return None if decided is None else decided == 0
+    if output.lower >= t:
+        return True
+    if output.upper < t:
+        return False
+    return None
+
+
+def _kind_phrase(kind: str) -> str:
+    return "a contrastive explanation (CXp)" if kind == "contrastive" else "an abductive explanation (AXp)"
+
+
+def _shown(features: Iterable[int]) -> str:
+    return "{" + ", ".join(map(str, sorted(features))) + "}"
+
+
+def _comments(problem: Problem, row: int, question: str, where: str) -> list[str]:
+    """The opening lines of every exported file: what it asks and of which input."""
+    p, t = problem.prediction, problem.threshold
+    box = "binary box" if problem.domain.binary else "box"
+    return [
+        f"cardinal export: {where}, row {row}, kind {problem.kind}: {question}",
+        f"p(x) = {p} (f(x) {'>' if p == 1 else '<='} t = {t!r}); {problem.n} features in a {box}; feature indices 0-based",
+    ]
+
+
+def _files(
+    problem: Problem,
+    row: int,
+    fmt: str,
+    stem: str,
+    at_most: int | None,
+    features: Sequence[int] | None,
+    where: str,
+    status: str | None = None,
+) -> tuple[str, str, str]:
+    """(file name, text, question) of one export; `status`: an SMT-LIB file's known answer."""
+    if fmt == "vnnlib":
+        assert features is not None
+        question = f"set {_shown(features)}"
+        free = "S" if problem.kind == "contrastive" else "the features outside S"
+        meaning = "SAT iff S is a CXp" if problem.kind == "contrastive" else "UNSAT iff S is an AXp"
+        comments = [
+            *_comments(problem, row, f"is S = {_shown(features)} {_kind_phrase(problem.kind)}?", where),
+            f"network: {NETWORK_FILE} (ONNX, float64); inputs X_0..X_{problem.n - 1}, output Y_0",
+            f"a counterexample changes the prediction with only {free} free: {meaning}",
+        ]
+        return f"{stem}.vnnlib", vnnlib_text(problem, features, comments), question
+    if fmt == "smt2":
+        assert at_most is not None
+        question = f"at_most {at_most}"
+        comments = _comments(problem, row, f"is there {_kind_phrase(problem.kind)} of size <= {at_most}? (sat: yes)", where)
+        return f"{stem}.smt2", smtlib.question(problem, at_most, comments, status), question
+    question = "minimum" if at_most is None else f"at_most {at_most}"
+    asked = "the minimum size of" if at_most is None else f"is there, of size <= {at_most},"
+    comments = [
+        *_comments(problem, row, f"{asked} {_kind_phrase(problem.kind)}? (the objective: its size)", where),
+        f"s{{i}} = 1: feature i in the set; y{{i}}: the input point; f: the output; class 1 is f >= t + {problem.epsilon!r}",
+    ]
+    return f"{stem}.{fmt}", milp_text(problem, at_most, fmt, comments), question
+
+
+def export_inputs(
+    net: Network,
+    X: np.ndarray,
+    kinds: Sequence[str],
+    domain: Domain,
+    threshold: float,
+    fmt: str,
+    out: Path,
+    at_most: int | None = None,
+    features: Sequence[int] | None = None,
+    epsilon: float = DEFAULT_EPSILON,
+    source: str = "network",
+) -> list[Entry]:
+    """One file per input X [B, n] and kind into `out` (module docstring), `network.onnx` beside
+    the VNN-LIB files, and `index.csv` listing them (no answers). smt2 without `at_most` asks
+    greedy's size − 1 (monotone networks). Every question is checked before a file is written."""
+    if fmt not in FORMATS:
+        raise InputError(f"unknown format {fmt!r} (use {', '.join(FORMATS)})")
+    if (fmt == "vnnlib") != (features is not None):
+        raise InputError("--format vnnlib asks whether a fixed set is an explanation: give --set, and --set only with it")
+    if features is not None and any(not 0 <= i < net.n_inputs for i in features):
+        raise InputError(f"--set holds a feature outside 0..{net.n_inputs - 1}")
+    jobs = []
+    for kind in kinds:
+        bounds = _greedy_bounds(net, X, kind, domain, threshold) if fmt == "smt2" and at_most is None else None
+        for row, x in enumerate(X):
+            try:
+                problem = Problem.make(net, x, kind, domain, threshold, epsilon)
+            except UndecidedPrediction as error:
+                raise InputError(f"row {row}: {error}: no question to ask") from None
+            reason = refusal(problem, fmt)
+            if reason is not None:
+                raise InputError(f"row {row} ({kind}): {reason}")
+            bound = at_most if bounds is None else bounds[row]
+            if fmt == "smt2" and bound is None:
+                raise InputError(
+                    f"row {row} ({kind}): greedy gives no question to ask (no explanation, or the empty one): give --at-most"
+                )
+            jobs.append((problem, row, bound))
+    output_directory(out, "--out")
+    if fmt == "vnnlib":
+        net.save(out / NETWORK_FILE, root=out)
+    entries = []
+    for problem, row, bound in jobs:
+        name, text, question = _files(problem, row, fmt, f"row{row}-{problem.kind}", bound, features, source)
+        write_atomic(out / name, text, root=out)
+        entries.append(Entry(name, fmt, source, row, problem.kind, problem.prediction, question))
+    write_index(out, entries)
+    return entries
+
+
+def _greedy_bounds(net: Network, X: np.ndarray, kind: str, domain: Domain, threshold: float) -> list[int | None]:
+    """Certify's question per row: greedy's size − 1 (None where greedy gives no set of size ≥ 1)."""
+    if not net.is_monotone:
+        raise InputError("--format smt2 without --at-most asks greedy's size − 1, and greedy needs a monotone network")
+    from .certify import greedy_answers
+
+    answers = greedy_answers(net, X, kind, domain, threshold)[1]
+    return [None if a.size is None or a.size == 0 else a.size - 1 for a in answers]
+
+
+def write_index(out: Path, entries: Sequence[Entry]) -> None:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    writer.writerows(entry.cells() for entry in entries)
+    write_atomic(out / INDEX, buffer.getvalue(), root=out)
+
+
+# ---------------------------------------------------------------------------- whole suites
+def export_suite(
+    suite: str,
+    out: Path,
+    formats: Sequence[str] = SUITE_FORMATS,
+    solvers: tuple[str, ...] | None = None,
+    time_limit: float = 10.0,
+    workers: int = 1,
+    campaign: Path | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> list[Entry]:
+    """Every explanation of a crosscheck suite (quick or standard) as instances (module
+    docstring) under `out/INSTANCE/`, with `out/index.csv`. The answers come from the campaign
+    in `campaign` (default `out/campaign/`), run (or resumed) here with `solvers` (default: the
+    campaign's) before any file is written. A campaign record with conflicting exact evidence
+    (`solver_disagreement`) gets no answer in the index; `cardinal export` then exits 1, as
+    `cardinal crosscheck` does."""
+    from .campaign import default_solvers, run_campaign
+    from .record import read_records
+    from .suites import SUITES
+
+    if suite not in ("quick", "standard"):
+        raise InputError(f"unknown suite {suite!r} for export (use quick or standard)")
+    unknown = [fmt for fmt in formats if fmt not in SUITE_FORMATS]
+    if unknown or not formats:
+        raise InputError(f"unknown suite format {unknown[0] if unknown else '(none)'!r} (use {', '.join(SUITE_FORMATS)})")
+    out = output_directory(out, "--out")
+    folder = campaign if campaign is not None else out / "campaign"
+    instances = list(SUITES[suite](folder))
+    log = folder / "records.jsonl"
+    result = run_campaign(
+        suite,
+        folder,
+        solvers or default_solvers(),
+        time_limit,
+        workers,
+        resume=log.exists(),
+        progress=progress,
+        instances=instances,
+    )
+    if result.interrupted:  # the finished records stay: the next export resumes
+        raise KeyboardInterrupt
+    records = {record.key: record for record in read_records(log)}
+    entries: list[Entry] = []
+    for instance in instances:
+        where = re.sub(r"[^A-Za-z0-9._-]", "_", instance.id)
+        target = out / where
+        output_directory(target, "--out", root=out)
+        if "vnnlib" in formats:
+            instance.net.save(target / NETWORK_FILE, root=out)
+        for kind in instance.kinds:
+            for row, x in enumerate(instance.X):
+                record = records.get(f"{instance.id}:{row}:{kind}")
+                if record is None:
+                    raise InputError(
+                        f"{log}: no record of {instance.id}:{row}:{kind} (an interrupted campaign: run the export again)"
+                    )
+                if record.network_hash != instance.net.hash:
+                    raise InputError(f"{log}: {record.key} was certified on another network than the suite's (hash differs)")
+                if record.prediction < 0:
+                    continue  # p(x) undecided: no question
+                problem = Problem.make(instance.net, x, kind, instance.domain, instance.threshold)
+                for fmt in formats:
+                    entries += _suite_entries(problem, record, fmt, target, where, out)
+    write_index(out, entries)
+    return entries
+
+
+def _suite_entries(problem: Problem, record, fmt: str, target: Path, where: str, out: Path) -> list[Entry]:
+    """The instances of one record in one format, written, with their answers."""
+    if refusal(problem, fmt) is not None:
+        return []
+    questions: list[tuple[int | None, Sequence[int] | None, str, bool, str]] = []  # at_most, set, answer, certified, evidence
+    if fmt == "mps":
+        if record.verdict == Verdict.NONE_EXISTS:
+            questions.append((None, None, "infeasible", record.certified, "greedy's exact check: no CXp exists"))
+        elif record.minimum is not None:
+            proved = record.minimum_proved
+            answer = str(len(record.minimum)) if proved else ""
+            questions.append(
+                (None, None, answer, proved, "campaign: minimum proved exactly" if proved else "campaign: not proved")
+            )
+    elif fmt == "smt2":
+        greedy = record.greedy.size if record.greedy is not None else None
+        if greedy:
+            if record.verdict == Verdict.GREEDY_SUBOPTIMAL:
+                questions.append((greedy - 1, None, "sat", True, "campaign: a smaller set replayed exactly"))
+            elif record.verdict == Verdict.GREEDY_MINIMAL:
+                answer = "unsat" if record.certified else ""
+                evidence = "campaign: an exact proof that nothing smaller exists" if record.certified else "campaign: not proved"
+                questions.append((greedy - 1, None, answer, record.certified, evidence))
+            else:
+                questions.append((greedy - 1, None, "", False, f"campaign: verdict {record.verdict.value}"))
+    elif record.minimum:
+        for chosen in (record.minimum, record.minimum[:-1]):  # an explanation, and one feature fewer
+            flip = closed_flip(problem, chosen) if problem.monotone else None
+            answer = "" if flip is None else "sat" if flip else "unsat"
+            questions.append((None, chosen, answer, flip is not None, "exact evaluation of the region's extreme point"))
+    if record.verdict == Verdict.SOLVER_DISAGREEMENT and fmt != "vnnlib":  # a bug: no answer rests on that record
+        questions = [(at_most, chosen, "", False, "campaign: verdict solver_disagreement") for at_most, chosen, *_ in questions]
+    entries = []
+    for number, (at_most, chosen, answer, certified, evidence) in enumerate(questions):
+        stem = f"row{record.row}-{record.kind.value}" + (f"-set{number}" if chosen is not None else "")
+        status = answer if fmt == "smt2" and answer else None
+        name, text, question = _files(problem, record.row, fmt, stem, at_most, chosen, record.instance, status)
+        write_atomic(target / name, text, root=out)
+        kind = record.kind.value
+        entries.append(
+            Entry(
+                f"{where}/{name}",
+                fmt,
+                record.instance,
+                record.row,
+                kind,
+                record.prediction,
+                question,
+                answer,
+                certified,
+                evidence,
+            )
+        )
+    return entries
