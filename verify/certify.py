@@ -76,6 +76,7 @@ class Certificate:
     minimum: tuple[int, ...] | None = None  # the canonical smallest exactly valid set known
     notes: tuple[str, ...] = field(default=())
     minimum_proved: bool = False  # an exact proof that nothing smaller exists (else `minimum` is an upper bound)
+    proof: dict[str, Any] | None = None  # with `--proof`: the certificate's entry (`verify.proofs`)
 
     @property
     def gap(self) -> int | None:
@@ -97,6 +98,7 @@ class Certificate:
             "prediction": self.prediction,
             **verdict_fields(self),
             "notes": list(self.notes),
+            **({} if self.proof is None else {"proof": self.proof}),
         }
 
 
