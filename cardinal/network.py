@@ -419,11 +419,17 @@ class Network:
         else:
             write_atomic(path, json.dumps(self.to_json()) + "\n", root=root)
 
+    @cached_property
+    def sha256(self) -> str:
+        """SHA-256 (64 hex digits) of the canonical JSON form of the layers, metadata aside: what a
+        certificate names its network by (docs/proofs.md, `cardinal.checker.network_sha256`)."""
+        canonical = json.dumps(self._layers_json(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
     @property
     def hash(self) -> str:
-        """SHA-256 (first 16 hex digits) of the canonical JSON form of the layers (metadata aside)."""
-        canonical = json.dumps(self._layers_json(), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+        """The first 16 hex digits of `sha256`."""
+        return self.sha256[:16]
 
     def __repr__(self) -> str:
         return f"Network(n={self.n_inputs}, widths={self.widths}, activations={self.activation_names})"

@@ -10,10 +10,13 @@ licence limit is never read as "no smaller explanation".
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import json
 import time
 from collections.abc import Iterable
 from dataclasses import replace
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol
 
@@ -23,8 +26,10 @@ from ..domain import Domain
 from ..errors import InputError
 from ..network import Network
 from ..problem import DEFAULT_EPSILON, Outcome, Problem, Status
+from ..validate import output_directory, output_file
 from .guard import GuardedSolver, lent
 from .oracle import SetOracle, check_witness
+from .proof import certificate_file, search, write_certificate
 
 
 class Solver(Protocol):
@@ -208,6 +213,7 @@ def solve_minimum(
     at_most: int | None = None,
     epsilon: float = DEFAULT_EPSILON,
     guarded: bool = True,
+    proof: str | Path | None = None,
 ) -> Outcome:
     """A minimum explanation of `kind` for x [n] by the named backend, replayed exactly.
 
@@ -219,6 +225,12 @@ def solve_minimum(
     answer is replayed (`replay`), and the exact set oracle's questions, limited to `time_limit`
     each, always run guarded (`solvers.oracle`).
 
+    `proof`: a file (`….json`) or a folder for the certificate (`solvers.proof`, docs/proofs.md)
+    of the answer's exact "nothing smaller" — an exact backend's NONE_WITHIN (k = `at_most`),
+    OPTIMAL (k = its size − 1), NONE_EXISTS (no CXp) — made within `time_limit` more seconds; in a
+    folder it is named by kind, network and input (`certificate_file`), and the network goes
+    beside it (`networks/SHA256.json`). The outcome's message says where it went, or why there is
+    none.
 
     Raises `InputError` for bad input, and `cardinal.errors.UndecidedPrediction` (not an
     `InputError`: x is valid) when exact arithmetic cannot decide p(x) — a smooth network whose
@@ -230,12 +242,47 @@ def solve_minimum(
         raise InputError(f"at_most must be ≥ 0, got {at_most}")
     if not time_limit > 0:
         raise InputError(f"time limit must be positive, got {time_limit}")
+    if proof is not None:
+        proof = output_file(proof, "proof") if str(proof).endswith(".json") else output_directory(proof, "proof")
     with lent("oracle", SetOracle) as oracle:  # kept with its engines' processes for the next call
         if not guarded:
             with get_solver(solver) as backend:
-                return solve_problem(backend, problem, at_most, time_limit, oracle)
-        with lent(solver, lambda: get_solver(solver, guarded=True)) as backend:  # an earlier call's started process
-            return solve_problem(backend, problem, at_most, time_limit, oracle)
+                outcome = solve_problem(backend, problem, at_most, time_limit, oracle)
+        else:
+            with lent(solver, lambda: get_solver(solver, guarded=True)) as backend:  # an earlier call's started process
+                outcome = solve_problem(backend, problem, at_most, time_limit, oracle)
+    return outcome if proof is None else _with_certificate(problem, outcome, at_most, proof, time_limit)
+
+
+def exact_claim(problem: Problem, outcome: Outcome, at_most: int | None) -> int | None:
+    """k of the outcome's exact "nothing smaller" ("no explanation within k"; n: no CXp), or None."""
+    if outcome.status == Status.NONE_WITHIN and outcome.exact and at_most is not None:
+        return at_most
+    if outcome.status == Status.OPTIMAL and outcome.exact and outcome.replayed and outcome.solution:
+        return len(outcome.solution) - 1
+    if outcome.status == Status.NONE_EXISTS and (outcome.exact or outcome.replayed) and problem.kind == "contrastive":
+        return problem.n
+    return None
+
+
+def _with_certificate(problem: Problem, outcome: Outcome, at_most: int | None, proof: Path, time_limit: float) -> Outcome:
+    """The outcome, its exact claim certified into `proof` (`solve_minimum`) and noted."""
+    k = exact_claim(problem, outcome, at_most)
+    if k is None:
+        return outcome.noted("no certificate: no exact 'nothing smaller' claim")
+    found = search(problem, k, time.perf_counter() + time_limit)
+    if found.certificate is None:
+        return outcome.noted(f"no certificate: {found.reason}")
+    text = json.dumps(found.certificate, separators=(",", ":")) + "\n"
+    if proof.suffix == ".json":
+        path = proof
+        write_certificate(text, path, problem.net)
+    else:
+        inputs = json.dumps([problem.x.tolist(), found.certificate["problem"]["lower"], found.certificate["problem"]["upper"]])
+        digest = hashlib.sha256(f"{inputs}{problem.threshold!r}{problem.domain.binary}".encode()).hexdigest()[:12]
+        path = proof / certificate_file(f"{problem.kind}-{problem.net.hash}-{digest}")
+        write_certificate(text, path, problem.net, root=proof)
+    return outcome.noted(f"certificate: {path}")
 
 
 def solve_problem(

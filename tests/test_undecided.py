@@ -121,7 +121,7 @@ def test_campaign_records_an_undecided_row(tmp_path: Path) -> None:
         time_limit=10.0,
     )
     with SolverPool(("enumerate",)) as pool:
-        record, case = certify_unit(unit, pool)
+        record, case, _ = certify_unit(unit, pool)
     assert case is None and record.verdict == "undecided" and record.prediction == -1 and not record.certified
     read = Record.from_json(json.loads(json.dumps(record.to_json())))
     assert read.verdict == "undecided" and read.greedy.check == "undecided" and read.gap is None

@@ -95,9 +95,18 @@ class Unit:
     solvers: tuple[str, ...]
     time_limit: float
     notes: tuple[str, ...] = ()  # about the whole instance: a prediction constant on the box
+    proof: bool = False  # make a certificate of the record's exact "nothing smaller" (`verify.proofs`)
+    proof_embed: bool = False  # ... with the network in it
 
 
-def units_of(instance: Instance, solvers: tuple[str, ...], time_limit: float, done: set[str]) -> list[Unit]:
+def units_of(
+    instance: Instance,
+    solvers: tuple[str, ...],
+    time_limit: float,
+    done: set[str],
+    proof: bool = False,
+    proof_embed: bool = False,
+) -> list[Unit]:
     """Greedy for every row and kind of an instance (batched, exactly re-checked), as units."""
     from .certify import greedy_answers
     from .settings import constant_note
@@ -137,6 +146,8 @@ def units_of(instance: Instance, solvers: tuple[str, ...], time_limit: float, do
                     solvers=names,
                     time_limit=time_limit,
                     notes=(constant,) if constant else (),
+                    proof=proof,
+                    proof_embed=proof_embed,
                 )
             )
     return units
@@ -146,12 +157,15 @@ def units_of(instance: Instance, solvers: tuple[str, ...], time_limit: float, do
 _POOL = None
 
 
-def certify_unit(unit: Unit, pool: SolverPool | _FailedCalls | None = None) -> tuple[Record, dict[str, Any] | None]:
-    """Certify one unit: its record, and its case file document when it is worth keeping.
-    `pool`: the solvers to run (default: this process's pool of `unit.solvers`)."""
+def certify_unit(unit: Unit, pool: SolverPool | _FailedCalls | None = None) -> tuple[Record, dict[str, Any] | None, str | None]:
+    """Certify one unit: its record, its case file document when it is worth keeping, and with
+    `unit.proof` the JSON text of its certificate when one was made (the record's `proof` entry
+    names its file). `pool`: the solvers to run (default: this process's pool of `unit.solvers`)."""
     from ..domain import Domain
     from ..network import Network
+    from ..solvers.proof import certificate_file
     from .certify import SolverPool, case_of, certify_input, tie_decided
+    from .proofs import Written, claim_of, make
 
     global _POOL
     if pool is None and (_POOL is None or _POOL.names != unit.solvers):
@@ -164,6 +178,12 @@ def certify_unit(unit: Unit, pool: SolverPool | _FailedCalls | None = None) -> t
         pool or _POOL, net, np.array(unit.x), unit.kind, domain, unit.threshold, unit.greedy, unit.time_limit, unit.row
     )
     suboptimal = problem is not None and certificate.verdict == Verdict.GREEDY_SUBOPTIMAL
+    written = None
+    if unit.proof:
+        written = Written({"file": None, "reason": "p(x) is undecided"})
+        if problem is not None:
+            claim = claim_of(problem, certificate.verdict, certificate.minimum, certificate.minimum_proved)
+            written = make(problem, *claim, certificate_file(unit.key), unit.time_limit, unit.proof_embed)
     record = Record(
         key=unit.key,
         instance=unit.instance,
@@ -187,11 +207,12 @@ def certify_unit(unit: Unit, pool: SolverPool | _FailedCalls | None = None) -> t
         tie_decided=tie_decided(problem, certificate.greedy.features) if suboptimal else None,
         notes=(*unit.notes, *certificate.notes),
         minimum_witness=certificate.minimum_witness,
+        proof=None if written is None else written.entry,
     )
     case = None
     if problem is not None and certificate.verdict in (Verdict.GREEDY_SUBOPTIMAL, Verdict.SOLVER_DISAGREEMENT):
         case = case_of(problem, certificate, note=f"crosscheck {unit.key}").to_json()
-    return record, case
+    return record, case, None if written is None else written.text
 
 
 # ---------------------------------------------------------------------------- parent side
@@ -205,6 +226,7 @@ class CampaignResult:
     interrupted: bool
     disagreements: int = 0  # records whose exact evidence conflicts (a bug: the command exits non-zero)
     failed: int = 0  # records whose every solver call ended in `error` (e.g. a unit whose worker kept dying)
+    rejected_proofs: int = 0  # certificates the checker rejected (a bug of the generator: the command exits non-zero)
 
 
 @sigterm_interrupts()  # from the start: SIGTERM during greedy ends as Ctrl-C does
@@ -220,8 +242,14 @@ def run_campaign(
     announce: Callable[[int], None] | None = None,
     executor: str = "local",
     address: str | None = None,
+    proof: Path | None = None,
+    proof_embed: bool = False,
 ) -> CampaignResult:
     """Run a suite (or the given instances) into `out`; see the module docstring.
+
+    `proof`: a folder for the certificates of the records' exact "nothing smaller" claims
+    (`verify.proofs`; with `proof_embed` each holds its network, else `networks/SHA256.json`
+    does, once per network), written before their records.
 
     `announce(count)` is called with the number of explanations to certify once greedy has run,
     before any solver. `executor`, `address`: where the solver calls run (`executors.execute`).
@@ -240,7 +268,10 @@ def run_campaign(
         with _locked(out):
             done = _finished(log, resume)
             try:
-                return _run(suite, out, log, done, solvers, time_limit, workers, progress, instances, announce, executor, address)
+                return _run(
+                    suite, out, log, done, solvers, time_limit, workers, progress, instances, announce, executor, address,
+                    proof, proof_embed,
+                )  # fmt: skip
             finally:
                 _close_pool()
     except InputError:
@@ -263,6 +294,8 @@ def _run(
     announce: Callable[[int], None] | None = None,
     executor: str = "local",
     address: str | None = None,
+    proof: Path | None = None,
+    proof_embed: bool = False,
 ) -> CampaignResult:
     started = time.perf_counter()
     if workers <= 1 and executor == "local":
@@ -270,15 +303,21 @@ def _run(
     units = [
         unit
         for instance in (instances if instances is not None else SUITES[suite](out))
-        for unit in units_of(instance, solvers, time_limit, done)
+        for unit in units_of(instance, solvers, time_limit, done, proof is not None, proof_embed)
     ]
+    networks: dict[str, Network] = {}
     if announce is not None:
         announce(len(units))
     new = cases = 0
     interrupted = False
     try:
-        for record, case in _execute(units, workers, executor, address):
-            # The case file first: a record in the log is finished work that --resume skips.
+        for unit, (record, case, certificate) in _execute(units, workers, executor, address):
+            # The certificate and case files first: a record in the log is finished work that --resume skips.
+            if certificate is not None and proof is not None and record.proof is not None:
+                from ..solvers.proof import write_certificate
+
+                network = networks.setdefault(unit.instance, Network.from_json(unit.network))
+                write_certificate(certificate, proof / record.proof["file"], None if proof_embed else network, root=proof)
             if case is not None:
                 from .cases import Case
 
@@ -296,7 +335,9 @@ def _run(
     write_report(out, records, suite=suite, solvers=solvers, time_limit=time_limit, seconds=time.perf_counter() - started)
     disagreements = sum(record.verdict == Verdict.SOLVER_DISAGREEMENT for record in records)
     failed = sum(bool(r.solvers) and all(o.status == Status.ERROR for o in r.solvers.values()) for r in records)
-    return CampaignResult(out, len(records), new, cases, time.perf_counter() - started, interrupted, disagreements, failed)
+    rejected = sum(r.proof is not None and r.proof["file"] is not None and not r.proof["accepted"] for r in records)
+    seconds = time.perf_counter() - started
+    return CampaignResult(out, len(records), new, cases, seconds, interrupted, disagreements, failed, rejected)
 
 
 def _check_folder(out: Path) -> None:
@@ -393,12 +434,12 @@ def _close_pool() -> None:
 
 
 def _execute(units: list[Unit], workers: int, executor: str = "local", address: str | None = None):
-    """Yield (record, case) as units finish (`executors.execute`): in order with one local worker,
-    as completed otherwise. A unit whose task failed (`Failed`: it raised, or on Ray its worker
+    """Yield (unit, (record, case, certificate)) as units finish (`executors.execute`): in order
+    with one local worker, as completed otherwise. A unit whose task failed (`Failed`: it raised, or on Ray its worker
     died on every try) gets the record of a certification in which every solver call ended in
     `error` with the reason, built here in the driver."""
     for unit, result in execute(certify_unit, units, workers, executor, address):
-        yield certify_unit(unit, _FailedCalls(unit.solvers, result.message)) if isinstance(result, Failed) else result
+        yield unit, certify_unit(unit, _FailedCalls(unit.solvers, result.message)) if isinstance(result, Failed) else result
 
 
 class _FailedCalls:

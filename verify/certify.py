@@ -78,6 +78,7 @@ class Certificate:
     notes: tuple[str, ...] = field(default=())
     minimum_proved: bool = False  # an exact proof that nothing smaller exists (else `minimum` is an upper bound)
     classes: int = 1  # K, the network's outputs (the prediction is a class index when K ≥ 2)
+    proof: dict[str, Any] | None = None  # with `--proof`: the certificate's entry (`verify.proofs`)
 
     @property
     def gap(self) -> int | None:
@@ -115,6 +116,7 @@ class Certificate:
             **({"classes": self.classes} if self.classes > 1 else {}),
             **verdict_fields(self),
             "notes": list(self.notes),
+            **({} if self.proof is None else {"proof": self.proof}),
         }
 
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,7 @@ from ..prediction import threshold_for
 from ..problem import Outcome, Problem, Status
 from ..validate import describe, json_feature_set, json_number
 from .certify import GreedyAnswer, SolverPool, certify_row
+from .proofs import ProofFolder
 
 KINDS = ("contrastive", "abductive")
 REQUIREMENTS = ("valid", "subset", "minimum")
@@ -86,6 +87,7 @@ class Judgement:
     notes: tuple[str, ...] = ()
     smaller_witness: tuple[float, ...] | None = None  # for a smaller contrastive set: the point that shows it
     classes: int = 1  # K, the network's outputs (the prediction is a class index when K ≥ 2)
+    proof: dict[str, Any] | None = None  # with a proof folder: the certificate's entry (`verify.proofs`)
 
     @property
     def passed(self) -> bool:
@@ -112,6 +114,7 @@ class Judgement:
             "certified": self.certified,
             "solvers": {name: outcome.to_json() for name, outcome in self.solvers.items()},
             "notes": list(self.notes),
+            **({} if self.proof is None else {"proof": self.proof}),
         }
 
     def describe(self) -> str:
@@ -179,8 +182,11 @@ def check_explanations(
     time_limit: float = 60.0,
     epsilon: float = 1e-6,
     progress: Callable[[], None] | None = None,
+    proofs: ProofFolder | None = None,
 ) -> list[Judgement]:
-    """Judge every claim about inputs X [B, n] (rows as in `Claim.row`); `progress()` after each."""
+    """Judge every claim about inputs X [B, n] (rows as in `Claim.row`); `progress()` after each.
+    With `proofs` and `require` minimum, each minimum and none-exists verdict gets a certificate
+    there (`verify.proofs`): "no explanation of fewer features", "no contrastive explanation"."""
     if require not in REQUIREMENTS:
         raise InputError(f"unknown requirement {require!r} (use {', '.join(REQUIREMENTS)})")
     domain = domain if domain is not None else Domain.unit(net.n_inputs)
@@ -197,7 +203,13 @@ def check_explanations(
                 judgements.append(Judgement(claim, -1, "undecided", notes=(note,), classes=net.n_outputs))
             else:
                 problem = Problem.make(net, X[claim.row], claim.kind, domain, threshold, epsilon)
-                judgements.append(_Judge(problem, pool, time_limit).judge(claim, require))
+                judgement = _Judge(problem, pool, time_limit).judge(claim, require)
+                if proofs is not None and require == "minimum" and judgement.verdict in ("minimum", "none_exists"):
+                    features = claim.features
+                    k = problem.n if features is None else len(features) - 1
+                    proved = (k, "") if k >= 0 else (None, "the minimum is the empty set: nothing is smaller")
+                    judgement = replace(judgement, proof=proofs.write(problem, proved, f"row{claim.row}-{claim.kind}"))
+                judgements.append(judgement)
             if progress is not None:
                 progress()
     return judgements

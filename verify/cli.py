@@ -248,11 +248,13 @@ def _explain(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------- certify
 def _certify(args: argparse.Namespace) -> int:
     from collections import Counter
+    from dataclasses import replace
 
     from tabulate import tabulate
 
     from ..problem import Status, Verdict
     from .certify import SolverPool, case_of, certify_input, greedy_answers
+    from .proofs import claim_of
 
     if args.out is not None:
         output_file(args.out, "--out")
@@ -264,6 +266,7 @@ def _certify(args: argparse.Namespace) -> int:
     if not names:
         raise InputError("--solvers needs at least one solver name")
     fail_on, baseline = _ci_flags(args, "certify")
+    proofs = _proof_folder(args, net)
     lines, certificates, saved = [], [], []
     with SolverPool(names) as pool, _Progress(len(X) * len(_kinds(args)), "certify", "certified") as progress:
         for kind in _kinds(args):
@@ -272,6 +275,9 @@ def _certify(args: argparse.Namespace) -> int:
                 problem, certificate = certify_input(
                     pool, net, x, kind, domain, threshold, answer, args.time_limit, row, args.epsilon
                 )
+                if proofs is not None and problem is not None:
+                    claim = claim_of(problem, certificate.verdict, certificate.minimum, certificate.minimum_proved)
+                    certificate = replace(certificate, proof=proofs.write(problem, claim, f"row{row}-{kind}"))
                 certificates.append(certificate)
                 lines.append(certificate.to_json())
                 if problem is not None and certificate.verdict in (Verdict.SOLVER_DISAGREEMENT, Verdict.GREEDY_SUBOPTIMAL):
@@ -298,6 +304,8 @@ def _certify(args: argparse.Namespace) -> int:
             print(tabulate(rows, headers=["solver", "claimed", "count"], tablefmt="simple"), file=sys.stderr)
     if saved:
         print(f"{len(saved)} case file(s) in {cases_dir}/", file=sys.stderr)
+    if proofs is not None:
+        failed += _proof_report([c.proof for c in certificates if c.proof is not None], proofs.folder)
     disagreements = sum(count for (_, verdict), count in verdicts.items() if verdict == "solver_disagreement")
     if disagreements:  # exact evidence conflicts: always a failure
         failed.append(f"{disagreements} solver disagreement(s): exact evidence conflicts")
@@ -330,14 +338,19 @@ def _check(args: argparse.Namespace) -> int:
     if unknown:  # (a missing library is named when the solver is first needed)
         raise InputError(f"unknown solver {unknown[0]!r} (known: {', '.join(SOLVER_NAMES)})")
     fail_on, baseline = _ci_flags(args, "check")
+    if args.proof is not None and args.require != "minimum":
+        raise InputError("--proof needs --require minimum (a certificate proves that nothing smaller exists)")
+    proofs = _proof_folder(args, net)
     with _Progress(len(claims), "check", "judged") as progress:
         judgements = check_explanations(
             net, X, claims, settings.domain, settings.threshold, args.require, names, args.time_limit, args.epsilon,
-            progress.update,
+            progress.update, proofs,
         )
     lines = [judgement.to_json() for judgement in judgements]
     failed = [f"{judgement.describe()}" for judgement in judgements if not judgement.passed]
     failed += _ci_report(lines, "check", _kinds(args), fail_on, baseline, args.diff_out)
+    if proofs is not None:
+        failed += _proof_report([j.proof for j in judgements if j.proof is not None], proofs.folder)
     _emit(_annotated(lines, net, settings), args.out)
     verdicts = Counter((j.claim.kind, j.verdict) for j in judgements)
     table = [[kind, verdict, count] for (kind, verdict), count in sorted(verdicts.items())]
@@ -409,6 +422,44 @@ def _ci_flag_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--diff-out", help="write the rows that changed since --baseline here, as JSON lines")
 
 
+def _proof_flag_arguments(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--proof",
+        metavar="DIR",
+        help=f"write a certificate (cardinal.proof/1) of {what} into DIR, each checked at once by the independent "
+        "checker (`cardinal proof check FILE`); the network goes once into DIR/networks/SHA256.json",
+    )
+    parser.add_argument(
+        "--proof-embed", action="store_true", help="with --proof: embed the network in each certificate (self-contained, larger)"
+    )
+
+
+def _proof_folder(args: argparse.Namespace, net):
+    """The `--proof` folder (checked writable before any work), or None."""
+    if args.proof is None:
+        if args.proof_embed:
+            raise InputError("--proof-embed needs --proof DIR")
+        return None
+    from .proofs import ProofFolder
+
+    return ProofFolder(output_directory(args.proof, "--proof"), net, args.time_limit, args.proof_embed)
+
+
+def _proof_report(entries: list[dict[str, Any]], folder: Path) -> list[str]:
+    """One stderr line on the certificates written; the failures (a rejected certificate is a bug)."""
+    written = [entry for entry in entries if entry["file"] is not None]
+    accepted = sum(entry["accepted"] for entry in written)
+    missing = len(entries) - len(written)
+    print(
+        f"{len(written)} certificate(s) in {folder}/, {accepted} accepted by the checker"
+        + (f"; {missing} result(s) without one (see their 'proof' reason)" if missing else ""),
+        file=sys.stderr,
+    )
+    return [
+        f"certificate {entry['file']} rejected by the checker: {entry['message']}" for entry in written if not entry["accepted"]
+    ]
+
+
 # ---------------------------------------------------------------------------- convert
 def _convert(args: argparse.Namespace) -> int:
     import numpy as np
@@ -457,6 +508,9 @@ def _crosscheck(args: argparse.Namespace) -> int:
     if not solvers:
         raise InputError("no exact solver is installed: pip install 'cardinal[solvers]'")
     out = output_directory(args.out, "--out")
+    if args.proof_embed and args.proof is None:
+        raise InputError("--proof-embed needs --proof DIR")
+    proof = None if args.proof is None else output_directory(args.proof, "--proof")
     if args.suite == "paper":  # its models are cached in OUT/models/, its report is OUT/paper.md unless named
         output_directory(out / "models", "--out", root=out)
         if args.paper_report is not None:
@@ -497,6 +551,8 @@ def _crosscheck(args: argparse.Namespace) -> int:
             announce=announce,
             executor=args.executor,
             address=args.address,
+            proof=proof,
+            proof_embed=args.proof_embed,
         )
     finally:
         if bar is not None:
@@ -530,7 +586,9 @@ def _crosscheck(args: argparse.Namespace) -> int:
             f"!!! {result.disagreements} record(s) with conflicting exact evidence (solver_disagreement): see the summary",
             file=sys.stderr,
         )
-    return 130 if result.interrupted else 1 if result.disagreements else 0
+    if result.rejected_proofs:
+        print(f"!!! {result.rejected_proofs} certificate(s) rejected by the checker (a bug): see the summary", file=sys.stderr)
+    return 130 if result.interrupted else 1 if result.disagreements or result.rejected_proofs else 0
 
 
 class _Progress:
@@ -754,6 +812,23 @@ def _replay(args: argparse.Namespace) -> int:
     return 1
 
 
+# ---------------------------------------------------------------------------- proof
+def _proof(args: argparse.Namespace) -> int:
+    from .proofs import check_file
+
+    rejected = 0
+    for path in args.files:
+        started = time.perf_counter()
+        report = check_file(path, args.network, args.activations)
+        seconds = time.perf_counter() - started
+        if report.accepted:
+            print(f"{path}: {report.message} ({report.leaves} leaves, {report.evaluations} exact evaluations, {seconds:.2f} s)")
+        else:
+            rejected += 1
+            print(f"{path}: REJECTED: {report.message}")
+    return 1 if rejected else 0
+
+
 # ---------------------------------------------------------------------------- data
 def _data(args: argparse.Namespace) -> int:
     from tabulate import tabulate
@@ -796,7 +871,7 @@ def build_parser() -> argparse.ArgumentParser:
     problem = _problem_flags()
     for add in (
         _add_explain, _add_certify, _add_check, _add_convert, _add_crosscheck,
-        _add_export, _add_hunt, _add_train, _add_bench, _add_replay, _add_data,
+        _add_export, _add_hunt, _add_train, _add_bench, _add_replay, _add_proof, _add_data,
     ):  # fmt: skip
         add(commands, problem)  # one function per subcommand, below, in the order of `cardinal --help`
     return parser
@@ -840,6 +915,7 @@ def _add_certify(commands: argparse._SubParsersAction, problem: argparse.Argumen
         "--epsilon", type=positive_number, default=1e-6, help="MILP margin to reach class 1: f ≥ t + ε (default 1e-6)"
     )
     certify.add_argument("--cases", help="directory for case files (default: OUT.cases/ or ./cardinal-cases/)")
+    _proof_flag_arguments(certify, "each exact 'nothing smaller' (a minimum proved, no CXp at all)")
     _ci_flag_arguments(certify)
     certify.set_defaults(handler=_certify)
 
@@ -871,6 +947,7 @@ def _add_check(commands: argparse._SubParsersAction, problem: argparse.ArgumentP
     check.add_argument(
         "--epsilon", type=positive_number, default=1e-6, help="MILP margin to reach class 1: f ≥ t + ε (default 1e-6)"
     )
+    _proof_flag_arguments(check, "each minimum and none_exists verdict (with --require minimum)")
     _ci_flag_arguments(check)
     check.set_defaults(handler=_check)
 
@@ -929,6 +1006,7 @@ def _add_crosscheck(commands: argparse._SubParsersAction, problem: argparse.Argu
     crosscheck.add_argument(
         "--paper-report", help="where --suite paper writes its report, figures beside it (default: OUT/paper.md)"
     )
+    _proof_flag_arguments(crosscheck, "each record's exact 'nothing smaller' (a minimum proved, no CXp at all)")
     crosscheck.set_defaults(handler=_crosscheck)
 
 
@@ -1068,6 +1146,23 @@ def _add_replay(commands: argparse._SubParsersAction, problem: argparse.Argument
     )
     replay.add_argument("case", help="case file (cardinal.case/1, docs/formats.md)")
     replay.set_defaults(handler=_replay)
+
+
+def _add_proof(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
+    proof = commands.add_parser(
+        "proof",
+        help="check certificates (cardinal.proof/1) with the independent checker",
+        description="`cardinal proof check FILE...`: check each certificate of 'no explanation within k' (or 'no "
+        "contrastive explanation') with cardinal.checker, which shares no code with the solvers. The network: --network "
+        "NET (cardinal JSON is read by the checker itself; ONNX and torch files are converted by cardinal's readers, "
+        "which the check then trusts too), else the one the certificate embeds, else networks/SHA256.json beside it. "
+        "Exit 0: every certificate accepted; 1: one rejected (the first step that fails is named); 2: bad input.",
+    )
+    proof.add_argument("action", choices=("check",))
+    proof.add_argument("files", nargs="+", metavar="FILE", help="certificate files")
+    proof.add_argument("--network", help="the network: JSON (cardinal.network/1), ONNX, or torch")
+    proof.add_argument("--activations", help="for a torch state_dict: one activation per Linear layer, e.g. relu,identity")
+    proof.set_defaults(handler=_proof)
 
 
 def _add_data(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:

@@ -74,6 +74,7 @@ class Record:
     tie_decided: bool | None = None  # for greedy_suboptimal: would some tie order have rescued greedy?
     notes: tuple[str, ...] = ()
     minimum_witness: tuple[float, ...] | None = None  # for a contrastive minimum: the point that shows it
+    proof: dict[str, Any] | None = None  # with --proof: the certificate's entry (`verify.proofs`)
 
     @property
     def margin(self) -> float:
@@ -112,6 +113,7 @@ class Record:
             **verdict_fields(self),
             "tie_decided": self.tie_decided,
             "notes": list(self.notes),
+            **({} if self.proof is None else {"proof": self.proof}),
         }
 
     @classmethod
@@ -150,6 +152,7 @@ class Record:
             tie_decided=None if document.get("tie_decided") is None else read.boolean("tie_decided"),
             notes=tuple(str(note) for note in document.get("notes") or ()),
             minimum_witness=_witness(document.get("minimum_witness"), f"{where}: minimum_witness"),
+            proof=_proof(document.get("proof"), f"{where}: proof"),
         )
 
 
@@ -199,6 +202,9 @@ def without_timings(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             record["greedy"].pop("seconds")
         for outcome in record["solvers"].values():
             outcome.pop("seconds")
+        if record.get("proof"):
+            record["proof"].pop("seconds", None)
+            record["proof"].pop("check_seconds", None)
         cleaned.append(record)
     return cleaned
 
@@ -283,6 +289,25 @@ def _seconds(value: Any, where: str) -> float:
     if not _is_seconds(value):
         raise InputError(f"{where} must be a number of seconds ≥ 0, got {describe(value)}")
     return float(value)
+
+
+def _proof(document: Any, where: str) -> dict[str, Any] | None:
+    """A record's `proof` entry (`verify.proofs`), or None: a file name with its size, seconds and
+    the checker's answer, or no file and the reason."""
+    if document is None:
+        return None
+    if not isinstance(document, dict) or "file" not in document:
+        raise InputError(f"{where} must be an object with 'file', got {describe(document)}")
+    if document["file"] is None:
+        if not isinstance(document.get("reason"), str):
+            raise InputError(f"{where}: 'reason' must be a string when 'file' is null")
+        return document
+    ok = isinstance(document["file"], str) and isinstance(document.get("accepted"), bool)
+    if not ok or not all(_is_seconds(document.get(key)) for key in ("bytes", "seconds", "check_seconds")):
+        raise InputError(
+            f"{where} must give 'file', 'bytes', 'seconds', 'check_seconds' and 'accepted', got {describe(document)}"
+        )
+    return document
 
 
 def _outcome(solver: str, document: Any, where: str) -> Outcome:

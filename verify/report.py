@@ -320,6 +320,7 @@ def write_report(
         tabulate(runtime_table(records), headers=["solver", "calls", "median", "p90", "max", "statuses"], tablefmt="github"),
         "",
         *_agreement_section(records),
+        *proof_section(records),
         *_disagreement_section(records),
         *_cases_section(out),
         "## Figures",
@@ -365,6 +366,49 @@ def _agreement_section(records: list[Record]) -> list[str]:
         *(refuted_claims(records) or ["No claim was refuted."]),
         "",
     ]
+
+
+def proof_section(records: list[Record], limit: int = 20) -> list[str]:
+    """Certificates of the records' exact "nothing smaller" claims (a run with `--proof`): how many
+    proved claims carry one the checker accepts, their median size, and the time to make and
+    check them against the time the solvers took."""
+    asked = [record for record in records if record.proof is not None]
+    if not asked:
+        return []
+    claims = [r for r in asked if r.verdict == Verdict.NONE_EXISTS or (r.minimum_proved and r.minimum)]
+    written = [r.proof for r in asked if r.proof is not None and r.proof["file"] is not None]
+    accepted = [r for r in claims if r.proof is not None and r.proof.get("accepted")]
+    empty = sum(r.minimum_proved and r.minimum == () for r in asked)
+    sizes = [entry["bytes"] for entry in written]
+    made, checked = sum(entry["seconds"] for entry in written), sum(entry["check_seconds"] for entry in written)
+    solving = sum(outcome.seconds for record in records for outcome in record.solvers.values())
+    none_exists = sum(r.verdict == Verdict.NONE_EXISTS for r in claims)
+    fraction = share(len(accepted), len(claims), 1) if claims else "—"
+    lines = [
+        "## Certificates of 'nothing smaller' (`cardinal proof check FILE`)",
+        "",
+        f"- {len(claims)} records hold an exact 'nothing smaller' claim ({none_exists} of them 'no contrastive "
+        f"explanation'); {len(accepted)} ({fraction}) carry a certificate the independent checker accepts"
+        + (f"; {empty} minima are the empty set, with nothing smaller to prove" if empty else "")
+        + ".",
+    ]
+    if sizes:
+        lines.append(
+            f"- Size: median {statistics.median(sizes):,.0f} bytes, max {max(sizes):,} bytes, {sum(sizes):,} in all "
+            "(compact JSON, the network aside: it is written once, in `networks/`)."
+        )
+    lines.append(
+        f"- Time: made in {made:.1f} s and checked in {checked:.1f} s in all, against {solving:.1f} s of solver calls "
+        "over every record."
+    )
+    rejected = [r for r in asked if r.proof is not None and r.proof["file"] is not None and not r.proof["accepted"]]
+    missing = [r for r in claims if r.proof is not None and r.proof["file"] is None]
+    if rejected or missing:
+        lines += ["", "Claims without an accepted certificate:", ""]
+        shown = [f"- `{r.key}`: rejected by the checker (a bug) — {r.proof['message']}" for r in rejected]
+        shown += [f"- `{r.key}`: {r.proof['reason']}" for r in missing]
+        lines += shown[:limit] + ([f"- … and {len(shown) - limit} more"] if len(shown) > limit else [])
+    return [*lines, ""]
 
 
 def _disagreement_section(records: list[Record]) -> list[str]:

@@ -1,0 +1,312 @@
+"""Certificates of "no explanation within k": the generator of `cardinal.proof/1` (docs/proofs.md),
+whose trees `cardinal.checker` checks on its own.
+
+`prove(problem, k, deadline)` searches, depth first, a tree over the nodes (in, out) of the
+shortcut's sets (`Problem.base` moved to `Problem.target` on a set S reaches `Problem.goal` iff S
+is an explanation; validity is closed upwards). A node's sets are `in ∪ T`, T ⊆ open, |in ∪ T| ≤ k;
+its *allowed* set is `in ∪ open`. Each node closes, in this order, by
+
+1. *size*: more than k features are in;
+2. *invalid*: `allowed` is no explanation (one exact evaluation), so neither is any set of the node;
+3. *bound*: the checker's budgeted interval bound, computed here in float64 and rounded outwards
+   (`IntervalBound`), so that whenever it closes a node the checker's exact bound, which is
+   tighter, closes it too;
+4. *forced features*: an open feature i without which `allowed` is invalid is in every
+   explanation of the node — a split on i whose out-child is an invalid leaf; more forced features
+   than the budget end in a size leaf;
+5. *all*: at most `ALL_SETS` largest sets, each judged exactly;
+
+else it splits on the open feature of largest share (`_Tree.shares`, a float64 hint) — in first.
+Every judgement is exact (`Problem.predictions`, via `BoundedForward.decide`); a set of at most k
+features found valid ends the search (the claim is false), and so does an undecided judgement (a
+smooth enclosure straddling t) and the deadline: `search` says which, `prove` returns None.
+
+`certificate_file` and `write_certificate` name and write a certificate and its network
+(`networks/SHA256.json`, once per folder) through `cardinal.io`'s safe writers.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..io import write_atomic
+from ..network import Network
+from ..problem import Kind, Problem
+from ..rounding import SAFETY, TINY, UNIT_ROUNDOFF, gamma
+
+FORMAT = "cardinal.proof/1"
+# A node with at most this many largest sets becomes a leaf "all" (the checker allows 4096): each
+# set costs the checker an exact evaluation, so a split that closes with a few leaves is cheaper
+# (measured on the quick suite's trained networks: 4 gave the least checking time of 1, 4, 16, 64).
+ALL_SETS = 4
+# The checker's rational enclosures of sigmoid, tanh and softplus are this wide (relative) at most;
+# the float bound widens every smooth unit by it (softplus's is 2^-40·(1 + value)).
+_SMOOTH_SLACK = 2.0**-36
+
+
+@dataclass(frozen=True)
+class Proof:
+    """What a search gave: the certificate, or None and why (`reason`); `counterexample`: a valid
+    set of at most k features (the claim is false), when one was found."""
+
+    certificate: dict[str, Any] | None
+    reason: str
+    nodes: int
+    seconds: float
+    counterexample: tuple[int, ...] | None = None
+
+
+class _Stop(Exception):
+    """Ends a search without a certificate (the reason in its message)."""
+
+    def __init__(self, reason: str, counterexample: tuple[int, ...] | None = None) -> None:
+        super().__init__(reason)
+        self.counterexample = counterexample
+
+
+def prove(problem: Problem, k: int, deadline: float = math.inf) -> dict[str, Any] | None:
+    """A `cardinal.proof/1` certificate that no explanation of `problem`'s kind has at most k
+    features (k = n for a CXp: none exists at all), or None: the claim is false, the deadline
+    (`time.perf_counter()`) passed, a judgement was undecided, or the shortcut does not apply."""
+    return search(problem, k, deadline).certificate
+
+
+def search(problem: Problem, k: int, deadline: float = math.inf) -> Proof:
+    """`prove`, with the reason when there is no certificate."""
+    started = time.perf_counter()
+    if not problem.monotone:
+        return Proof(None, "the monotone shortcut does not apply (the network is not monotone)", 0, 0.0)
+    if not 0 <= k <= problem.n:
+        raise ValueError(f"k must lie in 0..{problem.n}, got {k}")
+    tree = _Tree(problem, k, deadline)
+    try:
+        root = tree.node(np.zeros(problem.n, dtype=bool), np.zeros(problem.n, dtype=bool))
+    except RecursionError:  # one frame per split on a path: n beyond Python's recursion limit
+        return Proof(
+            None, f"the tree is too deep for this generator ({problem.n} features)", tree.nodes, time.perf_counter() - started
+        )
+    except _Stop as stop:
+        return Proof(None, str(stop), tree.nodes, time.perf_counter() - started, stop.counterexample)
+    document = {"format": FORMAT, "problem": problem_json(problem), "claim": claim_json(problem, k)}
+    document["proof"] = {"method": "shortcut-tree", "root": root}
+    return Proof(document, "proved", tree.nodes, time.perf_counter() - started)
+
+
+def problem_json(problem: Problem) -> dict[str, Any]:
+    """The certificate's `problem` object: every number the double cardinal holds."""
+    return {
+        "network_sha256": problem.net.sha256,
+        "x": problem.x.tolist(),
+        "kind": problem.kind,
+        "lower": problem.domain.lower.tolist(),
+        "upper": problem.domain.upper.tolist(),
+        "binary": bool(problem.domain.binary),
+        "threshold": float(problem.threshold),
+    }
+
+
+def claim_json(problem: Problem, k: int) -> dict[str, Any]:
+    """`{"none_exists": true}` for a CXp with k = n, else `{"no_explanation_within": k}`."""
+    if k == problem.n and problem.kind == Kind.CONTRASTIVE:
+        return {"none_exists": True}
+    return {"no_explanation_within": k}
+
+
+# ---------------------------------------------------------------------------- the node bound
+class IntervalBound:
+    """The checker's budgeted interval bound (docs/proofs.md) in float64, rounded outwards.
+
+    The first layer's pre-activation of unit j over a node's sets lies in [c_j + Σ_in d_j +
+    (the r most negative d_ji on open), c_j + Σ_in d_j + (the r largest)], d_ji = W₁[j,i]·(target_i
+    − base_i); computed in float64, each end is within `error` [w₀] of the checker's exact one
+    (γ bounds of the products and sums, every move counted; a sum of the r largest moves is
+    1-Lipschitz in the moves, whatever the rounding does to their order). Each later step moves
+    the ends outwards by its rigorous rounding bound (`cardinal.rounding`), and smooth units by
+    `_SMOOTH_SLACK` more than the checker's enclosures are wide. So the float interval contains the
+    checker's at every layer, and a node it closes the checker's bound closes too."""
+
+    def __init__(self, problem: Problem) -> None:
+        first = problem.net.layers[0]
+        weight, bias = first.weight, first.bias
+        step = problem.target - problem.base
+        self.moves = weight * step[None, :]  # [w0, n]
+        self.centres = weight @ problem.base + bias  # [w0]
+        magnitude = np.abs(weight) @ np.abs(problem.base) + np.abs(bias) + 3 * (np.abs(weight) @ np.abs(step))
+        self.error = gamma(2 * problem.n + 8) * (magnitude + np.abs(self.centres)) * SAFETY + TINY
+        self.layers = problem.net.layers
+        self.goal, self.threshold = problem.goal, problem.threshold
+
+    def closes(self, chosen: np.ndarray, open_: np.ndarray, budget: int) -> bool:
+        """Whether the checker's bound closes the node (chosen, open_ [n] bool, budget r ≥ 0)."""
+        fixed = self.moves[:, chosen].sum(axis=1)
+        free = self.moves[:, open_]
+        r = min(budget, free.shape[1])
+        rises = falls = 0.0
+        if r:
+            rises = -np.partition(-np.maximum(free, 0.0), r - 1, axis=1)[:, :r].sum(axis=1)
+            falls = np.partition(np.minimum(free, 0.0), r - 1, axis=1)[:, :r].sum(axis=1)
+        low, high = self.centres + fixed + falls, self.centres + fixed + rises
+        low, high = _down(low, self.error), _up(high, self.error)
+        for number, layer in enumerate(self.layers):
+            if number:
+                positive, negative = np.maximum(layer.weight, 0.0), np.minimum(layer.weight, 0.0)
+                terms = gamma(layer.weight.shape[1] + 2)
+                low_sum = positive @ low + negative @ high + layer.bias
+                high_sum = positive @ high + negative @ low + layer.bias
+                spread = terms * (positive @ np.abs(low) - negative @ np.abs(high) + np.abs(layer.bias))
+                spread_high = terms * (positive @ np.abs(high) - negative @ np.abs(low) + np.abs(layer.bias))
+                low, high = _down(low_sum, spread), _up(high_sum, spread_high)
+            low, high = _activate(layer.activation, low, -1), _activate(layer.activation, high, +1)
+        if self.goal == 1:  # an explanation needs f > t: impossible when the top ≤ t
+            return bool(high[0] <= self.threshold)
+        return bool(low[0] > self.threshold)
+
+
+def _down(value: np.ndarray, error: np.ndarray | float) -> np.ndarray:
+    """A float64 at most value − error in exact arithmetic (the subtraction's rounding included)."""
+    return value - (error + 2 * UNIT_ROUNDOFF * np.abs(value)) * SAFETY - TINY
+
+
+def _up(value: np.ndarray, error: np.ndarray | float) -> np.ndarray:
+    return value + (error + 2 * UNIT_ROUNDOFF * np.abs(value)) * SAFETY + TINY
+
+
+def _activate(activation: Any, h: np.ndarray, direction: int) -> np.ndarray:
+    """σ at float ends h, moved outwards (direction −1 down, +1 up) by σ's own rounding and, for
+    smooth units, by more than the width of the checker's enclosures. A step is exact in float64
+    (a comparison), and non-decreasing: step(h) at an end below (above) the checker's is below
+    (above) the checker's."""
+    z = activation.apply_(torch.from_numpy(h.copy())).numpy()
+    if not activation.is_continuous:
+        return z
+    error = activation.float_error(z, np.zeros_like(z))
+    if not activation.is_piecewise_linear:
+        error = error + _SMOOTH_SLACK * (1 + np.abs(z))
+    return _down(z, error) if direction < 0 else _up(z, error)
+
+
+# ---------------------------------------------------------------------------- the tree
+class _Tree:
+    """The depth-first search of the module docstring for one problem and k."""
+
+    def __init__(self, problem: Problem, k: int, deadline: float) -> None:
+        self.problem, self.k, self.deadline = problem, k, deadline
+        self.bound = IntervalBound(problem)
+        self.nodes = 0
+        # a feature's share: Σ_j s_j·|d_ji|, s = |W_L|···|W_2| (how far its move can carry f, ignoring
+        # the activations); splitting on the largest gave trees 3× smaller than the largest drop of
+        # f at the node, or the largest single-feature move, on the quick suite's trained networks
+        sensitivity = np.ones(1)
+        for layer in reversed(problem.net.layers[1:]):
+            sensitivity = sensitivity @ np.abs(layer.weight)
+        self.shares = sensitivity @ np.abs(self.bound.moves)
+
+    def valid_sets(self, masks: np.ndarray) -> np.ndarray:
+        """masks [B, n] bool → [B] bool: each set an explanation, judged exactly; a valid set of at
+        most k features, or an undecided judgement (a smooth enclosure straddling t), ends the search."""
+        problem = self.problem
+        predicted = problem.predictions(np.where(masks, problem.target[None, :], problem.base[None, :]))
+        valid = predicted == problem.goal
+        small = masks.sum(axis=1) <= self.k
+        if (valid & small).any():
+            found = masks[np.argmax(valid & small)]
+            raise _Stop(f"the claim is false: {_shown(found)} is an explanation", tuple(np.flatnonzero(found).tolist()))
+        if (predicted < 0).any():
+            undecided = _shown(masks[np.argmax(predicted < 0)])
+            raise _Stop(f"undecided: exact arithmetic cannot decide whether {undecided} is an explanation")
+        return valid
+
+    def node(self, chosen: np.ndarray, excluded: np.ndarray) -> dict[str, Any]:
+        """The subtree of the node (chosen = in, excluded = out; [n] bool each)."""
+        self.nodes += 1
+        if time.perf_counter() > self.deadline:
+            raise _Stop("deadline")
+        budget = self.k - int(chosen.sum())
+        if budget < 0:
+            return {"leaf": "size"}
+        allowed = ~excluded
+        if not self.valid_sets(allowed[None, :])[0]:
+            return _invalid(allowed)
+        if self.bound.closes(chosen, allowed & ~chosen, budget):
+            return {"leaf": "bound"}
+        free = np.flatnonzero(allowed & ~chosen)
+        probes = np.repeat(allowed[None, :], len(free) + 1, axis=0)
+        probes[np.arange(1, len(free) + 1), free] = False
+        forced = free[~self.valid_sets(probes)[1:]].tolist()[: budget + 1]
+        if not forced:
+            return self._rest(chosen, excluded, budget)
+        # a chain of splits on the forced features, each out-child invalid; a size leaf at its end
+        # when they exceed the budget, else the node with them all in (the same allowed set)
+        inside = chosen.copy()
+        inside[forced] = True
+        tail = {"leaf": "size"} if len(forced) > budget else self._rest(inside, excluded, budget - len(forced), bounded=False)
+        for feature in reversed(forced):
+            out = allowed.copy()
+            out[feature] = False
+            tail = {"split": feature, "in": tail, "out": _invalid(out)}
+        return tail
+
+    def _rest(self, chosen: np.ndarray, excluded: np.ndarray, budget: int, bounded: bool = True) -> dict[str, Any]:
+        """A node whose allowed set is valid and has no forced feature (`bounded`: its bound is
+        known not to close): a bound leaf, a leaf "all" when small, else a split on the open
+        feature of largest share."""
+        open_ = ~excluded & ~chosen
+        if not bounded and self.bound.closes(chosen, open_, budget):
+            return {"leaf": "bound"}
+        free = np.flatnonzero(open_)
+        size = min(budget, len(free))
+        count = math.comb(len(free), size)
+        if count <= ALL_SETS:
+            sets = np.repeat(chosen[None, :], count, axis=0)
+            for row, subset in enumerate(itertools.combinations(free.tolist(), size)):
+                sets[row, list(subset)] = True
+            self.valid_sets(sets)  # a valid one ends the search
+            return {"leaf": "all"}
+        feature = int(free[np.argmax(self.shares[free])])
+        inside, outside = chosen.copy(), excluded.copy()
+        inside[feature] = True
+        outside[feature] = True
+        return {"split": feature, "in": self.node(inside, excluded), "out": self.node(chosen, outside)}
+
+
+def _invalid(allowed: np.ndarray) -> dict[str, Any]:
+    return {"leaf": "invalid", "set": np.flatnonzero(allowed).tolist()}
+
+
+def _shown(mask: np.ndarray) -> str:
+    return "{" + ", ".join(map(str, np.flatnonzero(mask).tolist())) + "}"
+
+
+# ---------------------------------------------------------------------------- files
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def certificate_file(key: str) -> str:
+    """The file name of the certificate of a record key ("instance:row:kind" → "instance_row_kind.proof.json")."""
+    return _UNSAFE.sub("_", key).strip("._") + ".proof.json"
+
+
+def write_certificate(text: str, path: str | Path, network: Network | None = None, *, root: str | Path | None = None) -> None:
+    """Write a certificate's JSON text to `path`, whole or not at all (`io.write_atomic`; `root`
+    as there), and with `network` that network's JSON as `networks/SHA256.json` beside it, unless
+    it is there already (`network_beside`)."""
+    write_atomic(path, text, root=root)
+    if network is not None:
+        stored = network_beside(path, network.sha256)
+        if not stored.is_file():
+            write_atomic(stored, json.dumps(network.to_json()) + "\n", root=Path(path).parent if root is None else root)
+
+
+def network_beside(path: str | Path, digest: str) -> Path:
+    """Where `write_certificate` keeps the network of a certificate at `path`."""
+    return Path(path).parent / "networks" / f"{digest}.json"

@@ -1,0 +1,134 @@
+"""Certificates beside the results (`--proof DIR` of certify, check and crosscheck) and
+`cardinal proof check`.
+
+Every exact "nothing smaller" of a row — its minimum proved (`minimum_proved`: the claim "no
+explanation of at most |minimum| − 1 features", which covers an exact backend's `none_within`
+and `optimal`) or no contrastive explanation at all (`none_exists`) — is proved again by
+`solvers.proof` and written as one `cardinal.proof/1` file (docs/proofs.md), then checked at once
+by the independent checker (`cardinal.checker`). The network is written once per folder as
+`networks/SHA256.json` (cardinal's JSON), or into each certificate with `embed`.
+
+A result's `proof` entry: `{"file", "claim", "bytes", "seconds" (generation), "check_seconds",
+"accepted"}` (with `message` when rejected, a bug of the generator), or `{"file": null,
+"reason"}` when no certificate was written: nothing to prove (an empty minimum, no exact claim),
+the shortcut does not apply, the generator's deadline, an undecided judgement.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .. import checker
+from ..errors import InputError
+from ..io import MAX_NETWORK_BYTES, read_json
+from ..network import Network
+from ..problem import Problem, Verdict
+from ..solvers.proof import certificate_file, network_beside, search, write_certificate
+
+
+@dataclass(frozen=True)
+class Written:
+    """A certificate made for one result: its `proof` entry, and its JSON text (None: no file)."""
+
+    entry: dict[str, Any]
+    text: str | None = None
+
+
+def claim_of(problem: Problem, verdict: Verdict, minimum: tuple[int, ...] | None, proved: bool) -> tuple[int | None, str]:
+    """k of the result's exact "nothing smaller" claim (n: no CXp at all), or None and why not."""
+    if verdict == Verdict.NONE_EXISTS:
+        return problem.n, ""
+    if not proved or minimum is None:
+        return None, "no exact 'nothing smaller' claim"
+    if not minimum:
+        return None, "the minimum is the empty set: nothing is smaller"
+    return len(minimum) - 1, ""
+
+
+def make(problem: Problem, k: int | None, reason: str, name: str, time_limit: float, embed: bool = False) -> Written:
+    """Prove "no explanation within k" (generation limited to `time_limit` s), check the
+    certificate with `cardinal.checker`, and return its entry and text (`Written`)."""
+    if k is None:
+        return Written({"file": None, "reason": reason})
+    started = time.perf_counter()
+    found = search(problem, k, started + time_limit)
+    if found.certificate is None:
+        return Written({"file": None, "reason": f"no certificate: {found.reason} after {found.nodes} node(s)"})
+    network = problem.net.to_json()
+    if embed:
+        found.certificate["network"] = network
+    text = json.dumps(found.certificate, separators=(",", ":")) + "\n"
+    checked = time.perf_counter()
+    report = checker.check(found.certificate, network)
+    entry: dict[str, Any] = {
+        "file": name,
+        "claim": found.certificate["claim"],
+        "bytes": len(text.encode()),
+        "seconds": round(found.seconds, 6),
+        "check_seconds": round(time.perf_counter() - checked, 6),
+        "accepted": report.accepted,
+    }
+    if not report.accepted:
+        entry["message"] = report.message
+    return Written(entry, text)
+
+
+def save(folder: Path, written: Written, network: Network, embed: bool = False) -> None:
+    """Write a made certificate into `folder` (a folder the user named: nothing below it is written
+    through a link), and unless it embeds the network, the network beside it once."""
+    if written.text is not None:
+        write_certificate(written.text, folder / written.entry["file"], None if embed else network, root=folder)
+
+
+class ProofFolder:
+    """`--proof DIR` of certify and check: certificates of the rows of one network, made and
+    written at once (`make`, `save`)."""
+
+    def __init__(self, folder: str | Path, network: Network, time_limit: float, embed: bool = False) -> None:
+        self.folder, self.network, self.time_limit, self.embed = Path(folder), network, time_limit, embed
+
+    def write(self, problem: Problem, claim: tuple[int | None, str], key: str) -> dict[str, Any]:
+        """The `proof` entry of one result whose claim (k, or None and why: `claim_of`) is given,
+        its certificate written when there is one."""
+        written = make(problem, *claim, certificate_file(key), self.time_limit, self.embed)
+        save(self.folder, written, self.network, self.embed)
+        return written.entry
+
+
+# ---------------------------------------------------------------------------- cardinal proof check
+def check_file(path: str | Path, network: str | Path | None = None, activations: str | None = None) -> checker.Report:
+    """Check one certificate file against `network` (cardinal JSON, read by the checker itself; an
+    ONNX or torch file, read by `cardinal.formats` into cardinal's JSON), else the network it
+    embeds, else `networks/SHA256.json` beside it. InputError: a file or certificate that is not
+    well formed (`checker.CertificateError`), or no network."""
+    path = Path(path)
+    certificate = read_json(path, "certificate", MAX_NETWORK_BYTES)
+    document = None
+    if network is not None:
+        document = _network_document(network, activations)
+    elif isinstance(certificate, dict) and certificate.get("network") is None:
+        problem = certificate.get("problem")
+        digest = problem.get("network_sha256") if isinstance(problem, dict) else None
+        beside = network_beside(path, digest) if isinstance(digest, str) and digest.isalnum() else None
+        if beside is None or not beside.is_file():
+            missing = beside or path.parent / "networks"
+            raise InputError(f"{path}: no network: the certificate embeds none and {missing} is missing; give --network NET")
+        document = read_json(beside, "network file", MAX_NETWORK_BYTES)
+    try:
+        return checker.check(certificate, document)
+    except checker.CertificateError as error:
+        raise InputError(f"{path}: {error}") from None
+
+
+def _network_document(path: str | Path, activations: str | None) -> Any:
+    """The cardinal.network/1 document of a network file: JSON as written, others converted."""
+    from ..formats.loaders import read_model
+
+    document, chain, _ = read_model(path, activations)
+    if document is not None:
+        return document
+    return Network.from_chain(chain).to_json()
