@@ -1158,7 +1158,7 @@ def _add_proof(commands: argparse._SubParsersAction, problem: argparse.ArgumentP
         "which the check then trusts too), else the one the certificate embeds, else networks/SHA256.json beside it. "
         "Exit 0: every certificate accepted; 1: one rejected (the first step that fails is named); 2: bad input.",
     )
-    proof.add_argument("action", choices=("check",))
+    proof.add_argument("action", choices=("check",), help="check: check the certificates (the one action today)")
     proof.add_argument("files", nargs="+", metavar="FILE", help="certificate files")
     proof.add_argument("--network", help="the network: JSON (cardinal.network/1), ONNX, or torch")
     proof.add_argument("--activations", help="for a torch state_dict: one activation per Linear layer, e.g. relu,identity")
