@@ -91,14 +91,19 @@ class Unit:
     row: int
     kind: str
     output: float | tuple[float, ...]  # f(x) in float64, or the K outputs
-    greedy: GreedyAnswer | None  # None: the network is not monotone
+    greedy: GreedyAnswer | None  # None: the network is not monotone, or deletion's answer is still to come
     solvers: tuple[str, ...]
     time_limit: float
     notes: tuple[str, ...] = ()  # about the whole instance: a prediction constant on the box
+    method: str = "greedy"  # the explainer: greedy (run batched in the parent) or deletion (run in the worker)
 
 
-def units_of(instance: Instance, solvers: tuple[str, ...], time_limit: float, done: set[str]) -> list[Unit]:
-    """Greedy for every row and kind of an instance (batched, exactly re-checked), as units."""
+def units_of(
+    instance: Instance, solvers: tuple[str, ...], time_limit: float, done: set[str], method: str = "greedy"
+) -> list[Unit]:
+    """The units of every row and kind of an instance, with greedy's answers (batched, exactly
+    re-checked) when `method` is greedy; deletion's answers are computed by the worker that
+    certifies the unit (`certify_unit`), with its pool's oracle."""
     from .certify import greedy_answers
     from .settings import constant_note
 
@@ -112,7 +117,7 @@ def units_of(instance: Instance, solvers: tuple[str, ...], time_limit: float, do
             continue
         answers = (
             greedy_answers(instance.net, instance.X, kind, instance.domain, instance.threshold)[1]
-            if instance.net.is_monotone
+            if instance.net.is_monotone and method == "greedy"
             else [None] * len(instance.X)
         )
         for row, (key, answer) in enumerate(zip(keys, answers, strict=True)):
@@ -137,6 +142,7 @@ def units_of(instance: Instance, solvers: tuple[str, ...], time_limit: float, do
                     solvers=names,
                     time_limit=time_limit,
                     notes=(constant,) if constant else (),
+                    method=method,
                 )
             )
     return units
@@ -151,7 +157,7 @@ def certify_unit(unit: Unit, pool: SolverPool | _FailedCalls | None = None) -> t
     `pool`: the solvers to run (default: this process's pool of `unit.solvers`)."""
     from ..domain import Domain
     from ..network import Network
-    from .certify import SolverPool, case_of, certify_input, tie_decided
+    from .certify import SolverPool, case_of, certify_input, deletion_answers, tie_decided
 
     global _POOL
     if pool is None and (_POOL is None or _POOL.names != unit.solvers):
@@ -160,8 +166,13 @@ def certify_unit(unit: Unit, pool: SolverPool | _FailedCalls | None = None) -> t
         _POOL = SolverPool(unit.solvers)
     net = Network.from_json(unit.network)
     domain = Domain.from_json(unit.domain)
+    pool = pool or _POOL
+    answer = unit.greedy
+    if unit.method == "deletion" and isinstance(pool, SolverPool):  # a failed unit (`_FailedCalls`) has no oracle
+        x = np.array(unit.x)[None, :]
+        answer = deletion_answers(net, x, unit.kind, domain, unit.threshold, pool.oracle, unit.time_limit)[1][0]
     problem, certificate = certify_input(
-        pool or _POOL, net, np.array(unit.x), unit.kind, domain, unit.threshold, unit.greedy, unit.time_limit, unit.row
+        pool, net, np.array(unit.x), unit.kind, domain, unit.threshold, answer, unit.time_limit, unit.row
     )
     suboptimal = problem is not None and certificate.verdict == Verdict.GREEDY_SUBOPTIMAL
     record = Record(
@@ -220,8 +231,10 @@ def run_campaign(
     announce: Callable[[int], None] | None = None,
     executor: str = "local",
     address: str | None = None,
+    method: str = "greedy",
 ) -> CampaignResult:
-    """Run a suite (or the given instances) into `out`; see the module docstring.
+    """Run a suite (or the given instances) into `out`; see the module docstring. `method`: the
+    explainer whose answers are certified (greedy or deletion).
 
     `announce(count)` is called with the number of explanations to certify once greedy has run,
     before any solver. `executor`, `address`: where the solver calls run (`executors.execute`).
@@ -240,7 +253,9 @@ def run_campaign(
         with _locked(out):
             done = _finished(log, resume)
             try:
-                return _run(suite, out, log, done, solvers, time_limit, workers, progress, instances, announce, executor, address)
+                return _run(
+                    suite, out, log, done, solvers, time_limit, workers, progress, instances, announce, executor, address, method
+                )
             finally:
                 _close_pool()
     except InputError:
@@ -263,6 +278,7 @@ def _run(
     announce: Callable[[int], None] | None = None,
     executor: str = "local",
     address: str | None = None,
+    method: str = "greedy",
 ) -> CampaignResult:
     started = time.perf_counter()
     if workers <= 1 and executor == "local":
@@ -270,7 +286,7 @@ def _run(
     units = [
         unit
         for instance in (instances if instances is not None else SUITES[suite](out))
-        for unit in units_of(instance, solvers, time_limit, done)
+        for unit in units_of(instance, solvers, time_limit, done, method)
     ]
     if announce is not None:
         announce(len(units))
