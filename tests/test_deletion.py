@@ -326,3 +326,15 @@ def test_a_deletion_campaign_names_its_method(tmp_path: Path) -> None:
     run_campaign("tiny", tmp_path / "greedy", ("enumerate",), 30.0, instances=instances)
     greedy = JsonLines(tmp_path / "greedy" / "records.jsonl").read()
     assert {(d["instance"], d["method"]) for d in greedy} == {("monotone", "greedy"), ("classes", None)}
+
+
+def test_check_refuses_a_line_deletion_left_undecided(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """An undecided deletion line ("exists": null, "features": null) claims nothing: check must
+    not read it as "no explanation exists"."""
+    network, inputs, claims = tmp_path / "net.json", tmp_path / "x.csv", tmp_path / "e.jsonl"
+    network.write_text(json.dumps(_network(0, 3, 3, False).to_json()))
+    inputs.write_text("0.5,0.5,0.5\n")
+    claims.write_text('{"row": 0, "kind": "abductive", "features": null, "exists": null, "method": "deletion"}\n')
+    assert main(["check", str(network), "--inputs", str(inputs), "--explanations", str(claims)]) == 2
+    error = capsys.readouterr().err
+    assert len(error.strip().splitlines()) == 1 and "e.jsonl: line 1: 'exists' is null" in error
