@@ -109,14 +109,16 @@ def _validated(net: Network, X: torch.Tensor | np.ndarray, kind: str, domain: Do
     if net.n_outputs > 1:
         raise InputError(
             f"greedy explanations need a network with one output; this one has {net.n_outputs} (classes by argmax): "
-            "use `cardinal certify` or solvers.solve_minimum, which give the exact minimum"
+            "use `cardinal certify` or solvers.solve_minimum, which give the exact minimum, or the deletion explainer "
+            "(`cardinal explain --method deletion`)"
         )
     problems = net.monotonicity_problems()
     if problems:
         raise InputError(
             "greedy explanations need a monotone network, and this one is not: "
             + "; ".join(problems)
-            + ". Use the exact solvers instead (solvers.solve_minimum, or `cardinal certify`)."
+            + ". Use the exact solvers instead (solvers.solve_minimum, or `cardinal certify`), or the deletion explainer "
+            "(`cardinal explain --method deletion`)."
         )
     domain = domain if domain is not None else Domain.unit(net.n_inputs)
     if domain.n != net.n_inputs:

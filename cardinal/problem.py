@@ -34,6 +34,17 @@ class Kind(StrEnum):
 
 
 KINDS: tuple[str, ...] = tuple(kind.value for kind in Kind)
+
+
+class Method(StrEnum):
+    """The explainers whose answers certify judges: the paper's greedy Algorithm 1 (monotone
+    networks, `cardinal.greedy`) and sequential deletion (any network, subset-minimal,
+    `solvers.deletion`)."""
+
+    GREEDY = "greedy"
+    DELETION = "deletion"
+
+
 DEFAULT_EPSILON = 1e-6
 
 
@@ -48,15 +59,18 @@ def shortcut(kind: str, x: Any, counterpoint: Any, prediction: Any) -> tuple[Any
 
 
 class Verdict(StrEnum):
-    """What a certificate says about the greedy answer (or the minimum, with no greedy)."""
+    """What a certificate says about the explainer's answer — greedy's, or the deletion
+    explainer's (`solvers.deletion`) — or about the minimum, with no explainer."""
 
     GREEDY_MINIMAL = "greedy_minimal"  # nothing smaller exists
     GREEDY_SUBOPTIMAL = "greedy_suboptimal"  # a smaller explanation holds in exact arithmetic
+    DELETION_MINIMAL = "deletion_minimal"  # the same for the deletion explainer's (subset-minimal) answer
+    DELETION_SUBOPTIMAL = "deletion_suboptimal"
     NONE_EXISTS = "none_exists"  # no contrastive explanation at all
     SOLVER_DISAGREEMENT = "solver_disagreement"  # exact evidence conflicts
     UNKNOWN = "unknown"  # no evidence decided it
-    EXACT_ONLY = "exact_only"  # not monotone: no greedy; the solvers give the minimum
-    UNDECIDED = "undecided"  # exact arithmetic cannot decide p(x), or Algorithm 1's answer (smooth enclosures)
+    EXACT_ONLY = "exact_only"  # no explainer ran (greedy on a non-monotone network); the solvers give the minimum
+    UNDECIDED = "undecided"  # exact arithmetic cannot decide p(x), or the explainer's answer (smooth enclosures, a limit)
 
 
 class Status(StrEnum):

@@ -313,8 +313,10 @@ def test_threshold_flag_is_refused_for_a_k_class_model(tmp_path: Path, capsys: p
         assert main([command, str(net_path), "--inputs", str(inputs), "--threshold", "0.5", *extra]) == 2
         err = capsys.readouterr().err
         assert len(err.strip().splitlines()) == 1 and "--threshold applies to networks with one output" in err, err
-    assert main(["explain", str(net_path), "--inputs", str(inputs)]) == 2
+    assert main(["explain", str(net_path), "--inputs", str(inputs), "--method", "greedy"]) == 2
     assert "cardinal certify" in capsys.readouterr().err
+    assert main(["explain", str(net_path), "--inputs", str(inputs)]) == 0  # the deletion explainer, by default
+    assert {json.loads(line)["method"] for line in capsys.readouterr().out.splitlines()} == {"deletion"}
 
 
 def test_explain_records_carry_a_witness_for_every_contrastive_answer(

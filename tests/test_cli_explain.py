@@ -76,8 +76,15 @@ def test_domain_flags(design_network_file: Path, tmp_path: Path, capsys: pytest.
         ("ok", "1,1,1\n", ["--lower", "2"], r"lower bound 2.0 exceeds upper bound 1.0"),
         ("ok", "1,1,1\n", ["--device", "tpu"], r"unknown device"),
         ("unknown_activation", "1,1,1\n", [], r"layer 1: unknown activation 'swish'"),
-        ("non_monotone", "1,1,1\n", [], r"monotone network.*layer 2 has 1 negative weight.*cardinal certify"),
-        ("wide_output", "1,1,1\n", [], r"greedy explanations need a network with one output; this one has 2.*cardinal certify"),
+        ("non_monotone", "1,1,1\n", ["--method", "greedy"], r"monotone network.*layer 2 has 1 negative weight.*certify.*--method deletion"),
+        (
+            "wide_output",
+            "1,1,1\n",
+            ["--method", "greedy"],
+            r"greedy explanations need a network with one output; this one has 2.*cardinal certify.*--method deletion",
+        ),
+        ("ok", "1,1,1\n", ["--method", "bogus"], r"argument --method: invalid choice: 'bogus'"),
+        ("ok", "1,1,1\n", ["--method", "deletion", "--time-limit", "0"], r"--time-limit"),
     ],
 )
 def test_bad_input_exits_2_with_message_and_no_output(

@@ -30,7 +30,7 @@ from .check import FAILING, PASSING
 FAIL_ON = ("invalid", "larger", "suboptimal", "changed")
 NEEDS_BASELINE = ("larger", "changed")
 INVALID = ("invalid",)
-SUBOPTIMAL = ("greedy_suboptimal", "not_subset_minimal", "not_minimum")
+SUBOPTIMAL = ("greedy_suboptimal", "deletion_suboptimal", "not_subset_minimal", "not_minimum")
 VERDICTS = {"certify": tuple(verdict.value for verdict in Verdict), "check": PASSING + FAILING}  # by command
 
 

@@ -91,12 +91,13 @@ class Unit:
     row: int
     kind: str
     output: float | tuple[float, ...]  # f(x) in float64, or the K outputs
-    greedy: GreedyAnswer | None  # None: the network is not monotone
+    greedy: GreedyAnswer | None  # None: the network is not monotone, or deletion's answer is still to come
     solvers: tuple[str, ...]
     time_limit: float
     notes: tuple[str, ...] = ()  # about the whole instance: a prediction constant on the box
     proof: bool = False  # make a certificate of the record's exact "nothing smaller" (`verify.proofs`)
     proof_embed: bool = False  # ... with the network in it
+    method: str = "greedy"  # the explainer: greedy (run batched in the parent) or deletion (run in the worker)
 
 
 def units_of(
@@ -106,8 +107,11 @@ def units_of(
     done: set[str],
     proof: bool = False,
     proof_embed: bool = False,
+    method: str = "greedy",
 ) -> list[Unit]:
-    """Greedy for every row and kind of an instance (batched, exactly re-checked), as units."""
+    """The units of every row and kind of an instance, with greedy's answers (batched, exactly
+    re-checked) when `method` is greedy; deletion's answers are computed by the worker that
+    certifies the unit (`certify_unit`), with its pool's oracle."""
     from .certify import greedy_answers
     from .settings import constant_note
 
@@ -121,7 +125,7 @@ def units_of(
             continue
         answers = (
             greedy_answers(instance.net, instance.X, kind, instance.domain, instance.threshold)[1]
-            if instance.net.is_monotone
+            if instance.net.is_monotone and method == "greedy"
             else [None] * len(instance.X)
         )
         for row, (key, answer) in enumerate(zip(keys, answers, strict=True)):
@@ -148,6 +152,7 @@ def units_of(
                     notes=(constant,) if constant else (),
                     proof=proof,
                     proof_embed=proof_embed,
+                    method=method,
                 )
             )
     return units
@@ -164,7 +169,7 @@ def certify_unit(unit: Unit, pool: SolverPool | _FailedCalls | None = None) -> t
     from ..domain import Domain
     from ..network import Network
     from ..solvers.proof import certificate_file
-    from .certify import SolverPool, case_of, certify_input, tie_decided
+    from .certify import SolverPool, case_of, certify_input, deletion_answers, tie_decided
     from .proofs import Written, claim_of, make
 
     global _POOL
@@ -174,8 +179,13 @@ def certify_unit(unit: Unit, pool: SolverPool | _FailedCalls | None = None) -> t
         _POOL = SolverPool(unit.solvers)
     net = Network.from_json(unit.network)
     domain = Domain.from_json(unit.domain)
+    pool = pool or _POOL
+    answer = unit.greedy
+    if unit.method == "deletion" and isinstance(pool, SolverPool):  # a failed unit (`_FailedCalls`) has no oracle
+        x = np.array(unit.x)[None, :]
+        answer = deletion_answers(net, x, unit.kind, domain, unit.threshold, pool.oracle, unit.time_limit)[1][0]
     problem, certificate = certify_input(
-        pool or _POOL, net, np.array(unit.x), unit.kind, domain, unit.threshold, unit.greedy, unit.time_limit, unit.row
+        pool, net, np.array(unit.x), unit.kind, domain, unit.threshold, answer, unit.time_limit, unit.row
     )
     suboptimal = problem is not None and certificate.verdict == Verdict.GREEDY_SUBOPTIMAL
     written = None
@@ -244,8 +254,10 @@ def run_campaign(
     address: str | None = None,
     proof: Path | None = None,
     proof_embed: bool = False,
+    method: str = "greedy",
 ) -> CampaignResult:
-    """Run a suite (or the given instances) into `out`; see the module docstring.
+    """Run a suite (or the given instances) into `out`; see the module docstring. `method`: the
+    explainer whose answers are certified (greedy or deletion).
 
     `proof`: a folder for the certificates of the records' exact "nothing smaller" claims
     (`verify.proofs`; with `proof_embed` each holds its network, else `networks/SHA256.json`
@@ -270,7 +282,7 @@ def run_campaign(
             try:
                 return _run(
                     suite, out, log, done, solvers, time_limit, workers, progress, instances, announce, executor, address,
-                    proof, proof_embed,
+                    proof, proof_embed, method,
                 )  # fmt: skip
             finally:
                 _close_pool()
@@ -296,6 +308,7 @@ def _run(
     address: str | None = None,
     proof: Path | None = None,
     proof_embed: bool = False,
+    method: str = "greedy",
 ) -> CampaignResult:
     started = time.perf_counter()
     if workers <= 1 and executor == "local":
@@ -303,7 +316,7 @@ def _run(
     units = [
         unit
         for instance in (instances if instances is not None else SUITES[suite](out))
-        for unit in units_of(instance, solvers, time_limit, done, proof is not None, proof_embed)
+        for unit in units_of(instance, solvers, time_limit, done, proof is not None, proof_embed, method)
     ]
     networks: dict[str, Network] = {}
     if announce is not None:

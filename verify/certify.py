@@ -1,8 +1,11 @@
-"""Greedy vs exact solvers: one `Certificate` per input and kind, with a verdict.
+"""An explainer vs exact solvers: one `Certificate` per input and kind, with a verdict.
 
-For a monotone network the greedy answer (Algorithm 1 in exact arithmetic, `explain(...,
-verify=True)`) of size g is certified by one call per solver asking "is there an explanation of
-size ≤ g − 1?". `judge` then answers two separate questions:
+The explainer (`method`) is greedy — for a monotone network, Algorithm 1 in exact arithmetic,
+`explain(..., verify=True)` — or sequential deletion (`solvers.deletion`, any network: a
+subset-minimal answer, each step decided by the exact set oracle). Its answer of size g is
+certified by one call per solver asking "is there an explanation of size ≤ g − 1?". `judge`
+then answers two separate questions (the verdicts below are greedy's; a deletion answer gets
+`deletion_minimal` and `deletion_suboptimal` in their place, by the same rules):
 
 * **The greedy verdict**, from exact evidence alone: sets replayed in exact arithmetic (greedy's
   and the solvers'), "nothing smaller" proofs of the exact backends (z3, enumerate), exact
@@ -42,8 +45,9 @@ from ..errors import UndecidedPrediction
 from ..exact import exact_blocks, modified_inputs
 from ..greedy import ExplainResult, explain
 from ..network import Network
-from ..problem import DEFAULT_EPSILON, Outcome, Problem, Status, Verdict
+from ..problem import DEFAULT_EPSILON, Method, Outcome, Problem, Status, Verdict
 from ..solvers.base import Solver, get_solver, solve_problem
+from ..solvers.deletion import UNKNOWN, Deletion, deletion
 from ..solvers.guard import STARTUP_WAIT, GuardedSolver
 from ..solvers.oracle import SetOracle
 from .cases import Case
@@ -70,7 +74,7 @@ class Certificate:
     row: int
     kind: str
     prediction: int
-    greedy: GreedyAnswer | None  # None when the network is not monotone (K ≥ 2 outputs included)
+    greedy: GreedyAnswer | None  # the explainer's answer (its `method`); None: no explainer ran (greedy, not monotone)
     solvers: dict[str, Outcome]
     verdict: Verdict
     certified: bool
@@ -92,6 +96,11 @@ class Certificate:
     def refuted(self) -> tuple[str, ...]:
         """The solvers whose claims exact evidence refuted."""
         return refuted_solvers(self.solvers)
+
+    @property
+    def method(self) -> str | None:
+        """The explainer whose answer is judged (greedy, deletion), None when none ran."""
+        return None if self.greedy is None else self.greedy.method
 
     @property
     def minimum_witness(self) -> tuple[float, ...] | None:
@@ -178,6 +187,55 @@ def greedy_answers(
     ]
 
 
+def deletion_answers(
+    net: Network,
+    X: np.ndarray,
+    kind: str,
+    domain: Domain,
+    threshold: float | None,
+    oracle: SetOracle,
+    time_limit: float,
+) -> tuple[list[Deletion | None], list[GreedyAnswer]]:
+    """The deletion explainer (`solvers.deletion`) on each row of X [B, n], one row at a time
+    (each row's answer is that of the row alone); every oracle question gets `time_limit` s.
+    Returns the runs (None where exact arithmetic cannot decide p(x)) and the answers as certify
+    judges them (check "undecided" where a step was undecided: no set, no evidence)."""
+    runs: list[Deletion | None] = []
+    answers = []
+    for x in X:
+        started = time.perf_counter()
+        try:
+            run: Deletion | None = deletion(Problem.make(net, x, kind, domain, threshold), oracle, time_limit)
+        except UndecidedPrediction:
+            run = None
+        seconds = time.perf_counter() - started
+        runs.append(run)
+        check = "undecided" if run is None or run.status == UNKNOWN else "exact"
+        features, witness = (None, None) if run is None else (run.features, run.witness)
+        answers.append(GreedyAnswer(features, seconds, check, witness, Method.DELETION.value))
+    return runs, answers
+
+
+def explainer_answers(
+    method: str,
+    pool: SolverPool,
+    net: Network,
+    X: np.ndarray,
+    kind: str,
+    domain: Domain,
+    threshold: float | None,
+    time_limit: float,
+) -> list[GreedyAnswer | None]:
+    """The answers that certify judges for X [B, n]: greedy's on a monotone network (None per row
+    elsewhere: greedy does not apply), or deletion's on any network (its questions asked of the
+    pool's oracle)."""
+    if method == Method.DELETION:
+        return list(deletion_answers(net, X, kind, domain, threshold, pool.oracle, time_limit)[1])
+    if net.is_monotone:
+        return list(greedy_answers(net, X, kind, domain, threshold)[1])
+    return [None] * len(X)
+
+
 def certify_row(
     pool: SolverPool,
     problem: Problem,
@@ -185,10 +243,9 @@ def certify_row(
     time_limit: float,
     row: int = 0,
 ) -> Certificate:
-    """Run every solver on one problem and judge the greedy answer (None: not monotone, or K ≥ 2
-    outputs). The
-    solvers are asked for a set smaller than greedy's, or for the minimum when there is no
-    greedy answer decided in exact arithmetic."""
+    """Run every solver on one problem and judge the explainer's answer (None: no explainer ran,
+    e.g. greedy on a non-monotone network). The solvers are asked for a set smaller than the
+    answer, or for the minimum when there is no answer decided in exact arithmetic."""
     decided = greedy is not None and greedy.check != "undecided" and greedy.features is not None
     at_most = len(greedy.features) - 1 if decided else None
     if at_most == -1:  # an empty AXp: nothing can be smaller
@@ -273,8 +330,8 @@ def judge(problem: Problem, greedy: GreedyAnswer | None, outcomes: dict[str, Out
     # Exact lower bounds: "no explanation has fewer than L features", by source.
     lower: dict[str, int] = {"definition": 1 if problem.kind == "contrastive" else 0}
     if trusted and greedy.features:
-        lower["greedy"] = 1  # its exact check found p(x') ≠ p(x): the empty set is no explanation
-    impossible = ["greedy"] if trusted and greedy.features is None else []  # exact: no explanation exists
+        lower[greedy.method] = 1  # exact: the empty set is no explanation (greedy: p(x') ≠ p(x); deletion: subset-minimal)
+    impossible = [greedy.method] if trusted and greedy.features is None else []  # exact: no explanation exists
     # an exact backend's claim that failed the exact check is a bug, not a float error
     conflicts = [f"{name} refuted: {o.message}" for name, o in outcomes.items() if o.exact and o.status == Status.REFUTED]
     for name, o in outcomes.items():
@@ -310,26 +367,36 @@ def judge(problem: Problem, greedy: GreedyAnswer | None, outcomes: dict[str, Out
             notes.append(
                 "greedy's answer (Algorithm 1) is undecided in exact arithmetic: a smooth network's enclosures "
                 "leave a score order or a prediction open; the solvers give the minimum alone"
+                if greedy.method == Method.GREEDY
+                else "the deletion explainer gave no answer: a step was undecided (a limit, or a network its exact "
+                "engines cannot decide); the solvers give the minimum alone"
             )
             return Judgement(Verdict.UNDECIDED, False, smallest, proved, outcomes, tuple(notes))
         return Judgement(
             Verdict.EXACT_ONLY, proved or (smallest is None and bool(impossible)), smallest, proved, outcomes, tuple(notes)
         )
+    minimal, suboptimal = _VERDICTS[Method(greedy.method)]
     if greedy.features == ():
-        return Judgement(Verdict.GREEDY_MINIMAL, True, (), True, outcomes, tuple(notes))
+        return Judgement(minimal, True, (), True, outcomes, tuple(notes))
     if greedy.features is None:
         return Judgement(Verdict.NONE_EXISTS, True, None, False, outcomes, tuple(notes))
     size = len(greedy.features)
     if smallest is not None and len(smallest) < size:
-        verdict, certified = Verdict.GREEDY_SUBOPTIMAL, True
+        verdict, certified = suboptimal, True
     elif floor >= size:
-        verdict, certified = Verdict.GREEDY_MINIMAL, True
+        verdict, certified = minimal, True
     elif any(o.status == Status.NONE_WITHIN for o in outcomes.values()):
-        verdict, certified = Verdict.GREEDY_MINIMAL, False
+        verdict, certified = minimal, False
         notes.append("only a float MILP says nothing smaller exists: not certified")
     else:
         return Judgement(Verdict.UNKNOWN, False, None, False, outcomes, tuple(notes))
     return Judgement(verdict, certified, smallest, proved, outcomes, tuple(notes))
+
+
+_VERDICTS = {  # method → its (minimal, suboptimal) verdicts
+    Method.GREEDY: (Verdict.GREEDY_MINIMAL, Verdict.GREEDY_SUBOPTIMAL),
+    Method.DELETION: (Verdict.DELETION_MINIMAL, Verdict.DELETION_SUBOPTIMAL),
+}
 
 
 def _contradicted(outcome: Outcome, smallest: tuple[int, ...] | None, at_most: int | None) -> Outcome:
@@ -355,14 +422,15 @@ def certify(
     solvers: Iterable[str] = ("enumerate",),
     time_limit: float = 60.0,
     epsilon: float = 1e-6,
+    method: str = "greedy",
 ) -> list[Certificate]:
-    """Certificates for every row of X [B, n] (or [n]) and one kind."""
+    """Certificates for every row of X [B, n] (or [n]) and one kind, judging the answers of
+    `method`: greedy (monotone networks; elsewhere the solvers alone, `exact_only`) or deletion
+    (any network)."""
     domain = domain if domain is not None else Domain.unit(net.n_inputs)
     X = domain.check(X)
-    answers: list[GreedyAnswer | None] = [None] * len(X)
     with SolverPool(solvers) as pool:  # made first: its solver processes start while greedy runs
-        if net.is_monotone:
-            _, answers = greedy_answers(net, X, kind, domain, threshold)  # type: ignore[assignment]
+        answers = explainer_answers(Method(method).value, pool, net, X, kind, domain, threshold, time_limit)
         return [
             certify_input(pool, net, x, kind, domain, threshold, answer, time_limit, row, epsilon)[1]
             for row, (x, answer) in enumerate(zip(X, answers, strict=True))
@@ -370,18 +438,25 @@ def certify(
 
 
 def case_of(problem: Problem, certificate: Certificate, note: str = "") -> Case:
-    """The case file for a certificate (its minimum: the canonical smallest exactly valid set)."""
+    """The case file for a certificate (its minimum: the canonical smallest exactly valid set).
+    Its `greedy` is greedy's answer only: a deletion answer is named in the note (replay re-runs
+    Algorithm 1 on the case's `greedy`)."""
+    greedy = certificate.greedy
+    note = note or "; ".join(certificate.notes)
+    if greedy is not None and greedy.method != Method.GREEDY:
+        answer = "none" if greedy.features is None else list(greedy.features)
+        note = f"{greedy.method} answer: {answer}" + (f"; {note}" if note else "")
     return Case(
         problem.net,
         problem.domain,
         problem.threshold,
         problem.x,
         problem.kind,
-        None if certificate.greedy is None else certificate.greedy.features,
+        None if greedy is None or greedy.method != Method.GREEDY else greedy.features,
         certificate.minimum,
         {name: outcome.to_json() for name, outcome in certificate.solvers.items()},
         certificate.verdict,
-        note or "; ".join(certificate.notes),
+        note,
         certificate.minimum_witness,
         certificate.minimum_proved,
     )

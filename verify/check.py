@@ -162,6 +162,8 @@ def parse_claim(text: str | Any, n_rows: int, n_features: int, where: str, line:
         raise InputError(f"{where}: 'kind' must be contrastive or abductive, got {describe(kind)}")
     if "features" not in document:
         raise InputError(f"{where}: 'features' is missing (a list of feature indices, or null for none exists)")
+    if "exists" in document and document["exists"] is None:  # explain --method deletion left it undecided
+        raise InputError(f"{where}: 'exists' is null: the line holds no explanation (its explainer left it undecided); remove it")
     features = json_feature_set(document["features"], f"{where}: 'features'", n_features)
     threshold = document.get("threshold")
     threshold = None if threshold is None else json_number(threshold, f"{where}: 'threshold'")

@@ -31,6 +31,7 @@ from ..validate import (
 from .executors import EXECUTORS, sigterm_interrupts
 
 KIND_CHOICES = ("contrastive", "abductive", "both")
+METHOD_CHOICES = ("greedy", "deletion")
 MAX_WORKERS = 4 * (os.cpu_count() or 1)
 MAX_HUNT_FEATURES = 20  # hunt certifies by exhaustive enumeration
 
@@ -215,6 +216,10 @@ def _explain(args: argparse.Namespace) -> int:
     if args.out is not None:
         output_file(args.out, "--out")
     net, settings, X, rows = _load_problem(args)
+    if args.method == "deletion" or (args.method is None and not net.is_monotone):
+        lines = _explain_by_deletion(args, net, settings, X, rows)
+        _emit(_annotated(lines, net, settings), args.out)
+        return 0
     results = [
         explain(
             net, X, kind=kind, domain=settings.domain, threshold=settings.threshold, device=args.device, verify=not args.no_verify
@@ -234,6 +239,7 @@ def _explain(args: argparse.Namespace) -> int:
                 "exists": features is not None,
                 "features": None if features is None else list(features),
                 "size": None if features is None else len(features),
+                "method": "greedy",
             }
             if result.checks is not None:
                 line["check"] = result.checks[index]
@@ -245,6 +251,51 @@ def _explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def _explain_by_deletion(args: argparse.Namespace, net, settings, X, rows) -> list[dict[str, Any]]:
+    """explain's lines from the deletion explainer (`solvers.deletion`), one row at a time, each
+    oracle question limited to --time-limit: "check" exact (a subset-minimal answer, or none
+    exists) or undecided (a step no engine decided: no set, "exists" null, the reason in notes)."""
+    from ..solvers.oracle import SetOracle
+    from .certify import deletion_answers
+
+    outputs = net.forward(X).numpy().reshape(len(X), -1)  # [B, K]
+    with SetOracle() as oracle:
+        runs = {
+            kind: deletion_answers(net, X, kind, settings.domain, settings.threshold, oracle, args.time_limit)[0]
+            for kind in _kinds(args)
+        }
+    lines = []
+    for index, row in enumerate(rows):
+        for kind in _kinds(args):
+            run = runs[kind][index]
+            decided = run is not None and run.status != "unknown"
+            line = {
+                "row": row,
+                "kind": kind,
+                "prediction": -1 if run is None else run.prediction,
+                "output": _finite(outputs[index][0]) if net.n_outputs == 1 else [_finite(v) for v in outputs[index]],
+                "exists": (run.features is not None) if decided else None,
+                "features": None if run is None or run.features is None else list(run.features),
+                "size": None if run is None or run.features is None else len(run.features),
+                "method": "deletion",
+                "check": "exact" if decided else "undecided",
+                "queries": 0 if run is None else run.queries,
+            }
+            if run is not None and run.witness is not None:
+                line["witness"] = list(run.witness)
+            if run is None:
+                line["notes"] = ["the prediction of x is undecided in exact arithmetic (smooth network)"]
+            elif run.note:
+                line["notes"] = [run.note]
+            lines.append(line)
+    return lines
+
+
+def _finite(value: float) -> float | None:
+    """A float64 output, or None where it overflows."""
+    return float(value) if math.isfinite(value) else None
+
+
 # ---------------------------------------------------------------------------- certify
 def _certify(args: argparse.Namespace) -> int:
     from collections import Counter
@@ -253,7 +304,7 @@ def _certify(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
     from ..problem import Status, Verdict
-    from .certify import SolverPool, case_of, certify_input, greedy_answers
+    from .certify import SolverPool, case_of, certify_input, explainer_answers
     from .proofs import claim_of
 
     if args.out is not None:
@@ -270,7 +321,7 @@ def _certify(args: argparse.Namespace) -> int:
     lines, certificates, saved = [], [], []
     with SolverPool(names) as pool, _Progress(len(X) * len(_kinds(args)), "certify", "certified") as progress:
         for kind in _kinds(args):
-            answers = greedy_answers(net, X, kind, domain, threshold)[1] if net.is_monotone else [None] * len(X)
+            answers = explainer_answers(args.method, pool, net, X, kind, domain, threshold, args.time_limit)
             for row, x, answer in zip(rows, X, answers, strict=True):
                 problem, certificate = certify_input(
                     pool, net, x, kind, domain, threshold, answer, args.time_limit, row, args.epsilon
@@ -553,6 +604,7 @@ def _crosscheck(args: argparse.Namespace) -> int:
             address=args.address,
             proof=proof,
             proof_embed=args.proof_embed,
+            method=args.method,
         )
     finally:
         if bar is not None:
@@ -881,17 +933,37 @@ def _add_explain(commands: argparse._SubParsersAction, problem: argparse.Argumen
     explain = commands.add_parser(
         "explain",
         parents=[problem],
-        help="greedy explanations of a monotone network (JSON lines)",
-        description="Greedy contrastive/abductive explanations, one JSON line per input and kind: "
-        '{"row", "kind", "prediction", "output", "exists", "features", "size", "check", "threshold", "domain", "notes"}, '
-        'and "names" (the features\' names, beside "features") when the network file\'s metadata has feature_names. '
-        "row: the input's row in --inputs (from 0, after any header); output: f(x) in float64; check: exact, repaired "
-        "or undecided (the exact re-check of the answer); threshold and domain: what the line was computed with "
-        "(`check` reads them back); notes: e.g. a prediction constant on the whole box.",
+        help="explanations of a network: greedy (monotone networks) or sequential deletion (any network) (JSON lines)",
+        description="Contrastive/abductive explanations, one JSON line per input and kind: "
+        '{"row", "kind", "prediction", "output", "exists", "features", "size", "method", "check", "threshold", "domain", '
+        '"notes"}, and "names" (the features\' names, beside "features") when the network file\'s metadata has '
+        "feature_names. row: the input's row in --inputs (from 0, after any header); output: f(x) in float64 (the K "
+        "outputs for K ≥ 2); method: greedy or deletion; check: exact, repaired or undecided (the exact re-check of the "
+        "answer); threshold and domain: what the line was computed with (`check` reads them back); notes: e.g. a "
+        "prediction constant on the whole box. Greedy (Algorithm 1, the default on a monotone network: one output, "
+        "every weight ≥ 0) answers in a few batched passes, with no minimality guarantee. Deletion (the default on every "
+        "other network) is VeriX's sequential deletion: features least sensitive first (the smallest margin of p(x) "
+        "with the feature alone at either end of its box, computed exactly; ties by lower index), each removed from "
+        "the set unless that breaks the explanation, one exact question per feature (z3, or enumeration on small "
+        "binary boxes; the monotone shortcut on monotone networks): a subset-minimal explanation (no feature can be "
+        'dropped), not necessarily a minimum one. Its lines add "queries" (exact questions asked) and, for a CXp, '
+        '"witness"; a question no engine decides within --time-limit leaves the line undecided ("exists" null, the '
+        "reason in notes): nothing is guessed.",
     )
-    explain.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda")
     explain.add_argument(
-        "--no-verify", action="store_true", help="skip the exact re-check of each answer (faster, float decisions only)"
+        "--method",
+        choices=METHOD_CHOICES,
+        help="greedy (monotone networks only) or deletion (any network); default: greedy on a monotone network, deletion "
+        "on any other",
+    )
+    explain.add_argument("--device", default="auto", help="greedy: auto (CUDA when present), cpu or cuda")
+    explain.add_argument(
+        "--no-verify",
+        action="store_true",
+        help="greedy: skip the exact re-check of each answer (faster, float decisions only); deletion is always exact",
+    )
+    explain.add_argument(
+        "--time-limit", type=seconds, default=60.0, help="deletion: seconds per exact question (default 60)"
     )
     explain.set_defaults(handler=_explain)
 
@@ -900,12 +972,15 @@ def _add_certify(commands: argparse._SubParsersAction, problem: argparse.Argumen
     certify = commands.add_parser(
         "certify",
         parents=[problem],
-        help="greedy vs exact solvers, with a verdict per input and kind (JSON lines)",
-        description="Certify greedy explanations with exact solvers. One JSON line per input and kind: "
-        '{"row", "kind", "prediction", "greedy", "solvers", "verdict", "certified", "minimum", ..., "threshold", '
-        '"domain", "notes"}. '
-        "Verdicts: greedy_minimal, greedy_suboptimal, none_exists, solver_disagreement, unknown, exact_only, undecided "
-        "(exact arithmetic cannot decide p(x) or greedy's answer: a valid input, recorded, not certified); they rest "
+        help="greedy (or deletion) vs exact solvers, with a verdict per input and kind (JSON lines)",
+        description="Certify an explainer's answers with exact solvers. One JSON line per input and kind: "
+        '{"row", "kind", "prediction", "method", "greedy", "solvers", "verdict", "certified", "minimum", ..., '
+        '"threshold", "domain", "notes"}; method names the explainer (greedy or deletion, null when none ran) whose '
+        'answer "greedy" holds. '
+        "Verdicts: greedy_minimal, greedy_suboptimal (deletion_minimal, deletion_suboptimal with --method deletion), "
+        "none_exists, solver_disagreement, unknown, exact_only (greedy on a network that is not monotone: the solvers "
+        "alone), undecided "
+        "(exact arithmetic cannot decide p(x) or the explainer's answer: a valid input, recorded, not certified); they rest "
         "on exact evidence only, and a solver claim refuted by the exact replay is listed under its solver. "
         "Exit 1 when exact evidence conflicts (solver_disagreement), 2 on bad input.",
     )
@@ -916,6 +991,13 @@ def _add_certify(commands: argparse._SubParsersAction, problem: argparse.Argumen
     )
     certify.add_argument("--cases", help="directory for case files (default: OUT.cases/ or ./cardinal-cases/)")
     _proof_flag_arguments(certify, "each exact 'nothing smaller' (a minimum proved, no CXp at all)")
+    certify.add_argument(
+        "--method",
+        choices=METHOD_CHOICES,
+        default="greedy",
+        help="the explainer to certify: greedy (default; on a network that is not monotone the solvers alone give the "
+        "minimum, exact_only) or deletion (subset-minimal, any network; each of its exact questions gets --time-limit)",
+    )
     _ci_flag_arguments(certify)
     certify.set_defaults(handler=_certify)
 
@@ -999,6 +1081,13 @@ def _add_crosscheck(commands: argparse._SubParsersAction, problem: argparse.Argu
         "CPUs set how many calls run at once; default: a local Ray instance of --workers CPUs",
     )
     crosscheck.add_argument("--solvers", help="comma-separated backends (default: every installed one)")
+    crosscheck.add_argument(
+        "--method",
+        choices=METHOD_CHOICES,
+        default="greedy",
+        help="the explainer to certify: greedy (default: monotone networks, the solvers alone elsewhere) or deletion "
+        "(any network); the records name it in `method`",
+    )
     crosscheck.add_argument("--time-limit", type=seconds, default=10.0, help="seconds per solver call (default 10)")
     crosscheck.add_argument(
         "--data-dir", help="folder with the data files for --suite paper (default: $CARDINAL_DATA, else ../shared/data)"

@@ -18,21 +18,26 @@ from typing import Any
 
 from ..errors import InputError
 from ..io import JsonLines
-from ..problem import Kind, Outcome, Status, Verdict
+from ..problem import Kind, Method, Outcome, Status, Verdict
 from ..validate import describe, json_bool, json_vector
 
 
 @dataclass(frozen=True)
 class GreedyAnswer:
-    """Greedy's answer to one row: `features` None when no explanation of the kind exists;
-    `seconds` the batched run's time divided by its rows; `check` from `explain(...,
-    verify=True)`: exact, repaired or undecided; `witness` [n]: for a CXp, the point that shows
-    it (`ExplainResult.witness`)."""
+    """The explainer's answer to one row, for the explainer named by `method`: "greedy"
+    (Algorithm 1) or "deletion" (`solvers.deletion`, subset-minimal). `features` None when no
+    explanation of the kind exists; `seconds` the run's time per row; `check`: exact, repaired
+    (greedy: float rounding misled, recomputed exactly) or undecided (an answer exact arithmetic
+    left open, or a deletion step no engine decided: no evidence); `witness` [n]: for a CXp, the
+    point that shows it (`ExplainResult.witness`, `Deletion.witness`). The records keep it in
+    the fields `greedy`, `greedy_exists` and `greedy_check` whatever the method, and name the
+    method in `method`."""
 
     features: tuple[int, ...] | None
     seconds: float
     check: str = "exact"
     witness: tuple[float, ...] | None = None
+    method: str = "greedy"
 
     @property
     def size(self) -> int | None:
@@ -64,7 +69,7 @@ class Record:
     threshold: float | None  # None for a network of K ≥ 2 outputs (argmax)
     prediction: int
     output: float | tuple[float, ...]  # f(x) in float64 (K = 1), or the K outputs (K ≥ 2)
-    greedy: GreedyAnswer | None  # None: the network is not monotone, greedy did not run
+    greedy: GreedyAnswer | None  # the explainer's answer (`method`); None: no explainer ran (greedy on a non-monotone network)
     solvers: dict[str, Outcome]
     verdict: Verdict
     certified: bool
@@ -90,6 +95,11 @@ class Record:
     def refuted(self) -> tuple[str, ...]:
         """The solvers whose claims exact evidence refuted."""
         return refuted_solvers(self.solvers)
+
+    @property
+    def method(self) -> str | None:
+        """The explainer whose answer the record judges (greedy, deletion), None when none ran."""
+        return None if self.greedy is None else self.greedy.method
 
     @property
     def activations(self) -> frozenset[str]:
@@ -159,12 +169,14 @@ class Record:
 def _greedy(document: dict[str, Any], read: _Reader) -> GreedyAnswer:
     """Greedy's answer from the fields `greedy`, `greedy_exists` and `greedy_check`."""
     check, answer = read.string("greedy_check"), document.get("greedy")
+    method = "greedy" if document.get("method") is None else read.choice("method", Method).value
     if not read.boolean("greedy_exists"):
-        return GreedyAnswer(None, 0.0, check)
+        return GreedyAnswer(None, 0.0, check, method=method)
     features, seconds = (answer.get("features"), answer.get("seconds")) if isinstance(answer, dict) else (None, None)
     if not (_is_indices(features) and _is_seconds(seconds)):
         raise read.fail("greedy", "an object with 'features' (indices) and 'seconds' when greedy_exists is true")
-    return GreedyAnswer(tuple(features), float(seconds), check, _witness(answer.get("witness"), f"{read.where}: greedy.witness"))
+    witness = _witness(answer.get("witness"), f"{read.where}: greedy.witness")
+    return GreedyAnswer(tuple(features), float(seconds), check, witness, method)
 
 
 def refuted_solvers(solvers: dict[str, Outcome]) -> tuple[str, ...]:
@@ -173,11 +185,14 @@ def refuted_solvers(solvers: dict[str, Outcome]) -> tuple[str, ...]:
 
 
 def verdict_fields(result: Any) -> dict[str, Any]:
-    """The JSON fields a certificate and a campaign record share: greedy's answer, each solver's
-    outcome and the verdict with its evidence (`result` is a `Certificate` or a `Record`);
+    """The JSON fields a certificate and a campaign record share: the explainer's answer (`method`:
+    greedy or deletion, null when none ran; the answer in `greedy`, `greedy_exists`,
+    `greedy_check`), each solver's outcome and the verdict with its evidence (`result` is a
+    `Certificate` or a `Record`);
     `minimum_witness` is the point that shows a contrastive minimum (null for an AXp)."""
     greedy = result.greedy
     return {
+        "method": None if greedy is None else greedy.method,
         "greedy": None if greedy is None else greedy.to_json(),
         "greedy_exists": None if greedy is None else greedy.features is not None,
         "greedy_check": None if greedy is None else greedy.check,
@@ -230,7 +245,7 @@ class _Reader:
             raise self.fail(field, "a string")
         return value
 
-    def choice(self, field: str, enum: type[Kind] | type[Verdict]) -> Any:
+    def choice(self, field: str, enum: type[Kind] | type[Verdict] | type[Method]) -> Any:
         value = self.document.get(field)
         if not isinstance(value, str) or value not in {member.value for member in enum}:
             raise self.fail(field, f"one of {', '.join(member.value for member in enum)}")

@@ -33,6 +33,10 @@ VERDICT_MEANING = {
     Verdict.GREEDY_MINIMAL: "no explanation smaller than greedy's exists (proved in exact arithmetic when `certified`, "
     "else only by a float MILP's claim)",
     Verdict.GREEDY_SUBOPTIMAL: "a smaller explanation than greedy's holds in exact arithmetic: greedy was not minimal",
+    Verdict.DELETION_MINIMAL: "no explanation smaller than the deletion explainer's (subset-minimal) answer exists "
+    "(`method` deletion; certified as greedy_minimal is)",
+    Verdict.DELETION_SUBOPTIMAL: "a smaller explanation than the deletion explainer's holds in exact arithmetic: its "
+    "subset-minimal answer is not a minimum one",
     Verdict.NONE_EXISTS: "no contrastive explanation exists at all (no change of features flips the prediction); "
     "there is nothing to compare",
     Verdict.SOLVER_DISAGREEMENT: "exact evidence conflicts (a bug, never a float error)",
@@ -181,7 +185,7 @@ def claim_summary(records: list[Record]) -> list[str]:
     """What the records say about 'greedy is minimal on admissible monotone networks'."""
     lines = []
     for label, admissible in (("admissible (continuous activations)", True), ("step (not admissible)", False)):
-        chosen = [r for r in records if r.greedy is not None and is_admissible(r) == admissible]
+        chosen = [r for r in records if r.method == "greedy" and is_admissible(r) == admissible]
         decided = [r for r in chosen if r.verdict in (Verdict.GREEDY_MINIMAL, Verdict.GREEDY_SUBOPTIMAL)]
         suboptimal = [r for r in decided if r.verdict == Verdict.GREEDY_SUBOPTIMAL]
         certified = [r for r in decided if r.certified]

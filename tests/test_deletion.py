@@ -1,0 +1,340 @@
+"""The sequential deletion explainer (`solvers.deletion`, issue 27): subset-minimal explanations
+of any network, every step decided exactly — checked against brute force on Boolean cubes, by an
+independent search on tiny continuous boxes, for both kinds, K = 1 and K = 3, monotone and
+non-monotone networks; its order, determinism, undecided steps, and the commands' --method."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cardinal.solvers.base import solve_minimum
+from cardinal.solvers.deletion import NONE_EXISTS, SUBSET_MINIMAL, UNKNOWN, Deletion, deletion
+from cardinal.solvers.oracle import Flip, SetOracle, check_witness
+from cardinal.verify.certify import certify, deletion_answers
+from cardinal.verify.cli import main
+from cardinal.verify.generate import random_network
+
+from cardinal.activations import Activation
+from cardinal.domain import Domain
+from cardinal.exact import ExactNetwork
+from cardinal.network import Layer, Network
+from cardinal.problem import Problem, Status, Verdict
+from tests.bruteforce import vertex_minimum, vertex_valid
+
+IDENTITY = Activation.make("identity")
+
+
+@pytest.fixture(scope="module")
+def oracle():
+    with SetOracle() as started:
+        yield started
+
+
+def _network(seed: int, n: int, classes: int, monotone: bool) -> Network:
+    return random_network(np.random.default_rng(seed), n, (6,), "relu", monotone=monotone, outputs=classes)
+
+
+def _inputs(net: Network, binary: bool, seed: int, count: int = 3, far: bool = False) -> np.ndarray:
+    """`count` inputs of the cube (or the unit box) among 32 drawn, so that the explanations are
+    not all trivial: of the rarest classes first, or (`far`) those farthest from the decision
+    boundary first (in float64: |f − t|, or the top output minus the next)."""
+    rng = np.random.default_rng(seed)
+    X = (rng.random((32, net.n_inputs)) < 0.5).astype(float) if binary else rng.random((32, net.n_inputs))
+    predictions = ExactNetwork(net).predictions(X, _threshold(net))
+    counts = np.bincount(predictions)
+    outputs = np.sort(net.forward(X).numpy().reshape(len(X), -1), axis=1)
+    margins = np.abs(outputs[:, 0] - _threshold(net)) if net.n_outputs == 1 else outputs[:, -1] - outputs[:, -2]
+    order = sorted(range(len(X)), key=lambda row: (-margins[row], row) if far else (counts[predictions[row]], row))
+    return X[order[:count]]
+
+
+def _threshold(net: Network) -> float | None:
+    """K = 1: near f's value at the centre of the box (both classes then occur; an odd multiple of
+    2^-7, so that no flip needs a point where f equals it exactly), else None."""
+    if net.n_outputs > 1:
+        return None
+    centre = float(net.forward(np.full((1, net.n_inputs), 0.5)).numpy().reshape(-1)[0])
+    return (2 * round(centre * 64) + 1) / 128
+
+
+def _problem(net: Network, x: np.ndarray, kind: str, domain: Domain) -> Problem:
+    return Problem.make(net, x, kind, domain, _threshold(net))
+
+
+CASES = [(1, True), (1, False), (3, False)]  # (K, monotone): a K = 3 argmax is never monotone
+
+
+@pytest.mark.parametrize(("classes", "monotone"), CASES)
+@pytest.mark.parametrize("kind", ["contrastive", "abductive"])
+def test_boolean_cube_answers_are_valid_and_subset_minimal(classes: int, monotone: bool, kind: str, oracle) -> None:
+    """Every vertex decided exactly: the answer is an explanation, dropping any one of its
+    features breaks it, and it is no smaller than the minimum; no CXp exactly when brute force
+    finds none."""
+    n = 6
+    domain = Domain.boolean(n)
+    seen = set()
+    for seed in range(3):
+        net = _network(seed, n, classes, monotone)
+        for x in _inputs(net, True, seed, far=kind == "contrastive"):
+            problem = _problem(net, x, kind, domain)
+            answer = deletion(problem, oracle, 30.0)
+            minimum = vertex_minimum(problem)
+            if minimum is None:
+                assert answer.status == NONE_EXISTS and answer.features is None
+                continue
+            assert answer.status == SUBSET_MINIMAL, answer.note
+            features = answer.features
+            assert vertex_valid(problem, features)
+            assert not any(vertex_valid(problem, tuple(f for f in features if f != i)) for i in features)
+            assert len(features) >= minimum
+            if kind == "contrastive":
+                assert check_witness(problem, frozenset(features), answer.witness)[0] is True
+            assert answer.queries == len([s for s in answer.steps if s.engine != "definition"])
+            seen.add(len(features))
+    assert len(seen) >= 2, seen  # not every answer of one size
+
+
+def _grid(problem: Problem, free: list[int], points: int = 5) -> np.ndarray:
+    """x with the features of `free` on a grid of `points` values over their box sides [points^|free|, n]."""
+    lower, upper = problem.domain.lower, problem.domain.upper
+    axes = [np.linspace(lower[i], upper[i], points) for i in free]
+    Y = np.tile(problem.x, (points ** len(free), 1))
+    if free:
+        Y[:, free] = np.array(list(itertools.product(*axes)))
+    return Y
+
+
+def _some_grid_point_flips(problem: Problem, free: list[int]) -> bool:
+    predictions = problem.exact.predictions(_grid(problem, free), problem.threshold)
+    return bool((predictions != problem.prediction).any())
+
+
+def _highs_finds_flip(problem: Problem, free: list[int]) -> bool:
+    """An independent engine (HiGHS's MILP, its witness replayed exactly): some y equal to x off
+    `free` flips the prediction."""
+    box = Domain(
+        np.where(np.isin(np.arange(problem.n), free), problem.domain.lower, problem.x),
+        np.where(np.isin(np.arange(problem.n), free), problem.domain.upper, problem.x),
+    )
+    outcome = solve_minimum(problem.net, problem.x, "contrastive", box, problem.threshold, solver="highs", time_limit=30)
+    return outcome.status in (Status.OPTIMAL, Status.FEASIBLE) and outcome.replayed
+
+
+@pytest.mark.parametrize(("classes", "monotone"), CASES)
+@pytest.mark.parametrize("kind", ["contrastive", "abductive"])
+def test_tiny_box_answers_agree_with_an_independent_search(classes: int, monotone: bool, kind: str, oracle) -> None:
+    """On [0, 1]^4 (continuous) no grid point refutes the answer, and HiGHS (a MILP, witnesses
+    replayed exactly) finds the flip that every kept feature needs: the AXp without it, the CXp
+    itself; a CXp without any one of its features has no flipping grid point."""
+    n = 4
+    domain = Domain.unit(n)
+    for seed in range(2):
+        net = _network(10 + seed, n, classes, monotone)
+        for x in _inputs(net, False, seed, count=2):
+            problem = _problem(net, x, kind, domain)
+            answer = deletion(problem, oracle, 30.0)
+            if answer.status == NONE_EXISTS:
+                assert not _some_grid_point_flips(problem, list(range(n)))
+                assert not _highs_finds_flip(problem, list(range(n)))
+                continue
+            assert answer.status == SUBSET_MINIMAL, answer.note
+            features = list(answer.features)
+            outside = [i for i in range(n) if i not in features]
+            if kind == "abductive":
+                assert not _some_grid_point_flips(problem, outside)
+                assert all(_highs_finds_flip(problem, [*outside, i]) for i in features)
+            else:
+                assert check_witness(problem, frozenset(features), answer.witness)[0] is True
+                assert not any(_some_grid_point_flips(problem, [f for f in features if f != i]) for i in features)
+
+
+def test_the_order_is_least_sensitive_first_ties_by_index(oracle) -> None:
+    """f = 3·x0 + x1 − 2·x2 + x3 at x = 1/2, t = 0 (p = 1): moving one feature to either end of
+    [0, 1] lowers the margin by 1.5, 0.5, 1, 0.5 at worst, so the order is 1, 3 (a tie: lower
+    index first), 2, 0."""
+    net = Network([Layer(np.array([[3.0, 1.0, -2.0, 1.0]]), np.zeros(1), IDENTITY)])
+    problem = Problem.make(net, np.full(4, 0.5), "abductive", Domain.unit(4), 0.0)
+    answer = deletion(problem, oracle, 30.0)
+    assert answer.order == (1, 3, 2, 0)
+    assert [step.feature for step in answer.steps] == [1, 3, 2, 0]
+    # f(x) = 1.5; free 1 and 3: f ≥ 0.5 > 0, removed; with 2 too f reaches −0.5, with 0 −1: kept
+    assert [step.verdict for step in answer.steps] == ["removed", "removed", "kept", "kept"]
+    assert answer.features == (0, 2)
+
+
+def test_same_input_same_answer_and_rows_alone_as_in_a_batch(oracle) -> None:
+    """Deterministic: a second run gives the same answer, steps and witness; each row of a batch
+    gets the answer it gets alone."""
+    net = _network(5, 5, 3, False)
+    X = _inputs(net, False, 5, count=3)
+    domain = Domain.unit(5)
+    for kind in ("contrastive", "abductive"):
+        batch, answers = deletion_answers(net, X, kind, domain, _threshold(net), oracle, 30.0)
+        for row, x in enumerate(X):
+            alone, alone_answers = deletion_answers(net, x[None, :], kind, domain, _threshold(net), oracle, 30.0)
+            again = deletion(_problem(net, x, kind, domain), oracle, 30.0)
+            assert alone[0] == batch[row] == again
+            assert alone_answers[0].features == answers[row].features and alone_answers[0].method == "deletion"
+
+
+class _Undecided(SetOracle):
+    """An oracle whose `after`-th question (from 0) comes back undecided, as at a time limit."""
+
+    def __init__(self, after: int) -> None:
+        super().__init__()
+        self.after, self.asked = after, 0
+
+    def flip(self, problem: Problem, free: frozenset[int], time_limit: float) -> Flip:
+        self.asked += 1
+        if self.asked > self.after:
+            return Flip(None, None, "z3: timeout")
+        return super().flip(problem, free, time_limit)
+
+
+@pytest.mark.parametrize("kind", ["contrastive", "abductive"])
+@pytest.mark.parametrize("after", [0, 2])
+def test_an_undecided_step_gives_no_answer(kind: str, after: int) -> None:
+    net = _network(2, 5, 3, False)
+    x = _inputs(net, False, 2, count=1)[0]
+    problem = _problem(net, x, kind, Domain.unit(5))
+    with _Undecided(after) as undecided:
+        answer = deletion(problem, undecided, 30.0)
+    assert answer.status == UNKNOWN
+    assert answer.features is None and answer.witness is None
+    assert answer.steps[-1].verdict == "undecided" and len(answer.steps) == after + 1
+    assert "undecided (z3: timeout)" in answer.note
+
+
+def test_a_network_no_engine_decides_gives_no_answer() -> None:
+    """A non-monotone sigmoid network: z3 cannot encode it, so the first question is undecided."""
+    rng = np.random.default_rng(0)
+    net = random_network(rng, 4, (4,), "sigmoid", monotone=False)
+    x = np.full(4, 0.5)
+    with SetOracle() as oracle:
+        answer = deletion(_problem(net, x, "abductive", Domain.unit(4)), oracle, 5.0)
+    assert answer.status == UNKNOWN and answer.features is None
+    assert "no exact engine" in answer.note or "z3" in answer.note
+
+
+def test_certify_judges_deletion_against_the_minimum() -> None:
+    """certify --method deletion: the same comparison as greedy's, with the deletion verdicts;
+    on the cube the verdict agrees with brute force."""
+    net = _network(1, 5, 3, False)
+    X = _inputs(net, True, 1, count=3)
+    domain = Domain.boolean(5)
+    for kind in ("contrastive", "abductive"):
+        for x, certificate in zip(X, certify(net, X, kind, domain, solvers=("enumerate",), method="deletion"), strict=True):
+            minimum = vertex_minimum(_problem(net, x, kind, domain))
+            assert certificate.method == "deletion"
+            if minimum is None:
+                assert certificate.verdict == Verdict.NONE_EXISTS
+                continue
+            size = certificate.greedy.size
+            expected = Verdict.DELETION_MINIMAL if size == minimum else Verdict.DELETION_SUBOPTIMAL
+            assert certificate.verdict == expected and certificate.certified
+            assert certificate.to_json()["method"] == "deletion"
+
+
+def test_explain_defaults_to_deletion_off_monotone_networks(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    net = _network(3, 4, 3, False)
+    network, inputs = tmp_path / "net.json", tmp_path / "x.csv"
+    network.write_text(json.dumps(net.to_json()))
+    X = _inputs(net, False, 3, count=2)
+    np.savetxt(inputs, X, delimiter=",")
+    assert main(["explain", str(network), "--inputs", str(inputs)]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(line["row"], line["kind"], line["method"]) for line in lines] == [
+        (0, "contrastive", "deletion"), (0, "abductive", "deletion"), (1, "contrastive", "deletion"), (1, "abductive", "deletion"),
+    ]  # fmt: skip
+    for line in lines:
+        problem = _problem(net, X[line["row"]], line["kind"], Domain.unit(4))
+        assert line["check"] == "exact" and line["prediction"] == problem.prediction
+        assert isinstance(line["output"], list) and len(line["output"]) == 3
+        if line["kind"] == "contrastive" and line["exists"]:
+            assert check_witness(problem, frozenset(line["features"]), tuple(line["witness"]))[0] is True
+
+
+def test_explain_method_deletion_on_a_monotone_network(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """Greedy stays the default there; --method deletion answers by the monotone shortcut, each
+    answer valid and subset-minimal by the shortcut's exact check."""
+    net = _network(4, 4, 1, True)
+    network, inputs = tmp_path / "net.json", tmp_path / "x.csv"
+    network.write_text(json.dumps(net.to_json()))
+    X = _inputs(net, False, 4, count=3)
+    np.savetxt(inputs, X, delimiter=",")
+    common = ["explain", str(network), "--inputs", str(inputs), "--threshold", str(_threshold(net))]
+    assert main([*common, "--method", "deletion"]) == 0
+    deleted = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert main(common) == 0
+    greedy = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert {line["method"] for line in deleted} == {"deletion"} and {line["method"] for line in greedy} == {"greedy"}
+    for line in deleted:
+        problem = _problem(net, X[line["row"]], line["kind"], Domain.unit(4))
+        assert line["check"] == "exact" and line["exists"] and isinstance(line["output"], float)
+        features = line["features"]
+        assert problem.is_explanation(features) is True
+        assert not any(problem.is_explanation([f for f in features if f != i]) for i in features)
+
+
+@pytest.mark.parametrize("command", ["certify", "crosscheck"])
+def test_a_bad_method_is_one_line_exit_2(command: str, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    network, inputs = tmp_path / "net.json", tmp_path / "x.csv"
+    network.write_text(json.dumps(_network(0, 3, 1, True).to_json()))
+    inputs.write_text("0.5,0.5,0.5\n")
+    args = [str(network), "--inputs", str(inputs)] if command == "certify" else ["--out", str(tmp_path / "run")]
+    assert main([command, *args, "--method", "fastest"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and len(captured.err.strip().splitlines()) == 1
+    assert "argument --method: invalid choice: 'fastest'" in captured.err
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_deletion_answer_is_a_frozen_record() -> None:
+    with pytest.raises(AttributeError):
+        Deletion("abductive", 0, SUBSET_MINIMAL, (), None, (), (), 0).features = (1,)  # type: ignore[misc]
+
+
+def test_a_deletion_campaign_names_its_method(tmp_path: Path) -> None:
+    """crosscheck --method deletion: every record names the method and judges deletion's answer
+    (its own verdicts), on a monotone and a K = 3 network alike, the same with 1 worker or 2;
+    the records read back; the greedy campaign's records say "method": "greedy"."""
+    from cardinal.verify.campaign import run_campaign
+    from cardinal.verify.instance import Instance
+    from cardinal.verify.record import read_records, without_timings
+
+    from cardinal.io import JsonLines
+
+    monotone, classifier = _network(6, 4, 1, True), _network(7, 4, 3, False)
+    instances = [
+        Instance("monotone", "random", monotone, _inputs(monotone, True, 6, count=2), _threshold(monotone), Domain.boolean(4)),
+        Instance("classes", "random", classifier, _inputs(classifier, True, 7, count=2), None, Domain.boolean(4)),
+    ]
+    one, two = tmp_path / "one", tmp_path / "two"
+    run_campaign("tiny", one, ("enumerate",), 30.0, instances=instances, method="deletion")
+    run_campaign("tiny", two, ("enumerate",), 30.0, workers=2, instances=instances, method="deletion")
+    records = read_records(one / "records.jsonl")
+    assert len(records) == 8 and {r.method for r in records} == {"deletion"}
+    deletion_verdicts = {Verdict.DELETION_MINIMAL, Verdict.DELETION_SUBOPTIMAL, Verdict.NONE_EXISTS}
+    assert all(r.verdict in deletion_verdicts and r.certified for r in records)
+    documents = JsonLines(one / "records.jsonl").read()
+    assert {document["method"] for document in documents} == {"deletion"}
+    assert without_timings(documents) == without_timings(JsonLines(two / "records.jsonl").read())
+    run_campaign("tiny", tmp_path / "greedy", ("enumerate",), 30.0, instances=instances)
+    greedy = JsonLines(tmp_path / "greedy" / "records.jsonl").read()
+    assert {(d["instance"], d["method"]) for d in greedy} == {("monotone", "greedy"), ("classes", None)}
+
+
+def test_check_refuses_a_line_deletion_left_undecided(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """An undecided deletion line ("exists": null, "features": null) claims nothing: check must
+    not read it as "no explanation exists"."""
+    network, inputs, claims = tmp_path / "net.json", tmp_path / "x.csv", tmp_path / "e.jsonl"
+    network.write_text(json.dumps(_network(0, 3, 3, False).to_json()))
+    inputs.write_text("0.5,0.5,0.5\n")
+    claims.write_text('{"row": 0, "kind": "abductive", "features": null, "exists": null, "method": "deletion"}\n')
+    assert main(["check", str(network), "--inputs", str(inputs), "--explanations", str(claims)]) == 2
+    error = capsys.readouterr().err
+    assert len(error.strip().splitlines()) == 1 and "e.jsonl: line 1: 'exists' is null" in error
