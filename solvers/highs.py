@@ -64,7 +64,8 @@ def _quiet_stdout() -> Iterator[None]:
         os.close(saved)
 
 
-def _new_highs() -> highspy.Highs:
+def new_highs() -> highspy.Highs:
+    """A fresh `Highs` (the first of a process made with stdout sent to /dev/null: module docstring)."""
     global _banner_shown
     if _banner_shown:
         return highspy.Highs()
@@ -81,26 +82,32 @@ class HighsSolver(MilpSolver):
     name = "highs"
 
     def _optimize(self, model: MilpModel, time_limit: float) -> MilpRun:
-        highs = _new_highs()
-        try:
-            for key, value in OPTIONS.items():
-                highs.setOptionValue(key, value)
-            highs.setOptionValue("time_limit", float(time_limit))
-            if highs.passModel(_lp(model)) == highspy.HighsStatus.kError:
-                raise RuntimeError("HiGHS rejected the model")
-            if highs.run() == highspy.HighsStatus.kError:
-                raise RuntimeError(f"HiGHS failed: {highs.modelStatusToString(highs.getModelStatus())}")
-            status = highs.getModelStatus()
-            raw = highs.modelStatusToString(status)
-            feasible = highs.getInfo().primal_solution_status == highspy.kSolutionStatusFeasible
-            values = np.array(highs.getSolution().col_value, dtype=np.float64) if feasible else None
-            return MilpRun(run_state(status), raw, values)
-        finally:
-            highs.clear()
+        return optimize(model, time_limit)
 
 
-def _lp(model: MilpModel) -> highspy.HighsLp:
-    """The model as a HighsLp with a column-wise matrix."""
+def optimize(model: MilpModel, time_limit: float) -> MilpRun:
+    """Solve the MILP `model` by HiGHS within `time_limit` seconds (> 0)."""
+    highs = new_highs()
+    try:
+        for key, value in OPTIONS.items():
+            highs.setOptionValue(key, value)
+        highs.setOptionValue("time_limit", float(time_limit))
+        if highs.passModel(highs_lp(model)) == highspy.HighsStatus.kError:
+            raise RuntimeError("HiGHS rejected the model")
+        if highs.run() == highspy.HighsStatus.kError:
+            raise RuntimeError(f"HiGHS failed: {highs.modelStatusToString(highs.getModelStatus())}")
+        status = highs.getModelStatus()
+        raw = highs.modelStatusToString(status)
+        feasible = highs.getInfo().primal_solution_status == highspy.kSolutionStatusFeasible
+        values = np.array(highs.getSolution().col_value, dtype=np.float64) if feasible else None
+        return MilpRun(run_state(status), raw, values)
+    finally:
+        highs.clear()
+
+
+def highs_lp(model: MilpModel, relaxed: bool = False) -> highspy.HighsLp:
+    """The model as a HighsLp with a column-wise matrix (`relaxed`: its LP relaxation, every
+    variable continuous)."""
     rows, columns = model.shape
     matrix = model.matrix.tocsc()
     lp = highspy.HighsLp()
@@ -110,5 +117,7 @@ def _lp(model: MilpModel) -> highspy.HighsLp:
     lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
     lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = columns, rows
     lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = matrix.indptr, matrix.indices, matrix.data
-    lp.integrality_ = [highspy.HighsVarType.kInteger if flag else highspy.HighsVarType.kContinuous for flag in model.integer]
+    if not relaxed:
+        kinds = highspy.HighsVarType.kInteger, highspy.HighsVarType.kContinuous
+        lp.integrality_ = [kinds[0] if flag else kinds[1] for flag in model.integer]
     return lp
