@@ -28,11 +28,15 @@ selectors are all fixed is judged by the exact monotone shortcut (`Problem.is_ex
 binary box the toggles b decide the point y. Elsewhere a leaf (every integer column fixed) is an
 LP whose proof is its bound; a leaf whose bound proves nothing though its point does not flip in
 exact arithmetic (τ's optimum 0 within the float error: a point exactly on a strict boundary) is
-*open*, and an answer that would rest on it is never a proof (FEASIBLE with the best set, else
-ERROR). Incumbents come from every LP: the selectors sorted by their LP values, the shortest
-valid prefix, shrunk (monotone), or the LP's point y, re-checked exactly (`Problem.flips`) and
-shrunk (`hitting.shrink_witness`); each one is reported (`guard.report_incumbent`) and replayed
-again by `solvers.base.replay`.
+*open*. A search that ends with open regions proves nothing by itself: z3's exact encoding
+(`solvers.smt`, when installed) then decides the same question — a set within the final cutoff,
+or a flip — and without it the answer is FEASIBLE with the best set, else ERROR. (Open regions
+are rare: they need a point exactly on the threshold, such as a sample whose score is t.)
+
+Incumbents come from every LP: the selectors sorted by their LP values, the shortest valid
+prefix, shrunk (monotone), or the LP's point y, re-checked exactly (`Problem.flips`) and shrunk
+(`hitting.shrink_witness`); each one is reported (`guard.report_incumbent`) and replayed again
+by `solvers.base.replay`.
 
 **AXps of non-monotone networks**: the implicit hitting-set loop (`solvers.hitting`), whose
 hitting-set step is an exact combinatorial branch and bound, with this engine's flip search as
@@ -201,14 +205,13 @@ class _Search:
         """Whether the integer columns that decide a leaf (`deciding`) are all fixed."""
         return bool((lower[self.deciding] == upper[self.deciding]).all())
 
-    def judge_leaf(self, lower: np.ndarray, upper: np.ndarray, lp: _Lp) -> bool:
+    def judge_leaf(self, lower: np.ndarray, upper: np.ndarray) -> bool:
         """Close a leaf its bound did not close: True when an exact argument closes it. On a
-        binary box the toggles fix the point: `examine` judged it when the LP gave one, else it
-        is judged here."""
+        binary box the toggles fix the point, judged here (not the LP's point: a float LP may be
+        wrong)."""
         if self.toggles is None:
             return False
-        if lp.values is None:
-            self.examine_point(self.toggled_point(lower))
+        self.examine_point(self.toggled_point(lower))
         return True
 
     def examine_point(self, y: np.ndarray) -> None:
@@ -253,7 +256,7 @@ class _Search:
             if self.closes(bound, node.lower, node.upper):
                 continue
             if self.is_leaf(node.lower, node.upper):
-                if not self.judge_leaf(node.lower, node.upper, lp):
+                if not self.judge_leaf(node.lower, node.upper):
                     self.open += 1
                 continue
             stack.extend(self._children(node, bound, lp.values))
@@ -316,11 +319,11 @@ class _Minimum(_Search):
             return float(self.cutoff)
         return float(min(self.cutoff, upper[self.selectors].sum()))
 
-    def judge_leaf(self, lower: np.ndarray, upper: np.ndarray, lp: _Lp) -> bool:
+    def judge_leaf(self, lower: np.ndarray, upper: np.ndarray) -> bool:
         if self.monotone:
             self._offer_set(tuple(int(i) for i in np.flatnonzero(lower[self.selectors] > 0.5)))
             return True
-        return super().judge_leaf(lower, upper, lp)
+        return super().judge_leaf(lower, upper)
 
     def seed(self, seconds: float) -> None:
         """Offer the answer of HiGHS's float MILP (`seconds` at most) as an incumbent, judged
@@ -405,7 +408,9 @@ class _Minimum(_Search):
         self._improve(tuple(sorted(moved)), tuple(point.tolist()))
 
     def _improve(self, features: tuple[int, ...], witness: tuple[float, ...] | None) -> None:
-        if self.best is None or len(features) < len(self.best):
+        """Keep an exactly valid set when it is within the cutoff (smaller than the incumbent and
+        within `at_most`), and lower the cutoff below it."""
+        if len(features) <= self.cutoff:
             self.best, self.witness = features, witness
             report_incumbent(features, witness)
             self.cutoff = min(self.cutoff, len(features) - 1)
@@ -482,15 +487,34 @@ class ExactMilpSolver(BaseSolver):
             status, kept = stopped(best, at_most)
             return self.outcome(status, started, solution=kept, witness=witness if kept else None, message=message)
         if search.open:
-            message += f"; {search.open} regions left open (points on a strict boundary): no proof"
-            if best is None:
-                return self.outcome(Status.ERROR, started, message=message)
-            return self.outcome(Status.FEASIBLE, started, solution=best, witness=witness, message=message)
+            return self._decide_open(problem, search, at_most, started, deadline)
         if best is not None:
             return self.outcome(Status.OPTIMAL, started, solution=best, witness=witness, message=message)
         if at_most is None:
             return self.outcome(Status.NONE_EXISTS, started, message=message)
         return self.outcome(Status.NONE_WITHIN, started, message=message)
+
+    def _decide_open(self, problem: Problem, search: _Minimum, at_most: int | None, started: float, deadline: float) -> Outcome:
+        """A finished search with open regions proves nothing: z3's exact encoding (when installed)
+        asks again for a set within the search's final cutoff; else FEASIBLE with the best set, or
+        ERROR."""
+        best, witness = search.best, search.witness
+        message = f"{search.nodes} nodes; {search.open} regions left open (points on a strict boundary)"
+        within = search.cutoff if best is not None else at_most
+        decided = _z3_minimum(problem, within, deadline) if within is None or within >= 1 else None
+        if decided is not None and decided.status == Status.OPTIMAL:
+            message += "; z3's exact encoding found a smaller set"
+            return self.outcome(Status.OPTIMAL, started, solution=decided.solution, witness=decided.witness, message=message)
+        if decided is not None and decided.status in (Status.NONE_WITHIN, Status.NONE_EXISTS):
+            message += "; z3's exact encoding proved nothing smaller"
+            if best is not None:
+                return self.outcome(Status.OPTIMAL, started, solution=best, witness=witness, message=message)
+            status = Status.NONE_EXISTS if at_most is None or at_most >= problem.n else Status.NONE_WITHIN
+            return self.outcome(status, started, message=message)
+        message += ": no proof" + ("" if decided is None else f" (z3: {decided.status.value})")
+        if best is None:
+            return self.outcome(Status.ERROR, started, message=message)
+        return self.outcome(Status.FEASIBLE, started, solution=best, witness=witness, message=message)
 
     def _hitting_sets(self, problem: Problem, at_most: int | None, started: float, deadline: float) -> Outcome:
         """Minimum AXp of a non-monotone network by implicit hitting sets, the flip search as oracle."""
@@ -520,8 +544,36 @@ def flip_point(problem: Problem, free: frozenset[int], deadline: float) -> np.nd
     if not finished:
         raise OracleTimeout
     if search.open:
-        raise OpenLeaves(f"{search.open} regions left open (points on a strict boundary) after {search.nodes} nodes")
+        why = f"{search.open} regions left open (points on a strict boundary) after {search.nodes} nodes"
+        return _z3_flip(problem, free, deadline, why)
     return None
+
+
+def _z3_minimum(problem: Problem, at_most: int | None, deadline: float) -> Outcome | None:
+    """z3's exact answer (full encoding) for a set within `at_most`, until the deadline; None
+    when z3 is not installed."""
+    try:
+        from .smt import Z3Solver
+    except ImportError:
+        return None
+    with Z3Solver() as z3_solver:
+        return z3_solver.solve(problem, at_most, max(deadline - time.perf_counter(), 1e-3))
+
+
+def _z3_flip(problem: Problem, free: frozenset[int], deadline: float, why: str) -> np.ndarray | None:
+    """Decide the flip question that the branch and bound left open (`why`) by z3's exact
+    encoding. Raises `OpenLeaves` when z3 is not installed or finds no point made of doubles,
+    `OracleTimeout` at the deadline."""
+    try:
+        import z3
+
+        from .smt import _Encoding, _NoDoubleWitness
+    except ImportError:
+        raise OpenLeaves(why + "; z3 (which decides them) is not installed") from None
+    try:
+        return _Encoding(problem, z3.Context()).find_flip(free, deadline)
+    except _NoDoubleWitness as error:
+        raise OpenLeaves(f"{why}; {error}") from None
 
 
 class ExactMilpFlipSearch(BaseSolver):

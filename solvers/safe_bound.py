@@ -58,7 +58,7 @@ class SafeBounds:
     def bound(self, multipliers: np.ndarray, objective: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> float:
         """A float ≤ the exact bound Σ ρ_i + Σ min(r_j l_j, r_j u_j) of the corrected `multipliers`
         [R] for the objective c [V] over the variable bounds `lower`, `upper` [V] (module
-        docstring); −inf when a bound is infinite where it matters, or on overflow."""
+        docstring); −inf when a variable bound is infinite, or on overflow."""
         y = corrected(np.asarray(multipliers, dtype=np.float64), self.row_lower, self.row_upper)
         c = np.asarray(objective, dtype=np.float64)
         with np.errstate(all="ignore"):
