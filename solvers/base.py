@@ -68,8 +68,11 @@ _REGISTRY: dict[str, tuple[str, str, str | None]] = {
     "highs": ("cardinal.solvers.highs", "HighsSolver", "highs"),
     "z3": ("cardinal.solvers.smt", "Z3Solver", "z3"),
     "enumerate": ("cardinal.solvers.enumerate", "EnumerateSolver", None),
+    "exact-milp": ("cardinal.solvers.exact_milp", "ExactMilpSolver", "highs"),
 }
 SOLVER_NAMES = tuple(_REGISTRY)
+AUTO = "auto"  # `solve_minimum`'s default: the exact backend that suits the problem (`auto_solver`)
+TINY_FEATURES = 12  # up to here enumerate answers in milliseconds (2^12 sets or vertices)
 
 
 def get_solver(name: str, guarded: bool = False, **options: Any) -> Solver:
@@ -90,16 +93,34 @@ def get_solver(name: str, guarded: bool = False, **options: Any) -> Solver:
     return GuardedSolver(name, factory, options) if guarded else factory(**options)
 
 
-def available_solvers() -> tuple[str, ...]:
-    """Names of the backends whose libraries import here."""
+def available_solvers(exact: bool | None = None) -> tuple[str, ...]:
+    """Names of the backends whose libraries import here (`exact`: only those whose "nothing
+    smaller" is a proof, or only the others)."""
     found = []
     for name in SOLVER_NAMES:
         try:
-            get_solver(name).close()
+            backend = get_solver(name)
         except InputError:
             continue
-        found.append(name)
+        backend.close()
+        if exact is None or backend.exact == exact:
+            found.append(name)
     return tuple(found)
+
+
+def auto_solver(problem: Problem) -> str:
+    """The exact backend that suits the problem best among those installed: enumerate where it
+    is tiny (a monotone network or a binary box, at most `TINY_FEATURES` features); z3's lazy
+    strategy on other monotone networks; the exact MILP on other piecewise-linear ones (z3's full
+    encoding without it). What applies to nothing installed falls back to enumerate."""
+    installed = available_solvers(exact=True)
+    if problem.n <= TINY_FEATURES and (problem.monotone or problem.domain.binary):
+        preferred = ("enumerate",)
+    elif problem.monotone:
+        preferred = ("z3", "exact-milp")
+    else:
+        preferred = ("exact-milp", "z3")
+    return next((name for name in preferred if name in installed), "enumerate")
 
 
 def replay(problem: Problem, outcome: Outcome, time_limit: float = 60.0, oracle: SetOracle | None = None) -> Outcome:
@@ -196,13 +217,14 @@ def solve_minimum(
     kind: str = "contrastive",
     domain: Domain | None = None,
     threshold: float = 0.0,
-    solver: str = "enumerate",
+    solver: str = AUTO,
     time_limit: float = 60.0,
     at_most: int | None = None,
     epsilon: float = DEFAULT_EPSILON,
     guarded: bool = True,
 ) -> Outcome:
-    """A minimum explanation of `kind` for x [n] by the named backend, replayed exactly.
+    """A minimum explanation of `kind` for x [n] by the named backend (`auto`: `auto_solver`'s
+    choice for the problem), replayed exactly.
 
     With `at_most=k` only "is there one of size ≤ k?" is asked: certifying a greedy answer of
     size g is one call with k = g − 1 (NONE_WITHIN means greedy is minimal). `guarded`: the call
@@ -219,6 +241,8 @@ def solve_minimum(
     explanation of either class can be asked for.
     """
     problem = Problem.make(net, x, kind, domain, threshold, epsilon)
+    if solver == AUTO:
+        solver = auto_solver(problem)
     if at_most is not None and at_most < 0:
         raise InputError(f"at_most must be ≥ 0, got {at_most}")
     if not time_limit > 0:

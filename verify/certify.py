@@ -42,7 +42,7 @@ from ..exact import exact_blocks, modified_inputs
 from ..greedy import ExplainResult, explain
 from ..network import Network
 from ..problem import DEFAULT_EPSILON, Outcome, Problem, Status, Verdict
-from ..solvers.base import Solver, get_solver, solve_problem
+from ..solvers.base import Solver, available_solvers, get_solver, solve_problem
 from ..solvers.guard import STARTUP_WAIT, GuardedSolver
 from ..solvers.oracle import SetOracle
 from .cases import Case
@@ -98,6 +98,32 @@ class Certificate:
             **verdict_fields(self),
             "notes": list(self.notes),
         }
+
+
+# Beyond these many features a backend rarely decides within a call's limit, so the default
+# leaves it out: enumerate (every set or vertex), and z3's full encoding of a non-monotone network.
+DEFAULT_FEATURES = {"enumerate": 20, "z3": 40}
+
+
+def proving_solvers(net: Network, domain: Domain) -> tuple[str, ...]:
+    """`certify`'s default backends for a network: every installed exact backend (its "nothing
+    smaller" is a proof) that applies to it. enumerate on monotone networks and binary boxes, up
+    to 20 features; z3 on monotone networks (its lazy strategy), and on other piecewise-linear
+    ones up to 40 features only where the exact MILP is not installed (its full encoding took 10–30 s
+    where the exact MILP takes a fraction of a second); the exact MILP on piecewise-linear
+    networks. The float MILPs (gurobi, highs) prove nothing, so they are left out: `--solvers
+    all` adds them."""
+    installed = available_solvers(exact=True)
+    n, pwl = net.n_inputs, net.is_piecewise_linear
+
+    def applies(name: str) -> bool:
+        if name == "enumerate":
+            return (net.is_monotone or domain.binary) and n <= DEFAULT_FEATURES[name]
+        if name == "z3":
+            return net.is_monotone or (pwl and "exact-milp" not in installed and n <= DEFAULT_FEATURES[name])
+        return pwl
+
+    return tuple(name for name in installed if applies(name))
 
 
 class SolverPool:
@@ -305,13 +331,15 @@ def certify(
     kind: str,
     domain: Domain | None = None,
     threshold: float = 0.0,
-    solvers: Iterable[str] = ("enumerate",),
+    solvers: Iterable[str] | None = None,
     time_limit: float = 60.0,
     epsilon: float = 1e-6,
 ) -> list[Certificate]:
-    """Certificates for every row of X [B, n] (or [n]) and one kind."""
+    """Certificates for every row of X [B, n] (or [n]) and one kind, by `solvers` (None: the
+    default, `proving_solvers`)."""
     domain = domain if domain is not None else Domain.unit(net.n_inputs)
     X = domain.check(X)
+    solvers = proving_solvers(net, domain) if solvers is None else solvers
     answers: list[GreedyAnswer | None] = [None] * len(X)
     with SolverPool(solvers) as pool:  # made first: its solver processes start while greedy runs
         if net.is_monotone:

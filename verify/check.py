@@ -44,7 +44,7 @@ from ..io import MAX_DATA_BYTES, json_lines, parse_json, read_input
 from ..network import Network
 from ..problem import Outcome, Problem, Status
 from ..validate import describe, json_feature_set
-from .certify import GreedyAnswer, SolverPool, certify_row
+from .certify import GreedyAnswer, SolverPool, certify_row, proving_solvers
 
 KINDS = ("contrastive", "abductive")
 REQUIREMENTS = ("valid", "subset", "minimum")
@@ -160,18 +160,20 @@ def check_explanations(
     domain: Domain | None = None,
     threshold: float = 0.0,
     require: str = "valid",
-    solvers: Iterable[str] = ("enumerate",),
+    solvers: Iterable[str] | None = None,
     time_limit: float = 60.0,
     epsilon: float = 1e-6,
     progress: Callable[[], None] | None = None,
 ) -> list[Judgement]:
-    """Judge every claim about inputs X [B, n] (rows as in `Claim.row`); `progress()` after each."""
+    """Judge every claim about inputs X [B, n] (rows as in `Claim.row`) with `solvers` where
+    needed (None: `certify.proving_solvers`); `progress()` after each."""
     if require not in REQUIREMENTS:
         raise InputError(f"unknown requirement {require!r} (use {', '.join(REQUIREMENTS)})")
     domain = domain if domain is not None else Domain.unit(net.n_inputs)
     X = domain.check(X)
     predictions = ExactNetwork(net).predictions(X, threshold)
     needs_solvers = require == "minimum" or not net.is_monotone
+    solvers = proving_solvers(net, domain) if solvers is None else solvers
     judgements = []
     with SolverPool(solvers) if needs_solvers else nullcontext(None) as pool:
         for claim in claims:

@@ -15,11 +15,15 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..errors import InputError
 from ..validate import count, finite_number, number_list, output_directory, output_file, positive_number, seconds
 from .executors import EXECUTORS, sigterm_interrupts
+
+if TYPE_CHECKING:
+    from ..domain import Domain
+    from ..network import Network
 
 KIND_CHOICES = ("contrastive", "abductive", "both")
 MAX_WORKERS = 4 * (os.cpu_count() or 1)
@@ -188,9 +192,7 @@ def _certify(args: argparse.Namespace) -> int:
     cases_dir = Path(args.cases) if args.cases else (Path(args.out).with_suffix(".cases") if args.out else Path("cardinal-cases"))
     output_directory(cases_dir, "--cases" if args.cases else "case folder")
     net, domain, X = _load_problem(args)
-    names = [name.strip() for name in args.solvers.split(",") if name.strip()]
-    if not names:
-        raise InputError("--solvers needs at least one solver name")
+    names = _solver_names(args.solvers, net, domain)
     fail_on, baseline = _ci_flags(args, "certify")
     lines, certificates, saved = [], [], []
     with SolverPool(names) as pool, _Progress(len(X) * len(_kinds(args)), "certify") as progress:
@@ -234,6 +236,25 @@ def _certify(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _solver_names(spec: str | None, net: Network, domain: Domain) -> list[str]:
+    """The backends `--solvers` names: a comma-separated list, `all` (every installed backend), or
+    None: the default, every installed exact backend that applies (`certify.proving_solvers`)."""
+    from ..solvers.base import available_solvers
+    from .certify import proving_solvers
+
+    if spec is None:
+        names = list(proving_solvers(net, domain))
+        if not names:
+            raise InputError("no exact solver applies to this network here: pip install 'cardinal[solvers]'")
+        return names
+    if spec.strip() == "all":
+        return list(available_solvers())
+    names = [name.strip() for name in spec.split(",") if name.strip()]
+    if not names:
+        raise InputError("--solvers needs at least one solver name")
+    return names
+
+
 # ---------------------------------------------------------------------------- check
 def _check(args: argparse.Namespace) -> int:
     from collections import Counter
@@ -247,9 +268,7 @@ def _check(args: argparse.Namespace) -> int:
         output_file(args.out, "--out")
     net, domain, X = _load_problem(args)
     claims = read_claims(args.explanations, len(X), net.n_inputs, _kinds(args))
-    names = [name.strip() for name in args.solvers.split(",") if name.strip()]
-    if not names:
-        raise InputError("--solvers needs at least one solver name")
+    names = _solver_names(args.solvers, net, domain)
     unknown = [name for name in names if name not in SOLVER_NAMES]
     if unknown:  # (a missing library is named when the solver is first needed)
         raise InputError(f"unknown solver {unknown[0]!r} (known: {', '.join(SOLVER_NAMES)})")
@@ -646,7 +665,11 @@ def _add_certify(commands: argparse._SubParsersAction, problem: argparse.Argumen
         "on exact evidence only, and a solver claim refuted by the exact replay is listed under its solver. "
         "Exit 1 when exact evidence conflicts (solver_disagreement), 2 on bad input.",
     )
-    certify.add_argument("--solvers", default="enumerate", help="comma-separated: gurobi,highs,z3,enumerate (default enumerate)")
+    certify.add_argument(
+        "--solvers",
+        help="comma-separated: exact-milp,z3,enumerate,gurobi,highs, or all (every installed one); default: every installed "
+        "exact backend that applies to the network (README, Statuses and verdicts)",
+    )
     certify.add_argument("--time-limit", type=seconds, default=60.0, help="seconds per solver call (default 60)")
     certify.add_argument(
         "--epsilon", type=positive_number, default=1e-6, help="MILP margin to reach class 1: f ≥ t + ε (default 1e-6)"
@@ -675,7 +698,8 @@ def _add_check(commands: argparse._SubParsersAction, problem: argparse.ArgumentP
         help="what each explanation must be: valid (default), subset-minimal, or cardinality-minimum (runs --solvers)",
     )
     check.add_argument(
-        "--solvers", default="enumerate", help="for --require minimum and non-monotone networks (default enumerate)"
+        "--solvers",
+        help="for --require minimum and non-monotone networks (default: every installed exact backend that applies)",
     )
     check.add_argument("--time-limit", type=seconds, default=60.0, help="seconds per solver call (default 60)")
     check.add_argument(
