@@ -21,6 +21,7 @@ import numpy as np
 
 from ..domain import Domain
 from ..errors import InputError
+from ..greedy import explain
 from ..network import Network
 from ..problem import DEFAULT_EPSILON, Outcome, Problem, Status
 from .guard import GuardedSolver, lent
@@ -73,6 +74,7 @@ _REGISTRY: dict[str, tuple[str, str, str | None]] = {
 SOLVER_NAMES = tuple(_REGISTRY)
 AUTO = "auto"  # `solve_minimum`'s default: the exact backend that suits the problem (`auto_solver`)
 TINY_FEATURES = 12  # up to here enumerate answers in milliseconds (2^12 sets or vertices)
+LARGE_MINIMUM = 48  # from a greedy answer this large on, the exact MILP goes before z3's lazy strategy
 
 
 def get_solver(name: str, guarded: bool = False, **options: Any) -> Solver:
@@ -110,17 +112,28 @@ def available_solvers(exact: bool | None = None) -> tuple[str, ...]:
 
 def auto_solver(problem: Problem) -> str:
     """The exact backend that suits the problem best among those installed: enumerate where it
-    is tiny (a monotone network or a binary box, at most `TINY_FEATURES` features); z3's lazy
-    strategy on other monotone networks; the exact MILP on other piecewise-linear ones (z3's full
-    encoding without it). What applies to nothing installed falls back to enumerate."""
+    is tiny (a monotone network or a binary box, at most `TINY_FEATURES` features); on other
+    monotone networks z3's lazy strategy, unless greedy's answer has `LARGE_MINIMUM` features or
+    more (z3's SAT loop grows with the minimum's size: BlogFeedback's AXps at t = 0.1, 76–156
+    features, took the exact MILP 1–4 s where z3 stopped at 60 s for 5 of 8); the exact MILP on
+    other piecewise-linear networks (z3's full encoding without it). What applies to nothing
+    installed falls back to enumerate."""
     installed = available_solvers(exact=True)
     if problem.n <= TINY_FEATURES and (problem.monotone or problem.domain.binary):
-        preferred = ("enumerate",)
+        preferred: tuple[str, ...] = ("enumerate",)
+    elif problem.monotone and problem.net.is_piecewise_linear and _greedy_size(problem) >= LARGE_MINIMUM:
+        preferred = ("exact-milp", "z3")
     elif problem.monotone:
         preferred = ("z3", "exact-milp")
     else:
         preferred = ("exact-milp", "z3")
     return next((name for name in preferred if name in installed), "enumerate")
+
+
+def _greedy_size(problem: Problem) -> int:
+    """The size of greedy's answer (floats: it only picks a backend), n when there is none."""
+    result = explain(problem.net, problem.x[None, :], problem.kind, problem.domain, problem.threshold, device="cpu")
+    return int(result.sizes[0]) if bool(result.exists[0]) else problem.n
 
 
 def replay(problem: Problem, outcome: Outcome, time_limit: float = 60.0, oracle: SetOracle | None = None) -> Outcome:

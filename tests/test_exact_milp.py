@@ -14,8 +14,10 @@ from cardinal.solvers.base import auto_solver, available_solvers, get_solver, so
 from cardinal.solvers.hitting import minimum_hitting_set
 from cardinal.verify.generate import median_threshold, random_network
 
+from cardinal.activations import Activation
 from cardinal.domain import Domain
 from cardinal.exact import ExactNetwork
+from cardinal.network import Layer, Network
 from cardinal.problem import Problem, Status
 
 pytest.importorskip("highspy")
@@ -170,6 +172,18 @@ def test_auto_picks_the_exact_milp_on_non_monotone_networks() -> None:
     assert auto_solver(tiny_cube) == "enumerate"
     monotone = _problem(1, True, False, "contrastive", n=16, hidden=(4,))
     assert auto_solver(monotone) == ("z3" if "z3" in available_solvers() else "exact-milp")
+
+
+def test_auto_picks_the_exact_milp_on_monotone_problems_with_large_answers() -> None:
+    """f = Σ y_i over [0, 1]^60 at x = 1: an AXp keeps t's worth of features (51 for t = 50.5, 3
+    for t = 2.5); z3's lazy strategy keeps the small ones."""
+    net = Network([Layer(np.ones((1, 60)), np.zeros(1), Activation.make("identity"))])
+    large = Problem.make(net, np.ones(60), "abductive", Domain.unit(60), 50.5)
+    small = Problem.make(net, np.ones(60), "abductive", Domain.unit(60), 2.5)
+    assert auto_solver(large) == "exact-milp"
+    assert auto_solver(small) == ("z3" if "z3" in available_solvers() else "exact-milp")
+    outcome = _solve(large)
+    assert outcome.status == Status.OPTIMAL and outcome.size == 51 and outcome.replayed, outcome
 
 
 @pytest.mark.slow

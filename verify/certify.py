@@ -5,7 +5,7 @@ verify=True)`) of size g is certified by one call per solver asking "is there an
 size ≤ g − 1?". `judge` then answers two separate questions:
 
 * **The greedy verdict**, from exact evidence alone: sets replayed in exact arithmetic (greedy's
-  and the solvers'), "nothing smaller" proofs of the exact backends (z3, enumerate), exact
+  and the solvers'), "nothing smaller" proofs of the exact backends (exact-milp, z3, enumerate), exact
   none-exists checks. `greedy_suboptimal`: a smaller set holds exactly. `greedy_minimal`: an exact
   proof that nothing smaller exists (`certified`), or only a float MILP's "nothing smaller"
   (verdict kept, `certified` false). `none_exists`: no contrastive explanation (greedy's exact

@@ -802,7 +802,7 @@ def _add_bench(commands: argparse._SubParsersAction, problem: argparse.ArgumentP
         "it writes its table where its --out says (default ./bench-results/; pass --out bench/results/NAME.md to refresh "
         "the tables kept in the repository).",
     )
-    bench.add_argument("name", choices=("greedy", "guard", "solvers"))
+    bench.add_argument("name", choices=("exact_milp", "greedy", "guard", "solvers"))
     bench.add_argument("arguments", nargs=argparse.REMAINDER, help="passed to the benchmark")
     bench.set_defaults(handler=_bench)
 
