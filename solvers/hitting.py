@@ -127,6 +127,8 @@ def minimum_hitting_set(sets: list[frozenset[int]], limit: int | None = None) ->
     bound = [len(set().union(*sets)) + 1 if limit is None else limit + 1]
 
     def search(chosen: frozenset[int], pending: list[frozenset[int]]) -> None:
+        if len(chosen) >= bound[0]:
+            return
         unhit = [s for s in pending if not s & chosen]
         if not unhit:
             best[0], bound[0] = chosen, len(chosen)

@@ -62,9 +62,13 @@ def _size(outcome) -> int | None:
     return outcome.size if outcome.status == Status.OPTIMAL else None
 
 
+@pytest.mark.parametrize("vertices", [True, False], ids=["vertices", "branch-and-bound"])
 @pytest.mark.parametrize("monotone", [True, False])
 @pytest.mark.parametrize("kind", ["contrastive", "abductive"])
-def test_minimum_on_the_boolean_cube_equals_brute_force(monotone: bool, kind: str) -> None:
+def test_minimum_on_the_boolean_cube_equals_brute_force(monotone: bool, kind: str, vertices: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With small questions decided at the cube's vertices, and without (the branch and bound)."""
+    if not vertices:
+        monkeypatch.setattr(exact_milp, "VERTEX_FEATURES", 0)
     for seed in range(8):
         problem = _problem(seed, monotone, True, kind)
         outcome = _solve(problem)
@@ -133,6 +137,7 @@ class _WrongHighs:
 def test_a_wrong_float_lp_gives_no_wrong_proof(kind: str, binary: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every LP answer and every float MILP seed is corrupted: an answer is either right (exact
     evidence only: the safe bounds of any multipliers, exact replays) or no proof at all."""
+    monkeypatch.setattr(exact_milp, "VERTEX_FEATURES", 0)  # the branch and bound on binary boxes too
     rng = np.random.default_rng(7)
     real_new = exact_milp.new_highs
     monkeypatch.setattr(exact_milp, "new_highs", lambda: _WrongHighs(real_new(), rng))
@@ -163,6 +168,7 @@ def test_the_hitting_set_step_is_a_minimum_hitting_set() -> None:
         smallest = next(k for k in range(universe + 1) for c in itertools.combinations(range(universe), k) if all(set(c) & s for s in sets))
         assert len(found) == smallest
         assert minimum_hitting_set(sets, limit=smallest - 1) is None
+    assert minimum_hitting_set([], limit=-1) is None  # was the empty set: the loop asked its last question twice
 
 
 def test_auto_picks_the_exact_milp_on_non_monotone_networks() -> None:
