@@ -61,6 +61,7 @@ empty, shows that it holds no real solution.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -95,6 +96,7 @@ class MilpModel:
     inputs: np.ndarray
     output: int
     slack: int | None = None  # τ's index in an exact closure (module docstring), else None
+    pre_activations: tuple[np.ndarray, ...] = ()  # per layer, the indices [width] of its pre-activations h
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -154,7 +156,13 @@ class _Builder:
         self.row_count += len(out)
 
     def freeze(
-        self, objective: np.ndarray, selectors: np.ndarray, inputs: np.ndarray, output: int, slack: int | None = None
+        self,
+        objective: np.ndarray,
+        selectors: np.ndarray,
+        inputs: np.ndarray,
+        output: int,
+        slack: int | None = None,
+        pre_activations: tuple[np.ndarray, ...] = (),
     ) -> MilpModel:
         rows, cols, values = (np.concatenate(part) for part in zip(*self.entries, strict=True))
         matrix = sp.csr_matrix((values, (rows, cols)), shape=(self.row_count, self.count))
@@ -172,6 +180,7 @@ class _Builder:
             inputs=inputs,
             output=output,
             slack=slack,
+            pre_activations=pre_activations,
         )
 
 
@@ -182,6 +191,7 @@ def encode(
     relax: bool = True,
     margin: bool = False,
     exact: bool = False,
+    bounds: Sequence[tuple[np.ndarray, np.ndarray] | None] = (),
 ) -> MilpModel:
     """The MILP of a problem (the network must be PWL).
 
@@ -191,6 +201,9 @@ def encode(
     module docstring shows unnecessary on monotone networks. `margin`: keep continuous values ε
     off the closed sides too (module docstring, Margins): for witnesses, never for proofs.
     `exact`: the exact closure with its strict margin τ (module docstring), for proofs.
+    `bounds`: per layer (None or missing: none), float bounds lower, upper [width] of its
+    pre-activations that hold at every solution of this model (`exact_milp`'s LP-based
+    tightening); they narrow the interval bounds, and with them the big-M constants.
     """
     if exact and margin:
         raise ValueError("the exact closure has no margins")
@@ -213,6 +226,7 @@ def encode(
         low, high, center, z = _bound_vectors(builder, problem, selectors, exact)
         goal = problem.goal
     inputs = z
+    pre_activations: list[np.ndarray] = []
     hull_only = {"max": goal == 0, "min": goal == 1} if relax and problem.monotone else {}
     continuous = margin and free_box and not problem.domain.binary  # values that move with a continuous y
     moves = n if at_most is None or free is not None else min(at_most, n)
@@ -221,7 +235,10 @@ def encode(
             z_low, z_high = _tighter(box, _first_layer(layer, center, low, high, moves))
         else:
             z_low, z_high = _tighter(box, _interval(layer, _outward(z_low, -1), _outward(z_high, +1)))
+        if index < len(bounds) and bounds[index] is not None:
+            z_low, z_high = _tighter((z_low, z_high), bounds[index])
         h = builder.variables(_outward(z_low, -1), _outward(z_high, +1))
+        pre_activations.append(h)
         builder.affine(h, layer.weight, z, layer.bias)
         z = h
         for stage in layer.activation.stages():
@@ -243,7 +260,7 @@ def encode(
     objective = np.zeros(builder.count)
     if free is None:
         objective[selectors] = 1.0
-    return builder.freeze(objective, selectors, inputs, int(z[0]), None if tau is None else int(tau[0]))
+    return builder.freeze(objective, selectors, inputs, int(z[0]), None if tau is None else int(tau[0]), tuple(pre_activations))
 
 
 def _bound_vectors(

@@ -46,6 +46,10 @@ by `solvers.base.replay`.
 proves NONE_EXISTS (measured: 0.5 s where the search for a minimum, seeded by a float MILP, took
 5–12 s on 16-feature 32 × 32 networks), and its point, shrunk, is the first incumbent.
 
+Where the size bound k still sought is small (C(n, k) ≤ `SET_QUESTIONS`: k = 1 at 28
+features, k ≤ 2 at 16), a CXp search is decided set by set instead: a CXp of size ≤ k exists
+iff some set of exactly k features is one, each set one flip question (`_by_small_sets`).
+
 **AXps of non-monotone networks**: the implicit hitting-set loop (`solvers.hitting`), whose
 hitting-set step is an exact combinatorial branch and bound, with this engine's flip search as
 its oracle: is there a y in the box, equal to x off the free features, that flips the prediction?
@@ -62,6 +66,7 @@ that is nearly optimal.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from dataclasses import dataclass
@@ -79,6 +84,7 @@ from .hitting import OracleTimeout, minimum_abductive, shrink_witness
 from .safe_bound import SafeBounds
 
 VERTEX_FEATURES = 14  # on a binary box, a question over at most this many free features is decided at its 2^k vertices
+SET_QUESTIONS = 128  # a CXp bound k is decided set by set (flip questions) while C(n, k) is at most this
 SEED_SHARE = 0.25  # the share of a call's time limit that the float MILP seeding its incumbent may take
 MARGIN_WEIGHT = 2.0**-10  # λ: the weight of the strict margin τ in a CXp's objective Σ s − λ·τ
 _FRACTIONAL = 1e-6  # an LP value this close to an integer counts as integral (for branching only)
@@ -128,6 +134,13 @@ class _Relaxation:
         if len(index):
             self.lower[index], self.upper[index] = lower[index], upper[index]
             self.highs.changeColsBounds(len(index), index.astype(np.int32), self.lower[index], self.upper[index])
+
+    def set_objective(self, objective: np.ndarray) -> None:
+        """Replace the objective c [V] (changed entries only)."""
+        index = np.flatnonzero(self.objective != objective)
+        if len(index):
+            self.objective = np.asarray(objective, dtype=np.float64).copy()
+            self.highs.changeColsCost(len(index), index.astype(np.int32), self.objective[index])
 
     def row_bounds(self, row: int, lower: float, upper: float) -> None:
         self.safe.row_lower[row], self.safe.row_upper[row] = lower, upper
@@ -430,11 +443,45 @@ class _Minimum(_Search):
                 self.restart = True
 
 
+def tightened(problem: Problem, free: frozenset[int], deadline: float) -> MilpModel:
+    """The flip question's exact closure (`encode(..., free=free, exact=True)`) with the
+    pre-activation bounds of every hidden layer after the first tightened by LPs: each unit's h
+    minimized and maximized over the LP relaxation, its safe bound taken (`solvers.safe_bound`:
+    rigorous whatever the float LP got wrong), the model rebuilt with them — tighter big-M
+    constants, and units that turn stable need no binary. Layer by layer, until the deadline."""
+    model = encode(problem, free=free, exact=True)
+    layers: list[tuple[np.ndarray, np.ndarray] | None] = [None]
+    for index in range(1, len(problem.net.layers) - 1):
+        columns = model.pre_activations[index]
+        relaxation = _Relaxation(model, np.zeros(model.shape[1]))
+        low, high = model.lower[columns].copy(), model.upper[columns].copy()
+        try:
+            for position, column in enumerate(columns.tolist()):
+                for sign in (1.0, -1.0):
+                    objective = np.zeros(model.shape[1])
+                    objective[column] = sign
+                    relaxation.set_objective(objective)
+                    lp = relaxation.solve(deadline)
+                    if lp.stopped:
+                        return model
+                    if sign > 0:
+                        low[position] = max(low[position], lp.bound)
+                    else:
+                        high[position] = min(high[position], -lp.bound)
+        finally:
+            relaxation.close()
+        if (low > high).any():  # no solution at all: the caller's search proves it at its root
+            return model
+        layers.append((low, high))
+        model = encode(problem, free=free, exact=True, bounds=layers)
+    return model
+
+
 class _Flip(_Search):
     """Is there a y in the box, equal to x off `free`, with p(y) ≠ p(x)? Maximizes τ."""
 
     def __init__(self, problem: Problem, free: frozenset[int], deadline: float) -> None:
-        model = encode(problem, free=free, exact=True)
+        model = tightened(problem, free, deadline)
         objective = np.zeros(model.shape[1])
         objective[model.slack] = -1.0
         super().__init__(problem, model, objective, deadline)
@@ -502,12 +549,18 @@ class ExactMilpSolver(BaseSolver):
         try:
             if first is not None:
                 search.examine_point(first)
-            if not search.done:
-                search.seed(SEED_SHARE * time_limit)
-            finished = search.run()
+            try:
+                by_sets = not problem.monotone and _by_small_sets(problem, search, deadline)
+                if not search.done and not by_sets:
+                    search.seed(SEED_SHARE * time_limit)  # its incumbent may bring the bound within reach of the sets
+                    by_sets = not problem.monotone and _by_small_sets(problem, search, deadline)
+            except OracleTimeout:
+                status, kept = stopped(search.best, at_most)
+                return self.outcome(status, started, solution=kept, witness=search.witness if kept else None)
+            finished = by_sets or search.run()
         finally:
             search.close()
-        message = f"{search.nodes} nodes"
+        message = "decided set by set" if by_sets else f"{search.nodes} nodes"
         best, witness = search.best, search.witness
         if not finished:
             status, kept = stopped(best, at_most)
@@ -590,6 +643,26 @@ def flip_point(problem: Problem, free: frozenset[int], deadline: float) -> np.nd
         why = f"{search.open} regions left open (points on a strict boundary) after {search.nodes} nodes"
         return _z3_flip(problem, free, deadline, why)
     return None
+
+
+def _by_small_sets(problem: Problem, search: _Minimum, deadline: float) -> bool:
+    """Decide a non-monotone CXp search while C(n, cutoff) ≤ `SET_QUESTIONS`: a CXp within the
+    cutoff exists iff some set of exactly `cutoff` features is one (validity is upward closed),
+    so each such set is one flip question; a flip improves the incumbent (the cutoff falls and
+    the next round asks smaller sets), none proves it minimum. True when decided; False when the
+    sets are too many (or a question left regions open): the branch and bound goes on."""
+    try:
+        while not search.done and math.comb(problem.n, search.cutoff) <= SET_QUESTIONS:
+            for chosen in itertools.combinations(range(problem.n), search.cutoff):
+                y = flip_point(problem, frozenset(chosen), deadline)
+                if y is not None:
+                    search.examine_point(y)
+                    break
+            else:
+                return True
+    except OpenLeaves:
+        return False
+    return search.done
 
 
 def _vertices(problem: Problem, free: frozenset[int]) -> tuple[np.ndarray, np.ndarray | None]:
