@@ -199,6 +199,25 @@ def test_auto_picks_the_exact_milp_on_monotone_problems_with_large_answers() -> 
     assert outcome.status == Status.OPTIMAL and outcome.size == 51 and outcome.replayed, outcome
 
 
+def test_certify_defaults_to_the_exact_backends_and_all_means_every_installed_one() -> None:
+    from cardinal.verify.certify import proving_solvers
+    from cardinal.verify.cli import _solver_names
+
+    rng = np.random.default_rng(5)
+    non_monotone = random_network(rng, 30, (4,), "relu", monotone=False)
+    monotone = random_network(rng, 30, (4,), "relu", monotone=True)
+    domain = Domain.unit(30)
+    assert "exact-milp" in proving_solvers(non_monotone, domain)
+    assert "exact-milp" in proving_solvers(monotone, domain)
+    for net in (non_monotone, monotone):
+        chosen = proving_solvers(net, domain)
+        assert chosen and not {"gurobi", "highs"} & set(chosen)
+        assert _solver_names(None, net, domain) == list(chosen)
+        assert _solver_names("all", net, domain) == list(available_solvers())
+    assert ("z3" in proving_solvers(monotone, domain)) == ("z3" in available_solvers())
+    assert "enumerate" not in proving_solvers(non_monotone, domain)  # 30 features of a real box: no enumeration
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("monotone", [True, False])
 @pytest.mark.parametrize("kind", ["contrastive", "abductive"])
