@@ -218,6 +218,20 @@ def test_certify_defaults_to_the_exact_backends_and_all_means_every_installed_on
     assert "enumerate" not in proving_solvers(non_monotone, domain)  # 30 features of a real box: no enumeration
 
 
+def test_the_default_set_stops_at_the_first_exact_proof_and_named_backends_all_run() -> None:
+    from cardinal.verify.certify import SolverPool
+
+    net = Network([Layer(np.ones((1, 60)), np.zeros(1), Activation.make("identity"))])
+    problem = Problem.make(net, np.ones(60), "abductive", Domain.unit(60), 50.5)  # auto: exact-milp
+    names = [name for name in ("z3", "exact-milp") if name in available_solvers()]
+    with SolverPool(names, first_proof=True) as pool:
+        outcomes, _ = pool.solve(problem, None, 30.0)
+    assert list(outcomes) == ["exact-milp"] and outcomes["exact-milp"].status == Status.OPTIMAL
+    with SolverPool(names) as pool:
+        outcomes, _ = pool.solve(problem, None, 30.0)
+    assert list(outcomes) == names
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("monotone", [True, False])
 @pytest.mark.parametrize("kind", ["contrastive", "abductive"])

@@ -42,7 +42,7 @@ from ..exact import exact_blocks, modified_inputs
 from ..greedy import ExplainResult, explain
 from ..network import Network
 from ..problem import DEFAULT_EPSILON, Outcome, Problem, Status, Verdict
-from ..solvers.base import Solver, available_solvers, get_solver, solve_problem
+from ..solvers.base import Solver, auto_solver, available_solvers, get_solver, solve_problem
 from ..solvers.guard import STARTUP_WAIT, GuardedSolver
 from ..solvers.oracle import SetOracle
 from .cases import Case
@@ -126,16 +126,29 @@ def proving_solvers(net: Network, domain: Domain) -> tuple[str, ...]:
     return tuple(name for name in installed if applies(name))
 
 
+def proves(outcome: Outcome) -> bool:
+    """Whether an outcome is an exact proof of what it claims: an exact backend's none_within,
+    none_exists or optimal (its set replayed)."""
+    if not outcome.exact:
+        return False
+    return outcome.status in (Status.NONE_WITHIN, Status.NONE_EXISTS) or (outcome.status == Status.OPTIMAL and outcome.replayed)
+
+
 class SolverPool:
     """Open backends by name, reused across calls and closed together; runs HiGHS in place of
     Gurobi when Gurobi's licence is too small for a model (`fallback=True`). Each backend runs
     guarded (`solvers.guard`): its time limit holds even where the backend ignores it. Their
     solver processes start when the pool is made; its first call waits for them (up to
     `STARTUP_WAIT` s), so that no verdict depends on how long they took to start. One exact set
-    oracle (`solvers.oracle`) serves the replay of every answer."""
+    oracle (`solvers.oracle`) serves the replay of every answer.
 
-    def __init__(self, names: Iterable[str], fallback: bool = True) -> None:
+    `first_proof` (`certify`'s default set, `proving_solvers`): the backends take turns, the one
+    that `solvers.base.auto_solver` picks for the problem first, until one gives an exact proof
+    (`proves`); named backends (`first_proof` False) all run, so that they cross-check."""
+
+    def __init__(self, names: Iterable[str], fallback: bool = True, first_proof: bool = False) -> None:
         self.names = tuple(dict.fromkeys(names))
+        self.first_proof = first_proof
         self.backends = {name: cast(GuardedSolver, get_solver(name, guarded=True)) for name in self.names}
         self.fallback = fallback and "gurobi" in self.backends and "highs" not in self.backends
         self._highs: Solver | None = None
@@ -151,7 +164,13 @@ class SolverPool:
                     backend.wait_started(until)
         outcomes: dict[str, Outcome] = {}
         notes: list[str] = []
-        for name, backend in self.backends.items():
+        order = list(self.backends)
+        if self.first_proof and auto_solver(problem) in self.backends:
+            order.sort(key=lambda name: name != auto_solver(problem))
+        for name in order:
+            backend = self.backends[name]
+            if self.first_proof and any(proves(outcome) for outcome in outcomes.values()):
+                break
             outcomes[name] = solve_problem(backend, problem, at_most, time_limit, self.oracle)
             if name == "gurobi" and outcomes[name].status == Status.SIZE_LIMIT and self.fallback:
                 self._highs = self._highs or get_solver("highs", guarded=True)
@@ -339,9 +358,10 @@ def certify(
     default, `proving_solvers`)."""
     domain = domain if domain is not None else Domain.unit(net.n_inputs)
     X = domain.check(X)
+    default = solvers is None
     solvers = proving_solvers(net, domain) if solvers is None else solvers
     answers: list[GreedyAnswer | None] = [None] * len(X)
-    with SolverPool(solvers) as pool:  # made first: its solver processes start while greedy runs
+    with SolverPool(solvers, first_proof=default) as pool:  # made first: its solver processes start while greedy runs
         if net.is_monotone:
             _, answers = greedy_answers(net, X, kind, domain, threshold)  # type: ignore[assignment]
         return [

@@ -173,9 +173,10 @@ def check_explanations(
     X = domain.check(X)
     predictions = ExactNetwork(net).predictions(X, threshold)
     needs_solvers = require == "minimum" or not net.is_monotone
+    default = solvers is None
     solvers = proving_solvers(net, domain) if solvers is None else solvers
     judgements = []
-    with SolverPool(solvers) if needs_solvers else nullcontext(None) as pool:
+    with SolverPool(solvers, first_proof=default) if needs_solvers else nullcontext(None) as pool:
         for claim in claims:
             if predictions[claim.row] < 0:
                 note = "p(x) is undecided: f(x) lies within the stated margin of the threshold (smooth network)"

@@ -195,7 +195,8 @@ def _certify(args: argparse.Namespace) -> int:
     names = _solver_names(args.solvers, net, domain)
     fail_on, baseline = _ci_flags(args, "certify")
     lines, certificates, saved = [], [], []
-    with SolverPool(names) as pool, _Progress(len(X) * len(_kinds(args)), "certify") as progress:
+    pool = SolverPool(names, first_proof=args.solvers is None)  # the default set: until the first exact proof
+    with pool, _Progress(len(X) * len(_kinds(args)), "certify") as progress:
         for kind in _kinds(args):
             answers = greedy_answers(net, X, kind, domain, args.threshold)[1] if net.is_monotone else [None] * len(X)
             for row, (x, answer) in enumerate(zip(X, answers, strict=True)):
@@ -275,7 +276,16 @@ def _check(args: argparse.Namespace) -> int:
     fail_on, baseline = _ci_flags(args, "check")
     with _Progress(len(claims), "check") as progress:
         judgements = check_explanations(
-            net, X, claims, domain, args.threshold, args.require, names, args.time_limit, args.epsilon, progress.update
+            net,
+            X,
+            claims,
+            domain,
+            args.threshold,
+            args.require,
+            None if args.solvers is None else names,
+            args.time_limit,
+            args.epsilon,
+            progress.update,
         )
     lines = [judgement.to_json() for judgement in judgements]
     failed = [f"{judgement.describe()}" for judgement in judgements if not judgement.passed]
