@@ -165,8 +165,9 @@ class SolverPool:
         outcomes: dict[str, Outcome] = {}
         notes: list[str] = []
         order = list(self.backends)
-        if self.first_proof and auto_solver(problem) in self.backends:
-            order.sort(key=lambda name: name != auto_solver(problem))
+        if self.first_proof:
+            first = auto_solver(problem)
+            order.sort(key=lambda name: name != first)
         for name in order:
             backend = self.backends[name]
             if self.first_proof and any(proves(outcome) for outcome in outcomes.values()):
