@@ -108,7 +108,7 @@ class Outcome:
     `solution`: the explanation found (sorted feature indices). `witness` [n]: for a contrastive
     answer, a point y of the box that agrees with x outside the set and flips the prediction; for
     a claim refuted by a point (an AXp that is none, a false none-exists), that point.
-    `exact`: the verdict was reached in exact arithmetic (z3, enumerate) rather than by a float
+    `exact`: the verdict was reached in exact arithmetic (exact-milp, z3, enumerate) rather than by a float
     MILP. `replayed`: the returned set (or the none-exists claim) was confirmed in exact
     arithmetic. A REFUTED or UNCONFIRMED outcome keeps the status it claimed in `claimed` (and
     the set it claimed in `solution`: the record of a claim, not an answer), the reason in

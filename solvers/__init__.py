@@ -1,10 +1,10 @@
-"""Exact backends behind one front: `solve_minimum(..., solver="gurobi"|"highs"|"z3"|"enumerate")`.
+"""Exact backends behind one front: `solve_minimum(..., solver="auto"|"exact-milp"|"z3"|"enumerate"|"gurobi"|"highs")`.
 
 Backends are imported by name on first use, so `import cardinal.solvers` needs none of their libraries.
 """
 
 from ..problem import MissingSolutionError, Outcome, Problem, Status
-from .base import SOLVER_NAMES, available_solvers, get_solver, solve_minimum
+from .base import SOLVER_NAMES, auto_solver, available_solvers, get_solver, solve_minimum
 
 __all__ = [
     "SOLVER_NAMES",
@@ -12,6 +12,7 @@ __all__ = [
     "Outcome",
     "Problem",
     "Status",
+    "auto_solver",
     "available_solvers",
     "get_solver",
     "solve_minimum",

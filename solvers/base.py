@@ -24,6 +24,7 @@ import numpy as np
 
 from ..domain import Domain
 from ..errors import InputError
+from ..greedy import explain
 from ..network import Network
 from ..problem import DEFAULT_EPSILON, Outcome, Problem, Status
 from ..validate import output_directory, output_file
@@ -76,12 +77,16 @@ _REGISTRY: dict[str, tuple[str, str, str | None]] = {
     "cvc5": ("cardinal.solvers.cvc", "Cvc5Solver", "cvc5"),
     "scip": ("cardinal.solvers.scip", "ScipSolver", "scip"),
     "marabou": ("cardinal.solvers.marabou", "MarabouSolver", "marabou"),
+    "exact-milp": ("cardinal.solvers.exact_milp", "ExactMilpSolver", "highs"),
 }
 SOLVER_NAMES = tuple(_REGISTRY)
 # Backends for solver benchmarks (bench/solvers.py), run when named or with every installed
 # backend: campaigns leave them out by default (their calls would lengthen every suite, and
 # Marabou's points are not seeded, so which of equally small sets it returns may vary by run).
 BENCHMARK_ONLY = ("cvc5", "scip", "marabou")
+AUTO = "auto"  # `solve_minimum`'s default: the exact backend that suits the problem (`auto_solver`)
+TINY_FEATURES = 12  # up to here enumerate answers in milliseconds (2^12 sets or vertices)
+LARGE_MINIMUM = 48  # from a greedy answer this large on, the exact MILP goes before z3's lazy strategy
 
 
 def get_solver(name: str, guarded: bool = False, **options: Any) -> Solver:
@@ -102,16 +107,47 @@ def get_solver(name: str, guarded: bool = False, **options: Any) -> Solver:
     return GuardedSolver(name, factory, options) if guarded else factory(**options)
 
 
-def available_solvers() -> tuple[str, ...]:
-    """Names of the backends whose libraries import here."""
+def available_solvers(exact: bool | None = None) -> tuple[str, ...]:
+    """Names of the backends whose libraries import here (`exact`: only those whose "nothing
+    smaller" is a proof, or only the others)."""
     found = []
     for name in SOLVER_NAMES:
         try:
-            get_solver(name).close()
+            backend = get_solver(name)
         except InputError:
             continue
-        found.append(name)
+        backend.close()
+        if exact is None or backend.exact == exact:
+            found.append(name)
     return tuple(found)
+
+
+def auto_solver(problem: Problem) -> str:
+    """The exact backend that suits the problem best among those installed: enumerate where it
+    is tiny (a monotone network or a binary box, at most `TINY_FEATURES` features); on other
+    monotone networks z3's lazy strategy, unless greedy's answer has `LARGE_MINIMUM` features or
+    more (z3's SAT loop grows with the minimum's size: BlogFeedback's AXps at t = 0.1, 76–156
+    features, took the exact MILP 1–4 s where z3 stopped at 60 s for 5 of 8); the exact MILP on
+    other piecewise-linear networks (z3's full encoding without it); z3 for K ≥ 2 classes. What
+    applies to nothing installed falls back to enumerate."""
+    installed = available_solvers(exact=True)
+    if problem.n <= TINY_FEATURES and (problem.monotone or problem.domain.binary):
+        preferred: tuple[str, ...] = ("enumerate",)
+    elif problem.classes > 1:
+        preferred = ("z3",)  # the exact MILP asks about one output
+    elif problem.monotone and problem.net.is_piecewise_linear and _greedy_size(problem) >= LARGE_MINIMUM:
+        preferred = ("exact-milp", "z3")
+    elif problem.monotone:
+        preferred = ("z3", "exact-milp")
+    else:
+        preferred = ("exact-milp", "z3")
+    return next((name for name in preferred if name in installed), "enumerate")
+
+
+def _greedy_size(problem: Problem) -> int:
+    """The size of greedy's answer (floats: it only picks a backend), n when there is none."""
+    result = explain(problem.net, problem.x[None, :], problem.kind, problem.domain, problem.threshold, device="cpu")
+    return int(result.sizes[0]) if bool(result.exists[0]) else problem.n
 
 
 def replay(problem: Problem, outcome: Outcome, time_limit: float = 60.0, oracle: SetOracle | None = None) -> Outcome:
@@ -208,14 +244,15 @@ def solve_minimum(
     kind: str = "contrastive",
     domain: Domain | None = None,
     threshold: float | None = None,
-    solver: str = "enumerate",
+    solver: str = AUTO,
     time_limit: float = 60.0,
     at_most: int | None = None,
     epsilon: float = DEFAULT_EPSILON,
     guarded: bool = True,
     proof: str | Path | None = None,
 ) -> Outcome:
-    """A minimum explanation of `kind` for x [n] by the named backend, replayed exactly.
+    """A minimum explanation of `kind` for x [n] by the named backend (`auto`: `auto_solver`'s
+    choice for the problem), replayed exactly.
 
     With `at_most=k` only "is there one of size ≤ k?" is asked: certifying a greedy answer of
     size g is one call with k = g − 1 (NONE_WITHIN means greedy is minimal). `guarded`: the call
@@ -238,6 +275,8 @@ def solve_minimum(
     explanation of either class can be asked for.
     """
     problem = Problem.make(net, x, kind, domain, threshold, epsilon)
+    if solver == AUTO:
+        solver = auto_solver(problem)
     if at_most is not None and at_most < 0:
         raise InputError(f"at_most must be ≥ 0, got {at_most}")
     if not time_limit > 0:

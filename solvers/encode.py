@@ -52,7 +52,19 @@ one, and every real one satisfies all the rows. So relu, leaky_relu with slope <
 hardtanh's lower clip need no binary when f must fall; symmetrically min stages (hardtanh's upper
 clip, leaky_relu with slope > 1) need none when f must rise.
 
-Every row is an equality or one-sided, and every variable is bounded.
+Every row is an equality or one-sided, and every variable is bounded. Every constant derived
+from the network (big-M, the right-hand sides beside them, the input rows' coefficients) is
+computed in exact rationals and rounded outwards, so that no real point is cut off by rounding.
+
+Exact closure (`exact=True`, for proofs: `solvers.exact_milp`). The model's feasible set then
+contains every real solution, read as exact rationals: ε is 0 (class 1 is `f ≥ t`, a step's 0 is
+`h ≤ at`, the closures of the strict `f > t` and `h < at`), and the bound-vector rows, whose
+coefficient x'_i − x_i may be no double, become `y` between `base` and `base + d·s` with d
+rounded outwards (a relaxation: on a monotone network the exact check of the set decides).
+One more variable, the *strict margin* τ ∈ [−1, 1] (`MilpModel.slack`), enters each closed
+strict row: `f − τ ≥ t`, `h + τ ≤ at` (its big-M grown by 1). A point is a real solution iff it
+has τ > 0 for the same integers; so a proof that τ ≤ 0 over a region, or that the region is
+empty, shows that it holds no real solution.
 """
 
 from __future__ import annotations
@@ -94,6 +106,8 @@ class MilpModel:
     selectors: np.ndarray
     inputs: np.ndarray
     output: int
+    slack: int | None = None  # τ's index in an exact closure (module docstring), else None
+    pre_activations: tuple[np.ndarray, ...] = ()  # per layer, the indices [width] of its pre-activations h
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -152,7 +166,15 @@ class _Builder:
         self.sides.append((bias, bias))
         self.row_count += len(out)
 
-    def freeze(self, objective: np.ndarray, selectors: np.ndarray, inputs: np.ndarray, output: int) -> MilpModel:
+    def freeze(
+        self,
+        objective: np.ndarray,
+        selectors: np.ndarray,
+        inputs: np.ndarray,
+        output: int,
+        slack: int | None = None,
+        pre_activations: tuple[np.ndarray, ...] = (),
+    ) -> MilpModel:
         rows, cols, values = (np.concatenate(part) for part in zip(*self.entries, strict=True))
         matrix = sp.csr_matrix((values, (rows, cols)), shape=(self.row_count, self.count))
         matrix.eliminate_zeros()
@@ -168,6 +190,8 @@ class _Builder:
             selectors=selectors,
             inputs=inputs,
             output=output,
+            slack=slack,
+            pre_activations=pre_activations,
         )
 
 
@@ -177,6 +201,8 @@ def encode(
     free: frozenset[int] | None = None,
     relax: bool = True,
     margin: bool = False,
+    exact: bool = False,
+    bounds: Sequence[tuple[np.ndarray, np.ndarray] | None] = (),
 ) -> MilpModel:
     """The MILP of a problem (the network must be PWL).
 
@@ -185,9 +211,17 @@ def encode(
     y free in the box on `free` and equal to x elsewhere. `relax`: drop the binaries that the
     module docstring shows unnecessary on monotone networks. `margin`: keep continuous values ε
     off the closed sides too (module docstring, Margins): for witnesses, never for proofs.
+    `exact`: the exact closure with its strict margin τ (module docstring), for proofs.
+    `bounds`: per layer (None or missing: none), float bounds lower, upper [width] of its
+    pre-activations that hold at every solution of this model (`exact_milp`'s LP-based
+    tightening); they narrow the interval bounds, and with them the big-M constants.
     """
+    if exact and margin:
+        raise ValueError("the exact closure has no margins")
     n = problem.n
     builder = _Builder()
+    epsilon = 0.0 if exact else problem.epsilon
+    tau = builder.variables(np.array([-1.0]), np.array([1.0])) if exact else None
     if free is None:
         selectors = builder.variables(np.zeros(n), np.ones(n), integer=True)
     else:
@@ -200,9 +234,10 @@ def encode(
         low, high, center, z = _free_box(builder, problem, selectors, free)
         goal = 1 - problem.prediction if problem.classes == 1 else None
     else:
-        low, high, center, z = _bound_vectors(builder, problem, selectors)
+        low, high, center, z = _bound_vectors(builder, problem, selectors, exact)
         goal = problem.goal
     inputs = z
+    pre_activations: list[np.ndarray] = []
     hull_only = {"max": goal == 0, "min": goal == 1} if relax and problem.monotone else {}
     continuous = margin and free_box and not problem.domain.binary  # values that move with a continuous y
     moves = n if at_most is None or free is not None else min(at_most, n)
@@ -213,20 +248,27 @@ def encode(
             z_low, z_high = _tighter(box, _first_layer(layer, center, low, high, moves))
         else:
             z_low, z_high = _tighter(box, _interval(layer, _outward(z_low, -1), _outward(z_high, +1)))
+        if index < len(bounds) and bounds[index] is not None:
+            z_low, z_high = _tighter((z_low, z_high), bounds[index])
         h = builder.variables(_outward(z_low, -1), _outward(z_high, +1))
+        pre_activations.append(h)
         builder.affine(h, layer.weight, z, layer.bias)
         z = h
         for stage in layer.activation.stages():
             if stage.op == "step":
                 margin = problem.epsilon if continuous else 0.0
-                z, z_low, z_high = _encode_step(builder, stage.offset, z, z_low, z_high, problem.epsilon, margin)
+                z, z_low, z_high = _encode_step(builder, stage.offset, z, z_low, z_high, epsilon, margin, tau)
                 continuous = False
             else:
                 z, z_low, z_high = _encode_kink(builder, stage, z, z_low, z_high, hull_only.get(stage.op, False))
     margin = problem.epsilon if continuous else 0.0
     if problem.classes > 1:
+        if tau is not None:
+            raise ValueError("the exact closure (exact=True) encodes one output and a threshold")
         difference = _difference_bounds(problem.net.layers[-1], inputs_low, inputs_high, z_low, z_high, problem.prediction)
         _leave_class(builder, z, problem.prediction, difference, problem.epsilon, margin)
+    elif goal == 1 and tau is not None:
+        builder.rows(problem.threshold, math.inf, (z, 1.0), (tau, -1.0))  # f − τ ≥ t
     elif goal == 1:
         builder.rows(problem.threshold + problem.epsilon, math.inf, (z, 1.0))
     else:
@@ -236,7 +278,7 @@ def encode(
     objective = np.zeros(builder.count)
     if free is None:
         objective[selectors] = 1.0
-    return builder.freeze(objective, selectors, inputs, int(z[0]))
+    return builder.freeze(objective, selectors, inputs, int(z[0]), None if tau is None else int(tau[0]), tuple(pre_activations))
 
 
 def _leave_class(
@@ -284,15 +326,22 @@ def _difference_bounds(
 
 
 def _bound_vectors(
-    builder: _Builder, problem: Problem, selectors: np.ndarray
+    builder: _Builder, problem: Problem, selectors: np.ndarray, exact: bool = False
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Monotone: y = base + (other − base)·s. Returns the region's low, high [n], y at s = 0 [n]
-    and y's indices [n]."""
+    """Monotone: y = base + (other − base)·s; `exact`: y between base and base + d·s, d = other −
+    base rounded outwards (module docstring). Returns the region's low, high [n], y at s = 0
+    [n] and y's indices [n]."""
     x, counter = problem.x, problem.counterpoint
     base, other = problem.base, problem.target
     low, high = np.minimum(x, counter), np.maximum(x, counter)
     y = builder.variables(low, high)
-    builder.rows(base, base, (y, 1.0), (selectors, -(other - base)))
+    if not exact:
+        builder.rows(base, base, (y, 1.0), (selectors, -(other - base)))
+        return low, high, base, y
+    rises = other > base  # y ≥ base is y's bound there, y ≤ base + d·s a row; the other way round where it falls
+    builder.rows(-math.inf, base[rises], (y[rises], 1.0), (selectors[rises], -_differences(other[rises], base[rises], +1)))
+    falls = other < base
+    builder.rows(base[falls], math.inf, (y[falls], 1.0), (selectors[falls], -_differences(other[falls], base[falls], -1)))
     return low, high, base, y
 
 
@@ -306,13 +355,18 @@ def _free_box(
     if problem.domain.binary:
         width = upper - lower
         b = builder.variables(np.zeros(problem.n), (width > 0).astype(np.float64), integer=True)
-        builder.rows(lower, lower, (y, 1.0), (b, -width))
+        below, above = _differences(upper, lower, -1), _differences(upper, lower, +1)
+        kept = below == above  # u − l is a double: y = l + (u − l)·b
+        builder.rows(lower[kept], lower[kept], (y[kept], 1.0), (b[kept], -width[kept]))
+        inexact = ~kept  # y between l + ⌊u − l⌋·b and l + ⌈u − l⌉·b: b = 0 still pins y = l
+        builder.rows(lower[inexact], math.inf, (y[inexact], 1.0), (b[inexact], -below[inexact]))
+        builder.rows(-math.inf, lower[inexact], (y[inexact], 1.0), (b[inexact], -above[inexact]))
         at_low, at_high = (x == lower) & (width > 0), (x == upper) & (width > 0)
         builder.rows(-math.inf, 0.0, (b[at_low], 1.0), (selectors[at_low], -1.0))  # b ≤ s
         builder.rows(1.0, math.inf, (b[at_high], 1.0), (selectors[at_high], 1.0))  # b ≥ 1 − s
     else:
-        builder.rows(x, math.inf, (y, 1.0), (selectors, x - lower))  # y ≥ x − (x − l)·s
-        builder.rows(-math.inf, x, (y, 1.0), (selectors, -(upper - x)))  # y ≤ x + (u − x)·s
+        builder.rows(x, math.inf, (y, 1.0), (selectors, _differences(x, lower, +1)))  # y ≥ x − (x − l)·s
+        builder.rows(-math.inf, x, (y, 1.0), (selectors, -_differences(upper, x, +1)))  # y ≤ x + (u − x)·s
     if free is None:
         return lower, upper, x, y
     movable = np.isin(np.arange(problem.n), sorted(free))
@@ -345,30 +399,42 @@ def _encode_kink(
     if hull_only:
         return z, z_low, z_high
     right, left = (pieces[0], pieces[1]) if identity_right else (pieces[1], pieces[0])
-    gap = abs(1.0 - float(a))
-    m_right = gap * (float(kink) - _outward(_pick(low, cross), -1))
-    m_left = gap * (_outward(_pick(high, cross), +1) - float(kink))
+    gap = abs(1 - a)  # M = |left(w) − right(w)| at the far end, exactly, rounded up
+    m_right = _rounded([gap * (kink - Fraction(v)) for v in _outward(_pick(low, cross), -1)], +1)
+    m_left = _rounded([gap * (Fraction(v) - kink) for v in _outward(_pick(high, cross), +1)], +1)
+    right_side = _rounded([Fraction(sign) * Fraction(right[1]) + Fraction(m) for m in m_right.tolist()], +1)
     delta = builder.variables(np.zeros(len(zc)), np.ones(len(zc)), integer=True)
     # sign·z ≤ sign·right(w) + M_right·(1 − δ) and sign·z ≤ sign·left(w) + M_left·δ
-    builder.rows(-math.inf, sign * right[1] + m_right, (zc, sign), (wc, -sign * right[0]), (delta, m_right))
+    builder.rows(-math.inf, right_side, (zc, sign), (wc, -sign * right[0]), (delta, m_right))
     builder.rows(-math.inf, sign * left[1], (zc, sign), (wc, -sign * left[0]), (delta, -m_left))
     return z, z_low, z_high
 
 
 def _encode_step(
-    builder: _Builder, at: Fraction, w: np.ndarray, low: list[Fraction], high: list[Fraction], epsilon: float, margin: float
+    builder: _Builder,
+    at: Fraction,
+    w: np.ndarray,
+    low: list[Fraction],
+    high: list[Fraction],
+    epsilon: float,
+    margin: float,
+    tau: np.ndarray | None = None,
 ) -> tuple[np.ndarray, list[Fraction], list[Fraction]]:
     """z = [w ≥ at] for units w [m]: z binary (fixed where stable), z = 1 ⇒ w ≥ at + margin and
-    z = 0 ⇒ w ≤ at − ε. Returns z [m] and its exact bounds."""
+    z = 0 ⇒ w ≤ at − ε (with `tau`, the strict margin's index [1]: w + τ ≤ at). Returns z [m]
+    and its exact bounds."""
     z_low = [Fraction(int(value >= at)) for value in low]
     z_high = [Fraction(int(value >= at)) for value in high]
     z = builder.variables(np.array(z_low, dtype=np.float64), np.array(z_high, dtype=np.float64), integer=True)
     cross = np.array([lo != hi for lo, hi in zip(z_low, z_high, strict=True)], dtype=bool)
     zc, wc, at_float = z[cross], w[cross], float(at)
-    m_low = at_float + margin - _outward(_pick(low, cross), -1)
-    builder.rows(at_float + margin - m_low, math.inf, (wc, 1.0), (zc, -m_low))
-    m_high = _outward(_pick(high, cross), +1) - at_float + epsilon
-    builder.rows(-math.inf, at_float - epsilon, (wc, 1.0), (zc, -m_high))
+    floor = at + Fraction(margin)
+    m_low = _rounded([floor - Fraction(v) for v in _outward(_pick(low, cross), -1)], +1)
+    builder.rows(_rounded([floor - Fraction(m) for m in m_low.tolist()], -1), math.inf, (wc, 1.0), (zc, -m_low))
+    reach = (1 if tau is not None else 0) + Fraction(epsilon) - at  # M = high − at + ε (+ 1 for τ ≥ −1)
+    m_high = _rounded([Fraction(v) + reach for v in _outward(_pick(high, cross), +1)], +1)
+    extra = () if tau is None else ((np.repeat(tau, len(wc)), 1.0),)
+    builder.rows(-math.inf, at_float - epsilon, (wc, 1.0), (zc, -m_high), *extra)
     return z, z_low, z_high
 
 
@@ -408,6 +474,21 @@ def _apply(stage: Stage, value: Fraction) -> Fraction:
 
 def _pick(values: list[Fraction], mask: np.ndarray) -> list[Fraction]:
     return [value for value, keep in zip(values, mask, strict=True) if keep]
+
+
+def _rounded(values: list[Fraction], direction: int) -> np.ndarray:
+    """Exact values [m] as the nearest doubles in `direction` (−1: the largest double ≤ each,
+    +1: the smallest ≥ each)."""
+    nearest = np.array([float(value) for value in values], dtype=np.float64)
+    for i, value in enumerate(values):
+        if (Fraction(nearest[i]) - value) * direction < 0:
+            nearest[i] = np.nextafter(nearest[i], direction * math.inf)
+    return nearest
+
+
+def _differences(minuend: np.ndarray, subtrahend: np.ndarray, direction: int) -> np.ndarray:
+    """minuend − subtrahend [m] (doubles) computed exactly and rounded in `direction`."""
+    return _rounded([Fraction(a) - Fraction(b) for a, b in zip(minuend.tolist(), subtrahend.tolist(), strict=True)], direction)
 
 
 def _outward(values: list[Fraction] | np.ndarray, direction: int) -> np.ndarray:

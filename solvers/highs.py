@@ -64,7 +64,8 @@ def _quiet_stdout() -> Iterator[None]:
         os.close(saved)
 
 
-def _new_highs() -> highspy.Highs:
+def new_highs() -> highspy.Highs:
+    """A fresh `Highs` (the first of a process made with stdout sent to /dev/null: module docstring)."""
     global _banner_shown
     if _banner_shown:
         return highspy.Highs()
@@ -81,22 +82,27 @@ class HighsSolver(MilpSolver):
     name = "highs"
 
     def _optimize(self, model: MilpModel, time_limit: float) -> MilpRun:
-        highs = _new_highs()
-        try:
-            for key, value in OPTIONS.items():
-                highs.setOptionValue(key, value)
-            highs.setOptionValue("time_limit", float(time_limit))
-            if highs.passModel(highs_lp(model)) == highspy.HighsStatus.kError:
-                raise RuntimeError("HiGHS rejected the model")
-            if highs.run() == highspy.HighsStatus.kError:
-                raise RuntimeError(f"HiGHS failed: {highs.modelStatusToString(highs.getModelStatus())}")
-            status = highs.getModelStatus()
-            raw = highs.modelStatusToString(status)
-            feasible = highs.getInfo().primal_solution_status == highspy.kSolutionStatusFeasible
-            values = np.array(highs.getSolution().col_value, dtype=np.float64) if feasible else None
-            return MilpRun(run_state(status), raw, values)
-        finally:
-            highs.clear()
+        return optimize(model, time_limit)
+
+
+def optimize(model: MilpModel, time_limit: float) -> MilpRun:
+    """Solve the MILP `model` by HiGHS within `time_limit` seconds (> 0)."""
+    highs = new_highs()
+    try:
+        for key, value in OPTIONS.items():
+            highs.setOptionValue(key, value)
+        highs.setOptionValue("time_limit", float(time_limit))
+        if highs.passModel(highs_lp(model)) == highspy.HighsStatus.kError:
+            raise RuntimeError("HiGHS rejected the model")
+        if highs.run() == highspy.HighsStatus.kError:
+            raise RuntimeError(f"HiGHS failed: {highs.modelStatusToString(highs.getModelStatus())}")
+        status = highs.getModelStatus()
+        raw = highs.modelStatusToString(status)
+        feasible = highs.getInfo().primal_solution_status == highspy.kSolutionStatusFeasible
+        values = np.array(highs.getSolution().col_value, dtype=np.float64) if feasible else None
+        return MilpRun(run_state(status), raw, values)
+    finally:
+        highs.clear()
 
 
 def write_model(model: MilpModel, path: str, name: str) -> None:
@@ -109,7 +115,7 @@ def write_model(model: MilpModel, path: str, name: str) -> None:
         names[s], names[y] = f"s{i}", f"y{i}"
     names[model.output] = "f"
     lp.col_names_, lp.row_names_, lp.model_name_ = names, [f"r{j}" for j in range(lp.num_row_)], name
-    highs = _new_highs()
+    highs = new_highs()
     try:
         highs.setOptionValue("output_flag", False)
         if highs.passModel(lp) == highspy.HighsStatus.kError or highs.writeModel(path) == highspy.HighsStatus.kError:
@@ -118,8 +124,9 @@ def write_model(model: MilpModel, path: str, name: str) -> None:
         highs.clear()
 
 
-def highs_lp(model: MilpModel) -> highspy.HighsLp:
-    """The model as a HighsLp with a column-wise matrix."""
+def highs_lp(model: MilpModel, relaxed: bool = False) -> highspy.HighsLp:
+    """The model as a HighsLp with a column-wise matrix (`relaxed`: its LP relaxation, every
+    variable continuous)."""
     rows, columns = model.shape
     matrix = model.matrix.tocsc()
     lp = highspy.HighsLp()
@@ -129,5 +136,7 @@ def highs_lp(model: MilpModel) -> highspy.HighsLp:
     lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
     lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = columns, rows
     lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = matrix.indptr, matrix.indices, matrix.data
-    lp.integrality_ = [highspy.HighsVarType.kInteger if flag else highspy.HighsVarType.kContinuous for flag in model.integer]
+    if not relaxed:
+        kinds = highspy.HighsVarType.kInteger, highspy.HighsVarType.kContinuous
+        lp.integrality_ = [kinds[0] if flag else kinds[1] for flag in model.integer]
     return lp

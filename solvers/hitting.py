@@ -1,9 +1,16 @@
 """Minimum abductive explanations of any network by implicit hitting sets (DESIGN §4).
 
-Every AXp hits every CXp. The loop keeps the contrastive sets found so far, takes a minimum
-hitting set S of them, and asks the backend's *flip oracle* for a point y of the box that agrees
-with x on S and flips the prediction. None → S is a minimum AXp. Otherwise the features where y
-differs from x form a new contrastive set; it is shrunk in exact arithmetic and the loop goes on.
+Every AXp hits every CXp. The loop keeps the contrastive sets found so far, takes a hitting set
+S of them, and asks the backend's *flip oracle* for a point y of the box that agrees with x on S
+and flips the prediction. A point → the features where y differs from x form a new contrastive
+set, shrunk in exact arithmetic, and the loop goes on. None → S is an AXp; when S is a *minimum*
+hitting set, no AXp is smaller, since every AXp hits every set found.
+
+Minimum hitting sets are costly (an exact branch and bound) and most candidates are refuted, so
+the loop proposes a greedy hitting set (most sets hit first) while greedy ones keep being refuted,
+and asks for a minimum one only when a greedy candidate holds: that AXp is then the best known,
+and a minimum hitting set no smaller proves it minimum (measured on a 28-feature 32 × 32 ReLU
+network over a box of radius 0.05: 709 minimum hitting sets took 27 of a call's 40 s).
 
 The oracle's witnesses are replayed exactly before use, so every contrastive set in the loop is
 genuine and every lower bound the hitting sets give is sound; a witness that fails ends the loop
@@ -37,6 +44,9 @@ FlipOracle = Callable[[frozenset[int], float], np.ndarray | None]
 
 @dataclass(frozen=True)
 class HittingResult:
+    """How the loop ended: OPTIMAL (`solution` a minimum AXp), NONE_WITHIN, FEASIBLE (stopped with
+    an AXp within `at_most`), TIMEOUT or ERROR; with the number of oracle calls."""
+
     status: Status
     solution: tuple[int, ...] | None
     oracle_calls: int
@@ -48,25 +58,60 @@ def minimum_abductive(problem: Problem, find_flip: FlipOracle, at_most: int | No
     """Run the implicit-hitting-set loop until a minimum AXp, a bound, or the deadline."""
     features = frozenset(range(problem.n))
     contrastive_sets: list[frozenset[int]] = []
+    best: frozenset[int] | None = None  # the smallest AXp found
+    exact = False  # whether the next candidate must be a minimum hitting set
     calls = 0
-    while True:  # at a limit no set was found (the full set, always an AXp, is not reported)
+    while True:
         if time.perf_counter() > deadline:
-            return HittingResult(Status.TIMEOUT, None, calls)
-        candidate = minimum_hitting_set(contrastive_sets, limit=at_most)
-        if candidate is None:
-            return HittingResult(Status.NONE_WITHIN, None, calls)
+            return _stopped(best, at_most, calls)
+        candidate = greedy_hitting_set(contrastive_sets)
+        limit = at_most if best is None else len(best) - 1  # a candidate must beat these
+        if exact or (limit is not None and len(candidate) > limit):
+            candidate = minimum_hitting_set(contrastive_sets, limit=limit)
+            if candidate is None:  # every AXp has more than `limit` features
+                if best is None:
+                    return HittingResult(Status.NONE_WITHIN, None, calls)
+                return HittingResult(Status.OPTIMAL, tuple(sorted(best)), calls)
+            exact = True
         calls += 1
         try:
             y = find_flip(features - candidate, deadline)
         except OracleTimeout:
-            return HittingResult(Status.TIMEOUT, None, calls)
+            return _stopped(best, at_most, calls)
         if y is None:
-            return HittingResult(Status.OPTIMAL, tuple(sorted(candidate)), calls)
+            if exact:
+                return HittingResult(Status.OPTIMAL, tuple(sorted(candidate)), calls)
+            best, exact = candidate, True
+            continue
         flipped = problem.flips(y)
         if not flipped:  # the oracle says S is no AXp, but its point does not show it: no verdict
             reason = "is undecided (smooth margin)" if flipped is None else "does not flip the prediction"
             return HittingResult(Status.ERROR, None, calls, f"the flip oracle's point {reason} in exact arithmetic")
         contrastive_sets.append(shrink_witness(problem, y))
+        exact = False
+
+
+def _stopped(best: frozenset[int] | None, at_most: int | None, calls: int) -> HittingResult:
+    """At the deadline: the best AXp found, as any backend reports a call stopped by its limit."""
+    status, kept = stopped(None if best is None else tuple(sorted(best)), at_most)
+    return HittingResult(status, kept, calls)
+
+
+def greedy_hitting_set(sets: list[frozenset[int]]) -> frozenset[int]:
+    """A hitting set of `sets`, built by taking the element that hits the most sets not hit yet
+    (the lowest index among equals)."""
+    if not sets:
+        return frozenset()
+    width = 1 + max(max(s) for s in sets)
+    pending = np.zeros((len(sets), width), dtype=bool)  # [sets, elements]
+    for row, s in enumerate(sets):
+        pending[row, list(s)] = True
+    chosen: set[int] = set()
+    while len(pending):
+        element = int(np.argmax(pending.sum(axis=0)))  # the first of the most frequent
+        chosen.add(element)
+        pending = pending[~pending[:, element]]
+    return frozenset(chosen)
 
 
 def shrink_witness(problem: Problem, y: np.ndarray) -> frozenset[int]:
@@ -88,6 +133,8 @@ def minimum_hitting_set(sets: list[frozenset[int]], limit: int | None = None) ->
     bound = [len(set().union(*sets)) + 1 if limit is None else limit + 1]
 
     def search(chosen: frozenset[int], pending: list[frozenset[int]]) -> None:
+        if len(chosen) >= bound[0]:
+            return
         unhit = [s for s in pending if not s & chosen]
         if not unhit:
             best[0], bound[0] = chosen, len(chosen)

@@ -13,10 +13,12 @@ contrastive problem on the box pinned to x off `free` (l_i = u_i = x_i there), a
 counts when it is a set with a witness that passes `check_witness` here (True), or NONE_EXISTS
 (False). Engines are tried in order, each where it applies, until one decides. `ENGINES`:
 enumerate on binary boxes of at most `VERTEX_FEATURES` features (every vertex, decided exactly:
-30 ms where z3 took 0.5–3.7 s on 6-feature networks), then z3's flip search
-(`smt.Z3FlipSearch`: one exact satisfiability check of the whole network, no minimisation;
-piecewise-linear networks). An exact MILP engine would be one more entry. An engine whose
-library is not installed is skipped (and said so in the answer's note).
+30 ms where z3 took 0.5–3.7 s on 6-feature networks), then the exact MILP's flip search
+(`exact_milp.ExactMilpFlipSearch`: a gradient search, then a branch and bound with safe bounds;
+piecewise-linear networks), then z3's (`smt.Z3FlipSearch`: one exact satisfiability check of the
+whole network, no minimisation), which decides what the MILP leaves open (a region whose only
+points lie on a strict boundary). An engine whose library is not installed is skipped (and said
+so in the answer's note).
 
 **Time.** z3 does not always stop at its timeout (its exact rational arithmetic checks no clock),
 so every engine runs guarded (`solvers.guard`): in a child process stopped at the limit plus its
@@ -61,6 +63,7 @@ class Engine:
 
 ENGINES: tuple[Engine, ...] = (
     Engine("enumerate", "cardinal.solvers.enumerate", "EnumerateSolver", lambda p: p.domain.binary and p.n <= VERTEX_FEATURES),
+    Engine("exact-milp", "cardinal.solvers.exact_milp", "ExactMilpFlipSearch", lambda p: p.net.is_piecewise_linear),
     Engine("z3", "cardinal.solvers.smt", "Z3FlipSearch", lambda p: p.net.is_piecewise_linear),
 )
 

@@ -130,7 +130,7 @@ def test_examples_folder_holds_the_design_network(capsys: pytest.CaptureFixture)
     assert first["row"] == 0 and first["features"] == [0, 1, 2] and first["check"] == "exact"
 
 
-@pytest.mark.parametrize("name", ["greedy", "guard", "solvers"])
+@pytest.mark.parametrize("name", ["exact_milp", "greedy", "guard", "solvers"])
 def test_bench_passes_its_arguments_on(name: str, capsys: pytest.CaptureFixture) -> None:
     with pytest.raises(SystemExit) as stop:
         main(["bench", name, "--help"])

@@ -4,6 +4,8 @@ one that holds none answers TIMEOUT, with no set. Each backend is forced to its 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from cardinal.solvers import enumerate as enumeration
@@ -79,6 +81,14 @@ def force_oracle_limit(monkeypatch: pytest.MonkeyPatch, owner: type, method: str
         return real(self, *args) if calls[0] <= after else stop()
 
     monkeypatch.setattr(owner, method, limited)
+def force_exact_milp_limit(monkeypatch: pytest.MonkeyPatch, keep_incumbent: bool) -> None:
+    """Every LP of the exact MILP's branch and bound ends at the deadline; its float MILP seed
+    offers its incumbent (or nothing)."""
+    from cardinal.solvers import exact_milp
+
+    monkeypatch.setattr(exact_milp._Relaxation, "solve", lambda self, deadline: exact_milp._Lp(-math.inf, None, stopped=True))
+    if not keep_incumbent:
+        monkeypatch.setattr(exact_milp._Minimum, "seed", lambda self, seconds: None)
 
 
 def _stopped_with(name: str, monkeypatch: pytest.MonkeyPatch, incumbent: bool, problem: Problem, at_most: int):
@@ -86,6 +96,8 @@ def _stopped_with(name: str, monkeypatch: pytest.MonkeyPatch, incumbent: bool, p
     after = 1 if incumbent else 0
     if name in ("gurobi", "highs", "scip"):
         force_milp_limit(monkeypatch, backend, incumbent)
+    elif name == "exact-milp":
+        force_exact_milp_limit(monkeypatch, incumbent)
     elif name == "enumerate":
         force_enumerate_limit(monkeypatch, after=after)
     elif name == "cvc5":

@@ -8,7 +8,7 @@ then answers two separate questions (the verdicts below are greedy's; a deletion
 `deletion_minimal` and `deletion_suboptimal` in their place, by the same rules):
 
 * **The greedy verdict**, from exact evidence alone: sets replayed in exact arithmetic (greedy's
-  and the solvers'), "nothing smaller" proofs of the exact backends (z3, enumerate), exact
+  and the solvers'), "nothing smaller" proofs of the exact backends (exact-milp, z3, enumerate), exact
   none-exists checks. `greedy_suboptimal`: a smaller set holds exactly. `greedy_minimal`: an exact
   proof that nothing smaller exists (`certified`), or only a float MILP's "nothing smaller"
   (verdict kept, `certified` false). `none_exists`: no contrastive explanation (greedy's exact
@@ -46,7 +46,7 @@ from ..exact import exact_blocks, modified_inputs
 from ..greedy import ExplainResult, explain
 from ..network import Network
 from ..problem import DEFAULT_EPSILON, Method, Outcome, Problem, Status, Verdict
-from ..solvers.base import Solver, get_solver, solve_problem
+from ..solvers.base import BENCHMARK_ONLY, Solver, auto_solver, available_solvers, get_solver, solve_problem
 from ..solvers.deletion import UNKNOWN, Deletion, deletion
 from ..solvers.guard import STARTUP_WAIT, GuardedSolver
 from ..solvers.oracle import SetOracle
@@ -129,16 +129,59 @@ class Certificate:
         }
 
 
+# Beyond these many features a backend rarely decides within a call's limit, so the default
+# leaves it out: enumerate (every set or vertex), and z3's full encoding of a non-monotone network.
+DEFAULT_FEATURES = {"enumerate": 20, "z3": 40}
+
+
+def proving_solvers(net: Network, domain: Domain) -> tuple[str, ...]:
+    """`certify`'s default backends for a network: every installed exact backend (its "nothing
+    smaller" is a proof) that applies to it. enumerate on monotone networks and binary boxes, up
+    to 20 features; z3 on monotone networks (its lazy strategy), and on other piecewise-linear
+    ones up to 40 features only where the exact MILP is not installed (its full encoding took 10–30 s
+    where the exact MILP takes a fraction of a second); the exact MILP on piecewise-linear
+    networks of one output (z3 in its place for K ≥ 2 classes). The float MILPs (gurobi, highs)
+    prove nothing, and the benchmark backends (`BENCHMARK_ONLY`) would lengthen every call, so
+    they are left out: `--solvers all` adds them."""
+    installed = [name for name in available_solvers(exact=True) if name not in BENCHMARK_ONLY]
+    n, pwl, one_output = net.n_inputs, net.is_piecewise_linear, net.n_outputs == 1
+    milp = "exact-milp" in installed and one_output
+
+    def applies(name: str) -> bool:
+        if name == "enumerate":
+            return (net.is_monotone or domain.binary) and n <= DEFAULT_FEATURES[name]
+        if name == "z3":
+            return net.is_monotone or (pwl and not milp and n <= DEFAULT_FEATURES[name])
+        if name == "exact-milp":
+            return pwl and one_output
+        return pwl
+
+    return tuple(name for name in installed if applies(name))
+
+
+def proves(outcome: Outcome) -> bool:
+    """Whether an outcome is an exact proof of what it claims: an exact backend's none_within,
+    none_exists or optimal (its set replayed)."""
+    if not outcome.exact:
+        return False
+    return outcome.status in (Status.NONE_WITHIN, Status.NONE_EXISTS) or (outcome.status == Status.OPTIMAL and outcome.replayed)
+
+
 class SolverPool:
     """Open backends by name, reused across calls and closed together; runs HiGHS in place of
     Gurobi when Gurobi's licence is too small for a model (`fallback=True`). Each backend runs
     guarded (`solvers.guard`): its time limit holds even where the backend ignores it. Their
     solver processes start when the pool is made; its first call waits for them (up to
     `STARTUP_WAIT` s), so that no verdict depends on how long they took to start. One exact set
-    oracle (`solvers.oracle`) serves the replay of every answer."""
+    oracle (`solvers.oracle`) serves the replay of every answer.
 
-    def __init__(self, names: Iterable[str], fallback: bool = True) -> None:
+    `first_proof` (`certify`'s default set, `proving_solvers`): the backends take turns, the one
+    that `solvers.base.auto_solver` picks for the problem first, until one gives an exact proof
+    (`proves`); named backends (`first_proof` False) all run, so that they cross-check."""
+
+    def __init__(self, names: Iterable[str], fallback: bool = True, first_proof: bool = False) -> None:
         self.names = tuple(dict.fromkeys(names))
+        self.first_proof = first_proof
         self.backends = {name: cast(GuardedSolver, get_solver(name, guarded=True)) for name in self.names}
         self.fallback = fallback and "gurobi" in self.backends and "highs" not in self.backends
         self._highs: Solver | None = None
@@ -154,7 +197,14 @@ class SolverPool:
                     backend.wait_started(until)
         outcomes: dict[str, Outcome] = {}
         notes: list[str] = []
-        for name, backend in self.backends.items():
+        order = list(self.backends)
+        if self.first_proof:
+            first = auto_solver(problem)
+            order.sort(key=lambda name: name != first)
+        for name in order:
+            backend = self.backends[name]
+            if self.first_proof and any(proves(outcome) for outcome in outcomes.values()):
+                break
             outcomes[name] = solve_problem(backend, problem, at_most, time_limit, self.oracle)
             if name == "gurobi" and outcomes[name].status == Status.SIZE_LIMIT and self.fallback:
                 self._highs = self._highs or get_solver("highs", guarded=True)
@@ -419,17 +469,19 @@ def certify(
     kind: str,
     domain: Domain | None = None,
     threshold: float | None = None,
-    solvers: Iterable[str] = ("enumerate",),
+    solvers: Iterable[str] | None = None,
     time_limit: float = 60.0,
     epsilon: float = 1e-6,
     method: str = "greedy",
 ) -> list[Certificate]:
     """Certificates for every row of X [B, n] (or [n]) and one kind, judging the answers of
     `method`: greedy (monotone networks; elsewhere the solvers alone, `exact_only`) or deletion
-    (any network)."""
+    (any network), by `solvers` (None: the default, `proving_solvers`)."""
     domain = domain if domain is not None else Domain.unit(net.n_inputs)
     X = domain.check(X)
-    with SolverPool(solvers) as pool:  # made first: its solver processes start while greedy runs
+    default = solvers is None
+    solvers = proving_solvers(net, domain) if solvers is None else solvers
+    with SolverPool(solvers, first_proof=default) as pool:  # made first: its solver processes start while greedy runs
         answers = explainer_answers(Method(method).value, pool, net, X, kind, domain, threshold, time_limit)
         return [
             certify_input(pool, net, x, kind, domain, threshold, answer, time_limit, row, epsilon)[1]

@@ -47,7 +47,7 @@ from ..network import Network
 from ..prediction import threshold_for
 from ..problem import Outcome, Problem, Status
 from ..validate import describe, json_feature_set, json_number
-from .certify import GreedyAnswer, SolverPool, certify_row
+from .certify import GreedyAnswer, SolverPool, certify_row, proving_solvers
 from .proofs import ProofFolder
 
 KINDS = ("contrastive", "abductive")
@@ -180,15 +180,16 @@ def check_explanations(
     domain: Domain | None = None,
     threshold: float | None = None,
     require: str = "valid",
-    solvers: Iterable[str] = ("enumerate",),
+    solvers: Iterable[str] | None = None,
     time_limit: float = 60.0,
     epsilon: float = 1e-6,
     progress: Callable[[], None] | None = None,
     proofs: ProofFolder | None = None,
 ) -> list[Judgement]:
-    """Judge every claim about inputs X [B, n] (rows as in `Claim.row`); `progress()` after each.
-    With `proofs` and `require` minimum, each minimum and none-exists verdict gets a certificate
-    there (`verify.proofs`): "no explanation of fewer features", "no contrastive explanation"."""
+    """Judge every claim about inputs X [B, n] (rows as in `Claim.row`) with `solvers` where
+    needed (None: `certify.proving_solvers`); `progress()` after each. With `proofs` and `require`
+    minimum, each minimum and none-exists verdict gets a certificate there (`verify.proofs`): "no
+    explanation of fewer features", "no contrastive explanation"."""
     if require not in REQUIREMENTS:
         raise InputError(f"unknown requirement {require!r} (use {', '.join(REQUIREMENTS)})")
     domain = domain if domain is not None else Domain.unit(net.n_inputs)
@@ -197,8 +198,10 @@ def check_explanations(
     rows = sorted({claim.row for claim in claims})  # only the rows asked about are evaluated
     predictions = dict(zip(rows, ExactNetwork(net).predictions(X[rows], threshold).tolist(), strict=True)) if rows else {}
     needs_solvers = require == "minimum" or not net.is_monotone
+    default = solvers is None
+    solvers = proving_solvers(net, domain) if solvers is None else solvers
     judgements = []
-    with SolverPool(solvers) if needs_solvers else nullcontext(None) as pool:
+    with SolverPool(solvers, first_proof=default) if needs_solvers else nullcontext(None) as pool:
         for claim in claims:
             if predictions[claim.row] < 0:
                 note = "p(x) is undecided: the enclosures of the outputs leave it open (smooth network)"

@@ -15,7 +15,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..errors import InputError
 from ..validate import (
@@ -29,6 +29,10 @@ from ..validate import (
     seconds,
 )
 from .executors import EXECUTORS, sigterm_interrupts
+
+if TYPE_CHECKING:
+    from ..domain import Domain
+    from ..network import Network
 
 KIND_CHOICES = ("contrastive", "abductive", "both")
 METHOD_CHOICES = ("greedy", "deletion")
@@ -313,13 +317,12 @@ def _certify(args: argparse.Namespace) -> int:
     output_directory(cases_dir, "--cases" if args.cases else "case folder")
     net, settings, X, rows = _load_problem(args)
     domain, threshold = settings.domain, settings.threshold
-    names = [name.strip() for name in args.solvers.split(",") if name.strip()]
-    if not names:
-        raise InputError("--solvers needs at least one solver name")
+    names = _solver_names(args.solvers, net, domain)
     fail_on, baseline = _ci_flags(args, "certify")
     proofs = _proof_folder(args, net)
     lines, certificates, saved = [], [], []
-    with SolverPool(names) as pool, _Progress(len(X) * len(_kinds(args)), "certify", "certified") as progress:
+    pool = SolverPool(names, first_proof=args.solvers is None)  # the default set: until the first exact proof
+    with pool, _Progress(len(X) * len(_kinds(args)), "certify", "certified") as progress:
         for kind in _kinds(args):
             answers = explainer_answers(args.method, pool, net, X, kind, domain, threshold, args.time_limit)
             for row, x, answer in zip(rows, X, answers, strict=True):
@@ -365,6 +368,25 @@ def _certify(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _solver_names(spec: str | None, net: Network, domain: Domain) -> list[str]:
+    """The backends `--solvers` names: a comma-separated list, `all` (every installed backend), or
+    None: the default, every installed exact backend that applies (`certify.proving_solvers`)."""
+    from ..solvers.base import available_solvers
+    from .certify import proving_solvers
+
+    if spec is None:
+        names = list(proving_solvers(net, domain))
+        if not names:
+            raise InputError("no exact solver applies to this network here: pip install 'cardinal[solvers]'")
+        return names
+    if spec.strip() == "all":
+        return list(available_solvers())
+    names = [name.strip() for name in spec.split(",") if name.strip()]
+    if not names:
+        raise InputError("--solvers needs at least one solver name")
+    return names
+
+
 # ---------------------------------------------------------------------------- check
 def _check(args: argparse.Namespace) -> int:
     from collections import Counter
@@ -382,9 +404,7 @@ def _check(args: argparse.Namespace) -> int:
     settings = _settings(args, net, _recorded(args.explanations, claims))
     X = settings.domain.check(X, source=args.inputs)
     claims = _chosen(args, claims, len(X))
-    names = [name.strip() for name in args.solvers.split(",") if name.strip()]
-    if not names:
-        raise InputError("--solvers needs at least one solver name")
+    names = _solver_names(args.solvers, net, settings.domain)
     unknown = [name for name in names if name not in SOLVER_NAMES]
     if unknown:  # (a missing library is named when the solver is first needed)
         raise InputError(f"unknown solver {unknown[0]!r} (known: {', '.join(SOLVER_NAMES)})")
@@ -394,8 +414,8 @@ def _check(args: argparse.Namespace) -> int:
     proofs = _proof_folder(args, net)
     with _Progress(len(claims), "check", "judged") as progress:
         judgements = check_explanations(
-            net, X, claims, settings.domain, settings.threshold, args.require, names, args.time_limit, args.epsilon,
-            progress.update, proofs,
+            net, X, claims, settings.domain, settings.threshold, args.require, None if args.solvers is None else names,
+            args.time_limit, args.epsilon, progress.update, proofs,
         )
     lines = [judgement.to_json() for judgement in judgements]
     failed = [f"{judgement.describe()}" for judgement in judgements if not judgement.passed]
@@ -984,7 +1004,11 @@ def _add_certify(commands: argparse._SubParsersAction, problem: argparse.Argumen
         "on exact evidence only, and a solver claim refuted by the exact replay is listed under its solver. "
         "Exit 1 when exact evidence conflicts (solver_disagreement), 2 on bad input.",
     )
-    certify.add_argument("--solvers", default="enumerate", help="comma-separated: gurobi,highs,z3,enumerate (default enumerate)")
+    certify.add_argument(
+        "--solvers",
+        help="comma-separated: exact-milp,z3,enumerate,gurobi,highs, or all (every installed one); default: every installed "
+        "exact backend that applies to the network (README, Statuses and verdicts)",
+    )
     certify.add_argument("--time-limit", type=seconds, default=60.0, help="seconds per solver call (default 60)")
     certify.add_argument(
         "--epsilon", type=positive_number, default=1e-6, help="MILP margin to reach class 1: f ≥ t + ε (default 1e-6)"
@@ -1023,7 +1047,8 @@ def _add_check(commands: argparse._SubParsersAction, problem: argparse.ArgumentP
         help="what each explanation must be: valid (default), subset-minimal, or cardinality-minimum (runs --solvers)",
     )
     check.add_argument(
-        "--solvers", default="enumerate", help="for --require minimum and non-monotone networks (default enumerate)"
+        "--solvers",
+        help="for --require minimum and non-monotone networks (default: every installed exact backend that applies)",
     )
     check.add_argument("--time-limit", type=seconds, default=60.0, help="seconds per solver call (default 60)")
     check.add_argument(
@@ -1215,9 +1240,9 @@ def _add_bench(commands: argparse._SubParsersAction, problem: argparse.ArgumentP
     )
     bench.add_argument(
         "name",
-        choices=("greedy", "guard", "solvers", "startup"),
-        help="greedy: batched vs one-call loops; guard: a guarded call's fixed cost; solvers: time per backend; "
-        "startup: CPU seconds of short commands",
+        choices=("exact_milp", "greedy", "guard", "solvers", "startup"),
+        help="exact_milp: issue 28's exact MILP targets; greedy: batched vs one-call loops; guard: a guarded call's "
+        "fixed cost; solvers: time per backend; startup: CPU seconds of short commands",
     )
     bench.add_argument("arguments", nargs=argparse.REMAINDER, help="passed to the benchmark")
     bench.set_defaults(handler=_bench)

@@ -1,0 +1,242 @@
+"""The exact MILP engine (`solvers.exact_milp`): its minima against brute force on Boolean cubes
+(monotone and non-monotone networks, both kinds) and against z3's full encoding on tiny
+continuous boxes; a float LP made deliberately wrong (duals, points, rays, statuses) costs time or
+gives no proof, never a wrong one; its hitting-set step against brute force; `auto` picks it."""
+
+from __future__ import annotations
+
+import itertools
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from cardinal.solvers.base import auto_solver, available_solvers, get_solver, solve_problem
+from cardinal.solvers.hitting import minimum_hitting_set
+from cardinal.verify.generate import median_threshold, random_network
+
+from cardinal.activations import Activation
+from cardinal.domain import Domain
+from cardinal.exact import ExactNetwork
+from cardinal.network import Layer, Network
+from cardinal.problem import Problem, Status
+
+pytest.importorskip("highspy")
+exact_milp = pytest.importorskip("cardinal.solvers.exact_milp")
+
+PROOFS = (Status.OPTIMAL, Status.NONE_EXISTS, Status.NONE_WITHIN)  # what claims "nothing smaller"
+
+
+def _problem(seed: int, monotone: bool, binary: bool, kind: str, n: int | None = None, hidden: tuple[int, ...] | None = None):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(3, 7)) if n is None else n
+    hidden = (int(rng.integers(2, 5)), int(rng.integers(2, 4))) if hidden is None else hidden
+    net = random_network(rng, n, hidden, "relu", monotone=monotone)
+    X = (rng.random((6, n)) < 0.5).astype(float) if binary else rng.random((6, n))
+    threshold = median_threshold(net, X)
+    domain = Domain.boolean(n) if binary else Domain.unit(n)
+    return Problem.make(net, X[int(rng.integers(0, 6))], kind, domain, threshold)
+
+
+def _cube_minimum(problem: Problem) -> int | None:
+    """The exact minimum on the Boolean cube, from the exact prediction at all 2^n vertices."""
+    n, x = problem.n, problem.x
+    vertices = np.array(list(itertools.product((0.0, 1.0), repeat=n)))
+    predictions = ExactNetwork(problem.net).predictions(vertices, problem.threshold)
+    flips = [frozenset(np.flatnonzero(v != x).tolist()) for v, q in zip(vertices, predictions, strict=True) if q != problem.prediction]
+    for size in range(n + 1):
+        for subset in map(frozenset, itertools.combinations(range(n), size)):
+            if problem.kind == "contrastive" and any(changed <= subset for changed in flips):
+                return size
+            if problem.kind == "abductive" and not any(not (changed & subset) for changed in flips):
+                return size
+    return None
+
+
+def _solve(problem: Problem, name: str = "exact-milp", at_most: int | None = None, time_limit: float = 60.0):
+    with get_solver(name, **({"strategy": "encode"} if name == "z3" else {})) as backend:
+        return solve_problem(backend, problem, at_most, time_limit)
+
+
+def _size(outcome) -> int | None:
+    assert outcome.status in (Status.OPTIMAL, Status.NONE_EXISTS), outcome
+    return outcome.size if outcome.status == Status.OPTIMAL else None
+
+
+@pytest.mark.parametrize("vertices", [True, False], ids=["vertices", "branch-and-bound"])
+@pytest.mark.parametrize("monotone", [True, False])
+@pytest.mark.parametrize("kind", ["contrastive", "abductive"])
+def test_minimum_on_the_boolean_cube_equals_brute_force(monotone: bool, kind: str, vertices: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With small questions decided at the cube's vertices, and without (the branch and bound)."""
+    if not vertices:
+        monkeypatch.setattr(exact_milp, "VERTEX_FEATURES", 0)
+        monkeypatch.setattr(exact_milp, "SET_QUESTIONS", 0)
+    for seed in range(8):
+        problem = _problem(seed, monotone, True, kind)
+        outcome = _solve(problem)
+        assert outcome.exact and outcome.status != Status.REFUTED, outcome
+        assert _size(outcome) == _cube_minimum(problem), (seed, outcome)
+        if outcome.status == Status.OPTIMAL:
+            assert outcome.replayed, outcome
+
+
+@pytest.mark.skipif("z3" not in available_solvers(), reason="needs z3")
+@pytest.mark.parametrize(
+    ("monotone", "kind", "by_sets"),
+    [(True, "contrastive", True), (True, "abductive", True), (False, "abductive", True), (False, "contrastive", True), (False, "contrastive", False)],
+)
+def test_minimum_on_a_tiny_box_equals_z3s_full_encoding(monotone: bool, kind: str, by_sets: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Non-monotone CXps with small bounds decided set by set, and without (the branch and bound)."""
+    if not by_sets:
+        monkeypatch.setattr(exact_milp, "SET_QUESTIONS", 0)
+    for seed in range(6):
+        problem = _problem(50 + seed, monotone, False, kind)
+        ours, reference = _solve(problem), _solve(problem, "z3")
+        assert _size(ours) == _size(reference), (seed, ours, reference)
+
+
+def test_at_most_below_the_minimum_is_none_within() -> None:
+    problem = _problem(3, False, True, "contrastive")
+    minimum = _cube_minimum(problem)
+    assert minimum is not None and minimum >= 2
+    outcome = _solve(problem, at_most=minimum - 1)
+    assert outcome.status == Status.NONE_WITHIN and outcome.exact, outcome
+
+
+class _WrongHighs:
+    """A HiGHS whose answers are wrong in every way a float LP can be: random duals and points,
+    random rays, "infeasible" for feasible LPs and "optimal" for infeasible ones."""
+
+    def __init__(self, real, rng: np.random.Generator) -> None:
+        self.real, self.rng, self.lie = real, rng, False
+
+    def __getattr__(self, name: str):
+        return getattr(self.real, name)
+
+    def run(self):
+        status = self.real.run()
+        self.lie = bool(self.rng.random() < 0.3)
+        return status
+
+    def getModelStatus(self):
+        real = self.real.getModelStatus()
+        if not self.lie:
+            return real
+        statuses = exact_milp._Highs
+        return statuses.kInfeasible if real == statuses.kOptimal else statuses.kOptimal
+
+    def getSolution(self):
+        solution = self.real.getSolution()
+        rows, columns = len(solution.row_dual), len(solution.col_value)
+        scale = 10.0 ** self.rng.integers(-3, 4)
+        return SimpleNamespace(
+            col_value=self.rng.random(columns) * scale,
+            row_dual=np.asarray(solution.row_dual) + self.rng.normal(size=rows) * scale,
+            dual_valid=True,
+        )
+
+    def getDualRay(self):
+        return True, True, (self.rng.normal(size=self.real.getNumRow()) * 10.0 ** self.rng.integers(-3, 4)).tolist()
+
+
+@pytest.mark.parametrize("kind", ["contrastive", "abductive"])
+@pytest.mark.parametrize("binary", [True, False])
+def test_a_wrong_float_lp_gives_no_wrong_proof(kind: str, binary: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every LP answer and every float MILP seed is corrupted: an answer is either right (exact
+    evidence only: the safe bounds of any multipliers, exact replays) or no proof at all."""
+    monkeypatch.setattr(exact_milp, "VERTEX_FEATURES", 0)  # the branch and bound on binary boxes too
+    monkeypatch.setattr(exact_milp, "SET_QUESTIONS", 0)  # and on every CXp bound
+    rng = np.random.default_rng(7)
+    real_new = exact_milp.new_highs
+    monkeypatch.setattr(exact_milp, "new_highs", lambda: _WrongHighs(real_new(), rng))
+    monkeypatch.setattr(exact_milp, "optimize", lambda model, seconds: SimpleNamespace(values=rng.random(model.shape[1])))
+    monkeypatch.setattr(exact_milp, "flipping_point", lambda problem, free, seed=0: None)  # no gradient help
+    proofs = 0
+    for seed in range(6):
+        problem = _problem(200 + seed, False, binary, kind, n=4, hidden=(3, 2))
+        expected = _cube_minimum(problem) if binary else _size(_solve(problem, "z3")) if "z3" in available_solvers() else "?"
+        outcome = _solve(problem, time_limit=8.0)
+        assert outcome.status != Status.REFUTED, outcome
+        if outcome.status in PROOFS:
+            proofs += 1
+            if expected != "?":
+                assert (outcome.size if outcome.status == Status.OPTIMAL else None) == expected, (seed, outcome)
+        else:
+            assert outcome.status in (Status.FEASIBLE, Status.TIMEOUT, Status.ERROR), outcome
+    assert proofs >= 1  # wrong duals slow it down; the safe bounds of the rest still prove
+
+
+def test_the_hitting_set_step_is_a_minimum_hitting_set() -> None:
+    rng = np.random.default_rng(3)
+    for _ in range(40):
+        universe = int(rng.integers(3, 9))
+        sets = [frozenset(np.flatnonzero(rng.random(universe) < 0.4).tolist()) or frozenset({0}) for _ in range(int(rng.integers(1, 8)))]
+        found = minimum_hitting_set(sets)
+        assert found is not None and all(found & s for s in sets)
+        smallest = next(k for k in range(universe + 1) for c in itertools.combinations(range(universe), k) if all(set(c) & s for s in sets))
+        assert len(found) == smallest
+        assert minimum_hitting_set(sets, limit=smallest - 1) is None
+    assert minimum_hitting_set([], limit=-1) is None  # was the empty set: the loop asked its last question twice
+
+
+def test_auto_picks_the_exact_milp_on_non_monotone_networks() -> None:
+    non_monotone = _problem(1, False, False, "abductive", n=16, hidden=(4,))
+    tiny_cube = _problem(1, False, True, "abductive", n=5, hidden=(4,))
+    assert auto_solver(non_monotone) == "exact-milp"
+    assert auto_solver(tiny_cube) == "enumerate"
+    monotone = _problem(1, True, False, "contrastive", n=16, hidden=(4,))
+    assert auto_solver(monotone) == ("z3" if "z3" in available_solvers() else "exact-milp")
+
+
+def test_auto_picks_the_exact_milp_on_monotone_problems_with_large_answers() -> None:
+    """f = Σ y_i over [0, 1]^60 at x = 1: an AXp keeps t's worth of features (51 for t = 50.5, 3
+    for t = 2.5); z3's lazy strategy keeps the small ones."""
+    net = Network([Layer(np.ones((1, 60)), np.zeros(1), Activation.make("identity"))])
+    large = Problem.make(net, np.ones(60), "abductive", Domain.unit(60), 50.5)
+    small = Problem.make(net, np.ones(60), "abductive", Domain.unit(60), 2.5)
+    assert auto_solver(large) == "exact-milp"
+    assert auto_solver(small) == ("z3" if "z3" in available_solvers() else "exact-milp")
+    outcome = _solve(large)
+    assert outcome.status == Status.OPTIMAL and outcome.size == 51 and outcome.replayed, outcome
+
+
+def test_certify_defaults_to_the_exact_backends_and_all_means_every_installed_one() -> None:
+    from cardinal.verify.certify import proving_solvers
+    from cardinal.verify.cli import _solver_names
+
+    rng = np.random.default_rng(5)
+    non_monotone = random_network(rng, 30, (4,), "relu", monotone=False)
+    monotone = random_network(rng, 30, (4,), "relu", monotone=True)
+    domain = Domain.unit(30)
+    assert "exact-milp" in proving_solvers(non_monotone, domain)
+    assert "exact-milp" in proving_solvers(monotone, domain)
+    for net in (non_monotone, monotone):
+        chosen = proving_solvers(net, domain)
+        assert chosen and not {"gurobi", "highs"} & set(chosen)
+        assert _solver_names(None, net, domain) == list(chosen)
+        assert _solver_names("all", net, domain) == list(available_solvers())
+    assert ("z3" in proving_solvers(monotone, domain)) == ("z3" in available_solvers())
+    assert "enumerate" not in proving_solvers(non_monotone, domain)  # 30 features of a real box: no enumeration
+
+
+def test_the_default_set_stops_at_the_first_exact_proof_and_named_backends_all_run() -> None:
+    from cardinal.verify.certify import SolverPool
+
+    net = Network([Layer(np.ones((1, 60)), np.zeros(1), Activation.make("identity"))])
+    problem = Problem.make(net, np.ones(60), "abductive", Domain.unit(60), 50.5)  # auto: exact-milp
+    names = [name for name in ("z3", "exact-milp") if name in available_solvers()]
+    with SolverPool(names, first_proof=True) as pool:
+        outcomes, _ = pool.solve(problem, None, 30.0)
+    assert list(outcomes) == ["exact-milp"] and outcomes["exact-milp"].status == Status.OPTIMAL
+    with SolverPool(names) as pool:
+        outcomes, _ = pool.solve(problem, None, 30.0)
+    assert list(outcomes) == names
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("monotone", [True, False])
+@pytest.mark.parametrize("kind", ["contrastive", "abductive"])
+def test_larger_random_cubes_against_brute_force(monotone: bool, kind: str) -> None:
+    for seed in range(10):
+        problem = _problem(1000 + seed, monotone, True, kind, n=9 + seed % 3, hidden=(8, 6))
+        outcome = _solve(problem)
+        assert _size(outcome) == _cube_minimum(problem), (seed, outcome)
