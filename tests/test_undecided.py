@@ -13,14 +13,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 from cardinal.solvers.base import solve_minimum
-from cardinal.verify.campaign import Unit, certify_unit
+from cardinal.verify.campaign import Unit, certify_unit, units_of
 from cardinal.verify.certify import SolverPool, certify, greedy_answers
 from cardinal.verify.cli import main
-from cardinal.verify.record import Record
+from cardinal.verify.instance import Instance
+from cardinal.verify.record import Record, read_records
 
 from cardinal.activations import Activation
 from cardinal.domain import Domain
 from cardinal.errors import InputError, UndecidedPrediction
+from cardinal.io import JsonLines
 from cardinal.network import Layer, Network
 from cardinal.problem import Problem
 from cardinal.testing import assert_explanations
@@ -146,3 +148,19 @@ def test_certify_beyond_the_double_range(tmp_path: Path, capsys: pytest.CaptureF
     assert main(["certify", network, "--inputs", inputs, "--upper", "1e308", "--solvers", "enumerate"]) == 0
     for line in _lines(capsys):
         assert line["greedy"]["features"] == [0] and line["verdict"] == "greedy_minimal" and line["certified"], line
+
+
+def test_campaign_record_beyond_the_double_range_is_json_and_reads_back(tmp_path: Path) -> None:
+    """f(x) = 2e308 overflows float64: the record's output and margin are null (JSON), not
+    Infinity, and `--resume` reads the record back (issue 24 leftover)."""
+    net = Network([Layer(np.array([[2.0, 1.0]]), np.zeros(1), Activation.make("identity"))])
+    instance = Instance("huge", "test", net, np.array([[1e308, 0.0]]), 0.0, Domain(np.zeros(2), np.full(2, 1e308)), ("contrastive",))
+    (unit,) = units_of(instance, ("enumerate",), 10.0, set())
+    with SolverPool(("enumerate",)) as pool:
+        record, _ = certify_unit(unit, pool)
+    log = JsonLines(tmp_path / "records.jsonl")
+    log.append(record.to_json())
+    text = (tmp_path / "records.jsonl").read_text()
+    assert "Infinity" not in text and json.loads(text, parse_constant=pytest.fail)["output"] is None
+    (read,) = read_records(tmp_path / "records.jsonl")
+    assert read.output is None and read.margin is None and read.verdict == "greedy_minimal" and read.certified

@@ -90,7 +90,7 @@ class Unit:
     x: tuple[float, ...]
     row: int
     kind: str
-    output: float
+    output: float | None  # f(x) in float64; None where it overflows the double range
     greedy: GreedyAnswer | None  # None: the network is not monotone
     solvers: tuple[str, ...]
     time_limit: float
@@ -129,7 +129,7 @@ def units_of(instance: Instance, solvers: tuple[str, ...], time_limit: float, do
                     x=tuple(float(v) for v in instance.X[row]),
                     row=row,
                     kind=kind,
-                    output=float(outputs[row]),
+                    output=float(outputs[row]) if np.isfinite(outputs[row]) else None,
                     greedy=answer,
                     solvers=names,
                     time_limit=time_limit,

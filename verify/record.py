@@ -58,7 +58,7 @@ class Record:
     kind: Kind
     threshold: float
     prediction: int
-    output: float  # f(x) in float64
+    output: float | None  # f(x) in float64; None where it overflows the double range
     greedy: GreedyAnswer | None  # None: the network is not monotone, greedy did not run
     solvers: dict[str, Outcome]
     verdict: Verdict
@@ -70,7 +70,10 @@ class Record:
     notes: tuple[str, ...] = ()
 
     @property
-    def margin(self) -> float:
+    def margin(self) -> float | None:
+        """f(x) − t in float64; None where f(x) or the difference overflows the double range."""
+        if self.output is None or not math.isfinite(self.output - self.threshold):
+            return None
         return self.output - self.threshold
 
     @property
@@ -127,7 +130,7 @@ class Record:
             kind=read.choice("kind", Kind),
             threshold=read.number("threshold"),
             prediction=read.integer("prediction"),
-            output=read.number("output"),
+            output=None if document.get("output") is None else read.number("output"),
             greedy=greedy,
             solvers={name: _outcome(name, outcome, f"{where}: solvers.{name}") for name, outcome in outcomes.items()},
             verdict=read.choice("verdict", Verdict),
