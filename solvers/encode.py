@@ -60,6 +60,15 @@ from ..network import Layer
 from ..problem import Problem
 
 PAD = 1e-7  # relative outward padding of the float bounds
+MAX_MAGNITUDE = 1e15
+"""The largest magnitude a model may hold (a weight, bias, input, box bound, threshold, a unit's
+bound, a big-M): beyond it a float MILP resolves nothing (HiGHS refuses matrix entries of 1e15
+and reads bounds of 1e20 as infinite; Gurobi's tolerances are absolute, 1e-6, while the double
+spacing at 2^53 is 1). `encode` raises `Unencodable` instead, and the backends answer UNSUPPORTED."""
+
+
+class Unencodable(ValueError):
+    """The problem holds a number a float MILP cannot carry (beyond `MAX_MAGNITUDE`)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -174,6 +183,7 @@ def encode(
     module docstring shows unnecessary on monotone networks. `margin`: keep continuous values ε
     off the closed sides too (module docstring, Margins): for witnesses, never for proofs.
     """
+    _check_magnitudes(problem)
     n = problem.n
     builder = _Builder()
     if free is None:
@@ -220,6 +230,22 @@ def encode(
     if free is None:
         objective[selectors] = 1.0
     return builder.freeze(objective, selectors, inputs, int(z[0]))
+
+
+def _check_magnitudes(problem: Problem) -> None:
+    """Unencodable when a number of the problem is beyond `MAX_MAGNITUDE`."""
+    numbers = [
+        ("the input", problem.x),
+        ("the box", np.concatenate([problem.domain.lower, problem.domain.upper])),
+        ("the threshold", np.array([problem.threshold])),
+    ]
+    for index, layer in enumerate(problem.net.layers, start=1):
+        numbers += [(f"layer {index}'s weights", layer.weight), (f"layer {index}'s biases", layer.bias)]
+        numbers += [(f"layer {index}'s activation", np.array([value for _, value in layer.activation.params]))]
+    for where, values in numbers:
+        if values.size and np.abs(values).max() >= MAX_MAGNITUDE:
+            largest = np.abs(values).max()
+            raise Unencodable(f"a number of {where} ({largest:.3g}) is beyond what a float MILP resolves ({MAX_MAGNITUDE:g})")
 
 
 def _bound_vectors(
@@ -352,5 +378,9 @@ def _pick(values: list[Fraction], mask: np.ndarray) -> list[Fraction]:
 def _outward(values: list[Fraction] | np.ndarray, direction: int) -> np.ndarray:
     """Exact values [m] as floats moved outwards (direction −1: down, +1: up) by one ulp, which
     covers the rounding of `float`, and then padded by PAD."""
+    largest = max((abs(value) for value in values), default=0)
+    if largest >= MAX_MAGNITUDE:
+        shown = f"{float(largest):.3g}" if largest <= np.finfo(np.float64).max else "beyond the double range"
+        raise Unencodable(f"a unit's bound reaches {shown}, beyond what a float MILP resolves ({MAX_MAGNITUDE:g})")
     rounded = np.nextafter(np.array([float(value) for value in values], dtype=np.float64), direction * math.inf)
     return rounded + direction * PAD * (1.0 + np.abs(rounded))
