@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..activations import Activation
-from ..errors import InputError
+from ..errors import InputError, interrupted_import
 from ..io import parse_json
 from .chain import ChainStep
 
@@ -44,7 +44,8 @@ SUPPORTED = ("Gemm", "MatMul", "Add", "LeakyRelu", "PRelu", "Clip", "GreaterOrEq
 def _onnx() -> Any:
     try:
         import onnx
-    except ImportError:
+    except ImportError as error:
+        interrupted_import(error)
         raise InputError("reading or writing ONNX needs the onnx package: pip install 'cardinal[onnx]'") from None
     return onnx
 
