@@ -16,10 +16,13 @@ Inputs:
 
 Margins (`margin=True`, for finding witnesses only). A continuous `y` often ends on the boundary
 of the region it reaches, where float rounding decides its exact replay half the time. A model
-asked with margins keeps such points off the closed sides too: where a value moves continuously
-with y (no step layer between them), class 0 means `f ≤ t − ε` and a step's `z = 1` means
-`h ≥ at + ε`; values fed by steps alone take finitely many values, and exact ties there keep the
-plain conditions. Such a model cuts off valid points, so its infeasibility proves nothing: the
+asked with margins keeps such points off the closed sides too, and twice as far off the strict
+ones: where a value moves continuously with y (no step layer between them), class 0 means
+`f ≤ t − ε` and class 1 `f ≥ t + 2ε`, a step's `z = 1` means `h ≥ at + ε` and `z = 0` means
+`h ≤ at − 2ε`; values fed by steps alone take finitely many values, and exact ties there keep the
+plain conditions. (The strict side's second ε: asked for `f ≥ t + 10⁻⁶` at FeasibilityTol 10⁻⁹,
+Gurobi answered OPTIMAL with f = 0 = t, a violation of 10⁻⁶, on the plain and the old margin
+model alike; at 2·10⁻⁶ it gave f = 2·10⁻⁶.) Such a model cuts off valid points, so its infeasibility proves nothing: the
 MILP backends ask it only for a second witness of a free set whose first one did not flip in
 exact arithmetic (`solvers.milp`).
 
@@ -181,7 +184,8 @@ def encode(
     otherwise; the latter is contrastive only). `free` given: the flip oracle's feasibility model,
     y free in the box on `free` and equal to x elsewhere. `relax`: drop the binaries that the
     module docstring shows unnecessary on monotone networks. `margin`: keep continuous values ε
-    off the closed sides too (module docstring, Margins): for witnesses, never for proofs.
+    off the closed sides too, 2ε off the strict ones (module docstring, Margins): for witnesses,
+    never for proofs.
     """
     _check_magnitudes(problem)
     n = problem.n
@@ -221,7 +225,7 @@ def encode(
                 z, z_low, z_high = _encode_kink(builder, stage, z, z_low, z_high, hull_only.get(stage.op, False))
     margin = problem.epsilon if continuous else 0.0
     if goal == 1:
-        builder.rows(problem.threshold + problem.epsilon, math.inf, (z, 1.0))
+        builder.rows(problem.threshold + problem.epsilon + margin, math.inf, (z, 1.0))
     else:
         builder.rows(-math.inf, problem.threshold - margin, (z, 1.0))
     if at_most is not None and free is None:
@@ -324,7 +328,7 @@ def _encode_step(
     builder: _Builder, at: Fraction, w: np.ndarray, low: list[Fraction], high: list[Fraction], epsilon: float, margin: float
 ) -> tuple[np.ndarray, list[Fraction], list[Fraction]]:
     """z = [w ≥ at] for units w [m]: z binary (fixed where stable), z = 1 ⇒ w ≥ at + margin and
-    z = 0 ⇒ w ≤ at − ε. Returns z [m] and its exact bounds."""
+    z = 0 ⇒ w ≤ at − ε − margin. Returns z [m] and its exact bounds."""
     z_low = [Fraction(int(value >= at)) for value in low]
     z_high = [Fraction(int(value >= at)) for value in high]
     z = builder.variables(np.array(z_low, dtype=np.float64), np.array(z_high, dtype=np.float64), integer=True)
@@ -332,8 +336,8 @@ def _encode_step(
     zc, wc, at_float = z[cross], w[cross], float(at)
     m_low = at_float + margin - _outward(_pick(low, cross), -1)
     builder.rows(at_float + margin - m_low, math.inf, (wc, 1.0), (zc, -m_low))
-    m_high = _outward(_pick(high, cross), +1) - at_float + epsilon
-    builder.rows(-math.inf, at_float - epsilon, (wc, 1.0), (zc, -m_high))
+    m_high = _outward(_pick(high, cross), +1) - at_float + epsilon + margin
+    builder.rows(-math.inf, at_float - epsilon - margin, (wc, 1.0), (zc, -m_high))
     return z, z_low, z_high
 
 

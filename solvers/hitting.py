@@ -7,7 +7,10 @@ differs from x form a new contrastive set; it is shrunk in exact arithmetic and 
 
 The oracle's witnesses are replayed exactly before use, so every contrastive set in the loop is
 genuine and every lower bound the hitting sets give is sound; a witness that fails ends the loop
-with ERROR (no set, no verdict).
+with ERROR (no set, no verdict). A hitting set of every feature leaves nothing free and is an
+AXp without asking: a float oracle asked it may answer with x itself when f(x) lies within its
+tolerance of t (f(x) = 0.140625·0.01 as doubles, t = 0.00140625: f(x) > t exactly, f(x) = t in
+floating point).
 """
 
 from __future__ import annotations
@@ -49,6 +52,8 @@ def minimum_abductive(problem: Problem, find_flip: FlipOracle, at_most: int | No
         candidate = minimum_hitting_set(contrastive_sets, limit=at_most)
         if candidate is None:
             return HittingResult(Status.NONE_WITHIN, None, calls)
+        if candidate == features:  # nothing free: y = x, which cannot flip (no float oracle asked)
+            return HittingResult(Status.OPTIMAL, tuple(sorted(candidate)), calls)
         calls += 1
         try:
             y = find_flip(features - candidate, deadline)
