@@ -5,6 +5,9 @@ into a one-line message and exit code 2. `Undecided` (and `UndecidedPrediction`)
 input: the input is valid, but a smooth network's enclosures cannot decide what was asked (f(x)
 may equal the threshold exactly, as sigmoid(a) + sigmoid(−a) = 1 does); the commands record such
 a row as `undecided` and go on with the others.
+
+`interrupt` is the SIGTERM handler that makes it Ctrl-C (KeyboardInterrupt); `interrupted_import`
+tells an import that Ctrl-C interrupted from a library that is missing.
 """
 
 
@@ -19,3 +22,16 @@ class Undecided(ArithmeticError):
 
 class UndecidedPrediction(Undecided):
     """p(x) is undecided: the enclosure of f(x) contains the threshold (smooth networks only)."""
+
+
+def interrupted_import(error: ImportError) -> None:
+    """Raise KeyboardInterrupt if Ctrl-C (or SIGTERM, which the command makes one) interrupted the
+    import that failed: a C extension whose initialization it interrupts raises
+    `ImportError('initialization failed')` caused by it (highspy does), which is no missing library."""
+    if isinstance(error.__cause__, KeyboardInterrupt) or isinstance(error.__context__, KeyboardInterrupt):
+        raise KeyboardInterrupt from None
+
+
+def interrupt(signum: int, frame: object) -> None:
+    """A signal handler (SIGTERM's, in the command) that takes Ctrl-C's way out: KeyboardInterrupt."""
+    raise KeyboardInterrupt

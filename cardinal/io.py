@@ -414,7 +414,7 @@ class JsonLines:
         """Append whole lines, flushed to disk. The folder is made if missing (links to it
         followed); the log itself is never opened through a link. If the disk fills, the log is
         cut back to where it was and `InputError` says so: the records before stay intact."""
-        text = "".join(json.dumps(record) + "\n" for record in records).encode()
+        text = "".join(json.dumps(record, allow_nan=False) + "\n" for record in records).encode()  # JSON, never Infinity
         folder = open_folder(self.path.parent)
         try:
             descriptor = open_regular(folder, self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND)

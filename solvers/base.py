@@ -23,7 +23,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..domain import Domain
-from ..errors import InputError
+from ..errors import InputError, interrupted_import
 from ..greedy import explain
 from ..network import Network
 from ..problem import DEFAULT_EPSILON, Outcome, Problem, Status
@@ -101,6 +101,7 @@ def get_solver(name: str, guarded: bool = False, **options: Any) -> Solver:
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
+        interrupted_import(error)
         hint = f"pip install 'cardinal[{extra}]'" if extra else "reinstall cardinal"
         raise InputError(f"solver {name!r} is not installed ({error.name} missing): {hint}") from None
     factory = getattr(module, class_name)

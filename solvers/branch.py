@@ -157,11 +157,13 @@ class SubsetSearch:
             value, radius, form = self.bounds.bound_and_form(
                 budget, allowed[rows], fixed=fixed[rows], minimum=self.below, reference=reference
             )
-            pairs = zip(value.tolist(), radius.tolist(), strict=True)
+            # a bound that overflowed (inf or NaN: magnitudes near the double range) closes nothing
+            sure = np.isfinite(value) & np.isfinite(radius)
+            pairs = zip(value.tolist(), radius.tolist(), sure.tolist(), strict=True)
             if self.below:  # every set of the node has g ≥ ĝ − r > t
-                closed = np.array([Fraction(v) - Fraction(r) > self.threshold for v, r in pairs])
+                closed = np.array([ok and Fraction(v) - Fraction(r) > self.threshold for v, r, ok in pairs], dtype=bool)
             else:  # every set of the node has g ≤ ĝ + r ≤ t
-                closed = np.array([Fraction(v) + Fraction(r) <= self.threshold for v, r in pairs])
+                closed = np.array([ok and Fraction(v) + Fraction(r) <= self.threshold for v, r, ok in pairs], dtype=bool)
             shares[rows] = -form if self.below else form
             open_rows[rows[closed]] = False
             rows = rows[~closed]
@@ -188,7 +190,8 @@ class SubsetSearch:
         probes[len(allowed) + np.arange(len(rows)), features] = False
         verdicts, values = self.evaluate(probes)
         shares = np.zeros(allowed.shape)
-        shares[rows, features] = np.abs(values[len(allowed) :] - values[rows])
+        with np.errstate(invalid="ignore"):  # inf − inf where f overflows float64: no share
+            shares[rows, features] = np.nan_to_num(np.abs(values[len(allowed) :] - values[rows]), nan=0.0)
         whole, without = verdicts[: len(allowed)], verdicts[len(allowed) :]
         fixed[rows[without == 0], features[without == 0]] = True
         open_rows = (whole != 0) & (fixed.sum(axis=1) <= k)

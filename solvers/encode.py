@@ -25,12 +25,16 @@ Inputs:
 
 Margins (`margin=True`, for finding witnesses only). A continuous `y` often ends on the boundary
 of the region it reaches, where float rounding decides its exact replay half the time. A model
-asked with margins keeps such points off the closed sides too: where a value moves continuously
-with y (no step layer between them), class 0 means `f ≤ t − ε`, an output j < c takes class c
-only with `f_j ≥ f_c + ε`, and a step's `z = 1` means `h ≥ at + ε`; values fed by steps alone
-take finitely many values, and exact ties there keep the plain conditions. Such a model cuts off
-valid points, so its infeasibility proves nothing: the MILP backends ask it only for a second
-witness of a free set whose first one did not flip in exact arithmetic (`solvers.milp`).
+asked with margins keeps such points off the closed sides too, and twice as far off the strict
+ones: where a value moves continuously with y (no step layer between them), class 0 means
+`f ≤ t − ε` and class 1 `f ≥ t + 2ε`, an output j < c takes class c only with `f_j ≥ f_c + ε`
+and one j > c only with `f_j ≥ f_c + 2ε`, a step's `z = 1` means `h ≥ at + ε` and `z = 0` means
+`h ≤ at − 2ε`; values fed by steps alone take finitely many values, and exact ties there keep the
+plain conditions. (The strict side's second ε: asked for `f ≥ t + 10⁻⁶` at FeasibilityTol 10⁻⁹,
+Gurobi answered OPTIMAL with f = 0 = t, a violation of 10⁻⁶, on the plain and the old margin
+model alike; at 2·10⁻⁶ it gave f = 2·10⁻⁶.) Such a model cuts off valid points, so its
+infeasibility proves nothing: the MILP backends ask it only for a second witness of a free set
+whose first one did not flip in exact arithmetic (`solvers.milp`).
 
 Bounds: exact interval propagation over the region y ranges over (`ExactNetwork.layer_bounds`),
 tightened where `at_most=k` < n by letting only the k largest single-feature moves act on the
@@ -83,6 +87,15 @@ from ..prediction import overtakes_strictly
 from ..problem import Problem
 
 PAD = 1e-7  # relative outward padding of the float bounds
+MAX_MAGNITUDE = 1e15
+"""The largest magnitude a model may hold (a weight, bias, input, box bound, threshold, a unit's
+bound, a big-M): beyond it a float MILP resolves nothing (HiGHS refuses matrix entries of 1e15
+and reads bounds of 1e20 as infinite; Gurobi's tolerances are absolute, 1e-6, while the double
+spacing at 2^53 is 1). `encode` raises `Unencodable` instead, and the backends answer UNSUPPORTED."""
+
+
+class Unencodable(ValueError):
+    """The problem holds a number a float MILP cannot carry (beyond `MAX_MAGNITUDE`)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -210,14 +223,15 @@ def encode(
     otherwise; the latter is contrastive only). `free` given: the flip oracle's feasibility model,
     y free in the box on `free` and equal to x elsewhere. `relax`: drop the binaries that the
     module docstring shows unnecessary on monotone networks. `margin`: keep continuous values ε
-    off the closed sides too (module docstring, Margins): for witnesses, never for proofs.
-    `exact`: the exact closure with its strict margin τ (module docstring), for proofs.
-    `bounds`: per layer (None or missing: none), float bounds lower, upper [width] of its
+    off the closed sides too, 2ε off the strict ones (module docstring, Margins): for witnesses,
+    never for proofs. `exact`: the exact closure with its strict margin τ (module docstring), for
+    proofs. `bounds`: per layer (None or missing: none), float bounds lower, upper [width] of its
     pre-activations that hold at every solution of this model (`exact_milp`'s LP-based
     tightening); they narrow the interval bounds, and with them the big-M constants.
     """
     if exact and margin:
         raise ValueError("the exact closure has no margins")
+    _check_magnitudes(problem)
     n = problem.n
     builder = _Builder()
     epsilon = 0.0 if exact else problem.epsilon
@@ -270,7 +284,7 @@ def encode(
     elif goal == 1 and tau is not None:
         builder.rows(problem.threshold, math.inf, (z, 1.0), (tau, -1.0))  # f − τ ≥ t
     elif goal == 1:
-        builder.rows(problem.threshold + problem.epsilon, math.inf, (z, 1.0))
+        builder.rows(problem.threshold + problem.epsilon + margin, math.inf, (z, 1.0))
     else:
         builder.rows(-math.inf, problem.threshold - margin, (z, 1.0))
     if at_most is not None and free is None:
@@ -293,7 +307,7 @@ def _leave_class(
     possible = np.array([high[j] > 0 or (high[j] == 0 and not s) for j, s in zip(others, strict, strict=True)])
     beta = builder.variables(np.zeros(len(others)), possible.astype(np.float64), integer=True)
     builder.sum_row(beta, 1.0, math.inf)
-    required = np.array([epsilon if s else margin for s in strict])
+    required = np.array([epsilon + margin if s else margin for s in strict])  # 2ε off the strict side with margins
     big_m = _outward([max(Fraction(0), Fraction(e) - low[j]) for e, j in zip(required.tolist(), others, strict=True)], +1)
     rows = possible & (big_m > 0)  # with M = 0 the row holds everywhere (L_j ≥ e_j) and is left out
     columns = np.array(others)[rows]
@@ -323,6 +337,22 @@ def _difference_bounds(
         low[j] = max(low[j], bias + positive.dot(z_low) + negative.dot(z_high))
         high[j] = min(high[j], bias + positive.dot(z_high) + negative.dot(z_low))
     return low, high
+
+
+def _check_magnitudes(problem: Problem) -> None:
+    """Unencodable when a number of the problem is beyond `MAX_MAGNITUDE`."""
+    numbers = [
+        ("the input", problem.x),
+        ("the box", np.concatenate([problem.domain.lower, problem.domain.upper])),
+        ("the threshold", np.array([] if problem.threshold is None else [problem.threshold])),  # None: K ≥ 2
+    ]
+    for index, layer in enumerate(problem.net.layers, start=1):
+        numbers += [(f"layer {index}'s weights", layer.weight), (f"layer {index}'s biases", layer.bias)]
+        numbers += [(f"layer {index}'s activation", np.array([value for _, value in layer.activation.params]))]
+    for where, values in numbers:
+        if values.size and np.abs(values).max() >= MAX_MAGNITUDE:
+            largest = np.abs(values).max()
+            raise Unencodable(f"a number of {where} ({largest:.3g}) is beyond what a float MILP resolves ({MAX_MAGNITUDE:g})")
 
 
 def _bound_vectors(
@@ -421,8 +451,8 @@ def _encode_step(
     tau: np.ndarray | None = None,
 ) -> tuple[np.ndarray, list[Fraction], list[Fraction]]:
     """z = [w ≥ at] for units w [m]: z binary (fixed where stable), z = 1 ⇒ w ≥ at + margin and
-    z = 0 ⇒ w ≤ at − ε (with `tau`, the strict margin's index [1]: w + τ ≤ at). Returns z [m]
-    and its exact bounds."""
+    z = 0 ⇒ w ≤ at − ε − margin (with `tau`, the strict margin's index [1]: w + τ ≤ at). Returns
+    z [m] and its exact bounds."""
     z_low = [Fraction(int(value >= at)) for value in low]
     z_high = [Fraction(int(value >= at)) for value in high]
     z = builder.variables(np.array(z_low, dtype=np.float64), np.array(z_high, dtype=np.float64), integer=True)
@@ -431,10 +461,10 @@ def _encode_step(
     floor = at + Fraction(margin)
     m_low = _rounded([floor - Fraction(v) for v in _outward(_pick(low, cross), -1)], +1)
     builder.rows(_rounded([floor - Fraction(m) for m in m_low.tolist()], -1), math.inf, (wc, 1.0), (zc, -m_low))
-    reach = (1 if tau is not None else 0) + Fraction(epsilon) - at  # M = high − at + ε (+ 1 for τ ≥ −1)
+    reach = (1 if tau is not None else 0) + Fraction(epsilon) + Fraction(margin) - at  # M = high − at + ε + margin (+ 1: τ ≥ −1)
     m_high = _rounded([Fraction(v) + reach for v in _outward(_pick(high, cross), +1)], +1)
     extra = () if tau is None else ((np.repeat(tau, len(wc)), 1.0),)
-    builder.rows(-math.inf, at_float - epsilon, (wc, 1.0), (zc, -m_high), *extra)
+    builder.rows(-math.inf, at_float - epsilon - margin, (wc, 1.0), (zc, -m_high), *extra)
     return z, z_low, z_high
 
 
@@ -494,5 +524,9 @@ def _differences(minuend: np.ndarray, subtrahend: np.ndarray, direction: int) ->
 def _outward(values: list[Fraction] | np.ndarray, direction: int) -> np.ndarray:
     """Exact values [m] as floats moved outwards (direction −1: down, +1: up) by one ulp, which
     covers the rounding of `float`, and then padded by PAD."""
+    largest = max((abs(value) for value in values), default=0)
+    if largest >= MAX_MAGNITUDE:
+        shown = f"{float(largest):.3g}" if largest <= np.finfo(np.float64).max else "beyond the double range"
+        raise Unencodable(f"a unit's bound reaches {shown}, beyond what a float MILP resolves ({MAX_MAGNITUDE:g})")
     rounded = np.nextafter(np.array([float(value) for value in values], dtype=np.float64), direction * math.inf)
     return rounded + direction * PAD * (1.0 + np.abs(rounded))

@@ -14,7 +14,10 @@ network over a box of radius 0.05: 709 minimum hitting sets took 27 of a call's 
 
 The oracle's witnesses are replayed exactly before use, so every contrastive set in the loop is
 genuine and every lower bound the hitting sets give is sound; a witness that fails ends the loop
-with ERROR (no set, no verdict).
+with ERROR (no set, no verdict). A hitting set of every feature leaves nothing free and is an
+AXp without asking: a float oracle asked it may answer with x itself when f(x) lies within its
+tolerance of t (f(x) = 0.140625·0.01 as doubles, t = 0.00140625: f(x) > t exactly, f(x) = t in
+floating point).
 
 `minimum_contrastive` is the dual loop, for backends that answer only fixed-set questions (the
 Marabou verifier): it keeps abductive sets and asks whether a minimum hitting set of them, set
@@ -73,11 +76,14 @@ def minimum_abductive(problem: Problem, find_flip: FlipOracle, at_most: int | No
                     return HittingResult(Status.NONE_WITHIN, None, calls)
                 return HittingResult(Status.OPTIMAL, tuple(sorted(best)), calls)
             exact = True
-        calls += 1
-        try:
-            y = find_flip(features - candidate, deadline)
-        except OracleTimeout:
-            return _stopped(best, at_most, calls)
+        if candidate == features:  # nothing free: y = x, which cannot flip (no float oracle asked)
+            y = None
+        else:
+            calls += 1
+            try:
+                y = find_flip(features - candidate, deadline)
+            except OracleTimeout:
+                return _stopped(best, at_most, calls)
         if y is None:
             if exact:
                 return HittingResult(Status.OPTIMAL, tuple(sorted(candidate)), calls)

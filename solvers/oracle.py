@@ -43,7 +43,7 @@ from types import TracebackType
 import numpy as np
 
 from ..domain import Domain
-from ..errors import InputError
+from ..errors import InputError, interrupted_import
 from ..problem import Problem, Status
 from .guard import STARTUP_WAIT, GuardedSolver
 
@@ -142,6 +142,7 @@ class SetOracle:
             try:
                 factory = getattr(importlib.import_module(engine.module), engine.factory)
             except ImportError as error:
+                interrupted_import(error)
                 self._started[engine.name] = f"{engine.name} is not installed ({error.name} missing)"
             else:
                 guarded = GuardedSolver(engine.name, factory, {})

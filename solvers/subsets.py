@@ -22,11 +22,18 @@ fl(hi / (hi − lo))·(1 + 2^-50) ≥ hi / (hi − lo) exactly, and its offset �
 same way, so each line is a valid upper line in exact arithmetic. The final upper bound ĝ + r
 is then ≥ the exact bound of these lines, itself ≥ every g(s) in the set.
 
+Magnitudes near the double range overflow to an infinite or NaN bound, silently (`_quiet`): such a
+bound closes no node (`solvers.branch`), and the sets are judged exactly.
+
 Networks: hidden layers relu, output identity (`supported`); `solvers.smooth` bounds the others.
 `SetForms` (the forms over s with their radii) serves both.
 """
 
 from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -37,6 +44,18 @@ _SLOPE_UP = 1.0 + 2.0**-50
 _FLOOR = 2.0**-300  # every radius is raised by this (module docstring); ≥ `cardinal.rounding.TINY`: still rigorous
 
 
+def _quiet(method: Callable[..., T]) -> Callable[..., T]:
+    """`method` with float overflow silent: it gives inf or NaN bounds (module docstring)."""
+
+    @functools.wraps(method)
+    def quiet(*args: Any, **kwargs: Any) -> T:
+        with np.errstate(over="ignore", invalid="ignore"):
+            return method(*args, **kwargs)
+
+    return quiet
+
+
+T = TypeVar("T")
 Radius = np.ndarray | None  # None: not tracked (a screening estimate, not a bound)
 
 
@@ -48,6 +67,7 @@ class _Form:
         self.coefficients, self.coefficients_radius = coefficients, coefficients_radius
         self.constant, self.constant_radius = constant, constant_radius
 
+    @_quiet
     def extreme(self, k: int | np.ndarray, largest: bool) -> tuple[np.ndarray, Radius]:
         """[B, r] max (largest) or min of each row over s ∈ {0,1}^n with Σ s ≤ k, as (value,
         radius): the k largest positive (or most negative) coefficients plus the constant; every
@@ -111,6 +131,7 @@ class SetForms:
     with rigorous radii: the first layer's, and back-substitution through given lines. Shared by
     `SubsetBounds` and `solvers.smooth.SmoothBounds`. `base`, `target` [n] float64."""
 
+    @_quiet
     def __init__(self, net: Network, base: np.ndarray, target: np.ndarray, threshold: float) -> None:
         self.layers = [(layer.weight, layer.bias) for layer in net.layers]
         self.threshold = threshold
@@ -122,6 +143,7 @@ class SetForms:
         self.first_constant = constant + bias
         self.first_constant_radius = _outwards(constant_radius + UNIT_ROUNDOFF * np.abs(self.first_constant))
 
+    @_quiet
     def first_form(self, allowed: np.ndarray, rigorous: bool, fixed: np.ndarray | None = None) -> _Form:
         """The first layer's pre-activations over s ⊆ allowed [B, n] bool: coefficients [B, w0, n].
         With `fixed` [B, n] bool, over the sets `fixed ∪ s`, s ⊆ allowed \\ fixed: the fixed
@@ -144,6 +166,7 @@ class SetForms:
             first.constant_radius = constant_radius
         return first
 
+    @_quiet
     def substitute(self, depth: int, lines: list[tuple[np.ndarray, np.ndarray]], first: _Form) -> _Form:
         """Layer `depth`'s pre-activation as a form over s, through `lines` (per layer below: slopes
         [B, w], offsets [B, w], exact doubles, slopes ≥ 0) down to the `first` form."""
@@ -183,6 +206,7 @@ class SubsetBounds(SetForms):
         names = [layer.activation.name for layer in net.layers]
         self.supported = all(name == "relu" for name in names[:-1]) and names[-1] == "identity"
 
+    @_quiet
     def bound_and_form(
         self,
         k: int | np.ndarray,

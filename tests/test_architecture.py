@@ -147,3 +147,18 @@ def test_user_modules_named_verify_and_solvers_do_not_collide(tmp_path: Path) ->
     result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "user solvers | user verify | cardinal.solvers.base"
+
+
+def test_the_package_face_loads_its_names_on_first_use() -> None:
+    """`import cardinal` (and the command's entry point) loads no torch, so that the command's
+    first lines run at once (`cardinal.verify.launch`); every public name still resolves, to the
+    object of its defining module."""
+    script = (
+        "import sys, cardinal, cardinal.verify.launch\n"
+        "assert 'torch' not in sys.modules, 'torch loaded'\n"
+        "import cardinal.network, cardinal.solvers.base\n"
+        "assert cardinal.Network is cardinal.network.Network and cardinal.solve_minimum is cardinal.solvers.base.solve_minimum\n"
+        "print(sorted(name for name in cardinal.__all__ if getattr(cardinal, name) is None))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and result.stdout.strip() == "[]", result.stderr

@@ -212,6 +212,25 @@ def _state_dict(tmp: Path, layouts: dict[str, str]) -> str:
     return _write(tmp, "net.pt", buffer.getvalue())
 
 
+def _expanded(tmp: Path, form: str) -> str:
+    """A 2 KB torch.save file whose Linear weight [1, 10^9] is a stride-0 view of one stored
+    number (torch.save writes the view as it is): a state_dict in the zip format, one in the
+    legacy format (`_use_new_zipfile_serialization=False`), or a whole nn.Sequential."""
+    import io
+
+    import torch
+
+    weight = torch.ones(1, 1).expand(1, 10**9)
+    buffer = io.BytesIO()
+    if form == "module":
+        layer = torch.nn.Linear(1, 1)
+        layer.weight = torch.nn.Parameter(weight, requires_grad=False)
+        torch.save(torch.nn.Sequential(layer), buffer)
+    else:
+        torch.save({"0.weight": weight, "0.bias": torch.zeros(1)}, buffer, _use_new_zipfile_serialization=form == "zip")
+    return _write(tmp, "net.pt", buffer.getvalue())
+
+
 def _torch_archive(tmp: Path, declared: int | None = None, packed: int | None = None) -> str:
     """A torch.save file of a Linear(3, 1) whose weight record declares `declared` bytes unpacked
     (the zip's size fields patched, the data left small), or is replaced by `packed` zero bytes,
@@ -524,6 +543,14 @@ CASES: list[tuple[str, Build, str]] = [
         lambda t: _explain(t, network=_torch_archive(t, packed=4 << 20)),
         r"net.pt: record .*data/0 unpacks \d+-fold: a zip bomb",
     ),
+    *[
+        (
+            f"torch-stride-0-{form}",
+            lambda t, form=form, flags=flags: _explain(t, *flags, network=_expanded(t, form)),
+            r"network file .*net.pt unpacks to 3.725 GiB, over the limit of 512 MiB",
+        )
+        for form, flags in (("zip", ("--activations", "identity")), ("legacy", ("--activations", "identity")), ("module", ()))
+    ],
     ("onnx-no-layer", lambda t: _explain(t, network=_identity_onnx(t)), r"net.onnx: network has no layers"),
     (
         "torch-sparse-weight",

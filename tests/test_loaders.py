@@ -361,3 +361,53 @@ def test_onnx_float_attributes_are_read_as_their_float32_value(tmp_path: Path) -
     [layer] = Network.load(path).layers
     assert layer.activation.param("slope") == third
     assert layer.weight.tolist() == [[third, 2 * third, 3 * third]]  # exact: 24-bit by 24-bit significands
+
+
+def _legacy_claiming(elements: int) -> bytes:
+    """A torch.save file in the legacy (pre-zip) format of {"0.weight": ones(1, 3), "0.bias"}
+    whose weight storage declares `elements` float32 elements, in the pickle and in the header
+    of its data (which stays 3 numbers long): what torch's legacy reader allocates before reading."""
+    import io
+    import pickletools
+    import struct
+
+    buffer = io.BytesIO()
+    torch.save({"0.weight": torch.ones(1, 3), "0.bias": torch.zeros(1)}, buffer, _use_new_zipfile_serialization=False)
+    data = buffer.getvalue()
+    stream, ends = io.BytesIO(data), []
+    for _ in range(5):  # magic number, protocol, system info, the object, the storage keys
+        ends.append(max(pos for _, _, pos in pickletools.genops(stream)) + 1)
+    main = [(op.name, arg, pos) for op, arg, pos in pickletools.genops(io.BytesIO(data[ends[2] :]))]
+    # the weight's persistent id: ('storage', FloatStorage, key, 'cpu', 3, None); its 3 is a BININT1
+    (numel,) = [ends[2] + pos for (name, arg, pos), (after, _, _) in itertools.pairwise(main) if name == "BININT1" and arg == 3 and after == "NONE"]
+    patched = data[:numel] + b"J" + struct.pack("<i", elements) + data[numel + 2 :]
+    at = ends[4] + 3  # after the keys (moved by the 3 bytes added): per storage an 8-byte count, then the numbers
+    while struct.unpack("<q", patched[at : at + 8])[0] != 3:
+        at += 8 + 4 * struct.unpack("<q", patched[at : at + 8])[0]
+    return patched[:at] + struct.pack("<q", elements) + patched[at + 8 :]
+
+
+def test_legacy_torch_file_claiming_8_gib_is_refused_within_bounded_memory(tmp_path: Path) -> None:
+    """The legacy format has no zip to check before unpickling: torch allocates each storage at
+    its declared size, then fills it from the file, so only what the file holds is ever touched
+    (docs/formats.md, Limits). A 0.5 KB file declaring 8 GiB is refused in one line, and the
+    reading process's peak memory stays far below the declared size (measured: under 0.3 GiB)."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "legacy.pt"
+    path.write_bytes(_legacy_claiming(2**31 - 1))
+    script = (
+        "import resource, sys\n"
+        "from cardinal.network import Network\n"
+        "from cardinal.errors import InputError\n"
+        "try:\n"
+        "    Network.load(sys.argv[1], activations='identity')\n"
+        "except InputError as error:\n"
+        "    print(error)\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True, timeout=300, check=True)
+    message, peak_kib = result.stdout.strip().splitlines()
+    assert "legacy.pt: torch.load(weights_only=True) cannot read it: unexpected EOF" in message, message
+    assert int(peak_kib) < 2 * 1024 * 1024, peak_kib  # 2 GiB: a quarter of what the file declares

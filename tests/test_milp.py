@@ -247,6 +247,37 @@ def test_step_ties_behind_steps_stay_reachable(backend: MilpSolver) -> None:
     assert run.state is RunState.OPTIMAL
 
 
+def _one_unit(weight: list[float], bias: float, activation: Activation, out: float) -> Network:
+    return Network([Layer(np.array([weight]), np.array([bias]), activation), Layer(np.array([[out]]), np.zeros(1), Activation.make("identity"))])
+
+
+def test_a_flip_on_the_strict_side_is_found_with_a_second_margin(backend: MilpSolver) -> None:
+    """f = relu(y0 − y1/2 + y2/4 − 1), x = (1/4, 0, 3/4), t = 0 (f(x) = 0, class 0): the flip
+    needs f > 0. Asked for f ≥ t + ε, Gurobi answered OPTIMAL with y = (3/4, 0, 1), f = 0 (a
+    violation of ε at FeasibilityTol 1e-9), and so did the model with margins, whose strict side
+    had the same ε: the hitting-set loop ended in ERROR (seam probe, non_monotone). The margin
+    model keeps 2ε off the strict side; the minimum AXp {0} is found."""
+    net = _one_unit([1.0, -0.5, 0.25], -1.0, Activation.make("relu"), 1.0)
+    with SetOracle(engines=()) as oracle:
+        outcome = solve_problem(backend, Problem.make(net, np.array([0.25, 0.0, 0.75]), "abductive", Domain.unit(3), 0.0), None, 30.0, oracle)
+    assert outcome.status == Status.OPTIMAL and outcome.solution == (0,), outcome
+
+
+def test_a_hitting_set_of_every_feature_is_an_axp_without_asking(backend: MilpSolver) -> None:
+    """f = −leaky_relu(−3/4·y0 − y1/4 + y2 − 1/2)/4 with slope 0.01, x = (3/4, 1, 3/4),
+    t = 0.00140625: f(x) = 0.140625·0.01 > t exactly (0.01 is a double above 1/100) but = t in
+    floating point. Every singleton flips, so the loop's last hitting set is {0, 1, 2}; asked
+    with nothing free, the float MILP answered y = x (f ≤ t within its tolerance), which does
+    not flip exactly: ERROR (seam probe, non_monotone). With nothing free no point can flip, so
+    that set is the minimum AXp without asking."""
+    net = _one_unit([-0.75, -0.25, 1.0], -0.5, Activation.make("leaky_relu", slope=0.01), -0.25)
+    problem = Problem.make(net, np.array([0.75, 1.0, 0.75]), "abductive", Domain.unit(3), 0.00140625)
+    assert problem.prediction == 1 and float(net.forward(problem.x[None, :])[0]) == 0.00140625
+    with SetOracle(engines=()) as oracle:
+        outcome = solve_problem(backend, problem, None, 30.0, oracle)
+    assert outcome.status == Status.OPTIMAL and outcome.solution == (0, 1, 2), outcome
+
+
 def test_witness_is_snapped_into_the_domain() -> None:
     net = _network(2, 4, (3,), "relu", monotone=False)
     for domain, expected in ((Domain.boolean(4), [1.0, 0.0]), (Domain.unit(4), [1.0, 0.25])):

@@ -20,6 +20,7 @@ from cardinal.verify.campaign import run_campaign
 from cardinal.verify.cli import main
 from cardinal.verify.generate import median_threshold, random_network
 
+from cardinal.errors import InputError
 from cardinal.io import JsonLines
 from cardinal.problem import Outcome, Problem, Status
 from tests.test_campaign import tiny_instances
@@ -198,6 +199,62 @@ def test_a_signal_in_a_campaigns_first_seconds_ends_it_in_order(tmp_path: Path, 
     assert process.returncode == 130 and err.splitlines()[-1:] == ["cardinal crosscheck: interrupted"], err
     assert "Traceback" not in err
     assert below and [identity for identity in below if _identity(identity[0]) == identity] == []
+
+
+def _catches(pid: int, signum: int) -> bool:
+    """Process `pid` has a handler of its own for `signum` (SigCgt in /proc/PID/status)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    caught = int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:")), 16)
+    return bool(caught >> (signum - 1) & 1)
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc")
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_while_the_command_loads_ends_it_in_order(tmp_path: Path, design_network_file: Path, signum: int) -> None:
+    """The `cardinal` command's entry point (`cardinal.verify.launch`) catches SIGTERM from its first
+    line, before torch loads (seconds): a signal then ends it as Ctrl-C does — one line, exit code
+    130 — where it was the default death (SIGTERM) or a KeyboardInterrupt traceback (SIGINT). The
+    signal is sent as soon as the handler is in place, while the command is still importing."""
+    inputs = tmp_path / "x.csv"
+    inputs.write_text("1,1,1\n" * 50)
+    argv = ["certify", str(design_network_file), "--inputs", str(inputs), "--solvers", "z3,enumerate", "--out", str(tmp_path / "o.jsonl")]
+    command = [sys.executable, "-c", "import sys; from cardinal.verify.launch import entry; sys.argv[0] = 'cardinal'; entry()", *argv]
+    process = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not _catches(process.pid, signal.SIGTERM):
+        assert process.poll() is None and time.monotonic() < deadline, "the entry point did not start"
+    loading = "torch" not in Path(f"/proc/{process.pid}/maps").read_text()  # torch's libraries not mapped yet
+    os.kill(process.pid, signum)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 130 and err.splitlines() == ["cardinal certify: interrupted"], err
+    assert loading and not (tmp_path / "o.jsonl").exists()
+
+
+def test_an_import_that_ctrl_c_interrupts_is_no_missing_library(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A C extension whose initialization Ctrl-C (or SIGTERM, made one) interrupts raises
+    ImportError('initialization failed') caused by the KeyboardInterrupt (highspy does): the
+    command ends as interrupted, not with "solver 'highs' is not installed"; a library that is
+    really missing still says so."""
+    import importlib
+
+    import cardinal.solvers.base as base
+
+    def interrupted(name: str, package: str | None = None) -> None:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as interrupt:
+            raise ImportError("initialization failed") from interrupt
+
+    monkeypatch.setattr(importlib, "import_module", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        base.get_solver("highs")
+
+    def missing(name: str, package: str | None = None) -> None:
+        raise ImportError("No module named 'highspy'", name="highspy")
+
+    monkeypatch.setattr(importlib, "import_module", missing)
+    with pytest.raises(InputError, match="solver 'highs' is not installed"):
+        base.get_solver("highs")
 
 
 # ---------------------------------------------------------------------------- time limits

@@ -14,9 +14,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cardinal.verify.paper import certification_rows
 from cardinal.verify.record import Record, read_records
 from cardinal.verify.report import (
     cactus_figure,
+    claim_summary,
     count_notes,
     gap_figure,
     share,
@@ -241,3 +243,24 @@ def test_each_solver_keeps_its_colour_in_every_panel(records: list[Record]) -> N
 def test_size_figure_legend_sits_below_the_diagonal(records: list[Record]) -> None:
     for axis in (a for a in size_figure(records).axes if a.get_visible()):
         assert axis.get_legend()._loc == 4  # lower right: greedy is never smaller than the minimum
+
+
+def test_undecided_rows_are_named_in_the_summary_and_counted_in_the_paper_table(records: list[Record]) -> None:
+    """An `undecided` row is neither none_exists nor unknown: the claim summary names each verdict
+    it leaves out, and the paper table has a column for it (issue 24 leftover)."""
+    document = records[6].to_json()  # random-sigmoid-n4-h8:0:contrastive
+    document.update(family="paper:heart", verdict="undecided", greedy_check="undecided", certified=False, gap=None)
+    undecided = Record.from_json(document)
+    admissible, step = claim_summary([*records, undecided])
+    assert "7 decided by the solvers; 1 undecided (" in admissible and "; 1 none_exists (" in step
+    (headers,) = _paper_table_lines([undecided])
+    assert "undecided" in headers
+    (row,) = certification_rows([undecided])
+    columns = [name.strip() for name in headers.strip("|").split("|")]
+    assert row[columns.index("undecided")] == 1 and row[columns.index("unknown")] == 0
+
+
+def _paper_table_lines(records: list[Record]) -> list[str]:
+    from cardinal.verify.paper import _certification_section
+
+    return [line for line in _certification_section(records) if line.startswith("| dataset")]

@@ -8,19 +8,22 @@ sigmoid(−a) = 1), a tie no enclosure decides: at t = 1 the prediction of that 
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 from cardinal.solvers.base import solve_minimum
-from cardinal.verify.campaign import Unit, certify_unit
+from cardinal.verify.campaign import Unit, certify_unit, units_of
 from cardinal.verify.certify import SolverPool, certify, greedy_answers
 from cardinal.verify.cli import main
-from cardinal.verify.record import Record
+from cardinal.verify.instance import Instance
+from cardinal.verify.record import Record, read_records
 
 from cardinal.activations import Activation
 from cardinal.domain import Domain
 from cardinal.errors import InputError, UndecidedPrediction
+from cardinal.io import JsonLines
 from cardinal.network import Layer, Network
 from cardinal.problem import Problem
 from cardinal.testing import assert_explanations
@@ -146,3 +149,64 @@ def test_certify_beyond_the_double_range(tmp_path: Path, capsys: pytest.CaptureF
     assert main(["certify", network, "--inputs", inputs, "--upper", "1e308", "--solvers", "enumerate"]) == 0
     for line in _lines(capsys):
         assert line["greedy"]["features"] == [0] and line["verdict"] == "greedy_minimal" and line["certified"], line
+
+
+def test_campaign_record_beyond_the_double_range_is_json_and_reads_back(tmp_path: Path) -> None:
+    """f(x) = 2e308 overflows float64: the record's output and margin are null (JSON), not
+    Infinity, and `--resume` reads the record back (issue 24 leftover)."""
+    net = Network([Layer(np.array([[2.0, 1.0]]), np.zeros(1), Activation.make("identity"))])
+    instance = Instance("huge", "test", net, np.array([[1e308, 0.0]]), 0.0, Domain(np.zeros(2), np.full(2, 1e308)), ("contrastive",))
+    (unit,) = units_of(instance, ("enumerate",), 10.0, set())
+    with SolverPool(("enumerate",)) as pool:
+        record, _ = certify_unit(unit, pool)
+    log = JsonLines(tmp_path / "records.jsonl")
+    log.append(record.to_json())
+    text = (tmp_path / "records.jsonl").read_text()
+    assert "Infinity" not in text and json.loads(text, parse_constant=pytest.fail)["output"] is None
+    (read,) = read_records(tmp_path / "records.jsonl")
+    assert read.output is None and read.margin is None and read.verdict == "greedy_minimal" and read.certified
+
+
+@pytest.mark.parametrize(
+    ("weights", "x", "upper", "reason"),
+    [
+        ([2.0, 1.0], [1e308, 0.0], 1e308, "a number of the input (1e+308)"),  # the issue's box
+        ([2.0**53, 1.0], [1.0, 0.0], 1.0, "a number of layer 1's weights (9.01e+15)"),  # 2^53: HiGHS refused the model
+        ([1e10, 1.0], [1e10, 0.0], 1e10, "a unit's bound reaches 1e+20"),  # every number fits, the product does not
+    ],
+)
+@pytest.mark.parametrize("guarded", [False, True])
+def test_magnitudes_a_float_milp_cannot_carry_are_unsupported(weights: list[float], x: list[float], upper: float, reason: str, guarded: bool) -> None:
+    """Gurobi and HiGHS answer `unsupported` with the reason, not `error` with a Python exception
+    text ("cannot convert NaN to integer ratio", "HiGHS rejected the model"); z3 and enumerate
+    answer exactly, and nothing prints a RuntimeWarning (issue 24 leftover)."""
+    net = Network([Layer(np.array([weights]), np.array([-1.0]), Activation.make("relu")), Layer(np.ones((1, 1)), np.zeros(1), Activation.make("identity"))])
+    domain = Domain(np.zeros(2), np.full(2, upper))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for kind in ("contrastive", "abductive"):
+            for name in ("gurobi", "highs"):
+                outcome = solve_minimum(net, np.array(x), kind, domain, 0.0, solver=name, time_limit=10.0, guarded=guarded)
+                assert outcome.status == "unsupported" and reason in outcome.message, (name, kind, outcome)
+            for name in ("z3", "enumerate"):
+                outcome = solve_minimum(net, np.array(x), kind, domain, 0.0, solver=name, time_limit=10.0, guarded=guarded)
+                assert outcome.status == "optimal" and outcome.solution == (0,) and outcome.replayed, (name, kind, outcome)
+
+
+def test_z3_bounds_that_overflow_close_nothing_and_print_nothing() -> None:
+    """f = relu(1e200·relu(1e200·(y0 + y1 + y2) − 1e200)) reaches 1e400 at x = (1, 1, 0): z3's float
+    node bounds overflow to inf and NaN, which decide nothing (the sets are judged exactly); it
+    answered `error` with "RuntimeWarning: invalid value encountered in subtract"."""
+    relu = Activation.make("relu")
+    net = Network(
+        [
+            Layer(np.full((1, 3), 1e200), np.array([-1e200]), relu),
+            Layer(np.full((1, 1), 1e200), np.zeros(1), relu),
+            Layer(np.ones((1, 1)), np.zeros(1), Activation.make("identity")),
+        ]
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for kind, size in (("contrastive", 1), ("abductive", 2)):
+            outcome = solve_minimum(net, np.array([1.0, 1.0, 0.0]), kind, Domain.unit(3), 0.0, solver="z3", guarded=False)
+            assert outcome.status == "optimal" and len(outcome.solution) == size and outcome.replayed, outcome

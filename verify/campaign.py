@@ -90,7 +90,7 @@ class Unit:
     x: tuple[float, ...]
     row: int
     kind: str
-    output: float | tuple[float, ...]  # f(x) in float64, or the K outputs
+    output: float | tuple[float, ...] | None  # f(x) in float64, or the K outputs; None where it overflows the double range
     greedy: GreedyAnswer | None  # None: the network is not monotone, or deletion's answer is still to come
     solvers: tuple[str, ...]
     time_limit: float
@@ -145,7 +145,7 @@ def units_of(
                     x=tuple(float(v) for v in instance.X[row]),
                     row=row,
                     kind=kind,
-                    output=float(outputs[row]) if outputs.ndim == 1 else tuple(float(v) for v in outputs[row]),
+                    output=_finite(outputs[row]),
                     greedy=answer,
                     solvers=names,
                     time_limit=time_limit,
@@ -469,3 +469,10 @@ def default_solvers() -> tuple[str, ...]:
     from ..solvers.base import BENCHMARK_ONLY, available_solvers
 
     return tuple(name for name in available_solvers() if name not in BENCHMARK_ONLY)
+
+
+def _finite(output: np.ndarray) -> float | tuple[float, ...] | None:
+    """A record's `output`: f(x) [] or the K outputs [K] in float64; None where one overflows."""
+    if not np.all(np.isfinite(output)):
+        return None
+    return float(output) if output.ndim == 0 else tuple(float(v) for v in output)

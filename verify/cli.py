@@ -1314,9 +1314,5 @@ def _fail(prog: str, message: str) -> int:
     return 2
 
 
-def entry() -> None:
-    sys.exit(main())
-
-
 if __name__ == "__main__":
-    entry()
+    sys.exit(main())

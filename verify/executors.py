@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..errors import InputError
+from ..errors import InputError, interrupt, interrupted_import
 
 EXECUTORS = ("local", "ray")
 RETRIES = 2  # Ray: how many times a unit whose worker process died is run again
@@ -82,15 +82,11 @@ def sigterm_interrupts() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+    previous = signal.signal(signal.SIGTERM, interrupt)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
 
 
 # ---------------------------------------------------------------------------- local pool
@@ -203,7 +199,8 @@ def import_ray(local: bool) -> Any:
         os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # then Ray's lookup answers 127.0.0.1
     try:
         import ray
-    except ImportError:
+    except ImportError as error:
+        interrupted_import(error)
         raise InputError("--executor ray needs Ray: pip install 'cardinal[ray]'") from None
     return ray
 

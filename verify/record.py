@@ -68,7 +68,7 @@ class Record:
     kind: Kind
     threshold: float | None  # None for a network of K ≥ 2 outputs (argmax)
     prediction: int
-    output: float | tuple[float, ...]  # f(x) in float64 (K = 1), or the K outputs (K ≥ 2)
+    output: float | tuple[float, ...] | None  # f(x) in float64 (K = 1), or the K outputs (K ≥ 2); None where one overflows
     greedy: GreedyAnswer | None  # the explainer's answer (`method`); None: no explainer ran (greedy on a non-monotone network)
     solvers: dict[str, Outcome]
     verdict: Verdict
@@ -82,14 +82,19 @@ class Record:
     proof: dict[str, Any] | None = None  # with --proof: the certificate's entry (`verify.proofs`)
 
     @property
-    def margin(self) -> float:
+    def margin(self) -> float | None:
         """In float64: f(x) − t (K = 1); for K ≥ 2 the predicted class's output minus the largest
-        other one (the float argmax's where the prediction is undecided)."""
+        other one (the float argmax's where the prediction is undecided). None where an output or
+        the difference overflows the double range."""
+        if self.output is None:
+            return None
         if isinstance(self.output, float):
-            return self.output - self.threshold
-        outputs = list(self.output)
-        c = self.prediction if self.prediction >= 0 else outputs.index(max(outputs))
-        return outputs[c] - max(value for j, value in enumerate(outputs) if j != c)
+            value = self.output - self.threshold
+        else:
+            outputs = list(self.output)
+            c = self.prediction if self.prediction >= 0 else outputs.index(max(outputs))
+            value = outputs[c] - max(value for j, value in enumerate(outputs) if j != c)
+        return value if math.isfinite(value) else None
 
     @property
     def refuted(self) -> tuple[str, ...]:
@@ -151,7 +156,9 @@ class Record:
             kind=read.choice("kind", Kind),
             threshold=None if isinstance(document.get("output"), list) else read.number("threshold"),
             prediction=read.integer("prediction"),
-            output=read.numbers("output") if isinstance(document.get("output"), list) else read.number("output"),
+            output=None if document.get("output") is None else (
+                read.numbers("output") if isinstance(document.get("output"), list) else read.number("output")
+            ),
             greedy=greedy,
             solvers={name: _outcome(name, outcome, f"{where}: solvers.{name}") for name, outcome in outcomes.items()},
             verdict=read.choice("verdict", Verdict),

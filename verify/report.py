@@ -193,9 +193,10 @@ def claim_summary(records: list[Record]) -> list[str]:
             continue
         robust = sum(r.tie_decided is False for r in suboptimal)
         rescued = sum(r.tie_decided is True for r in suboptimal)
-        undecided = f"; {len(chosen) - len(decided)} none_exists or unknown" if len(decided) < len(chosen) else ""
+        rest = Counter(r.verdict.value for r in chosen if r.verdict not in (Verdict.GREEDY_MINIMAL, Verdict.GREEDY_SUBOPTIMAL))
+        others = "".join(f"; {count} {verdict}" for verdict, count in sorted(rest.items()))
         lines.append(
-            f"- {label}: {len(chosen)} greedy explanations, {len(decided)} decided by the solvers{undecided} "
+            f"- {label}: {len(chosen)} greedy explanations, {len(decided)} decided by the solvers{others} "
             f"({len(certified)} certified in exact arithmetic"
             + (
                 f"; {len(decided) - len(certified)} on a float MILP's 'nothing smaller' alone"

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from ..activations import Activation
-from ..errors import InputError
+from ..errors import InputError, interrupted_import
 from ..io import parse_json
 from .chain import ADVICE, RUNTIME_SHAPE, ChainBuilder, ChainStep
 
@@ -66,7 +66,8 @@ def _advice(op: str) -> str:
 def _onnx() -> Any:
     try:
         import onnx
-    except ImportError:
+    except ImportError as error:
+        interrupted_import(error)
         raise InputError("reading or writing ONNX needs the onnx package: pip install 'cardinal[onnx]'") from None
     return onnx
 

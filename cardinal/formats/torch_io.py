@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import io
+import itertools
 import re
 import warnings
 import zipfile
@@ -300,12 +301,14 @@ def load_torch(data: bytes, path: Path, activations: Sequence[Activation], input
         if activations:
             raise InputError(f"{path} holds a whole module, which names its own activations: drop --activations")
         try:
+            _check_values(itertools.chain(obj.parameters(), obj.buffers()), path)
             return chain_of_module(obj, input_shape)
         except (AttributeError, TypeError, ValueError, RuntimeError) as error:  # attributes not as torch writes them
             raise InputError(f"{path}: not a well-formed module ({type(error).__name__}: {error})") from None
     if isinstance(obj, Mapping):
         if input_shape is not None:
             raise InputError(f"{path} is a state_dict of Linear layers: drop input_shape")
+        _check_values(obj.values(), path)
         return Chain(chain_of_state_dict(obj, activations, str(path)))
     raise InputError(f"{path} holds a {type(obj).__name__}, not a module or a state_dict")
 
@@ -337,6 +340,14 @@ def _safe_load(data: bytes, path: Path) -> Any:
             reason = " ".join(text.split("WeightsUnpickler error:")[1].split("Check the documentation")[0].split())
             raise InputError(f"{path}: refused by torch.load(weights_only=True), so no pickled code ran: {reason}") from None
         raise InputError(f"{path}: torch.load(weights_only=True) cannot read it: {_first_line(error)}") from None
+
+
+def _check_values(values: Iterable[Any], path: Path) -> None:
+    """The tensors among `values`, as the dense arrays reading them makes, must fit in
+    `MAX_NETWORK_BYTES` (their elements counted, not their storages: a view with stride 0 over
+    one stored number, which torch.save writes as it is, would unpack to every element)."""
+    total = sum(value.numel() * value.element_size() for value in values if isinstance(value, torch.Tensor))
+    check_size(path, "network file", total, MAX_NETWORK_BYTES, unpacked=True)
 
 
 def _check_archive(data: bytes, path: Path) -> None:
