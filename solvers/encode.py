@@ -17,11 +17,14 @@ take c gets β_j = 0 and no row. Only leaving c is ever asked (the hitting-set l
 flips only), so keeping a class needs no encoding.
 
 Inputs:
-- monotone networks, bound vectors with x' the counterpoint: CXp `y = x + (x' − x)·s` and the goal
+- sign-monotone networks (`Problem.monotone`), bound vectors with x' the counterpoint (each
+  feature at its own end): CXp `y = x + (x' − x)·s` and the goal
   is the other class; AXp `y = x' + (x − x')·s` and the goal is p(x);
 - any network, CXp (and the flip oracle of the hitting-set loop): `y` free in the box where
   `s_i = 1`, tied to `x_i` where `s_i = 0`; on a binary domain `y_i = l_i + (u_i − l_i)·b_i` with
-  `b_i` binary. The flip oracle fixes `s` to its free set and has no objective.
+  `b_i` binary. A feature of known direction (`Problem.known`: partially monotone networks, and
+  K = 2 sign-monotone ones) is moreover `y_i = x_i + (x'_i − x_i)·s_i`: only the mixed features
+  range over the box. The flip oracle fixes `s` to its free set and has no objective.
 
 Margins (`margin=True`, for finding witnesses only). A continuous `y` often ends on the boundary
 of the region it reaches, where float rounding decides its exact replay half the time. A model
@@ -43,7 +46,9 @@ clip) or `step(at)` (`z = 1 ⇒ w ≥ at`, `z = 0 ⇒ w ≤ at − ε`, one bina
 stage gets its two hull rows (`z ≥` both pieces for max, `≤` for min) plus one binary δ with two
 big-M rows for the other side.
 
-Dropped binaries on monotone networks. All weights are ≥ 0 and every stage is non-decreasing.
+Dropped binaries on monotone networks (`Network.is_monotone`: all weights ≥ 0; a sign-monotone
+network whose hidden negative weights compose to one direction does not qualify, since the
+induction below needs every weight ≥ 0). Every stage is non-decreasing.
 When the goal is `f ≤ t`, let each straddling max stage keep only its hull rows, `z ≥ σ(w)`, and
 encode every other stage exactly. By induction over the layers each MILP value is then ≥ the
 true value at the same y (a larger input to a non-negative weight or a non-decreasing stage
@@ -203,7 +208,8 @@ def encode(
         low, high, center, z = _bound_vectors(builder, problem, selectors)
         goal = problem.goal
     inputs = z
-    hull_only = {"max": goal == 0, "min": goal == 1} if relax and problem.monotone else {}
+    # the dropped binaries need all weights ≥ 0, not just a sign-monotone f (module docstring)
+    hull_only = {"max": goal == 0, "min": goal == 1} if relax and problem.net.is_monotone else {}
     continuous = margin and free_box and not problem.domain.binary  # values that move with a continuous y
     moves = n if at_most is None or free is not None else min(at_most, n)
     z_low, z_high = low, high  # the bounds of each layer's inputs (y's first)
@@ -313,6 +319,8 @@ def _free_box(
     else:
         builder.rows(x, math.inf, (y, 1.0), (selectors, x - lower))  # y ≥ x − (x − l)·s
         builder.rows(-math.inf, x, (y, 1.0), (selectors, -(upper - x)))  # y ≤ x + (u − x)·s
+    known, counter = problem.known, problem.counterpoint  # y_i ∈ {x_i, x'_i} where the direction is known
+    builder.rows(x[known], x[known], (y[known], 1.0), (selectors[known], -(counter - x)[known]))
     if free is None:
         return lower, upper, x, y
     movable = np.isin(np.arange(problem.n), sorted(free))

@@ -22,7 +22,9 @@ fl(hi / (hi − lo))·(1 + 2^-50) ≥ hi / (hi − lo) exactly, and its offset �
 same way, so each line is a valid upper line in exact arithmetic. The final upper bound ĝ + r
 is then ≥ the exact bound of these lines, itself ≥ every g(s) in the set.
 
-Networks: hidden layers relu, output identity (`supported`); `solvers.smooth` bounds the others.
+Networks: all weights ≥ 0 (`Network.is_monotone`), hidden layers relu, output identity
+(`supported`); `solvers.smooth` bounds the other monotone ones. Sign-monotone networks with
+negative weights get no node bounds: the branch and bound decides them by its exact probes.
 `SetForms` (the forms over s with their radii) serves both.
 """
 
@@ -181,7 +183,9 @@ class SubsetBounds(SetForms):
     def __init__(self, net: Network, base: np.ndarray, target: np.ndarray, threshold: float) -> None:
         super().__init__(net, base, target, threshold)
         names = [layer.activation.name for layer in net.layers]
-        self.supported = all(name == "relu" for name in names[:-1]) and names[-1] == "identity"
+        # the chords and tangent lines bound g only when every weight is ≥ 0 (a sign-monotone
+        # network with negative hidden weights needs lower lines where a coefficient is negative)
+        self.supported = net.is_monotone and all(name == "relu" for name in names[:-1]) and names[-1] == "identity"
 
     def bound_and_form(
         self,

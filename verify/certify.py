@@ -359,7 +359,7 @@ def certify(
     X = domain.check(X)
     answers: list[GreedyAnswer | None] = [None] * len(X)
     with SolverPool(solvers) as pool:  # made first: its solver processes start while greedy runs
-        if net.is_monotone:
+        if net.is_sign_monotone:
             _, answers = greedy_answers(net, X, kind, domain, threshold)  # type: ignore[assignment]
         return [
             certify_input(pool, net, x, kind, domain, threshold, answer, time_limit, row, epsilon)[1]

@@ -204,6 +204,7 @@ def _emit(lines: list[dict[str, Any]], out: str | None) -> None:
 
 # ---------------------------------------------------------------------------- explain
 def _explain(args: argparse.Namespace) -> int:
+    from .. import signs
     from ..greedy import explain
 
     if args.out is not None:
@@ -215,6 +216,7 @@ def _explain(args: argparse.Namespace) -> int:
         )
         for kind in _kinds(args)
     ]
+    directions = signs.to_json(net.directions, net.output_directions)
     lines = []
     for index, row in enumerate(rows):
         for result in results:
@@ -234,6 +236,7 @@ def _explain(args: argparse.Namespace) -> int:
             witness = result.witness(index, X[index], settings.domain)
             if witness is not None:
                 line["witness"] = list(witness)
+            line["directions"] = directions
             lines.append(line)
     _emit(_annotated(lines, net, settings), args.out)
     return 0
@@ -261,7 +264,7 @@ def _certify(args: argparse.Namespace) -> int:
     lines, certificates, saved = [], [], []
     with SolverPool(names) as pool, _Progress(len(X) * len(_kinds(args)), "certify", "certified") as progress:
         for kind in _kinds(args):
-            answers = greedy_answers(net, X, kind, domain, threshold)[1] if net.is_monotone else [None] * len(X)
+            answers = greedy_answers(net, X, kind, domain, threshold)[1] if net.is_sign_monotone else [None] * len(X)
             for row, x, answer in zip(rows, X, answers, strict=True):
                 problem, certificate = certify_input(
                     pool, net, x, kind, domain, threshold, answer, args.time_limit, row, args.epsilon
@@ -401,6 +404,16 @@ def _ci_flag_arguments(parser: argparse.ArgumentParser) -> None:
         "(larger and changed need --baseline)",
     )
     parser.add_argument("--diff-out", help="write the rows that changed since --baseline here, as JSON lines")
+
+
+# ---------------------------------------------------------------------------- info
+def _info(args: argparse.Namespace) -> int:
+    from ..network import Network
+    from .info import summary, text
+
+    document = summary(Network.load(args.network, activations=args.activations), args.network)
+    sys.stdout.write(json.dumps(document) + "\n" if args.json else text(document))
+    return 0
 
 
 # ---------------------------------------------------------------------------- convert
@@ -722,7 +735,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     problem = _problem_flags()
     for add in (
-        _add_explain, _add_certify, _add_check, _add_convert, _add_crosscheck,
+        _add_explain, _add_certify, _add_check, _add_info, _add_convert, _add_crosscheck,
         _add_hunt, _add_train, _add_bench, _add_replay, _add_data,
     ):  # fmt: skip
         add(commands, problem)  # one function per subcommand, below, in the order of `cardinal --help`
@@ -733,11 +746,15 @@ def _add_explain(commands: argparse._SubParsersAction, problem: argparse.Argumen
     explain = commands.add_parser(
         "explain",
         parents=[problem],
-        help="greedy explanations of a monotone network (JSON lines)",
-        description="Greedy contrastive/abductive explanations, one JSON line per input and kind: "
-        '{"row", "kind", "prediction", "output", "exists", "features", "size", "check", "threshold", "domain", "notes"}, '
+        help="greedy explanations of a sign-monotone network (JSON lines)",
+        description="Greedy contrastive/abductive explanations of a sign-monotone network (one output, or two through "
+        "the logit difference f_1 − f_0), one JSON line per input and kind: "
+        '{"row", "kind", "prediction", "output", "exists", "features", "size", "check", "witness", "directions", '
+        '"threshold", "domain", "notes"}, '
         'and "names" (the features\' names, beside "features") when the network file\'s metadata has feature_names. '
-        "row: the input's row in --inputs (from 0, after any header); output: f(x) in float64; check: exact, repaired "
+        "row: the input's row in --inputs (from 0, after any header); output: f(x) in float64 (f_1 − f_0 for two "
+        "outputs); witness (contrastive): the point that flips; directions: each feature's direction found by sign "
+        'analysis, as counts {"+", "-", "0", "mixed"} and "each", one character per feature (+ - 0 ?); check: exact, repaired '
         "or undecided (the exact re-check of the answer); threshold and domain: what the line was computed with "
         "(`check` reads them back); notes: e.g. a prediction constant on the whole box.",
     )
@@ -800,6 +817,24 @@ def _add_check(commands: argparse._SubParsersAction, problem: argparse.ArgumentP
     )
     _ci_flag_arguments(check)
     check.set_defaults(handler=_check)
+
+
+def _add_info(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
+    info = commands.add_parser(
+        "info",
+        help="summarise a model file: inputs, outputs, layers, parameters, monotonicity per feature",
+        description="Print a summary of a network file (JSON, ONNX or torch): inputs and input_shape, outputs (K) and "
+        "the prediction rule, class names, layers and activations, parameter count, whether it is monotone (all "
+        "weights ≥ 0), sign-monotone (every feature non-decreasing or non-increasing) or partially monotone (some "
+        "features mixed), the per-feature directions found by sign analysis (+ - 0 ?), and the parts of the file "
+        'dropped on reading. --json prints one JSON object: {"file", "hash", "inputs", "input_shape", '
+        '"feature_names", "outputs", "prediction", "threshold", "class_names", "layers", "parameters", "monotone", '
+        '"sign_monotone", "partially_monotone", "directions", "dropped"}. Exit 2 on a file that cannot be read.',
+    )
+    info.add_argument("network", help="network file: .json, .onnx, .pt/.pth")
+    info.add_argument("--activations", help="for a state_dict file: one activation per Linear layer, e.g. relu,identity")
+    info.add_argument("--json", action="store_true", help="one JSON object instead of text")
+    info.set_defaults(handler=_info)
 
 
 def _add_convert(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
