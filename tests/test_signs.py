@@ -17,6 +17,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from cardinal.solvers.base import available_solvers, get_solver, solve_problem
+from cardinal.solvers.subsets import SubsetBounds
 from cardinal.verify.cli import main
 
 from cardinal.activations import Activation
@@ -358,3 +359,22 @@ def test_info_bad_input_one_line_exit_2(tmp_path, capsys, content: str | None, m
     assert main(["info", str(path)]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and len(captured.err.strip().splitlines()) == 1 and message in captured.err
+
+
+def test_node_bounds_need_every_weight_non_negative() -> None:
+    """The branch and bound's node bounds (`SubsetBounds`: chords and tangents substituted back
+    through the weights) hold only when every weight is ≥ 0: on sign-monotone networks with
+    negative hidden weights they are off, and forced on they undercut some g(s)."""
+    rng = np.random.default_rng(0)
+    masks = np.array(list(itertools.product((0, 1), repeat=5)), dtype=bool)
+    undercut = 0
+    for _ in range(40):
+        net = _random_signed(rng, 5, (4, 3), np.array([INCREASING, DECREASING, INCREASING, DECREASING, INCREASING]))
+        x = rng.random(5)
+        target = Domain.unit(5).counterpoint(np.array([1]), net.directions)[0]
+        bounds = SubsetBounds(net, x, target, 0.0)
+        assert bounds.supported == net.is_monotone
+        bounds.supported = True
+        value, radius, _ = bounds.bound_and_form(5, np.ones((1, 5), dtype=bool))
+        undercut += bool(net.forward(np.where(masks, target, x)).numpy().max() > value[0] + radius[0])
+    assert undercut > 0
