@@ -148,9 +148,15 @@ class Domain:
                 )
         return X
 
-    def counterpoint(self, predictions: np.ndarray) -> np.ndarray:
-        """x' of the monotone shortcut per row: `lower` where the prediction is 1, else `upper`.
+    def counterpoint(self, predictions: np.ndarray, directions: np.ndarray | None = None) -> np.ndarray:
+        """x' of the monotone shortcut per row: each feature at the end of the box that moves the
+        prediction's score against the prediction. `directions` [n] (`cardinal.signs`; None: all
+        +1): where the prediction is 1, `lower` for a non-decreasing feature (+1, and 0 or mixed,
+        which take the same end) and `upper` for a non-increasing one (−1); where it is 0 the
+        opposite ends.
 
         predictions [B] of 0/1 → [B, n].
         """
-        return np.where(np.asarray(predictions, dtype=bool)[:, None], self.lower[None, :], self.upper[None, :])
+        decreasing = np.zeros(self.n, dtype=bool) if directions is None else np.asarray(directions) == -1
+        at_low = np.asarray(predictions, dtype=bool)[:, None] != decreasing[None, :]
+        return np.where(at_low, self.lower[None, :], self.upper[None, :])

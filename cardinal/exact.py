@@ -323,7 +323,8 @@ def modified_inputs(x: np.ndarray, features: tuple[int, ...] | list[int], values
 def check_monotone_explanation(
     exact: ExactNetwork, x: np.ndarray, features: tuple[int, ...] | list[int], kind: str, domain: Domain, threshold: float
 ) -> bool | None:
-    """Exact validity of an explanation on a *monotone* network, via the monotone shortcut.
+    """Exact validity of an explanation on a *sign-monotone* single-output network, via the
+    monotone shortcut (the counterpoint at each feature's own end, `Network.directions`).
 
     CXp: p(x with S set to x') ≠ p(x). AXp: p(x' with S set to x) = p(x). Returns None when a
     smooth enclosure leaves the answer undecided.
@@ -331,7 +332,7 @@ def check_monotone_explanation(
     prediction = exact.predictions(x[None, :], threshold)[0]
     if prediction < 0:
         return None
-    counterpoint = domain.counterpoint(np.array([prediction]))[0]
+    counterpoint = domain.counterpoint(np.array([prediction]), exact.net.directions)[0]
     if kind == "contrastive":
         probe = modified_inputs(x, features, counterpoint)
     else:

@@ -1,4 +1,8 @@
-"""Greedy contrastive (CXp) and abductive (AXp) explanations of monotone networks.
+"""Greedy contrastive (CXp) and abductive (AXp) explanations of sign-monotone networks.
+
+The network must be sign-monotone (`Network.is_sign_monotone`): one output, or two through the
+exact logit difference f_1 − f_0 at threshold 0 (`Network.logit_difference`), with every feature
+monotone in its own direction; x' puts each feature at its own end (`Domain.counterpoint`).
 
 `explain` is the batched version of the paper's Algorithm 1 and its dual; `explain_reference`
 keeps the algorithm as written, one model call at a time, as the baseline for tests and
@@ -10,7 +14,7 @@ How `explain` batches, for inputs X [B, n] and first-layer weights W1 [d1, n]:
   pre-activation by the rank-one term `(target_j − base_j) · W1[:, j]`, so all B·n variants come
   from one product `base @ W1ᵀ` plus a broadcast multiply-add; only layers 2..L run on B·n rows.
 * First flip. Along the greedy order the inputs move monotonically from `base` to `target`, so on
-  a monotone network the prediction of the prefixes changes at most once; a binary search over
+  a sign-monotone network the prediction of the prefixes changes at most once; a binary search over
   the prefix length finds the first change with ⌈log2(n+1)⌉ batched forward passes.
 
 Ties in the scores break by lower feature index. Decisions are taken in the chosen float dtype;
@@ -55,6 +59,8 @@ class ExplainResult:
     masks [B, n] bool (the explanation), sizes [B] int64, exists [B] bool (a CXp may not exist;
     an AXp always does), predictions [B] int64 (0/1), outputs [B] float64 (f(x) in float),
     order [B, n] int64 (feature indices in greedy order: the explanation is its first `size`).
+    For a network of K = 2 outputs, predictions are class indices and outputs are f_1 − f_0.
+    `directions` [n] (`Network.directions`) place the counterpoint of `witness`.
     `checks` is None unless `verify=True`: then per row "exact" (the answer holds in exact
     arithmetic), "repaired" (float rounding misled; recomputed exactly) or "undecided" (a smooth
     network's output lies within the stated margin of the threshold).
@@ -68,6 +74,7 @@ class ExplainResult:
     outputs: torch.Tensor
     order: torch.Tensor
     checks: tuple[str, ...] | None = None
+    directions: np.ndarray | None = None
 
     def features(self, row: int) -> tuple[int, ...] | None:
         """The explanation of `row` as sorted feature indices, or None when none exists."""
@@ -84,7 +91,8 @@ class ExplainResult:
         features = self.features(row)
         if self.kind != "contrastive" or features is None or prediction < 0:
             return None
-        return tuple(modified_inputs(x, features, domain.counterpoint(np.array([prediction]))[0]).tolist())
+        counterpoint = domain.counterpoint(np.array([prediction]), self.directions)[0]
+        return tuple(modified_inputs(x, features, counterpoint).tolist())
 
     def __len__(self) -> int:
         return self.masks.shape[0]
@@ -103,27 +111,25 @@ def resolve_device(device: str | torch.device) -> torch.device:
     return resolved
 
 
-def _validated(net: Network, X: torch.Tensor | np.ndarray, kind: str, domain: Domain | None) -> tuple[np.ndarray, Domain]:
+def _validated(
+    net: Network, X: torch.Tensor | np.ndarray, kind: str, domain: Domain | None, threshold: float | None
+) -> tuple[np.ndarray, Domain, Network, float]:
+    """Checked inputs [B, n], the domain, the single-output network greedy runs on (the logit
+    difference for K = 2) and its threshold (0 for K = 2, which takes none)."""
     if kind not in KINDS:
         raise InputError(f"unknown kind {kind!r} (use contrastive or abductive)")
-    if net.n_outputs > 1:
+    problem = net.sign_monotonicity_problem()
+    if problem:
         raise InputError(
-            f"greedy explanations need a network with one output; this one has {net.n_outputs} (classes by argmax): "
-            "use `cardinal certify` or solvers.solve_minimum, which give the exact minimum, or the deletion explainer "
-            "(`cardinal explain --method deletion`)"
-        )
-    problems = net.monotonicity_problems()
-    if problems:
-        raise InputError(
-            "greedy explanations need a monotone network, and this one is not: "
-            + "; ".join(problems)
-            + ". Use the exact solvers instead (solvers.solve_minimum, or `cardinal certify`), or the deletion explainer "
+            f"greedy explanations need a sign-monotone network, and this one is not: {problem}. "
+            "Use `cardinal certify` or solvers.solve_minimum, which give the exact minimum, or the deletion explainer "
             "(`cardinal explain --method deletion`)."
         )
+    threshold = threshold_for(net.n_outputs, threshold)
     domain = domain if domain is not None else Domain.unit(net.n_inputs)
     if domain.n != net.n_inputs:
         raise InputError(f"domain has {domain.n} features, the network has {net.n_inputs} inputs")
-    return domain.check(X), domain
+    return domain.check(X), domain, net.logit_difference(), 0.0 if threshold is None else threshold
 
 
 def explain(
@@ -136,13 +142,13 @@ def explain(
     dtype: torch.dtype = torch.float64,
     verify: bool = False,
 ) -> ExplainResult:
-    """Greedy explanations for inputs X [B, n] (or [n]) of a monotone network (threshold None: 0).
+    """Greedy explanations for inputs X [B, n] (or [n]) of a sign-monotone network (threshold
+    None: 0; a K = 2 network takes none).
 
-    Raises `InputError` for a network with several outputs or a non-monotone one, an unknown
-    kind, or an input outside the domain (naming row and feature).
+    Raises `InputError` for a network that is not sign-monotone (naming a feature of mixed sign,
+    or K ≥ 3), an unknown kind, or an input outside the domain (naming row and feature).
     """
-    X_checked, domain = _validated(net, X, kind, domain)
-    threshold = threshold_for(1, threshold)
+    X_checked, domain, net, threshold = _validated(net, X, kind, domain, threshold)
     torch_device = resolve_device(device)
     if torch_device.type == "cuda":
         limit = _CUDA_CHUNK_ELEMENTS
@@ -153,7 +159,7 @@ def explain(
     block = min(len(X_checked), max(rows, _SEARCH_BLOCK_ELEMENTS // net.n_inputs))
     worker = _BatchedGreedy(net, domain, threshold, torch_device, dtype, max_rows=rows)
     parts = [worker.run(torch.as_tensor(X_checked[i : i + block]), kind) for i in range(0, len(X_checked), block)]
-    result = ExplainResult(kind, *(torch.cat(column) for column in zip(*parts, strict=True)))
+    result = ExplainResult(kind, *(torch.cat(column) for column in zip(*parts, strict=True)), directions=net.directions)
     return _verified(net, X_checked, result, domain, threshold, torch_device) if verify else result
 
 
@@ -173,8 +179,8 @@ class _BatchedGreedy:
         self.biases = [torch.tensor(layer.bias, dtype=dtype, device=device) for layer in net.layers]
         self.activations = [layer.activation for layer in net.layers]
         self.fused = _fused_relu_linear_available(device, dtype)
-        self.lower = torch.tensor(domain.lower, dtype=dtype, device=device)
-        self.upper = torch.tensor(domain.upper, dtype=dtype, device=device)
+        # x' per prediction (0, 1) [2, n]: each feature at its own end (`Domain.counterpoint`)
+        self.counterpoints = torch.tensor(domain.counterpoint(np.array([0, 1]), net.directions), dtype=dtype, device=device)
         self.threshold = threshold
         self.device, self.dtype = device, dtype
         self.max_rows = max_rows
@@ -216,7 +222,7 @@ class _BatchedGreedy:
         base_h1 = h1.clone() if kind == "contrastive" else None
         outputs = self._tail(h1)
         predictions = outputs > self.threshold
-        counterpoint = torch.where(predictions[:, None], self.lower, self.upper)
+        counterpoint = self.counterpoints[predictions.long()]
         # goal: the prediction a prefix must reach — the other class (CXp) or x's class (AXp).
         base, target, goal = shortcut(kind, X, counterpoint, predictions)
         if base_h1 is None:
@@ -300,8 +306,7 @@ def explain_reference(
     score order or prefix check exact arithmetic cannot decide (smooth networks only).
     """
     network = net if isinstance(net, Network) else Network.from_torch(net)
-    X_checked, domain = _validated(network, X, kind, domain)
-    threshold = threshold_for(1, threshold)
+    X_checked, domain, network, threshold = _validated(network, X, kind, domain, threshold)
     calls: _FloatCalls | _ExactCalls
     if exact:
         calls = _ExactCalls(ExactNetwork(network), threshold)
@@ -309,7 +314,7 @@ def explain_reference(
         calls = _FloatCalls(network.to_torch(dtype=dtype), dtype, threshold)
     masks, sizes, exists, predictions, outputs, orders = [], [], [], [], [], []
     for x in X_checked:
-        features, prediction, output, order = _reference_row(calls, x, kind, domain)
+        features, prediction, output, order = _reference_row(calls, x, kind, domain, network.directions)
         mask = torch.zeros(network.n_inputs, dtype=torch.bool)
         mask[list(features or ())] = True
         masks.append(mask)
@@ -326,6 +331,7 @@ def explain_reference(
         torch.tensor(predictions, dtype=torch.long),
         torch.tensor(outputs, dtype=torch.float64),
         torch.tensor(orders, dtype=torch.long),
+        directions=network.directions,
     )
 
 
@@ -396,13 +402,13 @@ def _approximate(value: Fraction) -> float:
 
 
 def _reference_row(
-    calls: _FloatCalls | _ExactCalls, x: np.ndarray, kind: str, domain: Domain
+    calls: _FloatCalls | _ExactCalls, x: np.ndarray, kind: str, domain: Domain, directions: np.ndarray | None
 ) -> tuple[tuple[int, ...] | None, int, float, list[int]]:
     """One row of Algorithm 1 (or its dual): (features or None, prediction, f(x), greedy order)."""
     n = x.shape[0]
     score = calls.score(x)
     prediction = calls.decide(score)
-    counterpoint = domain.lower if prediction == 1 else domain.upper
+    counterpoint = domain.counterpoint(np.array([prediction]), directions)[0]
     base, target, goal = shortcut(kind, x, counterpoint, prediction)
     scores = [calls.score(modified_inputs(base, [j], target)) for j in range(n)]
     # Line 9: ascending when the starting point predicts 1 (x for CXp, x' for AXp, where p(x') ≠ p(x)).
@@ -454,7 +460,7 @@ def _verified(
             for name, value in values.items():
                 columns[name].append(value.to(getattr(result, name).dtype))
     stacked = {name: torch.stack(values) for name, values in columns.items()}
-    return ExplainResult(result.kind, outputs=result.outputs, checks=tuple(checks), **stacked)
+    return ExplainResult(result.kind, outputs=result.outputs, checks=tuple(checks), directions=net.directions, **stacked)
 
 
 @dataclass(frozen=True)
@@ -517,7 +523,7 @@ class _ExactGreedy:
         predictions = self._predict(X_t)
         decided = predictions >= 0
         p = np.where(decided, predictions, 0)
-        counterpoint = torch.as_tensor(self.domain.counterpoint(p))
+        counterpoint = torch.as_tensor(self.domain.counterpoint(p, self.exact.net.directions))
         base, target, goal = shortcut(kind, X_t, counterpoint, p)
         # The ends: a CXp exists iff the whole counterpoint reaches the goal; the AXp is empty iff
         # the counterpoint alone (prefix 0) does.

@@ -13,7 +13,7 @@ import hashlib
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from . import signs
 from .activations import Activation
 from .domain import Domain
 from .errors import InputError
@@ -215,6 +216,67 @@ class Network:
         monotone shortcut holds. A network with K ≥ 2 outputs never is (its argmax is not monotone
         even where every output is)."""
         return not self.monotonicity_problems()
+
+    @cached_property
+    def output_directions(self) -> np.ndarray:
+        """[K, n] int8: each output's direction in each input by sign analysis (`cardinal.signs`:
+        +1 non-decreasing, −1 non-increasing, 0 independent, 2 mixed)."""
+        return signs.output_directions(self.layers)
+
+    @cached_property
+    def directions(self) -> np.ndarray | None:
+        """[n] int8: the direction of the prediction in each input (`cardinal.signs`): of f for
+        K = 1, of the logit difference f_1 − f_0 for K = 2; None for K ≥ 3."""
+        return signs.decision_directions(self.layers)
+
+    @property
+    def is_sign_monotone(self) -> bool:
+        """K ≤ 2 and the prediction monotone in every feature, each in its own direction (no
+        feature mixed): the monotone shortcut holds with each feature's counterpoint at its own
+        end (`Domain.counterpoint`). Implied by `is_monotone`, not the other way round."""
+        return self.directions is not None and not bool((self.directions == signs.MIXED).any())
+
+    @property
+    def has_monotone_shortcut(self) -> bool:
+        """One output and sign-monotone: the exact engines' monotone shortcut applies
+        (`Problem.monotone`). A sign-monotone K = 2 network has it through its
+        `logit_difference` only (greedy), not in the engines, which take the general path."""
+        return self.n_outputs == 1 and self.is_sign_monotone
+
+    @property
+    def is_partially_monotone(self) -> bool:
+        """K ≤ 2 and some, not all, features mixed: the known directions still fix those features'
+        counterpoints (`Problem.known`)."""
+        if self.directions is None:
+            return False
+        mixed = self.directions == signs.MIXED
+        return bool(mixed.any()) and not bool(mixed.all())
+
+    def sign_monotonicity_problem(self) -> str:
+        """Why the network is not sign-monotone, in one line naming a feature of mixed sign (or the
+        K ≥ 3 outputs); empty when it is."""
+        if self.directions is None:
+            return f"it has {self.n_outputs} outputs, predicted by argmax, which has no single direction per feature"
+        mixed = np.flatnonzero(self.directions == signs.MIXED)
+        if not len(mixed):
+            return ""
+        return (
+            f"feature {int(mixed[0])} has mixed sign (paths of both signs reach the output)"
+            + (f", and {len(mixed) - 1} other feature(s)" if len(mixed) > 1 else "")
+        )
+
+    def logit_difference(self) -> Network:
+        """K = 2: the single-output network f_1 − f_0 (this network plus an identity layer with
+        weights [−1, 1], exact: no weight is rounded), whose prediction at threshold 0 is exactly
+        this one's argmax with ties to class 0. Metadata other than class names and threshold is
+        kept. K = 1: this network."""
+        if self.n_outputs == 1:
+            return self
+        if self.n_outputs != 2:
+            raise InputError(f"the logit difference needs K = 2 outputs; this network has {self.n_outputs}")
+        top = Layer(np.array([[-1.0, 1.0]]), np.zeros(1), Activation.make("identity"))
+        metadata = replace(self.metadata, class_names=None, threshold=None)
+        return Network((*self.layers, top), metadata)
 
     @property
     def is_admissible(self) -> bool:

@@ -24,6 +24,7 @@ from .errors import InputError, UndecidedPrediction
 from .exact import ExactNetwork, modified_inputs
 from .network import Network
 from .prediction import threshold_for
+from .signs import MIXED
 
 
 class Kind(StrEnum):
@@ -250,14 +251,29 @@ class Problem:
 
     @property
     def monotone(self) -> bool:
-        """The monotone shortcut holds (`Network.is_monotone`: one output, all weights ≥ 0); never
-        for K ≥ 2."""
-        return self.net.is_monotone
+        """The monotone shortcut holds: one output and a sign-monotone network
+        (`Network.is_sign_monotone`), so validity is upward closed along the line from `base` to
+        `target`. Weaker than `Network.is_monotone` (all weights ≥ 0), which the node bounds of
+        some engines need besides. A K = 2 network is sign-monotone through its logit difference
+        but its problems take the general path here (greedy uses `Network.logit_difference`)."""
+        return self.net.has_monotone_shortcut
 
     @property
     def counterpoint(self) -> np.ndarray:
-        """x' of the monotone shortcut: the lower corner if p(x) = 1, else the upper one [n]."""
-        return self.domain.counterpoint(np.array([self.prediction]))[0]
+        """x' of the monotone shortcut [n]: each feature at the end of the box that moves f against
+        p(x) (`Domain.counterpoint` with `Network.directions`): for p(x) = 1 the lower end of a
+        non-decreasing feature, the upper end of a non-increasing one; for p(x) = 0 the opposite."""
+        return self.domain.counterpoint(np.array([self.prediction]), self.net.directions)[0]
+
+    @property
+    def known(self) -> np.ndarray:
+        """[n] bool: the features whose direction is known (`+`, `-` or `0`; none for K ≥ 3). Some
+        y agreeing with x off a set S flips the prediction iff one does whose known features in S
+        sit at their `counterpoint` end (moving them there only pushes the score further against
+        p(x)), so the exact engines' general path searches y_i ∈ {x_i, x'_i} for them and the box
+        for the mixed ones only."""
+        directions = self.net.directions
+        return np.zeros(self.n, dtype=bool) if directions is None else directions != MIXED
 
     @property
     def goal(self) -> int:

@@ -60,7 +60,7 @@ def assert_explanations(
 
     model: a `Network`, a torch module (`Network.from_torch`) or a network file (`Network.load`,
     with `activations` for a state_dict). X: an array [B, n] or a CSV file. explanations: None
-    for cardinal's greedy explanations of monotone networks, else `{"row", "kind", "features"}`
+    for cardinal's greedy explanations of sign-monotone networks, else `{"row", "kind", "features"}`
     records or a JSON-lines file of them. kind: contrastive, abductive or both. require: valid,
     subset or minimum (as `cardinal check --require`). baseline: a `cardinal check` JSON-lines
     file; fail_on: what fails against it (default `("changed",)` when there is a baseline), as

@@ -17,11 +17,14 @@ take c gets β_j = 0 and no row. Only leaving c is ever asked (the hitting-set l
 flips only), so keeping a class needs no encoding.
 
 Inputs:
-- monotone networks, bound vectors with x' the counterpoint: CXp `y = x + (x' − x)·s` and the goal
+- sign-monotone networks (`Problem.monotone`), bound vectors with x' the counterpoint (each
+  feature at its own end): CXp `y = x + (x' − x)·s` and the goal
   is the other class; AXp `y = x' + (x − x')·s` and the goal is p(x);
 - any network, CXp (and the flip oracle of the hitting-set loop): `y` free in the box where
   `s_i = 1`, tied to `x_i` where `s_i = 0`; on a binary domain `y_i = l_i + (u_i − l_i)·b_i` with
-  `b_i` binary. The flip oracle fixes `s` to its free set and has no objective.
+  `b_i` binary. A feature of known direction (`Problem.known`: partially monotone networks, and
+  K = 2 sign-monotone ones) is moreover `y_i = x_i + (x'_i − x_i)·s_i`: only the mixed features
+  range over the box. The flip oracle fixes `s` to its free set and has no objective.
 
 Margins (`margin=True`, for finding witnesses only). A continuous `y` often ends on the boundary
 of the region it reaches, where float rounding decides its exact replay half the time. A model
@@ -47,7 +50,9 @@ clip) or `step(at)` (`z = 1 ⇒ w ≥ at`, `z = 0 ⇒ w ≤ at − ε`, one bina
 stage gets its two hull rows (`z ≥` both pieces for max, `≤` for min) plus one binary δ with two
 big-M rows for the other side.
 
-Dropped binaries on monotone networks. All weights are ≥ 0 and every stage is non-decreasing.
+Dropped binaries on monotone networks (`Network.is_monotone`: all weights ≥ 0; a sign-monotone
+network whose hidden negative weights compose to one direction does not qualify, since the
+induction below needs every weight ≥ 0). Every stage is non-decreasing.
 When the goal is `f ≤ t`, let each straddling max stage keep only its hull rows, `z ≥ σ(w)`, and
 encode every other stage exactly. By induction over the layers each MILP value is then ≥ the
 true value at the same y (a larger input to a non-negative weight or a non-decreasing stage
@@ -245,14 +250,15 @@ def encode(
     if free_box:
         if free is None and problem.kind != "contrastive":
             raise ValueError("the free-box encoding answers contrastive questions only")
-        low, high, center, z = _free_box(builder, problem, selectors, free)
+        low, high, center, z = _free_box(builder, problem, selectors, free, exact)
         goal = 1 - problem.prediction if problem.classes == 1 else None
     else:
         low, high, center, z = _bound_vectors(builder, problem, selectors, exact)
         goal = problem.goal
     inputs = z
     pre_activations: list[np.ndarray] = []
-    hull_only = {"max": goal == 0, "min": goal == 1} if relax and problem.monotone else {}
+    # the dropped binaries need all weights ≥ 0, not just a sign-monotone f (module docstring)
+    hull_only = {"max": goal == 0, "min": goal == 1} if relax and problem.net.is_monotone else {}
     continuous = margin and free_box and not problem.domain.binary  # values that move with a continuous y
     moves = n if at_most is None or free is not None else min(at_most, n)
     z_low, z_high = low, high  # the bounds of each layer's inputs (y's first)
@@ -376,10 +382,12 @@ def _bound_vectors(
 
 
 def _free_box(
-    builder: _Builder, problem: Problem, selectors: np.ndarray, free: frozenset[int] | None
+    builder: _Builder, problem: Problem, selectors: np.ndarray, free: frozenset[int] | None, exact: bool = False
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """y in the box where s = 1, y = x where s = 0. Returns the region's low, high [n], y at s = 0
-    (that is x) [n] and y's indices [n]."""
+    """y in the box where s = 1, y = x where s = 0; a feature of known direction moves only to its
+    counterpoint end (not in the `exact` closure: its coefficient x' − x is rounded, and the whole
+    box is a relaxation with the same flips). Returns the region's low, high [n], y at s = 0 (that
+    is x) [n] and y's indices [n]."""
     x, lower, upper = problem.x, problem.domain.lower, problem.domain.upper
     y = builder.variables(lower, upper)
     if problem.domain.binary:
@@ -397,6 +405,9 @@ def _free_box(
     else:
         builder.rows(x, math.inf, (y, 1.0), (selectors, _differences(x, lower, +1)))  # y ≥ x − (x − l)·s
         builder.rows(-math.inf, x, (y, 1.0), (selectors, -_differences(upper, x, +1)))  # y ≤ x + (u − x)·s
+    if not exact:  # y_i ∈ {x_i, x'_i} where the direction is known
+        known, counter = problem.known, problem.counterpoint
+        builder.rows(x[known], x[known], (y[known], 1.0), (selectors[known], -(counter - x)[known]))
     if free is None:
         return lower, upper, x, y
     movable = np.isin(np.arange(problem.n), sorted(free))

@@ -69,7 +69,8 @@ unit's `z = σ(h)` by `z ≥ σ(h)`. Claim: for each s, the relaxed system is fe
 one is. (⇐) the exact point is feasible. (⇒) take a relaxed solution and the true values h*, z*
 of the same y. By induction over layers h* ≤ h and z* ≤ z: the first layer's h is the same
 affine function of y; z* = σ(h*) ≤ σ(h) ≤ z as σ is non-decreasing; the next h* = W z* + b ≤
-W z + b = h as W ≥ 0. So f* = z*_L ≤ z_L ≤ t. Where σ is convex on the unit's bounds (relu,
+W z + b = h as W ≥ 0 (so only where every weight is; a sign-monotone network with negative
+weights keeps exact units). So f* = z*_L ≤ z_L ≤ t. Where σ is convex on the unit's bounds (relu,
 leaky relu with slope ≤ 1, hardtanh with only its lower corner inside), `z ≥ σ(h)` is the
 conjunction `z ≥ ℓ_j(h)` over its linear pieces: no Boolean at all. Symmetrically, to *increase*
 f above t use `z ≤ σ(h)`, and concave pieces need no Boolean.
@@ -356,7 +357,7 @@ class _Lazy:
         branch and bound left a check open)."""
         problem, context = self.problem, z3.Context()
         if problem.net.is_piecewise_linear:
-            if self.goal_below:
+            if self.goal_below and problem.net.is_monotone:  # the cuts need all weights ≥ 0 (`solvers.cuts`)
                 self.tangents = LinearBounds(problem.net, self.base, self.target, problem.threshold)
             self.batch = self.tangents is None
         else:
@@ -586,7 +587,8 @@ class _Lazy:
 class _Encoding:
     """The network, the input region and the goal as exact z3 constraints over s [n] Booleans.
 
-    Monotone (base, target given): y = base + (target − base)·s, one-sided units. Otherwise y [n]
+    Monotone (base, target given): y = base + (target − base)·s, one-sided units where all
+    weights are ≥ 0 (exact units on other sign-monotone networks). Otherwise y [n]
     reals in the box (its end points on a binary domain), y_i = x_i unless s_i, exact units, and
     the goal is the other class: f > t or f ≤ t (K = 1), or for K ≥ 2 leaving class c, the
     disjunction over j ≠ c of f_j ≥ f_c (j < c) and f_j > f_c (j > c)."""
@@ -600,7 +602,9 @@ class _Encoding:
         self.rounds = 0  # invalid proposals so far
         self.raw, self.units = "", 0
         goal = 1 - problem.prediction if problem.kind == "contrastive" or base is None else problem.prediction
-        self.mode = "exact" if base is None else ("above" if goal == 0 else "below")
+        # one-sided units need all weights ≥ 0 (module docstring), not just a sign-monotone f
+        self.moved = base is not None  # bound vectors: s alone decides the point
+        self.mode = "exact" if not (self.moved and problem.net.is_monotone) else ("above" if goal == 0 else "below")
         layers = problem.net.layers
         weights = [[[Fraction(w) for w in row] for row in layer.weight.tolist()] for layer in layers]
         biases = [[Fraction(b) for b in layer.bias.tolist()] for layer in layers]
@@ -639,10 +643,15 @@ class _Encoding:
         return z3.Sum([*parts, self._value(constant)]) if parts else self._value(constant)
 
     def _tie_inputs(self) -> None:
-        domain, x = self.problem.domain, self.problem.x
+        """y_i = x_i unless s_i; y_i in the box (its ends on a binary one), or for a feature of
+        known direction (`Problem.known`) y_i ∈ {x_i, x'_i}."""
+        domain, x, known, counter = self.problem.domain, self.problem.x, self.problem.known, self.problem.counterpoint
         for i, (y, s) in enumerate(zip(self.points, self.chosen, strict=True)):
-            low, high, here = (self._value(Fraction(v)) for v in (domain.lower[i], domain.upper[i], x[i]))
-            self.solver.add(z3.Or(y == low, y == high) if domain.binary else z3.And(low <= y, y <= high))
+            low, high, here, end = (self._value(Fraction(v)) for v in (domain.lower[i], domain.upper[i], x[i], counter[i]))
+            if known[i]:
+                self.solver.add(z3.Or(y == here, y == end))
+            else:
+                self.solver.add(z3.Or(y == low, y == high) if domain.binary else z3.And(low <= y, y <= high))
             self.solver.add(z3.Or(s, y == here))
 
     def _unit(self, activation: Activation, h: z3.ArithRef, low: Fraction, high: Fraction) -> z3.ArithRef:
@@ -682,7 +691,7 @@ class _Encoding:
         if self.raw != "sat":
             return self.raw, None, None
         model = self.solver.model()
-        if self.mode != "exact":
+        if self.moved:
             solution = tuple(i for i, s in enumerate(self.chosen) if z3.is_true(model.eval(s, model_completion=True)))
             return self.raw, solution, None
         y = self._witness(model, [self.guards[bound], *assumptions], deadline)

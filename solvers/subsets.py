@@ -25,7 +25,9 @@ is then ≥ the exact bound of these lines, itself ≥ every g(s) in the set.
 Magnitudes near the double range overflow to an infinite or NaN bound, silently (`_quiet`): such a
 bound closes no node (`solvers.branch`), and the sets are judged exactly.
 
-Networks: hidden layers relu, output identity (`supported`); `solvers.smooth` bounds the others.
+Networks: all weights ≥ 0 (`Network.is_monotone`), hidden layers relu, output identity
+(`supported`); `solvers.smooth` bounds the other monotone ones. Sign-monotone networks with
+negative weights get no node bounds: the branch and bound decides them by its exact probes.
 `SetForms` (the forms over s with their radii) serves both.
 """
 
@@ -204,7 +206,9 @@ class SubsetBounds(SetForms):
     def __init__(self, net: Network, base: np.ndarray, target: np.ndarray, threshold: float) -> None:
         super().__init__(net, base, target, threshold)
         names = [layer.activation.name for layer in net.layers]
-        self.supported = all(name == "relu" for name in names[:-1]) and names[-1] == "identity"
+        # the chords and tangent lines bound g only when every weight is ≥ 0 (a sign-monotone
+        # network with negative hidden weights needs lower lines where a coefficient is negative)
+        self.supported = net.is_monotone and all(name == "relu" for name in names[:-1]) and names[-1] == "identity"
 
     @_quiet
     def bound_and_form(

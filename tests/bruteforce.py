@@ -91,3 +91,23 @@ def vertex_valid(problem: Problem, features: tuple[int, ...]) -> bool:
         return bool((flipping & inside).any())
     outside = ~masks[:, list(features)].any(axis=1)  # toggle sets disjoint from S
     return not bool((flipping & outside).any())
+
+
+def mixed(net: Network) -> Network:
+    """The same function exactly, with every feature of mixed sign (`cardinal.signs`), so that no
+    monotone shortcut applies: two equal units σ(Σ y) join the first layer and reach f with
+    weights +1 and −1, which cancel exactly. For a network of one layer (f = W·y + b, identity:
+    it becomes two identity layers) or two (hidden σ, identity output)."""
+    identity = Activation.make("identity")
+    layers = net.layers if len(net.layers) == 2 else (Layer(net.layers[0].weight, net.layers[0].bias, identity), None)
+    hidden, out = layers
+    n = net.n_inputs
+    assert out is None or out.activation.name == "identity", "mixed() takes an identity output layer"
+    first = Layer(np.vstack([hidden.weight, np.ones((2, n))]), np.concatenate([hidden.bias, np.zeros(2)]), hidden.activation)
+    if out is None:
+        second = Layer(np.array([[1.0, 1.0, -1.0]]), np.zeros(1), identity)
+    else:
+        second = Layer(np.hstack([out.weight, [[1.0, -1.0]]]), out.bias, identity)
+    result = Network([first, second], net.metadata)
+    assert result.directions is not None and (result.directions == 2).all()
+    return result

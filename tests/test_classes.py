@@ -133,7 +133,7 @@ def test_a_threshold_is_refused_for_k_classes() -> None:
 
 
 def test_explain_refuses_k_classes_and_names_what_to_use() -> None:
-    with pytest.raises(InputError, match=r"one output; this one has 3 .*cardinal certify.*solve_minimum.*exact minimum"):
+    with pytest.raises(InputError, match=r"sign-monotone.*it has 3 outputs.*cardinal certify.*solve_minimum.*exact minimum"):
         explain(_classifier(2, 3, (4,), signed=False), np.full((1, 3), 0.5))
 
 

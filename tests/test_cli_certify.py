@@ -49,15 +49,16 @@ def test_design_network_all_solvers(design_network_file: Path, tmp_path: Path, c
 def test_non_monotone_network_is_exact_only(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     network = tmp_path / "net.json"
     layers = [
-        {"weight": [[1.0, -1.0, 0.5]], "bias": [0.0], "activation": "relu"},
-        {"weight": [[1.0]], "bias": [-0.25], "activation": "identity"},
+        {"weight": [[1.0, -1.0, 0.5], [1.0, 1.0, 1.0], [1.0, 1.0, 1.0]], "bias": [0.0, 0.0, 0.0], "activation": "relu"},
+        {"weight": [[1.0, 1.0, -1.0]], "bias": [-0.25], "activation": "identity"},
     ]
     network.write_text(json.dumps({"format": "cardinal.network/1", "layers": layers}))
     inputs = tmp_path / "x.csv"
     inputs.write_text("0,1,0\n")
     code, lines, _ = _run(["certify", str(network), "--inputs", str(inputs), "--binary", "--solvers", "enumerate"], capsys)
     assert code == 0
-    # f = relu(x0 − x1 + 0.5·x2) − 0.25 is −0.25 at (0,1,0): class 0. Each single change keeps
+    # f = relu(x0 − x1 + 0.5·x2) − 0.25 (+ two equal units that cancel, making every feature of
+    # mixed sign, so no greedy) is −0.25 at (0,1,0): class 0. Each single change keeps
     # relu(·) = 0; {x1, x2} (y = (0,0,1)) gives 0.25 > 0: the minimum CXp has size 2.
     cxp = next(line for line in lines if line["kind"] == "contrastive")
     assert cxp["greedy"] is None and cxp["verdict"] == "exact_only" and cxp["solvers"]["enumerate"]["size"] == 2

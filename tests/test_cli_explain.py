@@ -76,13 +76,8 @@ def test_domain_flags(design_network_file: Path, tmp_path: Path, capsys: pytest.
         ("ok", "1,1,1\n", ["--lower", "2"], r"lower bound 2.0 exceeds upper bound 1.0"),
         ("ok", "1,1,1\n", ["--device", "tpu"], r"unknown device"),
         ("unknown_activation", "1,1,1\n", [], r"layer 1: unknown activation 'swish'"),
-        ("non_monotone", "1,1,1\n", ["--method", "greedy"], r"monotone network.*layer 2 has 1 negative weight.*certify.*--method deletion"),
-        (
-            "wide_output",
-            "1,1,1\n",
-            ["--method", "greedy"],
-            r"greedy explanations need a network with one output; this one has 2.*cardinal certify.*--method deletion",
-        ),
+        ("non_monotone", "1,1,1\n", ["--method", "greedy"], r"sign-monotone network.*feature 1 has mixed sign.*cardinal certify.*--method deletion"),
+        ("wide_output", "1,1,1\n", ["--method", "greedy"], r"greedy explanations need a sign-monotone network.*it has 3 outputs.*cardinal certify.*--method deletion"),
         ("ok", "1,1,1\n", ["--method", "bogus"], r"argument --method: invalid choice: 'bogus'"),
         ("ok", "1,1,1\n", ["--method", "deletion", "--time-limit", "0"], r"--time-limit"),
     ],
@@ -93,8 +88,8 @@ def test_bad_input_exits_2_with_message_and_no_output(
     documents = {
         "ok": [([[1.0, 1.0, 0.0], [0.0, 0.0, 1.0]], [-1.0, 0.0], "relu"), ([[1.0, 0.6]], [0.0], "identity")],
         "unknown_activation": [([[1.0, 1.0, 0.0]], [0.0], "swish"), ([[1.0]], [0.0], "identity")],
-        "non_monotone": [([[1.0, 1.0, 0.0], [0.0, 0.0, 1.0]], [-1.0, 0.0], "relu"), ([[1.0, -0.6]], [0.0], "identity")],
-        "wide_output": [([[1.0, 1.0, 0.0]], [0.0], "relu"), ([[1.0], [2.0]], [0.0, 0.0], "identity")],
+        "non_monotone": [([[1.0, 1.0, 0.0], [0.0, 1.0, 1.0]], [-1.0, 0.0], "relu"), ([[1.0, -0.6]], [0.0], "identity")],
+        "wide_output": [([[1.0, 1.0, 0.0]], [0.0], "relu"), ([[1.0], [2.0], [3.0]], [0.0, 0.0, 0.0], "identity")],
     }
     path = tmp_path / f"{network}.json"
     if network == "malformed":

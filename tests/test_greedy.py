@@ -288,9 +288,11 @@ def test_large_n_equals_reference(kind: str) -> None:
 
 
 # ---------------------------------------------------------------- bad input
-def test_non_monotone_network_is_refused() -> None:
-    net = Network([Layer(np.array([[1.0, -2.0]]), np.array([0.0]), Activation.make("identity"))])
-    with pytest.raises(InputError, match=r"monotone.*not.*layer 1.*weight\[0\]\[1\].*exact solvers"):
+def test_network_of_mixed_sign_is_refused_naming_the_feature() -> None:
+    """Feature 0 reaches f through +1·+1 and through +1·−1: mixed; feature 1 only positively."""
+    relu, identity = Activation.make("relu"), Activation.make("identity")
+    net = Network([Layer(np.array([[1.0, 1.0], [1.0, 0.0]]), np.zeros(2), relu), Layer(np.array([[1.0, -1.0]]), np.zeros(1), identity)])
+    with pytest.raises(InputError, match=r"sign-monotone.*not: feature 0 has mixed sign.*cardinal certify.*solve_minimum"):
         explain(net, np.zeros(2))
 
 

@@ -198,9 +198,22 @@ def test_a_search_past_its_deadline_or_on_a_non_monotone_network_gives_none() ->
     problem, _ = _rich()
     stopped = search(problem, 6, deadline=0.0)
     assert stopped.certificate is None and stopped.reason == "deadline"
-    layers = [Layer(np.array([[1.0, -1.0]]), np.zeros(1), Activation.from_json("identity"))]
-    mixed = Problem.make(Network(layers), np.array([1.0, 0.0]), "contrastive", Domain.unit(2), 0.5)
+    relu, identity = Activation.from_json("relu"), Activation.from_json("identity")
+    layers = [Layer(np.array([[1.0, -1.0], [-1.0, 1.0]]), np.zeros(2), relu), Layer(np.ones((1, 2)), np.zeros(1), identity)]
+    mixed = Problem.make(Network(layers), np.array([1.0, 0.0]), "contrastive", Domain.unit(2), 0.5)  # |y0 − y1|: mixed
     assert search(mixed, 0).certificate is None and "not monotone" in search(mixed, 0).reason
+
+
+def test_sign_monotone_networks_get_certificates_the_checker_accepts() -> None:
+    """f = y0 − y1 (a decreasing feature): the shortcut's invalid-set lemmas and bounds, with each
+    feature's counterpoint at its own end, prove 'no CXp within 1' where the minimum is 2."""
+    layers = [Layer(np.array([[1.0, -1.0]]), np.zeros(1), Activation.from_json("identity"))]
+    net = Network(layers)
+    problem = Problem.make(net, np.array([1.0, 0.0]), "contrastive", Domain.unit(2), -0.5)  # f(x) = 1: one move is not enough
+    found = search(problem, 1)
+    assert found.certificate is not None, found.reason
+    assert checker.check(found.certificate, net.to_json()).accepted
+    assert search(problem, 2).certificate is None  # {0, 1} is a CXp: nothing to prove within 2
 
 
 @pytest.mark.parametrize("activation", ACTIVATIONS, ids=lambda a: a if isinstance(a, str) else a["name"])

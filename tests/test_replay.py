@@ -28,7 +28,7 @@ from cardinal.activations import Activation
 from cardinal.domain import Domain
 from cardinal.network import Layer, Network
 from cardinal.problem import Outcome, Problem, Status, Verdict
-from tests.bruteforce import random_network, vertex_minimum, vertex_valid
+from tests.bruteforce import mixed, random_network, vertex_minimum, vertex_valid
 
 INSTALLED = available_solvers()
 MILPS = tuple(name for name in ("gurobi", "highs") if name in INSTALLED)
@@ -39,13 +39,16 @@ CUBE_THRESHOLD = 1 - 2**-40
 
 
 def difference_network() -> Network:
-    """f = y0 − y1."""
-    return Network([Layer(np.array([[1.0, -1.0]]), np.zeros(1), IDENTITY)])
+    """f = y0 − y1, with every feature of mixed sign (`mixed`): no monotone shortcut."""
+    return mixed(Network([Layer(np.array([[1.0, -1.0]]), np.zeros(1), IDENTITY)]))
 
 
 def ramp_network(weight: float, offset: float) -> Network:
-    """f = relu(offset − weight·y1) (y0 unused): class 0 from y1 ≥ offset / weight on."""
-    return Network([Layer(np.array([[0.0, -weight]]), np.array([offset]), RELU), Layer(np.ones((1, 1)), np.zeros(1), IDENTITY)])
+    """f = relu(offset − weight·y1) (y0 unused): class 0 from y1 ≥ offset / weight on; every
+    feature of mixed sign (`mixed`)."""
+    return mixed(
+        Network([Layer(np.array([[0.0, -weight]]), np.array([offset]), RELU), Layer(np.ones((1, 1)), np.zeros(1), IDENTITY)])
+    )
 
 
 # ---------------------------------------------------------------------------- non-monotone AXps
@@ -130,8 +133,9 @@ def test_false_none_exists_on_a_non_monotone_box_is_refuted() -> None:
 @pytest.mark.parametrize("guarded", [True, False])
 def test_class_zero_is_f_at_most_t(guarded: bool) -> None:
     """f = relu(0.5 − y0), x = 0, t = 0: p(x) = 1, and y0 = 1 gives f = 0 ≤ t, so {0} is both the
-    minimum CXp and the minimum AXp; a margin f ≤ t − ε left no point of class 0 at all."""
-    net = Network([Layer(np.array([[-1.0]]), np.array([0.5]), RELU), Layer(np.ones((1, 1)), np.zeros(1), IDENTITY)])
+    minimum CXp and the minimum AXp; a margin f ≤ t − ε left no point of class 0 at all. (Of mixed
+    sign, `mixed`: the free box, not the shortcut's bound vectors.)"""
+    net = mixed(Network([Layer(np.array([[-1.0]]), np.array([0.5]), RELU), Layer(np.ones((1, 1)), np.zeros(1), IDENTITY)]))
     for name, kind in itertools.product(MILPS, ("contrastive", "abductive")):
         found = solve_minimum(net, np.zeros(1), kind, threshold=0.0, solver=name, guarded=guarded)
         assert found.status == Status.OPTIMAL and found.features == (0,) and found.replayed, (name, kind, found)

@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from bruteforce import monotone_minimum, random_network, vertex_minimum
+from bruteforce import mixed, monotone_minimum, random_network, vertex_minimum
 from cardinal.solvers.base import solve_problem
 from cardinal.solvers.enumerate import EnumerateSolver
 from cardinal.verify import generate
@@ -212,7 +212,7 @@ def test_real_box_counterexample_lies_inside_the_box() -> None:
 def test_witness_off_the_doubles_is_moved_onto_them() -> None:
     """f = 3·y0 − 1 − y1 > 0 (y1 ∈ [0, 0]) needs y0 > 1/3; a model at 1/3 + 2^-58 rounds to the
     double just below 1/3, so the grid query must find a double above it."""
-    net = Network([Layer(np.array([[3.0, -1.0]]), np.array([-1.0]), Activation.make("identity"))])
+    net = mixed(Network([Layer(np.array([[3.0, -1.0]]), np.array([-1.0]), Activation.make("identity"))]))  # y0 in the box
     problem = Problem.make(net, np.zeros(2), "contrastive", Domain(np.zeros(2), np.array([1.0, 0.0])), 0.0)
     encoding = _Encoding(problem, z3.Context())
     value = Fraction(1, 3) + Fraction(1, 2**58)
@@ -280,8 +280,11 @@ def test_timeouts_are_never_verdicts() -> None:
 
 
 def test_unsupported_and_bad_strategy() -> None:
-    net = Network([Layer(np.array([[1.0, -1.0]]), np.zeros(1), Activation.make("sigmoid"))])  # smooth, not monotone
-    problem = Problem.make(net, np.ones(2), "contrastive", threshold=0.6)
+    sigmoid, identity = Activation.make("sigmoid"), Activation.make("identity")
+    # smooth, and feature 0 of mixed sign (+1·+1 and +1·−1): no monotone shortcut
+    net = Network([Layer(np.array([[1.0, 1.0], [1.0, 0.0]]), np.zeros(2), sigmoid), Layer(np.array([[1.0, -1.0]]), np.zeros(1), identity)])
+    assert not net.is_sign_monotone
+    problem = Problem.make(net, np.ones(2), "contrastive", threshold=0.0)
     assert solve_problem(Z3Solver(), problem, None, 5.0).status == Status.UNSUPPORTED
     with pytest.raises(InputError):
         Z3Solver("fast")

@@ -203,8 +203,11 @@ def test_smooth_networks_outside_the_lazy_loop_are_unsupported() -> None:
     problem = Problem.make(net, rng.uniform(size=4), "contrastive", threshold=float(net.forward(np.full(4, 0.5))))
     with Z3Solver("encode") as backend:
         assert solve_problem(backend, problem, None, 5.0).status == Status.UNSUPPORTED
-    mixed = Network([Layer(np.array([[1.0, -1.0]]), np.zeros(1), Activation.make("tanh"))])
-    assert _solve(Problem.make(mixed, np.ones(2), "contrastive", threshold=0.5), None).status == Status.UNSUPPORTED
+    # feature 0 reaches f through +1·+1 and +1·−1: of mixed sign, so no lazy loop
+    tanh, identity = Activation.make("tanh"), Activation.make("identity")
+    mixed = Network([Layer(np.array([[1.0, 1.0], [1.0, 0.0]]), np.zeros(2), tanh), Layer(np.array([[1.0, -1.0]]), np.zeros(1), identity)])
+    assert not mixed.is_sign_monotone
+    assert _solve(Problem.make(mixed, np.ones(2), "contrastive", threshold=0.1), None).status == Status.UNSUPPORTED
 
 
 @pytest.mark.parametrize("kind", ["contrastive", "abductive"])

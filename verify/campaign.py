@@ -69,7 +69,7 @@ MAX_FEATURES = {"enumerate": 20, "z3": 40}
 
 def solvers_for(net: Network, solvers: tuple[str, ...]) -> tuple[str, ...]:
     """The backends of `solvers` that a campaign runs on this network (`MAX_FEATURES`)."""
-    lazy = net.is_monotone or not net.is_piecewise_linear  # z3's lazy loop, or z3 alone (smooth units)
+    lazy = net.has_monotone_shortcut or not net.is_piecewise_linear  # z3's lazy loop, or z3 alone (smooth units)
     n = net.n_inputs
     return tuple(name for name in solvers if (lazy and name == "z3") or n <= MAX_FEATURES.get(name, n))
 
@@ -125,7 +125,7 @@ def units_of(
             continue
         answers = (
             greedy_answers(instance.net, instance.X, kind, instance.domain, instance.threshold)[1]
-            if instance.net.is_monotone and method == "greedy"
+            if instance.net.is_sign_monotone and method == "greedy"
             else [None] * len(instance.X)
         )
         for row, (key, answer) in enumerate(zip(keys, answers, strict=True)):

@@ -139,7 +139,7 @@ def replay(case: Case) -> ReplayReport:
         return ReplayReport(False, tuple(checks), reason)
 
     exact = ExactNetwork(case.network)
-    monotone = case.network.is_monotone
+    monotone = case.network.is_sign_monotone
     if case.minimum is None:
         return fail("the case names no minimum explanation")
     if case.greedy is not None:
@@ -218,7 +218,7 @@ def _smaller_exists(case: Case) -> tuple[int, ...] | bool | None:
     from ..problem import Status
     from ..solvers.base import solve_minimum
 
-    solver = "enumerate" if case.network.is_monotone or case.domain.binary else "z3"
+    solver = "enumerate" if case.network.has_monotone_shortcut or case.domain.binary else "z3"
     outcome = solve_minimum(
         case.network, case.x, case.kind, case.domain, case.threshold, solver=solver, time_limit=600, at_most=len(case.minimum) - 1
     )

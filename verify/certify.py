@@ -149,9 +149,9 @@ def proving_solvers(net: Network, domain: Domain) -> tuple[str, ...]:
 
     def applies(name: str) -> bool:
         if name == "enumerate":
-            return (net.is_monotone or domain.binary) and n <= DEFAULT_FEATURES[name]
+            return (net.has_monotone_shortcut or domain.binary) and n <= DEFAULT_FEATURES[name]
         if name == "z3":
-            return net.is_monotone or (pwl and not milp and n <= DEFAULT_FEATURES[name])
+            return net.has_monotone_shortcut or (pwl and not milp and n <= DEFAULT_FEATURES[name])
         if name == "exact-milp":
             return pwl and one_output
         return pwl
@@ -276,12 +276,12 @@ def explainer_answers(
     threshold: float | None,
     time_limit: float,
 ) -> list[GreedyAnswer | None]:
-    """The answers that certify judges for X [B, n]: greedy's on a monotone network (None per row
+    """The answers that certify judges for X [B, n]: greedy's on a sign-monotone network (None per row
     elsewhere: greedy does not apply), or deletion's on any network (its questions asked of the
     pool's oracle)."""
     if method == Method.DELETION:
         return list(deletion_answers(net, X, kind, domain, threshold, pool.oracle, time_limit)[1])
-    if net.is_monotone:
+    if net.is_sign_monotone:
         return list(greedy_answers(net, X, kind, domain, threshold)[1])
     return [None] * len(X)
 

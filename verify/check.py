@@ -197,7 +197,7 @@ def check_explanations(
     threshold = threshold_for(net.n_outputs, threshold)
     rows = sorted({claim.row for claim in claims})  # only the rows asked about are evaluated
     predictions = dict(zip(rows, ExactNetwork(net).predictions(X[rows], threshold).tolist(), strict=True)) if rows else {}
-    needs_solvers = require == "minimum" or not net.is_monotone
+    needs_solvers = require == "minimum" or not net.has_monotone_shortcut
     default = solvers is None
     solvers = proving_solvers(net, domain) if solvers is None else solvers
     judgements = []

@@ -215,12 +215,13 @@ def _emit(lines: list[dict[str, Any]], out: str | None) -> None:
 
 # ---------------------------------------------------------------------------- explain
 def _explain(args: argparse.Namespace) -> int:
+    from .. import signs
     from ..greedy import explain
 
     if args.out is not None:
         output_file(args.out, "--out")
     net, settings, X, rows = _load_problem(args)
-    if args.method == "deletion" or (args.method is None and not net.is_monotone):
+    if args.method == "deletion" or (args.method is None and not net.is_sign_monotone):
         lines = _explain_by_deletion(args, net, settings, X, rows)
         _emit(_annotated(lines, net, settings), args.out)
         return 0
@@ -230,6 +231,7 @@ def _explain(args: argparse.Namespace) -> int:
         )
         for kind in _kinds(args)
     ]
+    directions = signs.to_json(net.directions, net.output_directions)
     lines = []
     for index, row in enumerate(rows):
         for result in results:
@@ -250,6 +252,7 @@ def _explain(args: argparse.Namespace) -> int:
             witness = result.witness(index, X[index], settings.domain)
             if witness is not None:
                 line["witness"] = list(witness)
+            line["directions"] = directions
             lines.append(line)
     _emit(_annotated(lines, net, settings), args.out)
     return 0
@@ -529,6 +532,14 @@ def _proof_report(entries: list[dict[str, Any]], folder: Path) -> list[str]:
     return [
         f"certificate {entry['file']} rejected by the checker: {entry['message']}" for entry in written if not entry["accepted"]
     ]
+# ---------------------------------------------------------------------------- info
+def _info(args: argparse.Namespace) -> int:
+    from ..network import Network
+    from .info import summary, text
+
+    document = summary(Network.load(args.network, activations=args.activations), args.network)
+    sys.stdout.write(json.dumps(document) + "\n" if args.json else text(document))
+    return 0
 
 
 # ---------------------------------------------------------------------------- convert
@@ -942,7 +953,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     problem = _problem_flags()
     for add in (
-        _add_explain, _add_certify, _add_check, _add_convert, _add_crosscheck,
+        _add_explain, _add_certify, _add_check, _add_info, _add_convert, _add_crosscheck,
         _add_export, _add_hunt, _add_train, _add_bench, _add_replay, _add_proof, _add_data,
     ):  # fmt: skip
         add(commands, problem)  # one function per subcommand, below, in the order of `cardinal --help`
@@ -953,22 +964,24 @@ def _add_explain(commands: argparse._SubParsersAction, problem: argparse.Argumen
     explain = commands.add_parser(
         "explain",
         parents=[problem],
-        help="explanations of a network: greedy (monotone networks) or sequential deletion (any network) (JSON lines)",
+        help="explanations of a network: greedy (sign-monotone networks) or sequential deletion (any network) (JSON lines)",
         description="Contrastive/abductive explanations, one JSON line per input and kind: "
-        '{"row", "kind", "prediction", "output", "exists", "features", "size", "method", "check", "threshold", "domain", '
-        '"notes"}, and "names" (the features\' names, beside "features") when the network file\'s metadata has '
-        "feature_names. row: the input's row in --inputs (from 0, after any header); output: f(x) in float64 (the K "
-        "outputs for K ≥ 2); method: greedy or deletion; check: exact, repaired or undecided (the exact re-check of the "
-        "answer); threshold and domain: what the line was computed with (`check` reads them back); notes: e.g. a "
-        "prediction constant on the whole box. Greedy (Algorithm 1, the default on a monotone network: one output, "
-        "every weight ≥ 0) answers in a few batched passes, with no minimality guarantee. Deletion (the default on every "
-        "other network) is VeriX's sequential deletion: features least sensitive first (the smallest margin of p(x) "
-        "with the feature alone at either end of its box, computed exactly; ties by lower index), each removed from "
-        "the set unless that breaks the explanation, one exact question per feature (z3, or enumeration on small "
-        "binary boxes; the monotone shortcut on monotone networks): a subset-minimal explanation (no feature can be "
-        'dropped), not necessarily a minimum one. Its lines add "queries" (exact questions asked) and, for a CXp, '
-        '"witness"; a question no engine decides within --time-limit leaves the line undecided ("exists" null, the '
-        "reason in notes): nothing is guessed.",
+        '{"row", "kind", "prediction", "output", "exists", "features", "size", "method", "check", "witness", '
+        '"directions", "threshold", "domain", "notes"}, and "names" (the features\' names, beside "features") when the '
+        "network file's metadata has feature_names. row: the input's row in --inputs (from 0, after any header); "
+        "output: f(x) in float64 (f_1 − f_0 for two outputs under greedy; the K outputs otherwise); method: greedy or "
+        "deletion; check: exact, repaired or undecided (the exact re-check of the answer); witness (contrastive): the "
+        'point that flips; directions: each feature\'s direction found by sign analysis, as counts {"+", "-", "0", '
+        '"mixed"} and "each", one character per feature (+ - 0 ?); threshold and domain: what the line was computed '
+        "with (`check` reads them back); notes: e.g. a prediction constant on the whole box. Greedy (Algorithm 1, the "
+        "default on a sign-monotone network: one output, or two through the logit difference f_1 − f_0) answers in a "
+        "few batched passes, with no minimality guarantee. Deletion (the default on every other network) is VeriX's "
+        "sequential deletion: features least sensitive first (the smallest margin of p(x) with the feature alone at "
+        "either end of its box, computed exactly; ties by lower index), each removed from the set unless that breaks "
+        "the explanation, one exact question per feature (z3, or enumeration on small binary boxes; the monotone "
+        "shortcut on sign-monotone networks): a subset-minimal explanation (no feature can be dropped), not "
+        'necessarily a minimum one. Its lines add "queries" (exact questions asked); a question no engine decides '
+        'within --time-limit leaves the line undecided ("exists" null, the reason in notes): nothing is guessed.',
     )
     explain.add_argument(
         "--method",
@@ -1057,6 +1070,24 @@ def _add_check(commands: argparse._SubParsersAction, problem: argparse.ArgumentP
     _proof_flag_arguments(check, "each minimum and none_exists verdict (with --require minimum)")
     _ci_flag_arguments(check)
     check.set_defaults(handler=_check)
+
+
+def _add_info(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
+    info = commands.add_parser(
+        "info",
+        help="summarise a model file: inputs, outputs, layers, parameters, monotonicity per feature",
+        description="Print a summary of a network file (JSON, ONNX or torch): inputs and input_shape, outputs (K) and "
+        "the prediction rule, class names, layers and activations, parameter count, whether it is monotone (all "
+        "weights ≥ 0), sign-monotone (every feature non-decreasing or non-increasing) or partially monotone (some "
+        "features mixed), the per-feature directions found by sign analysis (+ - 0 ?), and the parts of the file "
+        'dropped on reading. --json prints one JSON object: {"file", "hash", "inputs", "input_shape", '
+        '"feature_names", "outputs", "prediction", "threshold", "class_names", "layers", "parameters", "monotone", '
+        '"sign_monotone", "partially_monotone", "directions", "dropped"}. Exit 2 on a file that cannot be read.',
+    )
+    info.add_argument("network", help="network file: .json, .onnx, .pt/.pth")
+    info.add_argument("--activations", help="for a state_dict file: one activation per Linear layer, e.g. relu,identity")
+    info.add_argument("--json", action="store_true", help="one JSON object instead of text")
+    info.set_defaults(handler=_info)
 
 
 def _add_convert(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
