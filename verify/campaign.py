@@ -37,7 +37,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -95,6 +95,7 @@ class Unit:
     solvers: tuple[str, ...]
     time_limit: float
     notes: tuple[str, ...] = ()  # about the whole instance: a prediction constant on the box
+    radius: float | None = None  # `domain` is the row's ball of this radius in the instance's box (None: the box)
 
 
 def units_of(instance: Instance, solvers: tuple[str, ...], time_limit: float, done: set[str]) -> list[Unit]:
@@ -111,7 +112,7 @@ def units_of(instance: Instance, solvers: tuple[str, ...], time_limit: float, do
         if all(key in done for key in keys):
             continue
         answers = (
-            greedy_answers(instance.net, instance.X, kind, instance.domain, instance.threshold)[1]
+            greedy_answers(instance.net, instance.X, kind, instance.domain, instance.threshold, instance.radius)[1]
             if instance.net.is_monotone
             else [None] * len(instance.X)
         )
@@ -127,8 +128,9 @@ def units_of(instance: Instance, solvers: tuple[str, ...], time_limit: float, do
                     network=instance.net.to_json(),
                     network_hash=instance.net.hash,
                     widths=instance.net.widths,
-                    domain=instance.domain.to_json(),
+                    domain=instance.box(row).to_json(),
                     threshold=instance.threshold,
+                    radius=instance.radius,
                     x=tuple(float(v) for v in instance.X[row]),
                     row=row,
                     kind=kind,
@@ -187,6 +189,7 @@ def certify_unit(unit: Unit, pool: SolverPool | _FailedCalls | None = None) -> t
         tie_decided=tie_decided(problem, certificate.greedy.features) if suboptimal else None,
         notes=(*unit.notes, *certificate.notes),
         minimum_witness=certificate.minimum_witness,
+        radius=unit.radius,
     )
     case = None
     if problem is not None and certificate.verdict in (Verdict.GREEDY_SUBOPTIMAL, Verdict.SOLVER_DISAGREEMENT):
@@ -220,8 +223,12 @@ def run_campaign(
     announce: Callable[[int], None] | None = None,
     executor: str = "local",
     address: str | None = None,
+    radius: float | None = None,
 ) -> CampaignResult:
     """Run a suite (or the given instances) into `out`; see the module docstring.
+
+    `radius`: every row of every instance over its own ball of this radius (`Instance.box`), the
+    instances renamed `ID@rRADIUS`.
 
     `announce(count)` is called with the number of explanations to certify once greedy has run,
     before any solver. `executor`, `address`: where the solver calls run (`executors.execute`).
@@ -240,7 +247,10 @@ def run_campaign(
         with _locked(out):
             done = _finished(log, resume)
             try:
-                return _run(suite, out, log, done, solvers, time_limit, workers, progress, instances, announce, executor, address)
+                chosen = instances if instances is not None else SUITES[suite](out)
+                if radius is not None:
+                    chosen = (replace(i, id=f"{i.id}@r{radius:g}", radius=radius) for i in chosen)
+                return _run(suite, out, log, done, solvers, time_limit, workers, progress, chosen, announce, executor, address)
             finally:
                 _close_pool()
     except InputError:
@@ -259,7 +269,7 @@ def _run(
     time_limit: float,
     workers: int,
     progress: Callable[[int, int, str], None] | None,
-    instances: Iterable[Instance] | None,
+    instances: Iterable[Instance],
     announce: Callable[[int], None] | None = None,
     executor: str = "local",
     address: str | None = None,
@@ -267,11 +277,7 @@ def _run(
     started = time.perf_counter()
     if workers <= 1 and executor == "local":
         start_zygote()  # the solver processes start while greedy runs
-    units = [
-        unit
-        for instance in (instances if instances is not None else SUITES[suite](out))
-        for unit in units_of(instance, solvers, time_limit, done)
-    ]
+    units = [unit for instance in instances for unit in units_of(instance, solvers, time_limit, done)]
     if announce is not None:
         announce(len(units))
     new = cases = 0

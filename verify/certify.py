@@ -37,7 +37,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from ..domain import Domain
+from ..domain import Domain, Radius
 from ..errors import UndecidedPrediction
 from ..exact import exact_blocks, modified_inputs
 from ..greedy import ExplainResult, explain
@@ -164,9 +164,14 @@ class SolverPool:
 
 
 def greedy_answers(
-    net: Network, X: np.ndarray, kind: str, domain: Domain, threshold: float | None
-) -> tuple[ExplainResult, list[GreedyAnswer]]:
-    """Greedy explanations for X [B, n], re-checked exactly (`explain(..., verify=True)`)."""
+    net: Network, X: np.ndarray, kind: str, domain: Domain, threshold: float | None, radius: Radius | None = None
+) -> tuple[ExplainResult | None, list[GreedyAnswer]]:
+    """Greedy explanations for X [B, n], re-checked exactly (`explain(..., verify=True)`): batched
+    over the rows, or with `radius` one row at a time over its own ball (no batched result: None)."""
+    if radius is not None:
+        return None, [
+            greedy_answers(net, x[None, :], kind, domain.ball(x, radius), threshold)[1][0] for x in np.atleast_2d(X)
+        ]
     started = time.perf_counter()
     result = explain(net, X, kind=kind, domain=domain, threshold=threshold, device="cpu", verify=True)
     per_row = (time.perf_counter() - started) / max(1, len(X))
@@ -353,17 +358,20 @@ def certify(
     solvers: Iterable[str] = ("enumerate",),
     time_limit: float = 60.0,
     epsilon: float = 1e-6,
+    radius: Radius | None = None,
 ) -> list[Certificate]:
-    """Certificates for every row of X [B, n] (or [n]) and one kind."""
+    """Certificates for every row of X [B, n] (or [n]) and one kind; with `radius`, each row over
+    its own ball `domain.ball(x, radius)`."""
     domain = domain if domain is not None else Domain.unit(net.n_inputs)
     X = domain.check(X)
     answers: list[GreedyAnswer | None] = [None] * len(X)
     with SolverPool(solvers) as pool:  # made first: its solver processes start while greedy runs
         if net.is_monotone:
-            _, answers = greedy_answers(net, X, kind, domain, threshold)  # type: ignore[assignment]
+            _, answers = greedy_answers(net, X, kind, domain, threshold, radius)  # type: ignore[assignment]
         return [
-            certify_input(pool, net, x, kind, domain, threshold, answer, time_limit, row, epsilon)[1]
+            certify_input(pool, net, x, kind, box, threshold, answer, time_limit, row, epsilon)[1]
             for row, (x, answer) in enumerate(zip(X, answers, strict=True))
+            for box in [domain if radius is None else domain.ball(x, radius)]
         ]
 
 

@@ -102,6 +102,13 @@ def _problem_flags() -> argparse.ArgumentParser:
         "the explanations file records; else the network file's metadata.domain; else [0, 1]^n)",
     )
     parent.add_argument("--binary", action="store_true", help="features take only their two bound values (Boolean cube)")
+    parent.add_argument(
+        "--radius",
+        type=number_list,
+        help="each input ranges over its own box, the domain clipped to [x - R, x + R] (an epsilon-ball): R one number "
+        "> 0 or n comma-separated ones; recorded as 'radius' on every line (default: none, or for check the radius the "
+        "explanations file records)",
+    )
     parent.add_argument("--out", help="write JSON lines here instead of stdout (written whole, or not at all)")
     return parent
 
@@ -134,7 +141,7 @@ def _settings(args: argparse.Namespace, net, recorded=None):
     from a flag, and every note (a mismatch with the explanations file, a constant prediction)."""
     from .settings import Flags, flag_domain, resolve
 
-    flags = Flags(args.threshold, flag_domain(net, args.domain, args.lower, args.upper), args.binary)
+    flags = Flags(args.threshold, flag_domain(net, args.domain, args.lower, args.upper), args.binary, args.radius)
     settings = resolve(net, args.network, flags, recorded)
     for line in settings.announcements():
         print(f"cardinal {args.command}: {line}", file=sys.stderr)
@@ -209,14 +216,21 @@ def _explain(args: argparse.Namespace) -> int:
     if args.out is not None:
         output_file(args.out, "--out")
     net, settings, X, rows = _load_problem(args)
-    results = [
-        explain(
-            net, X, kind=kind, domain=settings.domain, threshold=settings.threshold, device=args.device, verify=not args.no_verify
-        )
-        for kind in _kinds(args)
-    ]
+
+    def explained(X: Any, box: Any) -> list[Any]:
+        return [
+            explain(net, X, kind=kind, domain=box, threshold=settings.threshold, device=args.device, verify=not args.no_verify)
+            for kind in _kinds(args)
+        ]
+
+    # (results, their row, the box) per input: batched over one box, or one ball per input
+    if settings.radius is None:
+        batched = explained(X, settings.domain)
+        per_input = [(batched, index, settings.domain) for index in range(len(X))]
+    else:
+        per_input = [(explained(x[None, :], box), 0, box) for x in X for box in [settings.box(x)]]
     lines = []
-    for index, row in enumerate(rows):
+    for (results, index, box), x, row in zip(per_input, X, rows, strict=True):
         for result in results:
             features = result.features(index)
             output = float(result.outputs[index])
@@ -231,7 +245,7 @@ def _explain(args: argparse.Namespace) -> int:
             }
             if result.checks is not None:
                 line["check"] = result.checks[index]
-            witness = result.witness(index, X[index], settings.domain)
+            witness = result.witness(index, x, box)
             if witness is not None:
                 line["witness"] = list(witness)
             lines.append(line)
@@ -261,10 +275,12 @@ def _certify(args: argparse.Namespace) -> int:
     lines, certificates, saved = [], [], []
     with SolverPool(names) as pool, _Progress(len(X) * len(_kinds(args)), "certify", "certified") as progress:
         for kind in _kinds(args):
-            answers = greedy_answers(net, X, kind, domain, threshold)[1] if net.is_monotone else [None] * len(X)
+            answers = (
+                greedy_answers(net, X, kind, domain, threshold, settings.radius)[1] if net.is_monotone else [None] * len(X)
+            )
             for row, x, answer in zip(rows, X, answers, strict=True):
                 problem, certificate = certify_input(
-                    pool, net, x, kind, domain, threshold, answer, args.time_limit, row, args.epsilon
+                    pool, net, x, kind, settings.box(x), threshold, answer, args.time_limit, row, args.epsilon
                 )
                 certificates.append(certificate)
                 lines.append(certificate.to_json())
@@ -327,7 +343,7 @@ def _check(args: argparse.Namespace) -> int:
     with _Progress(len(claims), "check", "judged") as progress:
         judgements = check_explanations(
             net, X, claims, settings.domain, settings.threshold, args.require, names, args.time_limit, args.epsilon,
-            progress.update,
+            progress.update, settings.radius,
         )
     lines = [judgement.to_json() for judgement in judgements]
     failed = [f"{judgement.describe()}" for judgement in judgements if not judgement.passed]
@@ -345,7 +361,7 @@ def _recorded(path: str, claims):
     """The settings an explanations file records on its lines (`explain` writes them)."""
     from .settings import Recorded
 
-    return Recorded.of(path, [(claim.line, claim.threshold, claim.domain) for claim in claims])
+    return Recorded.of(path, [(claim.line, claim.threshold, claim.domain, claim.radius) for claim in claims])
 
 
 def _chosen(args: argparse.Namespace, claims, count: int):
@@ -491,6 +507,7 @@ def _crosscheck(args: argparse.Namespace) -> int:
             announce=announce,
             executor=args.executor,
             address=args.address,
+            radius=args.radius,
         )
     finally:
         if bar is not None:
@@ -850,6 +867,12 @@ def _add_crosscheck(commands: argparse._SubParsersAction, problem: argparse.Argu
     )
     crosscheck.add_argument("--solvers", help="comma-separated backends (default: every installed one)")
     crosscheck.add_argument("--time-limit", type=seconds, default=10.0, help="seconds per solver call (default 10)")
+    crosscheck.add_argument(
+        "--radius",
+        type=positive_number,
+        help="every row of every instance ranges over its own box, the instance's box clipped to [x - R, x + R]; "
+        "instance names get '@rR' (default: each instance's own, the whole box for all but the classifiers suite)",
+    )
     crosscheck.add_argument(
         "--data-dir", help="folder with the data files for --suite paper (default: $CARDINAL_DATA, else ../shared/data)"
     )

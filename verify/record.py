@@ -74,6 +74,7 @@ class Record:
     tie_decided: bool | None = None  # for greedy_suboptimal: would some tie order have rescued greedy?
     notes: tuple[str, ...] = ()
     minimum_witness: tuple[float, ...] | None = None  # for a contrastive minimum: the point that shows it
+    radius: float | None = None  # the row ranged over its ball of this radius in the instance's box (None: the box)
 
     @property
     def margin(self) -> float:
@@ -106,6 +107,7 @@ class Record:
             "row": self.row,
             "kind": self.kind.value,
             "threshold": self.threshold,
+            "radius": self.radius,
             "prediction": self.prediction,
             "output": self.output if isinstance(self.output, float) else list(self.output),
             "margin": self.margin,
@@ -150,6 +152,7 @@ class Record:
             tie_decided=None if document.get("tie_decided") is None else read.boolean("tie_decided"),
             notes=tuple(str(note) for note in document.get("notes") or ()),
             minimum_witness=_witness(document.get("minimum_witness"), f"{where}: minimum_witness"),
+            radius=None if document.get("radius") is None else read.number("radius"),
         )
 
 
