@@ -252,6 +252,16 @@ class ExactNetwork:
         assert high is not None
         return Enclosure(low.fractions()[0, 0], high.fractions()[0, 0])
 
+    def box_prediction(self, lower: np.ndarray, upper: np.ndarray, threshold: float | None) -> int:
+        """The class every input of the box [lower, upper] [n] is predicted, proved by exact interval
+        arithmetic over the box (`cardinal.prediction.decide` on the output enclosures), or −1
+        where the intervals cannot tell (not a proof that two classes occur)."""
+        low = Dyadic.from_floats(np.asarray(lower, dtype=np.float64)[None, :])
+        high = Dyadic.from_floats(np.asarray(upper, dtype=np.float64)[None, :])
+        _, low, high = self._propagate(low, high)
+        assert high is not None
+        return int(decide(low.fractions(), high.fractions(), threshold)[0])
+
     def predictions(self, X: np.ndarray, threshold: float | None) -> np.ndarray:
         """Exact predictions [B] (`cardinal.prediction.decide`; `threshold` None for K ≥ 2): the
         class, or −1 where a smooth enclosure leaves it open."""

@@ -209,7 +209,7 @@ def test_non_monotone_box_brackets_vertices(backend: MilpSolver) -> None:
     exact check takes 10–30 s for one of them on these networks (tests/test_replay.py replays
     such claims on smaller ones)."""
     n = 7
-    with SetOracle(engines=()) as oracle:
+    with SetOracle(engines=(), intervals=False) as oracle:
         for seed in range(5):
             net = _network(seed, n, (8, 6), "relu", monotone=False)
             X = _inputs(seed, n, binary=True)

@@ -126,7 +126,9 @@ def test_check_takes_the_radius_the_explanations_record(tmp_path: Path, capsys: 
     net_path, inputs = _write(tmp_path, net, X)
     threshold = repr(float(np.median(net.forward(X).numpy())))
     explained = tmp_path / "e.jsonl"
-    assert main(["explain", net_path, "--inputs", inputs, "--radius", "0.2", "--threshold", threshold, "--out", str(explained)]) == 0
+    assert (
+        main(["explain", net_path, "--inputs", inputs, "--radius", "0.2", "--threshold", threshold, "--out", str(explained)]) == 0
+    )
     checked = tmp_path / "k.jsonl"
     assert main(["check", net_path, "--inputs", inputs, "--explanations", str(explained), "--out", str(checked)]) == 0
     assert "radius 0.2 (from" in capsys.readouterr().err
@@ -176,3 +178,36 @@ def test_crosscheck_radius_gives_every_row_its_ball(tmp_path: Path) -> None:
         expected = monotone_minimum(Problem.make(net, x, record.kind.value, Domain.unit(5).ball(x, 0.2), threshold))
         assert (record.minimum is None) == (expected is None)
         assert expected is None or len(record.minimum) == expected
+
+
+def test_interval_bounds_decide_no_flip_on_a_small_ball() -> None:
+    """The exact set oracle proves "no y in the box flips" by exact interval arithmetic before any
+    engine (here none at all): on a small ball around a K = 3 input whose class is robust, and not
+    on the whole box, where classes change."""
+    from cardinal.solvers.oracle import SetOracle
+
+    rng = np.random.default_rng(21)
+    net = random_network(rng, 4, (6,), "relu", monotone=False, outputs=3)
+    x = rng.random(4)
+    everything = frozenset(range(4))
+    with SetOracle(engines=()) as oracle:
+        small = oracle.flip(Problem.make(net, x, "contrastive", Domain.unit(4).ball(x, 1e-3)), everything, 5.0)
+        whole = oracle.flip(Problem.make(net, x, "contrastive", Domain.unit(4)), everything, 5.0)
+    assert small.answer is False and small.note == "exact interval bounds over the box"
+    assert whole.answer is None
+
+
+def test_a_float_milps_none_exists_on_a_ball_is_certified(tmp_path: Path) -> None:
+    """certify with HiGHS alone on a 12-feature K = 3 net at radius 1e-3: its "no CXp exists" and
+    its empty AXp are replayed exactly (interval bounds), so both records are certified."""
+    if "highs" not in INSTALLED:
+        pytest.skip("needs highs")
+    from cardinal.verify.certify import certify
+
+    rng = np.random.default_rng(22)
+    net = random_network(rng, 12, (8,), "relu", monotone=False, outputs=3)
+    X = rng.random((2, 12))
+    for kind in ("contrastive", "abductive"):
+        for certificate in certify(net, X, kind, solvers=("highs",), time_limit=20.0, radius=1e-3):
+            assert certificate.certified, certificate
+            assert certificate.minimum == (None if kind == "contrastive" else ())

@@ -113,7 +113,7 @@ def units_of(instance: Instance, solvers: tuple[str, ...], time_limit: float, do
             continue
         answers = (
             greedy_answers(instance.net, instance.X, kind, instance.domain, instance.threshold, instance.radius)[1]
-            if instance.net.is_monotone
+            if "greedy" in instance.methods and instance.net.is_monotone
             else [None] * len(instance.X)
         )
         for row, (key, answer) in enumerate(zip(keys, answers, strict=True)):

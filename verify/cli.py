@@ -467,8 +467,9 @@ def _crosscheck(args: argparse.Namespace) -> int:
     if not solvers:
         raise InputError("no exact solver is installed: pip install 'cardinal[solvers]'")
     out = output_directory(args.out, "--out")
-    if args.suite == "paper":  # its models are cached in OUT/models/, its report is OUT/paper.md unless named
+    if args.suite in ("paper", "classifiers"):  # their models are cached in OUT/models/
         output_directory(out / "models", "--out", root=out)
+    if args.suite == "paper":  # its report is OUT/paper.md unless named
         if args.paper_report is not None:
             output_file(args.paper_report, "--paper-report")
         else:
@@ -845,7 +846,11 @@ def _add_crosscheck(commands: argparse._SubParsersAction, problem: argparse.Argu
         "(one JSON line per explanation), DIR/summary.md, DIR/figures/*.png and DIR/cases/*.json.",
     )
     crosscheck.add_argument(
-        "--suite", choices=("quick", "standard", "paper"), default="quick", help="default quick (no data files)"
+        "--suite",
+        choices=("quick", "standard", "paper", "classifiers"),
+        default="quick",
+        help="default quick (no data files); classifiers: digit and credit classifiers over epsilon-balls, models "
+        "trained at run time into OUT/models/",
     )
     crosscheck.add_argument("--out", default="crosscheck", help="output directory (default ./crosscheck)")
     crosscheck.add_argument(
