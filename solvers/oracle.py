@@ -13,7 +13,7 @@ contrastive problem on the box pinned to x off `free` (l_i = u_i = x_i there), a
 counts when it is a set with a witness that passes `check_witness` here (True), or NONE_EXISTS
 (False). Engines are tried in order, each where it applies, until one decides. `ENGINES`,
 after a first exact test that needs no engine — interval arithmetic over the pinned box
-(`ExactNetwork.box_prediction`) that proves every y there keeps p(x), answering False: on the
+(`ExactNetwork.box_keeps`) that proves every y there keeps p(x), answering False: on the
 digit classifiers of the `classifiers` suite it settles, in milliseconds, the "no flip within the
 ε-ball" claims where z3 stopped at its 10 s limit. Then
 enumerate on binary boxes of at most `VERTEX_FEATURES` features (every vertex, decided exactly:
@@ -122,7 +122,7 @@ class SetOracle:
         `time_limit` seconds (> 0)."""
         question = pinned(problem, free)
         box = question.domain
-        if self.intervals and problem.exact.box_prediction(box.lower, box.upper, problem.threshold) == problem.prediction:
+        if self.intervals and problem.exact.box_keeps(box.lower, box.upper, problem.prediction, problem.threshold):
             return Flip(False, None, "exact interval bounds over the box")
         notes = []
         for name, engine in ((e.name, self._engine(e)) for e in self.engines if e.applies(problem)):

@@ -211,3 +211,20 @@ def test_a_float_milps_none_exists_on_a_ball_is_certified(tmp_path: Path) -> Non
         for certificate in certify(net, X, kind, solvers=("highs",), time_limit=20.0, radius=1e-3):
             assert certificate.certified, certificate
             assert certificate.minimum == (None if kind == "contrastive" else ())
+
+
+def test_class_margins_prove_what_output_intervals_cannot() -> None:
+    """One hidden unit z ∈ [0, 1]; f_0 = z and f_1 = z − 1/2: class 0 everywhere. The outputs'
+    enclosures overlap ([0, 1] and [−1/2, 1/2]), but the margin f_0 − f_1 = 1/2 is proved."""
+    from cardinal.activations import Activation
+    from cardinal.network import Layer, Network
+
+    net = Network(
+        [
+            Layer(np.array([[1.0]]), np.array([0.0]), Activation.make("relu")),
+            Layer(np.array([[1.0], [1.0]]), np.array([0.0, -0.5]), Activation.make("identity")),
+        ]
+    )
+    exact = ExactNetwork(net)
+    assert exact.box_keeps(np.zeros(1), np.ones(1), 0, None)
+    assert not exact.box_keeps(np.zeros(1), np.ones(1), 1, None)

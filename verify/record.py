@@ -107,7 +107,7 @@ class Record:
             "row": self.row,
             "kind": self.kind.value,
             "threshold": self.threshold,
-            "radius": self.radius,
+            **({} if self.radius is None else {"radius": self.radius}),
             "prediction": self.prediction,
             "output": self.output if isinstance(self.output, float) else list(self.output),
             "margin": self.margin,
