@@ -8,13 +8,16 @@ only the end points matter; on other networks they differ.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Union
 
 import numpy as np
 import torch
 
 from .errors import InputError
 from .validate import describe, json_bool, json_number, json_vector
+
+# A radius of `Domain.ball`: one number for every feature, or one per feature [n].
+Radius = Union[float, "list[float]", np.ndarray]
 
 
 @dataclass(frozen=True, eq=False)
@@ -147,6 +150,30 @@ class Domain:
                     f"binary domain {{{float(self.lower[feature])!r}, {float(self.upper[feature])!r}}}"
                 )
         return X
+
+    def radius(self, radius: Radius, source: str = "radius") -> np.ndarray:
+        """`radius` (one number, or one per feature) as a read-only float64 vector [n]; every entry
+        finite and > 0, else InputError naming `source` and the feature."""
+        r = np.array(radius, dtype=np.float64)
+        if r.ndim > 1 or (r.ndim == 1 and r.size != self.n):
+            raise InputError(f"{source} has {r.size} entries, the domain has {self.n} features (give one number or {self.n})")
+        bad = np.flatnonzero(~(np.isfinite(r) & (r > 0)).reshape(-1))
+        if bad.size:
+            where = "" if r.ndim == 0 else f" of feature {bad[0]}"
+            raise InputError(f"{source}{where} is {float(r.reshape(-1)[bad[0]])!r}: a radius must be a finite number > 0")
+        vector = np.broadcast_to(r, (self.n,)).copy()
+        vector.setflags(write=False)
+        return vector
+
+    def ball(self, x: np.ndarray, radius: Radius, source: str = "radius") -> Domain:
+        """The box of input x [n] at `radius` (one number or one per feature): feature i ranges
+        over [max(l_i, x_i − r_i), min(u_i, x_i + r_i)], the ε-ball of x in the max norm clipped
+        to this box. x must lie in this box; a binary box is refused (it has no ball)."""
+        if self.binary:
+            raise InputError(f"{source}: a binary domain has no ball around an input; drop --binary or the radius")
+        r = self.radius(radius, source)
+        x = self.check(np.asarray(x, dtype=np.float64).reshape(1, -1), source="the ball's centre")[0]
+        return Domain(np.maximum(self.lower, x - r), np.minimum(self.upper, x + r))
 
     def counterpoint(self, predictions: np.ndarray, directions: np.ndarray | None = None) -> np.ndarray:
         """x' of the monotone shortcut per row: each feature at the end of the box that moves the

@@ -184,11 +184,14 @@ class ExactNetwork:
             )
         return layers
 
-    def _propagate(self, low: Dyadic, high: Dyadic | None) -> tuple[list[tuple[Dyadic, Dyadic]], Dyadic, Dyadic | None]:
-        """Interval forward pass from [low, high] (high None: a point). Returns the pre-activation
-        enclosure of every layer and the output enclosure (high None when it is a point)."""
+    def _propagate(
+        self, low: Dyadic, high: Dyadic | None, depth: int | None = None
+    ) -> tuple[list[tuple[Dyadic, Dyadic]], Dyadic, Dyadic | None]:
+        """Interval forward pass from [low, high] (high None: a point) through the first `depth`
+        layers (None: all). Returns the pre-activation enclosure of every layer passed and the
+        enclosure of the last one's activations (high None when it is a point)."""
         pre_activations = []
-        for weight, positive, negative, bias, activation in self._layers:
+        for weight, positive, negative, bias, activation in self._layers[:depth]:
             if high is None:
                 low = _affine(low, weight, bias)
             else:
@@ -251,6 +254,37 @@ class ExactNetwork:
         _, low, high = self._propagate(low, high)
         assert high is not None
         return Enclosure(low.fractions()[0, 0], high.fractions()[0, 0])
+
+    def box_keeps(self, lower: np.ndarray, upper: np.ndarray, c: int, threshold: float | None) -> bool:
+        """Whether exact interval arithmetic proves that every input of the box [lower, upper] [n]
+        is predicted class c (`threshold`: t for K = 1, None for K ≥ 2). K = 1, or a last layer
+        that is not the identity: the output enclosures decide (`cardinal.prediction.decide`).
+        K ≥ 2 with an identity last layer: the margins f_c − f_j = (W_c − W_j)·z + b_c − b_j,
+        in rationals over the enclosure of the last hidden activations z, must be > 0 for j < c
+        and ≥ 0 for j > c — tighter than comparing the outputs' enclosures, which forget that
+        every f_j moves with the same z. False proves nothing (the intervals may be too wide)."""
+        low = Dyadic.from_floats(np.asarray(lower, dtype=np.float64)[None, :])
+        high = Dyadic.from_floats(np.asarray(upper, dtype=np.float64)[None, :])
+        last = self.net.layers[-1]
+        if self.net.n_outputs == 1 or last.activation.name != "identity":
+            _, out_low, out_high = self._propagate(low, high)
+            assert out_high is not None
+            return int(decide(out_low.fractions(), out_high.fractions(), threshold)[0]) == c
+        _, z_low, z_high = self._propagate(low, high, depth=len(self.net.layers) - 1)
+        assert z_high is not None
+        z = list(zip(z_low.fractions()[0], z_high.fractions()[0], strict=True))
+        weights = [[Fraction(w) for w in row] for row in last.weight.tolist()]
+        biases = [Fraction(b) for b in last.bias.tolist()]
+        for j in range(len(biases)):
+            if j == c:
+                continue
+            margin = biases[c] - biases[j]
+            for a, b, (z_lo, z_hi) in zip(weights[c], weights[j], z, strict=True):
+                w = a - b
+                margin += w * z_lo if w > 0 else w * z_hi
+            if margin < 0 or (margin == 0 and j < c):
+                return False
+        return True
 
     def predictions(self, X: np.ndarray, threshold: float | None) -> np.ndarray:
         """Exact predictions [B] (`cardinal.prediction.decide`; `threshold` None for K ≥ 2): the

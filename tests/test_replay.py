@@ -107,7 +107,7 @@ def test_exact_backend_axp_is_replayed_and_undecided_stays_out_of_minimum() -> N
     problem = Problem.make(net, np.array([0.0, 1.0]), "abductive", domain, CUBE_THRESHOLD)
     claim = Outcome(Status.OPTIMAL, "z3", 0.0, solution=(1,), exact=True)
     assert replay(problem, claim).replayed
-    with SetOracle(engines=()) as oracle:
+    with SetOracle(engines=(), intervals=False) as oracle:
         open_claim = replay(problem, claim, oracle=oracle)
     assert open_claim.status == Status.OPTIMAL and not open_claim.replayed and "undecided" in open_claim.message
     judgement = judge(problem, None, {"z3": open_claim}, None)
@@ -167,7 +167,7 @@ def test_a_failed_witness_of_a_valid_set_is_replaced_not_refuted() -> None:
         assert "its witness does not flip" in kept.message
         invalid = replay(problem, Outcome(Status.OPTIMAL, "gurobi", 0.0, solution=(0,), witness=(1.0, 0.0)))
         assert invalid.status == Status.REFUTED and invalid.claimed == Status.OPTIMAL and invalid.solution == (0,)
-    with SetOracle(engines=()) as oracle:
+    with SetOracle(engines=(), intervals=False) as oracle:
         open_claim = replay(problem, claim, oracle=oracle)
     assert open_claim.status == Status.UNCONFIRMED and open_claim.claimed == Status.OPTIMAL and not open_claim.replayed
     assert open_claim.solution == (1,) and "no exact check decided the set" in open_claim.message

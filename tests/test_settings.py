@@ -135,7 +135,7 @@ def test_the_domain_of_a_record_is_compact_and_reads_back() -> None:
 
 def test_resolve_order_flag_then_file_then_metadata_then_default() -> None:
     net = design(metadata={"threshold": 0.25, "domain": {"lower": [0, 0, 0], "upper": [2, 2, 2]}})
-    recorded = Recorded.of("e.jsonl", [(1, 0.5, None), (2, 0.5, Domain.unit(3))])
+    recorded = Recorded.of("e.jsonl", [(1, 0.5, None, None), (2, 0.5, Domain.unit(3), None)])
     assert resolve(net, "n", Flags(0.75), recorded).threshold == 0.75
     assert resolve(net, "n", Flags(), recorded).threshold == 0.5
     assert resolve(net, "n", Flags()).threshold == 0.25

@@ -37,7 +37,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -98,6 +98,7 @@ class Unit:
     proof: bool = False  # make a certificate of the record's exact "nothing smaller" (`verify.proofs`)
     proof_embed: bool = False  # ... with the network in it
     method: str = "greedy"  # the explainer: greedy (run batched in the parent) or deletion (run in the worker)
+    radius: float | None = None  # `domain` is the row's ball of this radius in the instance's box (None: the box)
 
 
 def units_of(
@@ -124,7 +125,7 @@ def units_of(
         if all(key in done for key in keys):
             continue
         answers = (
-            greedy_answers(instance.net, instance.X, kind, instance.domain, instance.threshold)[1]
+            greedy_answers(instance.net, instance.X, kind, instance.domain, instance.threshold, instance.radius)[1]
             if instance.net.is_sign_monotone and method == "greedy"
             else [None] * len(instance.X)
         )
@@ -140,8 +141,9 @@ def units_of(
                     network=instance.net.to_json(),
                     network_hash=instance.net.hash,
                     widths=instance.net.widths,
-                    domain=instance.domain.to_json(),
+                    domain=instance.box(row).to_json(),
                     threshold=instance.threshold,
+                    radius=instance.radius,
                     x=tuple(float(v) for v in instance.X[row]),
                     row=row,
                     kind=kind,
@@ -218,6 +220,7 @@ def certify_unit(unit: Unit, pool: SolverPool | _FailedCalls | None = None) -> t
         notes=(*unit.notes, *certificate.notes),
         minimum_witness=certificate.minimum_witness,
         proof=None if written is None else written.entry,
+        radius=unit.radius,
     )
     case = None
     if problem is not None and certificate.verdict in (Verdict.GREEDY_SUBOPTIMAL, Verdict.SOLVER_DISAGREEMENT):
@@ -255,6 +258,7 @@ def run_campaign(
     proof: Path | None = None,
     proof_embed: bool = False,
     method: str = "greedy",
+    radius: float | None = None,
 ) -> CampaignResult:
     """Run a suite (or the given instances) into `out`; see the module docstring. `method`: the
     explainer whose answers are certified (greedy or deletion).
@@ -262,6 +266,9 @@ def run_campaign(
     `proof`: a folder for the certificates of the records' exact "nothing smaller" claims
     (`verify.proofs`; with `proof_embed` each holds its network, else `networks/SHA256.json`
     does, once per network), written before their records.
+
+    `radius`: every row of every instance over its own ball of this radius (`Instance.box`), the
+    instances renamed `ID@rRADIUS`.
 
     `announce(count)` is called with the number of explanations to certify once greedy has run,
     before any solver. `executor`, `address`: where the solver calls run (`executors.execute`).
@@ -280,8 +287,11 @@ def run_campaign(
         with _locked(out):
             done = _finished(log, resume)
             try:
+                chosen = instances if instances is not None else SUITES[suite](out)
+                if radius is not None:
+                    chosen = (replace(i, id=f"{i.id}@r{radius:g}", radius=radius) for i in chosen)
                 return _run(
-                    suite, out, log, done, solvers, time_limit, workers, progress, instances, announce, executor, address,
+                    suite, out, log, done, solvers, time_limit, workers, progress, chosen, announce, executor, address,
                     proof, proof_embed, method,
                 )  # fmt: skip
             finally:
@@ -302,7 +312,7 @@ def _run(
     time_limit: float,
     workers: int,
     progress: Callable[[int, int, str], None] | None,
-    instances: Iterable[Instance] | None,
+    instances: Iterable[Instance],
     announce: Callable[[int], None] | None = None,
     executor: str = "local",
     address: str | None = None,
@@ -315,7 +325,7 @@ def _run(
         start_zygote()  # the solver processes start while greedy runs
     units = [
         unit
-        for instance in (instances if instances is not None else SUITES[suite](out))
+        for instance in instances
         for unit in units_of(instance, solvers, time_limit, done, proof is not None, proof_embed, method)
     ]
     networks: dict[str, Network] = {}

@@ -40,7 +40,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from ..domain import Domain
+from ..domain import Domain, Radius
 from ..errors import UndecidedPrediction
 from ..exact import exact_blocks, modified_inputs
 from ..greedy import ExplainResult, explain
@@ -225,9 +225,14 @@ class SolverPool:
 
 
 def greedy_answers(
-    net: Network, X: np.ndarray, kind: str, domain: Domain, threshold: float | None
-) -> tuple[ExplainResult, list[GreedyAnswer]]:
-    """Greedy explanations for X [B, n], re-checked exactly (`explain(..., verify=True)`)."""
+    net: Network, X: np.ndarray, kind: str, domain: Domain, threshold: float | None, radius: Radius | None = None
+) -> tuple[ExplainResult | None, list[GreedyAnswer]]:
+    """Greedy explanations for X [B, n], re-checked exactly (`explain(..., verify=True)`): batched
+    over the rows, or with `radius` one row at a time over its own ball (no batched result: None)."""
+    if radius is not None:
+        return None, [
+            greedy_answers(net, x[None, :], kind, domain.ball(x, radius), threshold)[1][0] for x in np.atleast_2d(X)
+        ]
     started = time.perf_counter()
     result = explain(net, X, kind=kind, domain=domain, threshold=threshold, device="cpu", verify=True)
     per_row = (time.perf_counter() - started) / max(1, len(X))
@@ -245,6 +250,7 @@ def deletion_answers(
     threshold: float | None,
     oracle: SetOracle,
     time_limit: float,
+    radius: Radius | None = None,
 ) -> tuple[list[Deletion | None], list[GreedyAnswer]]:
     """The deletion explainer (`solvers.deletion`) on each row of X [B, n], one row at a time
     (each row's answer is that of the row alone); every oracle question gets `time_limit` s.
@@ -255,7 +261,8 @@ def deletion_answers(
     for x in X:
         started = time.perf_counter()
         try:
-            run: Deletion | None = deletion(Problem.make(net, x, kind, domain, threshold), oracle, time_limit)
+            box = domain if radius is None else domain.ball(x, radius)
+            run: Deletion | None = deletion(Problem.make(net, x, kind, box, threshold), oracle, time_limit)
         except UndecidedPrediction:
             run = None
         seconds = time.perf_counter() - started
@@ -275,14 +282,15 @@ def explainer_answers(
     domain: Domain,
     threshold: float | None,
     time_limit: float,
+    radius: Radius | None = None,
 ) -> list[GreedyAnswer | None]:
     """The answers that certify judges for X [B, n]: greedy's on a sign-monotone network (None per row
     elsewhere: greedy does not apply), or deletion's on any network (its questions asked of the
     pool's oracle)."""
     if method == Method.DELETION:
-        return list(deletion_answers(net, X, kind, domain, threshold, pool.oracle, time_limit)[1])
+        return list(deletion_answers(net, X, kind, domain, threshold, pool.oracle, time_limit, radius)[1])
     if net.is_sign_monotone:
-        return list(greedy_answers(net, X, kind, domain, threshold)[1])
+        return list(greedy_answers(net, X, kind, domain, threshold, radius)[1])
     return [None] * len(X)
 
 
@@ -473,19 +481,22 @@ def certify(
     time_limit: float = 60.0,
     epsilon: float = 1e-6,
     method: str = "greedy",
+    radius: Radius | None = None,
 ) -> list[Certificate]:
     """Certificates for every row of X [B, n] (or [n]) and one kind, judging the answers of
-    `method`: greedy (monotone networks; elsewhere the solvers alone, `exact_only`) or deletion
-    (any network), by `solvers` (None: the default, `proving_solvers`)."""
+    `method`: greedy (sign-monotone networks; elsewhere the solvers alone, `exact_only`) or
+    deletion (any network), by `solvers` (None: the default, `proving_solvers`); with `radius`,
+    each row over its own ball `domain.ball(x, radius)`."""
     domain = domain if domain is not None else Domain.unit(net.n_inputs)
     X = domain.check(X)
     default = solvers is None
     solvers = proving_solvers(net, domain) if solvers is None else solvers
     with SolverPool(solvers, first_proof=default) as pool:  # made first: its solver processes start while greedy runs
-        answers = explainer_answers(Method(method).value, pool, net, X, kind, domain, threshold, time_limit)
+        answers = explainer_answers(Method(method).value, pool, net, X, kind, domain, threshold, time_limit, radius)
         return [
-            certify_input(pool, net, x, kind, domain, threshold, answer, time_limit, row, epsilon)[1]
+            certify_input(pool, net, x, kind, box, threshold, answer, time_limit, row, epsilon)[1]
             for row, (x, answer) in enumerate(zip(X, answers, strict=True))
+            for box in [domain if radius is None else domain.ball(x, radius)]
         ]
 
 

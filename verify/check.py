@@ -39,14 +39,14 @@ from typing import Any
 
 import numpy as np
 
-from ..domain import Domain
+from ..domain import Domain, Radius
 from ..errors import InputError
 from ..exact import ExactNetwork, modified_inputs
 from ..io import MAX_DATA_BYTES, json_lines, parse_json, read_input
 from ..network import Network
 from ..prediction import threshold_for
 from ..problem import Outcome, Problem, Status
-from ..validate import describe, json_feature_set, json_number
+from ..validate import describe, json_feature_set, json_number, json_vector
 from .certify import GreedyAnswer, SolverPool, certify_row, proving_solvers
 from .proofs import ProofFolder
 
@@ -59,7 +59,8 @@ FAILING = ("invalid", "not_subset_minimal", "not_minimum", "undecided", "solver_
 @dataclass(frozen=True)
 class Claim:
     """One explanation to judge: `features` sorted, or None for "no explanation exists";
-    `threshold` and `domain`: the settings its line records (`explain` writes them), if any."""
+    `threshold`, `domain` and `radius`: the settings its line records (`explain` writes them), if
+    any; `radius` as one number (a 1-tuple) or one per feature."""
 
     row: int
     kind: str
@@ -67,6 +68,7 @@ class Claim:
     line: int = 0  # where it came from (1-based), for messages
     threshold: float | None = None
     domain: Domain | None = None
+    radius: tuple[float, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -169,7 +171,12 @@ def parse_claim(text: str | Any, n_rows: int, n_features: int, where: str, line:
     threshold = None if threshold is None else json_number(threshold, f"{where}: 'threshold'")
     domain = document.get("domain")
     domain = None if domain is None else Domain.from_json(domain, f"{where}: 'domain'", n=n_features)
-    return Claim(row, kind, features, line, threshold, domain)
+    radius = document.get("radius")
+    if radius is not None:
+        field = f"{where}: 'radius'"
+        values = json_vector(radius, field) if isinstance(radius, list) else [json_number(radius, field)]
+        radius = tuple(float(value) for value in values)
+    return Claim(row, kind, features, line, threshold, domain, radius)
 
 
 # ---------------------------------------------------------------------------- judging
@@ -185,11 +192,13 @@ def check_explanations(
     epsilon: float = 1e-6,
     progress: Callable[[], None] | None = None,
     proofs: ProofFolder | None = None,
+    radius: Radius | None = None,
 ) -> list[Judgement]:
     """Judge every claim about inputs X [B, n] (rows as in `Claim.row`) with `solvers` where
-    needed (None: `certify.proving_solvers`); `progress()` after each. With `proofs` and `require`
-    minimum, each minimum and none-exists verdict gets a certificate there (`verify.proofs`): "no
-    explanation of fewer features", "no contrastive explanation"."""
+    needed (None: `certify.proving_solvers`); `progress()` after each. With `radius`, each row
+    ranges over its own ball `domain.ball(x, radius)`. With `proofs` and `require` minimum, each
+    minimum and none-exists verdict gets a certificate there (`verify.proofs`): "no explanation of
+    fewer features", "no contrastive explanation"."""
     if require not in REQUIREMENTS:
         raise InputError(f"unknown requirement {require!r} (use {', '.join(REQUIREMENTS)})")
     domain = domain if domain is not None else Domain.unit(net.n_inputs)
@@ -207,7 +216,8 @@ def check_explanations(
                 note = "p(x) is undecided: the enclosures of the outputs leave it open (smooth network)"
                 judgements.append(Judgement(claim, -1, "undecided", notes=(note,), classes=net.n_outputs))
             else:
-                problem = Problem.make(net, X[claim.row], claim.kind, domain, threshold, epsilon)
+                box = domain if radius is None else domain.ball(X[claim.row], radius)
+                problem = Problem.make(net, X[claim.row], claim.kind, box, threshold, epsilon)
                 judgement = _Judge(problem, pool, time_limit).judge(claim, require)
                 if proofs is not None and require == "minimum" and judgement.verdict in ("minimum", "none_exists"):
                     features = claim.features

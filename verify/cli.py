@@ -113,6 +113,13 @@ def _problem_flags(
         "the explanations file records; else the network file's metadata.domain; else [0, 1]^n)",
     )
     parent.add_argument("--binary", action="store_true", help="features take only their two bound values (Boolean cube)")
+    parent.add_argument(
+        "--radius",
+        type=number_list,
+        help="each input ranges over its own box, the domain clipped to [x - R, x + R] (an epsilon-ball): R one number "
+        "> 0 or n comma-separated ones; recorded as 'radius' on every line (default: none, or for check the radius the "
+        "explanations file records)",
+    )
     parent.add_argument("--out", help=out)
     return parent
 
@@ -145,7 +152,7 @@ def _settings(args: argparse.Namespace, net, recorded=None):
     from a flag, and every note (a mismatch with the explanations file, a constant prediction)."""
     from .settings import Flags, flag_domain, resolve
 
-    flags = Flags(args.threshold, flag_domain(net, args.domain, args.lower, args.upper), args.binary)
+    flags = Flags(args.threshold, flag_domain(net, args.domain, args.lower, args.upper), args.binary, args.radius)
     settings = resolve(net, args.network, flags, recorded)
     for line in settings.announcements():
         print(f"cardinal {args.command}: {line}", file=sys.stderr)
@@ -225,15 +232,22 @@ def _explain(args: argparse.Namespace) -> int:
         lines = _explain_by_deletion(args, net, settings, X, rows)
         _emit(_annotated(lines, net, settings), args.out)
         return 0
-    results = [
-        explain(
-            net, X, kind=kind, domain=settings.domain, threshold=settings.threshold, device=args.device, verify=not args.no_verify
-        )
-        for kind in _kinds(args)
-    ]
+
+    def explained(X: Any, box: Any) -> list[Any]:
+        return [
+            explain(net, X, kind=kind, domain=box, threshold=settings.threshold, device=args.device, verify=not args.no_verify)
+            for kind in _kinds(args)
+        ]
+
+    # (results, their row, the box) per input: batched over one box, or one ball per input
+    if settings.radius is None:
+        batched = explained(X, settings.domain)
+        per_input = [(batched, index, settings.domain) for index in range(len(X))]
+    else:
+        per_input = [(explained(x[None, :], box), 0, box) for x in X for box in [settings.box(x)]]
     directions = signs.to_json(net.directions, net.output_directions)
     lines = []
-    for index, row in enumerate(rows):
+    for (results, index, box), x, row in zip(per_input, X, rows, strict=True):
         for result in results:
             features = result.features(index)
             output = float(result.outputs[index])
@@ -249,7 +263,7 @@ def _explain(args: argparse.Namespace) -> int:
             }
             if result.checks is not None:
                 line["check"] = result.checks[index]
-            witness = result.witness(index, X[index], settings.domain)
+            witness = result.witness(index, x, box)
             if witness is not None:
                 line["witness"] = list(witness)
             line["directions"] = directions
@@ -268,7 +282,7 @@ def _explain_by_deletion(args: argparse.Namespace, net, settings, X, rows) -> li
     outputs = net.forward(X).numpy().reshape(len(X), -1)  # [B, K]
     with SetOracle() as oracle:
         runs = {
-            kind: deletion_answers(net, X, kind, settings.domain, settings.threshold, oracle, args.time_limit)[0]
+            kind: deletion_answers(net, X, kind, settings.domain, settings.threshold, oracle, args.time_limit, settings.radius)[0]
             for kind in _kinds(args)
         }
     lines = []
@@ -327,10 +341,10 @@ def _certify(args: argparse.Namespace) -> int:
     pool = SolverPool(names, first_proof=args.solvers is None)  # the default set: until the first exact proof
     with pool, _Progress(len(X) * len(_kinds(args)), "certify", "certified") as progress:
         for kind in _kinds(args):
-            answers = explainer_answers(args.method, pool, net, X, kind, domain, threshold, args.time_limit)
+            answers = explainer_answers(args.method, pool, net, X, kind, domain, threshold, args.time_limit, settings.radius)
             for row, x, answer in zip(rows, X, answers, strict=True):
                 problem, certificate = certify_input(
-                    pool, net, x, kind, domain, threshold, answer, args.time_limit, row, args.epsilon
+                    pool, net, x, kind, settings.box(x), threshold, answer, args.time_limit, row, args.epsilon
                 )
                 if proofs is not None and problem is not None:
                     claim = claim_of(problem, certificate.verdict, certificate.minimum, certificate.minimum_proved)
@@ -418,7 +432,7 @@ def _check(args: argparse.Namespace) -> int:
     with _Progress(len(claims), "check", "judged") as progress:
         judgements = check_explanations(
             net, X, claims, settings.domain, settings.threshold, args.require, None if args.solvers is None else names,
-            args.time_limit, args.epsilon, progress.update, proofs,
+            args.time_limit, args.epsilon, progress.update, proofs, settings.radius,
         )
     lines = [judgement.to_json() for judgement in judgements]
     failed = [f"{judgement.describe()}" for judgement in judgements if not judgement.passed]
@@ -438,7 +452,7 @@ def _recorded(path: str, claims):
     """The settings an explanations file records on its lines (`explain` writes them)."""
     from .settings import Recorded
 
-    return Recorded.of(path, [(claim.line, claim.threshold, claim.domain) for claim in claims])
+    return Recorded.of(path, [(claim.line, claim.threshold, claim.domain, claim.radius) for claim in claims])
 
 
 def _chosen(args: argparse.Namespace, claims, count: int):
@@ -593,8 +607,9 @@ def _crosscheck(args: argparse.Namespace) -> int:
     if args.proof_embed and args.proof is None:
         raise InputError("--proof-embed needs --proof DIR")
     proof = None if args.proof is None else output_directory(args.proof, "--proof")
-    if args.suite == "paper":  # its models are cached in OUT/models/, its report is OUT/paper.md unless named
+    if args.suite in ("paper", "classifiers"):  # their models are cached in OUT/models/
         output_directory(out / "models", "--out", root=out)
+    if args.suite == "paper":  # its report is OUT/paper.md unless named
         if args.paper_report is not None:
             output_file(args.paper_report, "--paper-report")
         else:
@@ -636,6 +651,7 @@ def _crosscheck(args: argparse.Namespace) -> int:
             proof=proof,
             proof_embed=args.proof_embed,
             method=args.method,
+            radius=args.radius,
         )
     finally:
         if bar is not None:
@@ -1116,7 +1132,11 @@ def _add_crosscheck(commands: argparse._SubParsersAction, problem: argparse.Argu
         "(one JSON line per explanation), DIR/summary.md, DIR/figures/*.png and DIR/cases/*.json.",
     )
     crosscheck.add_argument(
-        "--suite", choices=("quick", "standard", "paper"), default="quick", help="default quick (no data files)"
+        "--suite",
+        choices=("quick", "standard", "paper", "classifiers"),
+        default="quick",
+        help="default quick (no data files); classifiers: digit and credit classifiers over epsilon-balls, models "
+        "trained at run time into OUT/models/",
     )
     crosscheck.add_argument("--out", default="crosscheck", help="output directory (default ./crosscheck)")
     crosscheck.add_argument(
@@ -1145,6 +1165,12 @@ def _add_crosscheck(commands: argparse._SubParsersAction, problem: argparse.Argu
         "(any network); the records name it in `method`",
     )
     crosscheck.add_argument("--time-limit", type=seconds, default=10.0, help="seconds per solver call (default 10)")
+    crosscheck.add_argument(
+        "--radius",
+        type=positive_number,
+        help="every row of every instance ranges over its own box, the instance's box clipped to [x - R, x + R]; "
+        "instance names get '@rR' (default: each instance's own, the whole box for all but the classifiers suite)",
+    )
     crosscheck.add_argument(
         "--data-dir", help="folder with the data files for --suite paper (default: $CARDINAL_DATA, else ../shared/data)"
     )

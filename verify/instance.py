@@ -13,7 +13,8 @@ from ..problem import KINDS
 
 @dataclass(frozen=True, eq=False)
 class Instance:
-    """A network with inputs X [B, n] to explain at `threshold` (None for K ≥ 2 outputs) over `domain`."""
+    """A network with inputs X [B, n] to explain at `threshold` (None for K ≥ 2 outputs) over
+    `domain`, or with `radius` each row over its own ball `domain.ball(x, radius)`."""
 
     id: str
     family: str  # random, set-cover, trained:<dataset>, paper:<dataset>
@@ -22,6 +23,14 @@ class Instance:
     threshold: float | None
     domain: Domain
     kinds: tuple[str, ...] = KINDS
+    radius: float | None = None
+    # the heuristic explainers whose answers the solvers certify, where each applies (greedy:
+    # monotone networks); the campaign's hook for more (`units_of`)
+    methods: tuple[str, ...] = ("greedy",)
+
+    def box(self, row: int) -> Domain:
+        """The box row `row` of X ranges over."""
+        return self.domain if self.radius is None else self.domain.ball(self.X[row], self.radius)
 
     @property
     def activation(self) -> str:

@@ -80,6 +80,7 @@ class Record:
     notes: tuple[str, ...] = ()
     minimum_witness: tuple[float, ...] | None = None  # for a contrastive minimum: the point that shows it
     proof: dict[str, Any] | None = None  # with --proof: the certificate's entry (`verify.proofs`)
+    radius: float | None = None  # the row ranged over its ball of this radius in the instance's box (None: the box)
 
     @property
     def margin(self) -> float | None:
@@ -122,6 +123,7 @@ class Record:
             "row": self.row,
             "kind": self.kind.value,
             "threshold": self.threshold,
+            **({} if self.radius is None else {"radius": self.radius}),
             "prediction": self.prediction,
             "output": self.output if isinstance(self.output, float) else list(self.output),
             "margin": self.margin,
@@ -170,6 +172,7 @@ class Record:
             notes=tuple(str(note) for note in document.get("notes") or ()),
             minimum_witness=_witness(document.get("minimum_witness"), f"{where}: minimum_witness"),
             proof=_proof(document.get("proof"), f"{where}: proof"),
+            radius=None if document.get("radius") is None else read.number("radius"),
         )
 
 

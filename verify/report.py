@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import platform
 import statistics
+import textwrap
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from pathlib import Path
@@ -598,12 +599,12 @@ def time_figure(records: list[Record]) -> Any | None:
     handles = [plt.Line2D([], [], linestyle="none", marker="o", color=colours[name], label=name) for name in names]
     handles.append(plt.Line2D([], [], color="black", linewidth=2.2, label="median of the column"))
     figure.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=8, frameon=False)
-    figure.suptitle(
+    title = (
         "Certification time vs features n, per activation: each answered call a point, the median a bar, above each "
-        "column its number of answered calls\n(k/m: k of the m calls there answered; timeouts and other non-answers "
-        "are not plotted; a solver with no answered call on an activation is not drawn)",
-        fontsize=9,
+        "column its number of answered calls (k/m: k of the m calls there answered; timeouts and other non-answers "
+        "are not plotted; a solver with no answered call on an activation is not drawn)"
     )
+    figure.suptitle(textwrap.fill(title, width=62 * columns), fontsize=9)  # lines as wide as the panels
     return figure
 
 

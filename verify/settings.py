@@ -11,6 +11,12 @@
 3. the network file's metadata (`threshold`, `domain`);
 4. the default: threshold 0, the box [0, 1]^n.
 
+**A radius.** `--radius R` (one number, or one per feature as a comma list) gives every input
+its own box, the ball `Domain.ball(x, R)`: the box above clipped to `[x − R, x + R]`. For `check`
+it may also come from the explanations file (explain records `radius` on every line); a flag that
+differs from it is obeyed with a warning. Records carry the box above as `domain` and `radius`
+beside it: a row's box is the ball.
+
 `--binary` makes whichever box binary. The command says on stderr which threshold and box it used
 whenever they came from the explanations file or the metadata, and all three commands record both
 on every output line (`Settings.to_json`).
@@ -31,7 +37,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from ..domain import Domain
+import numpy as np
+
+from ..domain import Domain, Radius
 from ..errors import InputError
 from ..exact import ExactNetwork
 from ..io import read_json
@@ -51,6 +59,7 @@ class Flags:
     threshold: float | None = None
     domain: Domain | None = None
     binary: bool = False
+    radius: Radius | None = None
 
 
 @dataclass(frozen=True)
@@ -60,18 +69,24 @@ class Recorded:
     path: str
     thresholds: tuple[tuple[float, int], ...] = ()
     domains: tuple[tuple[Domain, int], ...] = ()
+    radii: tuple[tuple[tuple[float, ...], int], ...] = ()  # each radius as one number (1-tuple) or n
 
     @classmethod
-    def of(cls, path: str, lines: Sequence[tuple[int, float | None, Domain | None]]) -> Recorded:
-        """From (line, threshold or None, domain or None) per line of the file."""
+    def of(
+        cls, path: str, lines: Sequence[tuple[int, float | None, Domain | None, tuple[float, ...] | None]]
+    ) -> Recorded:
+        """From (line, threshold, domain, radius — each None where the line records none) per line."""
         thresholds: dict[float, int] = {}
         domains: list[tuple[Domain, int]] = []
-        for line, threshold, domain in lines:
+        radii: dict[tuple[float, ...], int] = {}
+        for line, threshold, domain, radius in lines:
             if threshold is not None:
                 thresholds.setdefault(threshold, line)
             if domain is not None and not any(domain.same_as(seen) for seen, _ in domains):
                 domains.append((domain, line))
-        return cls(path, tuple(thresholds.items()), tuple(domains))
+            if radius is not None:
+                radii.setdefault(radius, line)
+        return cls(path, tuple(thresholds.items()), tuple(domains), tuple(radii.items()))
 
 
 @dataclass(frozen=True)
@@ -85,10 +100,20 @@ class Settings:
     threshold_from: str
     domain_from: str
     notes: tuple[str, ...] = ()
+    radius: np.ndarray | None = None  # [n]; None: every input ranges over `domain` itself
+    radius_from: str = "default"
 
     def to_json(self) -> dict[str, Any]:
-        """The fields every output line of explain, certify and check carries."""
-        return {"threshold": self.threshold, "domain": self.domain.to_json(compact=True)}
+        """The fields every output line of explain, certify and check carries (`radius` only
+        where one is set: one number when all features share it)."""
+        line: dict[str, Any] = {"threshold": self.threshold, "domain": self.domain.to_json(compact=True)}
+        if self.radius is not None:
+            line["radius"] = radius_json(self.radius)
+        return line
+
+    def box(self, x: np.ndarray) -> Domain:
+        """The box input x [n] ranges over: its ball when a radius is set, else `domain`."""
+        return self.domain if self.radius is None else self.domain.ball(x, self.radius)
 
     def announcements(self) -> list[str]:
         """Lines for stderr: the settings that came from neither a flag nor the defaults (the notes
@@ -98,6 +123,8 @@ class Settings:
             said.append(f"threshold {self.threshold!r} (from {self.threshold_from})")
         if self.domain_from not in ("flags", "default"):
             said.append(f"domain {self.domain.describe()} (from {self.domain_from})")
+        if self.radius is not None and self.radius_from != "--radius":
+            said.append(f"radius {radius_json(self.radius)!r} (from {self.radius_from})")
         return [f"using {', '.join(said)}"] if said else []
 
 
@@ -106,8 +133,41 @@ def resolve(net: Network, network_path: str, flags: Flags, recorded: Recorded | 
     recorded = recorded or Recorded("")
     threshold, threshold_from, notes = _threshold(net, network_path, flags, recorded)
     domain, domain_from, more = _domain(net, network_path, flags, recorded)
+    radius, radius_from, radius_notes = _radius(domain, flags, recorded)
     constant = constant_note(net, domain, threshold)
-    return Settings(threshold, domain, threshold_from, domain_from, (*notes, *more, *([constant] if constant else [])))
+    notes = (*notes, *more, *radius_notes, *([constant] if constant else []))
+    return Settings(threshold, domain, threshold_from, domain_from, notes, radius, radius_from)
+
+
+def radius_json(radius: np.ndarray) -> float | list[float]:
+    """A radius [n] as a record writes it: one number when every feature shares it."""
+    return float(radius[0]) if bool((radius == radius[0]).all()) else radius.tolist()
+
+
+def _radius(domain: Domain, flags: Flags, recorded: Recorded) -> tuple[np.ndarray | None, str, list[str]]:
+    """(radius [n] or None, where it came from, notes): the flag, else the one the explanations
+    file records (lines that record different ones need the flag), else none."""
+    found = recorded.radii
+    if flags.radius is not None:
+        radius = domain.radius(flags.radius, "--radius")
+        if domain.binary:
+            domain.ball(domain.lower, radius, "--radius")  # refused: a binary box has no ball
+        notes = [
+            f"{recorded.path} line {line} records radius {list(value) if len(value) > 1 else value[0]!r}, which its "
+            f"explanations were computed with; judging them at --radius as asked"
+            for value, line in found
+            if not np.array_equal(np.broadcast_to(np.array(value), radius.shape), radius)
+        ]
+        return radius, "--radius", notes[:1]
+    if len(found) > 1:
+        (_, line_a), (_, line_b) = found[:2]
+        raise InputError(
+            f"{recorded.path}: lines {line_a} and {line_b} record different radii: pass --radius to say which to judge with"
+        )
+    if found:
+        value, line = found[0]
+        return domain.radius(value if len(value) > 1 else value[0], f"{recorded.path} line {line}: radius"), recorded.path, []
+    return None, "default", []
 
 
 def _threshold(net: Network, network_path: str, flags: Flags, recorded: Recorded) -> tuple[float | None, str, list[str]]:

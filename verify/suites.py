@@ -7,6 +7,8 @@
 * `standard`: the same families, larger (up to 40 features, wider and deeper networks, more
   inputs).
 * `paper`: the real datasets of ../shared/data (see `verify.paper`).
+* `classifiers`: K-class digit classifiers (fully connected and conv) and sign- and partially
+  monotone credit models, each row over its own ε-ball (see `verify.classifiers`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ..domain import Domain
+from .classifiers import classifier_instances
 from .generate import median_threshold, random_network, random_set_cover, set_cover_network
 from .instance import Instance
 from .paper import paper_instances
@@ -88,4 +91,9 @@ def standard(workdir: Path) -> Iterator[Instance]:
 
 
 # name → instances, given the campaign's directory (where the paper suite caches its models)
-SUITES: dict[str, Callable[[Path], Iterator[Instance]]] = {"quick": quick, "standard": standard, "paper": paper_instances}
+SUITES: dict[str, Callable[[Path], Iterator[Instance]]] = {
+    "quick": quick,
+    "standard": standard,
+    "paper": paper_instances,
+    "classifiers": classifier_instances,
+}
