@@ -136,13 +136,19 @@ def auto_solver(problem: Problem) -> str:
         preferred: tuple[str, ...] = ("enumerate",)
     elif problem.classes > 1:
         preferred = ("z3",)  # the exact MILP asks about one output
-    elif problem.monotone and problem.net.is_piecewise_linear and _greedy_size(problem) >= LARGE_MINIMUM:
+    elif problem.monotone and problem.net.is_piecewise_linear and _large_minimum(problem):
         preferred = ("exact-milp", "z3")
     elif problem.monotone:
         preferred = ("z3", "exact-milp")
     else:
         preferred = ("exact-milp", "z3")
     return next((name for name in preferred if name in installed), "enumerate")
+
+
+def _large_minimum(problem: Problem) -> bool:
+    """Whether greedy's answer has `LARGE_MINIMUM` features or more; greedy runs (tens of ms of a
+    call that z3 answers in a few) only where the network has that many features."""
+    return problem.n >= LARGE_MINIMUM and _greedy_size(problem) >= LARGE_MINIMUM
 
 
 def _greedy_size(problem: Problem) -> int:

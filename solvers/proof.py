@@ -85,7 +85,8 @@ def search(problem: Problem, k: int, deadline: float = math.inf) -> Proof:
     """`prove`, with the reason when there is no certificate."""
     started = time.perf_counter()
     if not problem.monotone:
-        return Proof(None, "the monotone shortcut does not apply (the network is not monotone)", 0, 0.0)
+        reason = "the monotone shortcut does not apply (the network is not monotone: not sign-monotone, or K ≥ 2)"
+        return Proof(None, reason, 0, 0.0)
     if not 0 <= k <= problem.n:
         raise ValueError(f"k must lie in 0..{problem.n}, got {k}")
     tree = _Tree(problem, k, deadline)

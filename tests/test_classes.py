@@ -396,3 +396,15 @@ def test_a_k_class_case_file_saves_and_replays(tmp_path: Path) -> None:
     document = json.loads(path.read_text())
     with pytest.raises(InputError, match="threshold applies to networks with one output"):
         Case.from_json({**document, "threshold": 0.5}, source="case.json")
+
+
+def test_certify_defaults_to_z3_on_large_classifiers() -> None:
+    """A 3-class network of 64 features on a real box: z3 is the one exact engine that applies
+    (the exact MILP asks about one output), so the default set holds it at any size rather than
+    nothing (which stopped certify with 'no exact solver applies')."""
+    from cardinal.verify.certify import proving_solvers
+
+    if "z3" not in INSTALLED:
+        pytest.skip("z3 is not installed")
+    net = _classifier(7, 64, (4,))
+    assert proving_solvers(net, Domain.unit(64)) == ("z3",)

@@ -240,3 +240,16 @@ def test_larger_random_cubes_against_brute_force(monotone: bool, kind: str) -> N
         problem = _problem(1000 + seed, monotone, True, kind, n=9 + seed % 3, hidden=(8, 6))
         outcome = _solve(problem)
         assert _size(outcome) == _cube_minimum(problem), (seed, outcome)
+
+
+def test_numbers_beyond_what_a_float_lp_resolves_are_unsupported_not_errors() -> None:
+    """A weight of 1e16 (beyond `encode.MAX_MAGNITUDE`) in a network of mixed signs: the exact
+    MILP's minimum search names it and answers unsupported, as the float MILPs do, not error."""
+    from cardinal.solvers.exact_milp import ExactMilpSolver
+
+    relu, identity = Activation.make("relu"), Activation.make("identity")
+    net = Network([Layer(np.array([[1e16, -1.0], [-1.0, 1.0]]), np.zeros(2), relu), Layer(np.ones((1, 2)), np.zeros(1), identity)])
+    problem = Problem.make(net, np.array([0.5, 0.5]), "contrastive", Domain.unit(2), 1.0)
+    assert not problem.monotone
+    outcome = ExactMilpSolver().solve(problem, None, 10.0)
+    assert outcome.status == Status.UNSUPPORTED and "beyond what a float MILP resolves" in outcome.message, outcome

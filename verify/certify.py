@@ -140,7 +140,8 @@ def proving_solvers(net: Network, domain: Domain) -> tuple[str, ...]:
     to 20 features; z3 on monotone networks (its lazy strategy), and on other piecewise-linear
     ones up to 40 features only where the exact MILP is not installed (its full encoding took 10–30 s
     where the exact MILP takes a fraction of a second); the exact MILP on piecewise-linear
-    networks of one output (z3 in its place for K ≥ 2 classes). The float MILPs (gurobi, highs)
+    networks of one output (z3 in its place for K ≥ 2 classes, at any size: the one exact engine
+    there, which may end at its limit). The float MILPs (gurobi, highs)
     prove nothing, and the benchmark backends (`BENCHMARK_ONLY`) would lengthen every call, so
     they are left out: `--solvers all` adds them."""
     installed = [name for name in available_solvers(exact=True) if name not in BENCHMARK_ONLY]
@@ -151,7 +152,7 @@ def proving_solvers(net: Network, domain: Domain) -> tuple[str, ...]:
         if name == "enumerate":
             return (net.has_monotone_shortcut or domain.binary) and n <= DEFAULT_FEATURES[name]
         if name == "z3":
-            return net.has_monotone_shortcut or (pwl and not milp and n <= DEFAULT_FEATURES[name])
+            return net.has_monotone_shortcut or (pwl and not milp and (n <= DEFAULT_FEATURES[name] or not one_output))
         if name == "exact-milp":
             return pwl and one_output
         return pwl

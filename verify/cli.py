@@ -764,7 +764,7 @@ def _export(args: argparse.Namespace) -> int:
     if args.suite is not None:
         if args.network is not None or args.inputs is not None:
             raise InputError("give either --suite or a network with --inputs, not both")
-        for flag, value in (("--at-most", args.at_most), ("--set", args.set)):
+        for flag, value in (("--at-most", args.at_most), ("--set", args.set), ("--radius", args.radius)):
             if value is not None:
                 raise InputError(f"{flag} is for one network's export, not --suite (which asks its own questions)")
         formats = SUITE_FORMATS if args.format is None else tuple(f.strip() for f in args.format.split(",") if f.strip())
@@ -786,6 +786,8 @@ def _export(args: argparse.Namespace) -> int:
     else:
         if args.network is None or args.inputs is None:
             raise InputError("give a network and --inputs, or --suite quick|standard")
+        if args.radius is not None:
+            raise InputError("--radius: export asks its questions over the domain box (give the ball as --domain)")
         if args.format is None or args.format not in FORMATS:
             raise InputError(f"--format must be one of {', '.join(FORMATS)} (got {args.format!r})")
         if args.campaign is not None or args.solvers is not None:
@@ -1002,8 +1004,8 @@ def _add_explain(commands: argparse._SubParsersAction, problem: argparse.Argumen
     explain.add_argument(
         "--method",
         choices=METHOD_CHOICES,
-        help="greedy (monotone networks only) or deletion (any network); default: greedy on a monotone network, deletion "
-        "on any other",
+        help="greedy (sign-monotone networks only) or deletion (any network); default: greedy on a sign-monotone "
+        "network, deletion on any other",
     )
     explain.add_argument("--device", default="auto", help="greedy: auto (CUDA when present), cpu or cuda")
     explain.add_argument(
@@ -1027,7 +1029,7 @@ def _add_certify(commands: argparse._SubParsersAction, problem: argparse.Argumen
         '"threshold", "domain", "notes"}; method names the explainer (greedy or deletion, null when none ran) whose '
         'answer "greedy" holds. '
         "Verdicts: greedy_minimal, greedy_suboptimal (deletion_minimal, deletion_suboptimal with --method deletion), "
-        "none_exists, solver_disagreement, unknown, exact_only (greedy on a network that is not monotone: the solvers "
+        "none_exists, solver_disagreement, unknown, exact_only (greedy on a network that is not sign-monotone: the solvers "
         "alone), undecided "
         "(exact arithmetic cannot decide p(x) or the explainer's answer: a valid input, recorded, not certified); they rest "
         "on exact evidence only, and a solver claim refuted by the exact replay is listed under its solver. "
@@ -1048,8 +1050,8 @@ def _add_certify(commands: argparse._SubParsersAction, problem: argparse.Argumen
         "--method",
         choices=METHOD_CHOICES,
         default="greedy",
-        help="the explainer to certify: greedy (default; on a network that is not monotone the solvers alone give the "
-        "minimum, exact_only) or deletion (subset-minimal, any network; each of its exact questions gets --time-limit)",
+        help="the explainer to certify: greedy (default; on a network that is not sign-monotone the solvers alone give "
+        "the minimum, exact_only) or deletion (subset-minimal, any network; each of its exact questions gets --time-limit)",
     )
     _ci_flag_arguments(certify)
     certify.set_defaults(handler=_certify)
@@ -1156,12 +1158,14 @@ def _add_crosscheck(commands: argparse._SubParsersAction, problem: argparse.Argu
         help="with --executor ray: the Ray cluster to join ('auto': the one `ray start` started on this machine), whose "
         "CPUs set how many calls run at once; default: a local Ray instance of --workers CPUs",
     )
-    crosscheck.add_argument("--solvers", help="comma-separated backends (default: every installed one)")
+    crosscheck.add_argument(
+        "--solvers", help="comma-separated backends (default: every installed one but the benchmark backends cvc5, scip, marabou)"
+    )
     crosscheck.add_argument(
         "--method",
         choices=METHOD_CHOICES,
         default="greedy",
-        help="the explainer to certify: greedy (default: monotone networks, the solvers alone elsewhere) or deletion "
+        help="the explainer to certify: greedy (default: sign-monotone networks, the solvers alone elsewhere) or deletion "
         "(any network); the records name it in `method`",
     )
     crosscheck.add_argument("--time-limit", type=seconds, default=10.0, help="seconds per solver call (default 10)")

@@ -263,8 +263,8 @@ def export_inputs(
 
 def _greedy_bounds(net: Network, X: np.ndarray, kind: str, domain: Domain, threshold: float) -> list[int | None]:
     """Certify's question per row: greedy's size − 1 (None where greedy gives no set of size ≥ 1)."""
-    if not net.is_monotone:
-        raise InputError("--format smt2 without --at-most asks greedy's size − 1, and greedy needs a monotone network")
+    if not net.is_sign_monotone:
+        raise InputError("--format smt2 without --at-most asks greedy's size − 1, and greedy needs a sign-monotone network")
     from .certify import greedy_answers
 
     answers = greedy_answers(net, X, kind, domain, threshold)[1]

@@ -125,7 +125,7 @@ class Record:
             "threshold": self.threshold,
             **({} if self.radius is None else {"radius": self.radius}),
             "prediction": self.prediction,
-            "output": self.output if isinstance(self.output, float) else list(self.output),
+            "output": self.output if self.output is None or isinstance(self.output, float) else list(self.output),
             "margin": self.margin,
             **verdict_fields(self),
             "tie_decided": self.tie_decided,
