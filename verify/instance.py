@@ -24,9 +24,6 @@ class Instance:
     domain: Domain
     kinds: tuple[str, ...] = KINDS
     radius: float | None = None
-    # the heuristic explainers whose answers the solvers certify, where each applies (greedy:
-    # monotone networks); the campaign's hook for more (`units_of`)
-    methods: tuple[str, ...] = ("greedy",)
 
     def box(self, row: int) -> Domain:
         """The box row `row` of X ranges over."""
