@@ -321,8 +321,8 @@ def cactus(done: dict, time_limit: float, path: Path, calls: str = "certificatio
 
     solved: dict[str, list[float]] = defaultdict(list)
     total: dict[str, int] = defaultdict(int)
-    for calls in done.values():
-        for name, runs in calls.items():
+    for configuration in done.values():
+        for name, runs in configuration.items():
             total[name] += len(runs)
             solved[name] += [seconds for seconds, status, wrong in runs if _answered(status, wrong)]
     colours = _colours(set(total))
