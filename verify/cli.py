@@ -1301,9 +1301,10 @@ def _add_bench(commands: argparse._SubParsersAction, problem: argparse.ArgumentP
     )
     bench.add_argument(
         "name",
-        choices=("exact_milp", "greedy", "guard", "solvers", "startup"),
+        choices=("exact_milp", "greedy", "guard", "solvers", "startup", "verix"),
         help="exact_milp: issue 28's exact MILP targets; greedy: batched vs one-call loops; guard: a guarded call's "
-        "fixed cost; solvers: time per backend; startup: CPU seconds of short commands",
+        "fixed cost; solvers: time per backend; startup: CPU seconds of short commands; verix: minimum CXps and AXps "
+        "of a VeriX-shaped 784-input classifier",
     )
     bench.add_argument("arguments", nargs=argparse.REMAINDER, help="passed to the benchmark")
     bench.set_defaults(handler=_bench)
