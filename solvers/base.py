@@ -67,6 +67,15 @@ class BaseSolver:
         """An Outcome stamped with this backend's name, exactness and the seconds since `started`."""
         return Outcome(status, self.name, time.perf_counter() - started, exact=self.exact, **fields)
 
+    def unmoved(self, problem: Problem, started: float) -> Outcome | None:
+        """On a network with the monotone shortcut where p(x') = p(x) exactly: no CXp exists, and
+        the empty set is the minimum AXp. None otherwise (p(x') differs, or is undecided)."""
+        if problem.flips(problem.counterpoint) is not False:
+            return None
+        if problem.kind == "contrastive":
+            return self.outcome(Status.NONE_EXISTS, started, message="monotone shortcut: p(x') = p(x)")
+        return self.outcome(Status.OPTIMAL, started, solution=(), message="monotone shortcut: p(x') = p(x)")
+
 
 # name → (module, class, pip extra that installs its library)
 _REGISTRY: dict[str, tuple[str, str, str | None]] = {

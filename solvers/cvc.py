@@ -47,12 +47,8 @@ class Cvc5Solver(BaseSolver):
         reason = supported(replace(problem, kind="contrastive") if not problem.monotone else problem)
         if reason is not None:
             return self.outcome(Status.UNSUPPORTED, started, message=reason)
-        if problem.monotone:
-            flips = problem.flips(problem.counterpoint)
-            if not flips:
-                if problem.kind == "contrastive":
-                    return self.outcome(Status.NONE_EXISTS, started, message="monotone shortcut: p(x') = p(x)")
-                return self.outcome(Status.OPTIMAL, started, solution=(), message="monotone shortcut: p(x') = p(x)")
+        if problem.monotone and (unmoved := self.unmoved(problem, started)) is not None:
+            return unmoved
         if problem.kind == "abductive" and not problem.monotone:
             query = _Query(replace(problem, kind="contrastive"))  # the free box, asked with assumptions
             result = hitting.minimum_abductive(problem, query.find_flip, at_most, deadline)

@@ -542,11 +542,8 @@ class ExactMilpSolver(BaseSolver):
         if problem.classes > 1:
             return self.outcome(Status.UNSUPPORTED, started, message=ONE_OUTPUT)
         if problem.monotone:
-            flips = problem.flips(problem.counterpoint)
-            if not flips:
-                if problem.kind == "contrastive":
-                    return self.outcome(Status.NONE_EXISTS, started, message="monotone shortcut: p(x') = p(x)")
-                return self.outcome(Status.OPTIMAL, started, solution=(), message="monotone shortcut: p(x') = p(x)")
+            if (unmoved := self.unmoved(problem, started)) is not None:
+                return unmoved
         elif problem.kind == "abductive":
             return self._hitting_sets(problem, at_most, started, deadline)
         cutoff = problem.n if at_most is None else min(at_most, problem.n)

@@ -90,10 +90,8 @@ class MilpSolver(BaseSolver):
 
     def _monotone_shortcut(self, problem: Problem, started: float) -> Outcome | None:
         """The exact answers a monotone network gives without a MILP, or None."""
-        if not problem.flips(problem.counterpoint):
-            if problem.kind == "contrastive":
-                return self.outcome(Status.NONE_EXISTS, started, message="monotone shortcut: p(x') = p(x)")
-            return self.outcome(Status.OPTIMAL, started, solution=(), message="monotone shortcut: p(x') = p(x)")
+        if (unmoved := self.unmoved(problem, started)) is not None:
+            return unmoved
         # every set reaches at most the output of the full set's point; class 1 needs f ≥ t + ε
         reach = problem.exact.outputs(problem.target[None, :])[0][0].upper
         if problem.goal == 1 and reach < problem.exact_threshold + Fraction(problem.epsilon):
