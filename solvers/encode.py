@@ -78,10 +78,13 @@ empty, shows that it holds no real solution.
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -89,7 +92,7 @@ import scipy.sparse as sp
 from ..activations import Stage
 from ..network import Layer
 from ..prediction import overtakes_strictly
-from ..problem import Problem
+from ..problem import Problem, Status
 
 PAD = 1e-7  # relative outward padding of the float bounds
 MAX_MAGNITUDE = 1e15
@@ -101,6 +104,21 @@ spacing at 2^53 is 1). `encode` raises `Unencodable` instead, and the backends a
 
 class Unencodable(ValueError):
     """The problem holds a number a float MILP cannot carry (beyond `MAX_MAGNITUDE`)."""
+
+
+def refusing_unencodable(solve: Callable) -> Callable:
+    """A backend's `solve` that answers UNSUPPORTED, naming the number, where the model holds one
+    beyond what a float LP resolves (`solvers.encode.MAX_MAGNITUDE`)."""
+
+    @functools.wraps(solve)
+    def checked(self: Any, problem: Problem, at_most: int | None, time_limit: float) -> Any:
+        started = time.perf_counter()
+        try:
+            return solve(self, problem, at_most, time_limit)
+        except Unencodable as reason:
+            return self.outcome(Status.UNSUPPORTED, started, message=str(reason))
+
+    return checked
 
 
 @dataclass(frozen=True, eq=False)

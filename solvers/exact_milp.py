@@ -66,7 +66,6 @@ that is nearly optimal.
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 import time
@@ -78,7 +77,7 @@ import numpy as np
 from ..problem import Outcome, Problem, Status, stopped
 from .attack import flipping_point
 from .base import BaseSolver
-from .encode import MilpModel, Unencodable, encode
+from .encode import MilpModel, encode, refusing_unencodable
 from .guard import report_incumbent
 from .highs import highs_lp, new_highs, optimize
 from .hitting import OracleTimeout, minimum_abductive, shrink_witness
@@ -512,28 +511,13 @@ def _snapped(problem: Problem, raw: np.ndarray) -> np.ndarray:
 
 
 
-def _refusing_unencodable(solve):
-    """A backend's `solve` that answers UNSUPPORTED, naming the number, where the model holds one
-    beyond what a float LP resolves (`solvers.encode.MAX_MAGNITUDE`)."""
-
-    @functools.wraps(solve)
-    def checked(self, problem: Problem, at_most: int | None, time_limit: float) -> Outcome:
-        started = time.perf_counter()
-        try:
-            return solve(self, problem, at_most, time_limit)
-        except Unencodable as reason:
-            return self.outcome(Status.UNSUPPORTED, started, message=str(reason))
-
-    return checked
-
-
 class ExactMilpSolver(BaseSolver):
     """The exact MILP engine (module docstring)."""
 
     name = "exact-milp"
     exact = True
 
-    @_refusing_unencodable
+    @refusing_unencodable
     def solve(self, problem: Problem, at_most: int | None, time_limit: float) -> Outcome:
         started = time.perf_counter()
         deadline = started + time_limit
@@ -729,7 +713,7 @@ class ExactMilpFlipSearch(BaseSolver):
     name = "exact-milp"
     exact = True
 
-    @_refusing_unencodable
+    @refusing_unencodable
     def solve(self, problem: Problem, at_most: int | None, time_limit: float) -> Outcome:
         """`at_most` is ignored: any flipping point answers."""
         started = time.perf_counter()

@@ -26,7 +26,7 @@ import numpy as np
 from ..exact import modified_inputs
 from ..problem import Outcome, Problem, Status, stopped
 from .base import BaseSolver
-from .encode import MilpModel, Unencodable, encode
+from .encode import MilpModel, encode, refusing_unencodable
 from .hitting import OracleTimeout, minimum_abductive
 
 
@@ -67,17 +67,13 @@ class MilpSolver(BaseSolver):
         """Solve `model` within `time_limit` seconds (> 0)."""
         raise NotImplementedError
 
+    @refusing_unencodable
     def solve(self, problem: Problem, at_most: int | None, time_limit: float) -> Outcome:
         started = time.perf_counter()
+        deadline = started + time_limit
         if not problem.net.is_piecewise_linear:
             message = f"a MILP encodes piecewise-linear activations only; not so {problem.net.smooth_layers()}"
             return self.outcome(Status.UNSUPPORTED, started, message=message)
-        try:
-            return self._solve(problem, at_most, started, started + time_limit)
-        except Unencodable as reason:
-            return self.outcome(Status.UNSUPPORTED, started, message=str(reason))
-
-    def _solve(self, problem: Problem, at_most: int | None, started: float, deadline: float) -> Outcome:
         if problem.monotone:
             early = self._monotone_shortcut(problem, started)
             if early is not None:
