@@ -8,7 +8,9 @@ needs none of their libraries), and the application in `cardinal.verify` (certif
 campaigns, reports, the `cardinal` command).
 
 The public names are imported on first use (PEP 562), so `import cardinal` and `cardinal --help`
-do not pay for torch: `from cardinal import Network` imports `cardinal.network` then.
+import neither numpy's users nor torch; the core itself loads torch on its first float
+computation (`cardinal.lazy`), so that a small `cardinal explain`, answered in exact arithmetic
+(`cardinal.algorithm1`), never does.
 `__version__` is the installed package's version (its one source is pyproject.toml).
 """
 

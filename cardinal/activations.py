@@ -17,29 +17,46 @@ from typing import Any, ClassVar
 
 import mpmath
 import numpy as np
-import torch
-from torch import nn
 
 from .errors import InputError
+from .lazy import lazy_import
 from .rounding import TINY, UNIT_ROUNDOFF
 from .validate import describe, json_number
 
 Params = dict[str, float]
 Piece = tuple[Fraction, Fraction]  # σ(h) = slope·h + offset
+torch = lazy_import("torch")  # loaded by the first float computation
 
 
-class Step(nn.Module):
-    """Heaviside step: 1 where the input is ≥ `at`, else 0 (same shape and dtype as the input)."""
+def _step_module() -> type[torch.nn.Module]:
+    """`Step`, the torch module of the Heaviside step: 1 where the input is ≥ `at`, else 0 (same
+    shape and dtype as the input). Defined on first use, since it subclasses `torch.nn.Module`;
+    it lives in this module's namespace (`cardinal.activations.Step`, where saved models find it)."""
+    if "Step" not in globals():
 
-    def __init__(self, at: float = 0.0) -> None:
-        super().__init__()
-        self.at = float(at)
+        class Step(torch.nn.Module):
+            __doc__ = _step_module.__doc__
 
-    def forward(self, h: torch.Tensor) -> torch.Tensor:
-        return (h >= self.at).to(h.dtype)
+            def __init__(self, at: float = 0.0) -> None:
+                super().__init__()
+                self.at = float(at)
 
-    def extra_repr(self) -> str:
-        return f"at={self.at}"
+            def forward(self, h: torch.Tensor) -> torch.Tensor:
+                return (h >= self.at).to(h.dtype)
+
+            def extra_repr(self) -> str:
+                return f"at={self.at}"
+
+        Step.__qualname__ = "Step"
+        globals()["Step"] = Step
+    return globals()["Step"]
+
+
+def __getattr__(name: str) -> Any:
+    """PEP 562: `Step` is made on first use (`_step_module`)."""
+    if name == "Step":
+        return _step_module()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -60,7 +77,7 @@ class _Family:
     defaults: ClassVar[Params] = {}  # parameters with their defaults (torch's where torch has one)
     piecewise_linear: ClassVar[bool] = True
     continuous: ClassVar[bool] = True
-    torch_type: ClassVar[type[nn.Module]]
+    torch_name: ClassVar[str]  # the module's class in torch.nn
     relative_error: ClassVar[float] = 0.0  # float op error, relative to |σ(h)|
     absolute_error: ClassVar[float] = 0.0
 
@@ -71,11 +88,15 @@ class _Family:
         """σ(h) elementwise, in place where torch allows."""
         raise NotImplementedError
 
-    def module(self, p: Params) -> nn.Module:
+    def module(self, p: Params) -> torch.nn.Module:
         raise NotImplementedError
 
-    def params_of(self, module: nn.Module) -> Params:
-        """The parameters of a torch module of `torch_type` (raise `InputError` if unsupported)."""
+    def torch_type(self) -> type[torch.nn.Module]:
+        """The torch module class of this activation."""
+        return getattr(torch.nn, self.torch_name)
+
+    def params_of(self, module: torch.nn.Module) -> Params:
+        """The parameters of a torch module of `torch_type()` (raise `InputError` if unsupported)."""
         return {}
 
     def pieces(self, p: Params) -> tuple[list[Fraction], list[Piece]]:
@@ -97,13 +118,13 @@ class _Family:
 
 
 class _Identity(_Family):
-    name, torch_type = "identity", nn.Identity
+    name, torch_name = "identity", "Identity"
 
     def apply_(self, h: torch.Tensor, p: Params) -> torch.Tensor:
         return h
 
-    def module(self, p: Params) -> nn.Module:
-        return nn.Identity()
+    def module(self, p: Params) -> torch.nn.Module:
+        return torch.nn.Identity()
 
     def pieces(self, p: Params) -> tuple[list[Fraction], list[Piece]]:
         return [], [(Fraction(1), Fraction(0))]
@@ -113,13 +134,13 @@ class _Identity(_Family):
 
 
 class _ReLU(_Family):
-    name, torch_type = "relu", nn.ReLU
+    name, torch_name = "relu", "ReLU"
 
     def apply_(self, h: torch.Tensor, p: Params) -> torch.Tensor:
         return h.relu_()
 
-    def module(self, p: Params) -> nn.Module:
-        return nn.ReLU()
+    def module(self, p: Params) -> torch.nn.Module:
+        return torch.nn.ReLU()
 
     def pieces(self, p: Params) -> tuple[list[Fraction], list[Piece]]:
         return [Fraction(0)], [(Fraction(0), Fraction(0)), (Fraction(1), Fraction(0))]
@@ -129,7 +150,7 @@ class _ReLU(_Family):
 
 
 class _LeakyReLU(_Family):
-    name, torch_type, defaults = "leaky_relu", nn.LeakyReLU, {"slope": 0.01}
+    name, torch_name, defaults = "leaky_relu", "LeakyReLU", {"slope": 0.01}
     relative_error = UNIT_ROUNDOFF  # one rounded product on the negative side
 
     def validate(self, p: Params) -> None:
@@ -139,10 +160,10 @@ class _LeakyReLU(_Family):
     def apply_(self, h: torch.Tensor, p: Params) -> torch.Tensor:
         return torch.nn.functional.leaky_relu_(h, p["slope"])
 
-    def module(self, p: Params) -> nn.Module:
-        return nn.LeakyReLU(p["slope"])
+    def module(self, p: Params) -> torch.nn.Module:
+        return torch.nn.LeakyReLU(p["slope"])
 
-    def params_of(self, module: nn.Module) -> Params:
+    def params_of(self, module: torch.nn.Module) -> Params:
         return {"slope": module.negative_slope}
 
     def pieces(self, p: Params) -> tuple[list[Fraction], list[Piece]]:
@@ -157,7 +178,7 @@ class _LeakyReLU(_Family):
 
 
 class _Hardtanh(_Family):
-    name, torch_type, defaults = "hardtanh", nn.Hardtanh, {"min": -1.0, "max": 1.0}  # nn.ReLU6 too
+    name, torch_name, defaults = "hardtanh", "Hardtanh", {"min": -1.0, "max": 1.0}  # torch.nn.ReLU6 too
 
     def validate(self, p: Params) -> None:
         if p["min"] > p["max"]:
@@ -166,10 +187,10 @@ class _Hardtanh(_Family):
     def apply_(self, h: torch.Tensor, p: Params) -> torch.Tensor:
         return h.clamp_(p["min"], p["max"])
 
-    def module(self, p: Params) -> nn.Module:
-        return nn.Hardtanh(p["min"], p["max"])
+    def module(self, p: Params) -> torch.nn.Module:
+        return torch.nn.Hardtanh(p["min"], p["max"])
 
-    def params_of(self, module: nn.Module) -> Params:
+    def params_of(self, module: torch.nn.Module) -> Params:
         return {"min": module.min_val, "max": module.max_val}
 
     def pieces(self, p: Params) -> tuple[list[Fraction], list[Piece]]:
@@ -181,16 +202,19 @@ class _Hardtanh(_Family):
 
 
 class _Step(_Family):
-    name, torch_type, defaults = "step", Step, {"at": 0.0}
+    name, torch_name, defaults = "step", "Step", {"at": 0.0}
     continuous = False
 
     def apply_(self, h: torch.Tensor, p: Params) -> torch.Tensor:
         return h.ge_(p["at"])
 
-    def module(self, p: Params) -> nn.Module:
-        return Step(p["at"])
+    def torch_type(self) -> type[torch.nn.Module]:
+        return _step_module()
 
-    def params_of(self, module: nn.Module) -> Params:
+    def module(self, p: Params) -> torch.nn.Module:
+        return self.torch_type()(p["at"])
+
+    def params_of(self, module: torch.nn.Module) -> Params:
         return {"at": module.at}
 
     def pieces(self, p: Params) -> tuple[list[Fraction], list[Piece]]:
@@ -225,13 +249,13 @@ class _Smooth(_Family):
 
 
 class _Sigmoid(_Smooth):
-    name, torch_type = "sigmoid", nn.Sigmoid
+    name, torch_name = "sigmoid", "Sigmoid"
 
     def apply_(self, h: torch.Tensor, p: Params) -> torch.Tensor:
         return h.sigmoid_()
 
-    def module(self, p: Params) -> nn.Module:
-        return nn.Sigmoid()
+    def module(self, p: Params) -> torch.nn.Module:
+        return torch.nn.Sigmoid()
 
     def real(self, x: mpmath.mpf) -> mpmath.mpf:
         return 1 / (1 + mpmath.exp(-x))
@@ -244,13 +268,13 @@ class _Sigmoid(_Smooth):
 
 
 class _Tanh(_Smooth):
-    name, torch_type = "tanh", nn.Tanh
+    name, torch_name = "tanh", "Tanh"
 
     def apply_(self, h: torch.Tensor, p: Params) -> torch.Tensor:
         return h.tanh_()
 
-    def module(self, p: Params) -> nn.Module:
-        return nn.Tanh()
+    def module(self, p: Params) -> torch.nn.Module:
+        return torch.nn.Tanh()
 
     def real(self, x: mpmath.mpf) -> mpmath.mpf:
         return mpmath.tanh(x)
@@ -260,15 +284,15 @@ class _Tanh(_Smooth):
 
 
 class _Softplus(_Smooth):
-    name, torch_type = "softplus", nn.Softplus
+    name, torch_name = "softplus", "Softplus"
 
     def apply_(self, h: torch.Tensor, p: Params) -> torch.Tensor:
         return torch.logaddexp(h, torch.zeros_like(h))  # log(1 + e^h), without torch's linear cut-off at 20
 
-    def module(self, p: Params) -> nn.Module:
-        return nn.Softplus()
+    def module(self, p: Params) -> torch.nn.Module:
+        return torch.nn.Softplus()
 
-    def params_of(self, module: nn.Module) -> Params:
+    def params_of(self, module: torch.nn.Module) -> Params:
         if module.beta != 1:
             raise InputError(f"Softplus with beta={module.beta} is not supported (only beta=1)")
         return {}
@@ -320,10 +344,10 @@ class Activation:
         raise InputError(f"activation must be a name or an object with a 'name', got {describe(spec)}")
 
     @classmethod
-    def from_module(cls, module: nn.Module) -> Activation:
+    def from_module(cls, module: torch.nn.Module) -> Activation:
         """Inverse of `module()`; raises `InputError` for modules cardinal cannot represent."""
         for family in _FAMILIES.values():
-            if isinstance(module, family.torch_type):
+            if isinstance(module, family.torch_type()):
                 return cls.make(family.name, **family.params_of(module))
         raise InputError(f"unsupported module {type(module).__name__} (known activations: {', '.join(NAMES)})")
 
@@ -349,7 +373,7 @@ class Activation:
         """Apply elementwise in place (where torch allows; softplus returns a new tensor)."""
         return self._family.apply_(h, dict(self.params))
 
-    def module(self) -> nn.Module:
+    def module(self) -> torch.nn.Module:
         """The torch module computing this activation."""
         return self._family.module(dict(self.params))
 

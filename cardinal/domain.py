@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from typing import Any, Union
 
 import numpy as np
-import torch
 
 from .errors import InputError
+from .lazy import is_tensor
 from .validate import describe, json_bool, json_number, json_vector
 
 # A radius of `Domain.ball`: one number for every feature, or one per feature [n].
@@ -125,7 +125,7 @@ class Domain:
 
         Raises `InputError` naming the first offending row and feature.
         """
-        X = np.asarray(X.cpu() if isinstance(X, torch.Tensor) else X, dtype=np.float64)
+        X = np.asarray(X.cpu() if is_tensor(X) else X, dtype=np.float64)
         if X.ndim == 1:
             X = X[None, :]
         if X.ndim != 2 or X.shape[1] != self.n:

@@ -27,19 +27,18 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from fractions import Fraction
 
 import numpy as np
 import torch
 from torch import nn
 
+from .algorithm1 import ExactCalls, FloatCalls, reference_row, validated
 from .bounds import SAFETY, TINY, UNIT_ROUNDOFF, BoundedForward, constant_piece
 from .domain import Domain
-from .errors import InputError, Undecided
+from .errors import InputError
 from .exact import Enclosure, ExactNetwork, Score, exact_blocks, modified_inputs
 from .network import Network
-from .prediction import threshold_for
-from .problem import KINDS, shortcut
+from .problem import shortcut
 
 # Elements of the [rows, n, width] variant tensor processed at once: on a CPU about 1 MB per torch
 # thread (measured best: smaller chunks pay per-call overhead, larger ones leave the cache; torch
@@ -111,27 +110,6 @@ def resolve_device(device: str | torch.device) -> torch.device:
     return resolved
 
 
-def _validated(
-    net: Network, X: torch.Tensor | np.ndarray, kind: str, domain: Domain | None, threshold: float | None
-) -> tuple[np.ndarray, Domain, Network, float]:
-    """Checked inputs [B, n], the domain, the single-output network greedy runs on (the logit
-    difference for K = 2) and its threshold (0 for K = 2, which takes none)."""
-    if kind not in KINDS:
-        raise InputError(f"unknown kind {kind!r} (use contrastive or abductive)")
-    problem = net.sign_monotonicity_problem()
-    if problem:
-        raise InputError(
-            f"greedy explanations need a sign-monotone network, and this one is not: {problem}. "
-            "Use `cardinal certify` or solvers.solve_minimum, which give the exact minimum, or the deletion explainer "
-            "(`cardinal explain --method deletion`)."
-        )
-    threshold = threshold_for(net.n_outputs, threshold)
-    domain = domain if domain is not None else Domain.unit(net.n_inputs)
-    if domain.n != net.n_inputs:
-        raise InputError(f"domain has {domain.n} features, the network has {net.n_inputs} inputs")
-    return domain.check(X), domain, net.logit_difference(), 0.0 if threshold is None else threshold
-
-
 def explain(
     net: Network,
     X: torch.Tensor | np.ndarray,
@@ -148,7 +126,7 @@ def explain(
     Raises `InputError` for a network that is not sign-monotone (naming a feature of mixed sign,
     or K ≥ 3), an unknown kind, or an input outside the domain (naming row and feature).
     """
-    X_checked, domain, net, threshold = _validated(net, X, kind, domain, threshold)
+    X_checked, domain, net, threshold = validated(net, X, kind, domain, threshold)
     torch_device = resolve_device(device)
     if torch_device.type == "cuda":
         limit = _CUDA_CHUNK_ELEMENTS
@@ -306,15 +284,15 @@ def explain_reference(
     score order or prefix check exact arithmetic cannot decide (smooth networks only).
     """
     network = net if isinstance(net, Network) else Network.from_torch(net)
-    X_checked, domain, network, threshold = _validated(network, X, kind, domain, threshold)
-    calls: _FloatCalls | _ExactCalls
+    X_checked, domain, network, threshold = validated(network, X, kind, domain, threshold)
+    calls: FloatCalls | ExactCalls
     if exact:
-        calls = _ExactCalls(ExactNetwork(network), threshold)
+        calls = ExactCalls(ExactNetwork(network), threshold)
     else:
-        calls = _FloatCalls(network.to_torch(dtype=dtype), dtype, threshold)
+        calls = FloatCalls(network.to_torch(dtype=dtype), dtype, threshold)
     masks, sizes, exists, predictions, outputs, orders = [], [], [], [], [], []
     for x in X_checked:
-        features, prediction, output, order = _reference_row(calls, x, kind, domain, network.directions)
+        features, prediction, output, order = reference_row(calls, x, kind, domain, network.directions)
         mask = torch.zeros(network.n_inputs, dtype=torch.bool)
         mask[list(features or ())] = True
         masks.append(mask)
@@ -333,95 +311,6 @@ def explain_reference(
         torch.tensor(orders, dtype=torch.long),
         directions=network.directions,
     )
-
-
-class _FloatCalls:
-    """Algorithm 1's model calls in float: f(y) as a float, compared and sorted as floats."""
-
-    def __init__(self, module: nn.Module, dtype: torch.dtype, threshold: float) -> None:
-        self.module, self.dtype, self.threshold = module, dtype, threshold
-
-    def score(self, y: np.ndarray) -> float:
-        with torch.no_grad():
-            return float(self.module(torch.tensor(y, dtype=self.dtype)[None, :])[0, 0])
-
-    def decide(self, score: float) -> int:
-        """The prediction for a point with this score."""
-        return int(score > self.threshold)
-
-    def predict(self, y: np.ndarray) -> int:
-        return self.decide(self.score(y))
-
-    def order(self, scores: list[float], ascending: bool) -> list[int]:
-        """The stable sort of line 9 (ties by lower index)."""
-        return sorted(range(len(scores)), key=lambda j: scores[j] if ascending else -scores[j])
-
-    def value(self, score: float) -> float:
-        return score
-
-
-class _ExactCalls:
-    """Algorithm 1's model calls in exact arithmetic (`cardinal.exact`): scores are exact enclosures,
-    ordered only where exact arithmetic decides (`exact_blocks`); `Undecided` where it does not."""
-
-    def __init__(self, model: ExactNetwork, threshold: float) -> None:
-        self.model, self.threshold = model, Fraction(threshold)
-
-    def score(self, y: np.ndarray) -> Score:
-        return self.model.scores(y[None, :])[0]
-
-    def decide(self, score: Score) -> int:
-        """The prediction for a point with this score; `Undecided` when its enclosure contains t."""
-        enclosure = score.enclosure
-        decided = enclosure.predict(self.threshold)
-        if decided is None:
-            raise Undecided(f"output enclosure [{_approximate(enclosure.lower)}, {_approximate(enclosure.upper)}] contains t")
-        return decided
-
-    def predict(self, y: np.ndarray) -> int:
-        return self.decide(self.score(y))
-
-    def order(self, scores: list[Score], ascending: bool) -> list[int]:
-        blocks = exact_blocks(dict(enumerate(scores)), ascending)
-        tangled = [block for block in blocks if len(block) > 1]
-        if tangled:
-            raise Undecided(f"the order of the scores of features {sorted(j for c in tangled[0] for j in c)} is undecided")
-        return [j for (features,) in blocks for j in features]
-
-    def value(self, score: Score) -> float:
-        """f as a float, for display only."""
-        return _approximate((score.enclosure.lower + score.enclosure.upper) / 2)
-
-
-def _approximate(value: Fraction) -> float:
-    """value as the nearest float, ±inf beyond the double range: for display, never a decision."""
-    try:
-        return float(value)
-    except OverflowError:
-        return math.inf if value > 0 else -math.inf
-
-
-def _reference_row(
-    calls: _FloatCalls | _ExactCalls, x: np.ndarray, kind: str, domain: Domain, directions: np.ndarray | None
-) -> tuple[tuple[int, ...] | None, int, float, list[int]]:
-    """One row of Algorithm 1 (or its dual): (features or None, prediction, f(x), greedy order)."""
-    n = x.shape[0]
-    score = calls.score(x)
-    prediction = calls.decide(score)
-    counterpoint = domain.counterpoint(np.array([prediction]), directions)[0]
-    base, target, goal = shortcut(kind, x, counterpoint, prediction)
-    scores = [calls.score(modified_inputs(base, [j], target)) for j in range(n)]
-    # Line 9: ascending when the starting point predicts 1 (x for CXp, x' for AXp, where p(x') ≠ p(x)).
-    order = calls.order(scores, ascending=(prediction == 1) == (kind == "contrastive"))
-    output = calls.value(score)
-    if kind == "abductive" and calls.predict(counterpoint) == prediction:
-        return (), prediction, output, order  # constant prediction on the box: ∅ is the AXp
-    chosen: list[int] = []
-    for j in order:
-        chosen.append(j)
-        if calls.predict(modified_inputs(base, chosen, target)) == goal:
-            return tuple(sorted(chosen)), prediction, output, order
-    return None, prediction, output, order
 
 
 def _verified(

@@ -19,8 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
-from torch import nn
 
 from . import signs
 from .activations import Activation
@@ -28,10 +26,12 @@ from .domain import Domain
 from .errors import InputError
 from .formats.chain import ChainStep
 from .io import write_atomic
+from .lazy import lazy_import
 from .prediction import threshold_for
 from .validate import describe, json_matrix, json_number, json_vector
 
 FORMAT = "cardinal.network/1"
+torch = lazy_import("torch")  # loaded by the first float computation or torch conversion
 
 
 @dataclass(frozen=True)
@@ -307,18 +307,21 @@ class Network:
         return "+".join(dict.fromkeys(layer.activation.name for layer in hidden))
 
     # ------------------------------------------------------------------ evaluation
-    def forward(self, x: torch.Tensor | np.ndarray, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    def forward(self, x: torch.Tensor | np.ndarray, dtype: torch.dtype | None = None) -> torch.Tensor:
         """Float forward pass: x [B, n] or [n] → f(x) [B] or a scalar tensor (K = 1); the K
-        outputs [B, K] or [K] (K ≥ 2)."""
+        outputs [B, K] or [K] (K ≥ 2). `dtype`: float64 unless given."""
+        dtype = torch.float64 if dtype is None else dtype
         z = torch.tensor(np.asarray(x.cpu() if isinstance(x, torch.Tensor) else x, dtype=np.float64), dtype=dtype)
         for weight, bias, activation in self.torch_layers(dtype=dtype):
             z = activation(z @ weight.T + bias)
         return z[..., 0] if self.n_outputs == 1 else z
 
     def torch_layers(
-        self, dtype: torch.dtype = torch.float64, device: torch.device | str | None = None
-    ) -> list[tuple[torch.Tensor, torch.Tensor, nn.Module]]:
-        """(weight [out, in], bias [out], activation module) per layer, as tensors on `device`."""
+        self, dtype: torch.dtype | None = None, device: torch.device | str | None = None
+    ) -> list[tuple[torch.Tensor, torch.Tensor, torch.nn.Module]]:
+        """(weight [out, in], bias [out], activation module) per layer, as tensors on `device`
+        (float64 unless `dtype` is given)."""
+        dtype = torch.float64 if dtype is None else dtype
         return [
             (
                 torch.tensor(layer.weight, dtype=dtype, device=device),
@@ -330,8 +333,8 @@ class Network:
 
     # ------------------------------------------------------------------ torch
     @classmethod
-    def from_torch(cls, model: nn.Module, input_shape: Sequence[int] | None = None) -> Network:
-        """Read a torch model: an `nn.Sequential` of `Linear`, `Conv2d` (unrolled into a dense
+    def from_torch(cls, model: torch.nn.Module, input_shape: Sequence[int] | None = None) -> Network:
+        """Read a torch model: a `torch.nn.Sequential` of `Linear`, `Conv2d` (unrolled into a dense
         layer), `Flatten` and activation modules, or any module whose `forward` is such a chain
         (traced with `torch.fx`); see `cardinal.formats.torch_io`. `input_shape`: the input
         tensor's shape without the batch axis, e.g. (1, 28, 28); a `Conv2d` needs it. A `Linear`
@@ -373,16 +376,18 @@ class Network:
             layers.append(Layer(pending.weight, pending.bias, Activation.make("identity")))
         return cls(layers)
 
-    def to_torch(self, dtype: torch.dtype = torch.float64, device: torch.device | str | None = None) -> nn.Sequential:
-        """An equivalent `nn.Sequential` (Linear, activation, Linear, activation, ...)."""
-        modules: list[nn.Module] = []
+    def to_torch(self, dtype: torch.dtype | None = None, device: torch.device | str | None = None) -> torch.nn.Sequential:
+        """An equivalent `torch.nn.Sequential` (Linear, activation, Linear, activation, ...), float64
+        unless `dtype` is given."""
+        dtype = torch.float64 if dtype is None else dtype
+        modules: list[torch.nn.Module] = []
         for layer in self.layers:
-            linear = nn.Linear(layer.weight.shape[1], layer.width, dtype=dtype, device=device)
+            linear = torch.nn.Linear(layer.weight.shape[1], layer.width, dtype=dtype, device=device)
             with torch.no_grad():
                 linear.weight.copy_(torch.tensor(layer.weight))
                 linear.bias.copy_(torch.tensor(layer.bias))
             modules += [linear, layer.activation.module()]
-        return nn.Sequential(*modules)
+        return torch.nn.Sequential(*modules)
 
     # ------------------------------------------------------------------ JSON
     @classmethod
@@ -436,7 +441,7 @@ class Network:
         activations: str | Sequence[str | Activation] | None = None,
         input_shape: Sequence[int] | None = None,
     ) -> Network:
-        """Read a network file: cardinal's JSON, ONNX, or a torch file (a whole `nn.Sequential`,
+        """Read a network file: cardinal's JSON, ONNX, or a torch file (a whole `torch.nn.Sequential`,
         or a state_dict, which needs `activations`: one per Linear layer, as `Activation`s or
         specs like `relu` and `leaky_relu:0.1`, or one comma-separated string); see
         `cardinal.formats.loaders`. `input_shape` (batch axis aside) only for a whole torch
@@ -457,7 +462,7 @@ class Network:
 
     def save(self, path: str | Path, float32: bool = False, state_dict: bool = False, *, root: str | Path | None = None) -> None:
         """Write the network, whole or not at all, in the format of the extension: `.onnx`, a
-        torch file (`.pt`, `.pth`, `.bin`: the whole `nn.Sequential`, or its state_dict), else
+        torch file (`.pt`, `.pth`, `.bin`: the whole `torch.nn.Sequential`, or its state_dict), else
         JSON. ONNX and torch files hold float64 weights, the same network exactly, unless
         `float32` (which rounds them). `root`: as in `io.write_atomic` (a link at `path` is
         followed unless `path` lies below `root`)."""

@@ -14,17 +14,19 @@ import weakref
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .bounds import BoundedForward
 from .domain import Domain
 from .errors import InputError, UndecidedPrediction
 from .exact import ExactNetwork, modified_inputs
 from .network import Network
 from .prediction import threshold_for
 from .signs import MIXED
+
+if TYPE_CHECKING:
+    from .bounds import BoundedForward  # imported on use: it loads torch
 
 
 class Kind(StrEnum):
@@ -318,6 +320,8 @@ _EVALUATORS: weakref.WeakKeyDictionary[Network, tuple[ExactNetwork, BoundedForwa
 
 def _evaluators(net: Network) -> tuple[ExactNetwork, BoundedForward]:
     if net not in _EVALUATORS:
+        from .bounds import BoundedForward
+
         exact = ExactNetwork(net)
         _EVALUATORS[net] = (exact, BoundedForward(net, "cpu", exact))
     return _EVALUATORS[net]

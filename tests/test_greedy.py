@@ -3,17 +3,21 @@ minimal where minimality is proved (one-layer networks); known answers; bad inpu
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
 from cardinal.verify.generate import median_threshold, random_network
 
 from cardinal.activations import Activation
+from cardinal.algorithm1 import explain_exactly
 from cardinal.domain import Domain
 from cardinal.errors import InputError
 from cardinal.exact import ExactNetwork, check_monotone_explanation
-from cardinal.greedy import KINDS, explain, explain_reference
+from cardinal.greedy import explain, explain_reference
 from cardinal.network import Layer, Network
+from cardinal.problem import KINDS
 from tests.conftest import brute_force_minimum
 
 FAMILIES = ["relu", "leaky_relu", "hardtanh", "step", "sigmoid", "tanh", "softplus"]
@@ -223,15 +227,24 @@ def test_rounding_tie_is_decided_in_exact_arithmetic() -> None:
     assert brute_force_minimum(net, x, "abductive", Domain.unit(5), 1.601) == 2  # no counterexample here
 
 
-def test_cli_explain_reports_the_exact_answer(tmp_path, capsys: pytest.CaptureFixture) -> None:
+def test_cli_explain_reports_the_exact_answer(tmp_path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
     from cardinal.verify.cli import main
 
     network, inputs = tmp_path / "net.json", tmp_path / "x.csv"
     rounding_tie_network().save(network)
     inputs.write_text("0.5,0.5,0.1,0,0\n")
-    assert main(["explain", str(network), "--inputs", str(inputs), "--threshold", "1.601", "--kind", "abductive"]) == 0
-    line = capsys.readouterr().out.strip()
-    assert '"features": [2, 3]' in line and '"check": "repaired"' in line
+    from cardinal.verify import cli
+
+    command = ["explain", str(network), "--inputs", str(inputs), "--threshold", "1.601", "--kind", "abductive"]
+    assert main(command) == 0  # a small input: Algorithm 1 in exact arithmetic alone
+    line = json.loads(capsys.readouterr().out)
+    assert (line["features"], line["check"]) == ([2, 3], "exact")
+    monkeypatch.setattr(cli, "EXACT_WORK", 0)  # as on a larger input: batched float greedy, re-checked
+    assert main(command) == 0
+    line = json.loads(capsys.readouterr().out)
+    assert (line["features"], line["check"]) == ([2, 3], "repaired")
+    assert main([*command, "--no-verify"]) == 0
+    assert json.loads(capsys.readouterr().out)["features"] == [0, 1, 2]  # float decides the tie
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -250,9 +263,11 @@ def test_verify_equals_exact_algorithm_one(kind: str) -> None:
         fast = explain(net, X, kind=kind, threshold=t)
         checked = explain(net, X, kind=kind, threshold=t, verify=True)
         reference = explain_reference(net, X, kind=kind, threshold=t, exact=True)
+        alone = explain_exactly(net, X, kind=kind, threshold=t)  # what `cardinal explain` uses on small inputs
         for row in range(len(X)):
-            assert checked.features(row) == reference.features(row), (family, row)
-            assert int(checked.predictions[row]) == int(reference.predictions[row])
+            assert checked.features(row) == reference.features(row) == alone[row].features, (family, row)
+            assert int(checked.predictions[row]) == int(reference.predictions[row]) == alone[row].prediction
+            assert checked.witness(row, X[row], Domain.unit(n)) == alone[row].witness
             same = fast.features(row) == reference.features(row) and int(fast.predictions[row]) == int(reference.predictions[row])
             assert checked.checks[row] == ("exact" if same else "repaired")
             repaired += not same

@@ -21,6 +21,7 @@ from cardinal.solvers.subsets import SubsetBounds
 from cardinal.verify.cli import main
 
 from cardinal.activations import Activation
+from cardinal.algorithm1 import explain_exactly
 from cardinal.domain import Domain
 from cardinal.errors import InputError
 from cardinal.exact import ExactNetwork
@@ -201,6 +202,8 @@ def test_sign_monotone_engines_and_greedy_match_brute_force(binary: bool) -> Non
         result = explain(problem.net, problem.x, problem.kind, problem.domain, problem.threshold, device="cpu", verify=True)
         reference = explain_reference(problem.net, problem.x, problem.kind, problem.domain, problem.threshold, exact=True)
         assert result.checks == ("exact",) and result.features(0) == reference.features(0), where
+        (alone,) = explain_exactly(problem.net, problem.x, problem.kind, problem.domain, problem.threshold)
+        assert (alone.features, alone.witness) == (result.features(0), result.witness(0, problem.x, problem.domain)), where
         greedy = result.features(0)
         assert (greedy is None) == (_minimum(valid) is None), where
         if greedy is not None:
@@ -283,8 +286,10 @@ def test_k2_greedy_through_the_logit_difference() -> None:
         for kind in ("contrastive", "abductive"):
             result = explain(net, X, kind, domain, device="cpu", verify=True)
             plain = explain(net.logit_difference(), X, kind, domain, threshold=0.0, device="cpu")
+            alone = explain_exactly(net, X, kind, domain)
             for row, x in enumerate(X):
-                assert result.features(row) == plain.features(row)
+                assert result.features(row) == plain.features(row) == alone[row].features
+                assert int(result.predictions[row]) == alone[row].prediction
                 problem = Problem.make(net, x, kind, domain)
                 assert int(result.predictions[row]) == problem.prediction
                 if result.features(row) is not None:

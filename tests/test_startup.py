@@ -8,17 +8,23 @@ import json
 import subprocess
 import sys
 from importlib.metadata import version
+from pathlib import Path
 
 import pytest
 
 import cardinal
 
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 HEAVY = ("torch", "numpy", "scipy", "pandas", "matplotlib", "sklearn", "mpmath", "gurobipy", "highspy", "z3", "onnx", "ray")
 
 
 def loaded_after(code: str) -> set[str]:
-    """The heavy top-level modules loaded in a fresh interpreter after running `code`."""
-    script = f"import sys\n{code}\nimport json\nprint(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}})))"
+    """The heavy top-level modules loaded in a fresh interpreter after running `code` (a module
+    that `cardinal.lazy.lazy_import` made but nothing has used yet is not loaded)."""
+    script = (
+        f"import sys\n{code}\nimport json\n"
+        "print(json.dumps(sorted({n.split('.')[0] for n, m in sys.modules.items() if type(m).__name__ != '_LazyModule'})))"
+    )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True)
     return set(json.loads(done.stdout.splitlines()[-1])) & set(HEAVY)
 
@@ -30,6 +36,17 @@ def test_import_cardinal_loads_no_heavy_library() -> None:
 def test_the_help_of_every_command_loads_no_heavy_library() -> None:
     code = "from cardinal.verify.cli import build_parser\nbuild_parser().format_help()"
     assert loaded_after(code) <= {"numpy"}  # numpy only: the flag checks of cardinal.validate
+
+
+def test_a_small_explain_answers_without_torch() -> None:
+    """The README's example is answered in exact arithmetic alone (`cardinal.algorithm1`), and a
+    network loaded on the way leaves torch unloaded until a float computation needs it."""
+    explain = (
+        "from cardinal.verify.cli import main\n"
+        "main(['explain', 'examples/design.json', '--inputs', 'examples/design_inputs.csv', '--threshold', '0.5', '--kind', 'both'])"
+    )
+    assert "torch" not in loaded_after(f"import os\nos.chdir({str(EXAMPLES.parent)!r})\n{explain}")
+    assert "torch" in loaded_after(f"from cardinal import Network\nNetwork.load({str(EXAMPLES / 'design.json')!r}).forward([[0.5] * 3])")
 
 
 def test_public_names_are_imported_on_first_use() -> None:

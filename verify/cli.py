@@ -223,7 +223,6 @@ def _emit(lines: list[dict[str, Any]], out: str | None) -> None:
 # ---------------------------------------------------------------------------- explain
 def _explain(args: argparse.Namespace) -> int:
     from .. import signs
-    from ..greedy import explain
 
     if args.out is not None:
         output_file(args.out, "--out")
@@ -232,44 +231,72 @@ def _explain(args: argparse.Namespace) -> int:
         lines = _explain_by_deletion(args, net, settings, X, rows)
         _emit(_annotated(lines, net, settings), args.out)
         return 0
-
-    def explained(X: Any, box: Any) -> list[Any]:
-        return [
-            explain(net, X, kind=kind, domain=box, threshold=settings.threshold, device=args.device, verify=not args.no_verify)
-            for kind in _kinds(args)
-        ]
-
-    # (results, their row, the box) per input: batched over one box, or one ball per input
-    if settings.radius is None:
-        batched = explained(X, settings.domain)
-        per_input = [(batched, index, settings.domain) for index in range(len(X))]
-    else:
-        per_input = [(explained(x[None, :], box), 0, box) for x in X for box in [settings.box(x)]]
     directions = signs.to_json(net.directions, net.output_directions)
+    answers = _greedy_answers(args, net, settings, X)
     lines = []
-    for (results, index, box), x, row in zip(per_input, X, rows, strict=True):
-        for result in results:
-            features = result.features(index)
-            output = float(result.outputs[index])
-            line = {
-                "row": row,
-                "kind": result.kind,
-                "prediction": int(result.predictions[index]),
-                "output": output if math.isfinite(output) else None,  # f(x) in float64; null where it overflows
-                "exists": features is not None,
-                "features": None if features is None else list(features),
-                "size": None if features is None else len(features),
-                "method": "greedy",
-            }
-            if result.checks is not None:
-                line["check"] = result.checks[index]
-            witness = result.witness(index, x, box)
-            if witness is not None:
-                line["witness"] = list(witness)
-            line["directions"] = directions
-            lines.append(line)
+    for (index, position), (prediction, output, features, check, witness) in sorted(answers.items()):
+        line = {
+            "row": rows[index],
+            "kind": _kinds(args)[position],
+            "prediction": prediction,
+            "output": output if math.isfinite(output) else None,  # f(x) in float64; null where it overflows
+            "exists": features is not None,
+            "features": None if features is None else list(features),
+            "size": None if features is None else len(features),
+            "method": "greedy",
+        }
+        if check is not None:
+            line["check"] = check
+        if witness is not None:
+            line["witness"] = list(witness)
+        line["directions"] = directions
+        lines.append(line)
     _emit(_annotated(lines, net, settings), args.out)
     return 0
+
+
+# Rational multiply-adds (`algorithm1.exact_work`) below which explain answers in exact arithmetic
+# alone (`algorithm1.explain_exactly`, about 0.1 s at this size) instead of running the batched
+# float greedy and re-checking it exactly: the same answers, without loading torch (1.9 s of CPU).
+EXACT_WORK = 100_000
+
+
+def _greedy_answers(args: argparse.Namespace, net, settings, X) -> dict[tuple[int, int], tuple]:
+    """(index of the row in X [B, n], kind's position in `_kinds`) → (prediction, output, features
+    or None, check or None, witness or None)."""
+    from ..algorithm1 import exact_work, explain_exactly
+
+    kinds = _kinds(args)
+    exact = (
+        not args.no_verify
+        and args.device in ("auto", "cpu")
+        and net.is_piecewise_linear
+        and exact_work(net, len(X) * len(kinds)) <= EXACT_WORK
+    )
+    # blocks of rows sharing a box: all rows, or one ε-ball per input
+    if settings.radius is None:
+        blocks = [(range(len(X)), settings.domain)]
+    else:
+        blocks = [(range(i, i + 1), settings.box(x)) for i, x in enumerate(X)]
+    answers = {}
+    for position, kind in enumerate(kinds):
+        for indices, box in blocks:
+            if exact:
+                for i, a in zip(indices, explain_exactly(net, X[indices], kind, box, settings.threshold), strict=True):
+                    answers[(i, position)] = (a.prediction, a.output, a.features, "exact", a.witness)
+                continue
+            from ..greedy import explain
+
+            result = explain(
+                net, X[indices], kind, box, settings.threshold, device=args.device, verify=not args.no_verify
+            )
+            for offset, i in enumerate(indices):
+                check = None if result.checks is None else result.checks[offset]
+                witness = result.witness(offset, X[i], box)
+                answers[(i, position)] = (
+                    int(result.predictions[offset]), float(result.outputs[offset]), result.features(offset), check, witness
+                )
+    return answers
 
 
 def _explain_by_deletion(args: argparse.Namespace, net, settings, X, rows) -> list[dict[str, Any]]:
@@ -560,8 +587,7 @@ def _info(args: argparse.Namespace) -> int:
 def _convert(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from ..formats.loaders import format_for_output
-    from ..formats.torch_io import activation_flag
+    from ..formats.loaders import activation_flag, format_for_output
     from ..network import Network
 
     format_for_output(args.output)  # fail on the extension and the path before reading anything

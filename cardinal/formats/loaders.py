@@ -9,7 +9,7 @@ which `Network` assembles. Nothing here runs pickled code (see `cardinal.formats
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +44,6 @@ def _format_of(head: bytes, path: Path) -> str:
 def parse_activations(specs: str | Sequence[str | Activation] | None) -> list[Activation]:
     """Activations for a state_dict: a comma-separated string or a list of `Activation`s or specs
     (`relu`, `leaky_relu:0.1`, `hardtanh:0:1`, `step:0.5`)."""
-    from .torch_io import parse_activation
-
     if specs is None:
         return []
     items = specs.split(",") if isinstance(specs, str) else list(specs)
@@ -90,3 +88,26 @@ def format_for_output(path: str | Path, strict: bool = True) -> str:
     if suffix not in _EXTENSIONS and strict:
         raise InputError(f"{path}: cannot tell the output format from the extension (use .json, .onnx, .pt or .pth)")
     return _EXTENSIONS.get(suffix, "json")
+
+
+def activation_flag(activations: Iterable[Activation]) -> str:
+    """The `--activations` value that reloads a state_dict with these layer activations."""
+    return ",".join(format_activation(activation) for activation in activations)
+
+
+def format_activation(activation: Activation) -> str:
+    """`relu`, `leaky_relu:0.1`, `hardtanh:0.0:1.0`, `step:0.5`: the inverse of `parse_activation`."""
+    return ":".join([activation.name, *(repr(value) for _, value in activation.params)])
+
+
+def parse_activation(spec: str) -> Activation:
+    """`name` or `name:p1[:p2]` with the parameters in the order of `Activation.params`."""
+    name, *values = spec.strip().split(":")
+    defaults = Activation.make(name).params if name else ()
+    if len(values) > len(defaults):
+        raise InputError(f"activation {spec!r}: {name} takes {len(defaults)} parameter(s)")
+    try:
+        numbers = [float(value) for value in values]
+    except ValueError:
+        raise InputError(f"activation {spec!r}: parameters must be numbers") from None
+    return Activation.make(name, **{key: value for (key, _), value in zip(defaults, numbers, strict=False)})

@@ -390,26 +390,3 @@ def torch_bytes(module: nn.Module, state_dict: bool = False) -> bytes:
     buffer = io.BytesIO()
     torch.save(module.state_dict() if state_dict else module, buffer)
     return buffer.getvalue()
-
-
-def activation_flag(activations: Iterable[Activation]) -> str:
-    """The `--activations` value that reloads a state_dict with these layer activations."""
-    return ",".join(format_activation(activation) for activation in activations)
-
-
-def format_activation(activation: Activation) -> str:
-    """`relu`, `leaky_relu:0.1`, `hardtanh:0.0:1.0`, `step:0.5`: the inverse of `parse_activation`."""
-    return ":".join([activation.name, *(repr(value) for _, value in activation.params)])
-
-
-def parse_activation(spec: str) -> Activation:
-    """`name` or `name:p1[:p2]` with the parameters in the order of `Activation.params`."""
-    name, *values = spec.strip().split(":")
-    defaults = Activation.make(name).params if name else ()
-    if len(values) > len(defaults):
-        raise InputError(f"activation {spec!r}: {name} takes {len(defaults)} parameter(s)")
-    try:
-        numbers = [float(value) for value in values]
-    except ValueError:
-        raise InputError(f"activation {spec!r}: parameters must be numbers") from None
-    return Activation.make(name, **{key: value for (key, _), value in zip(defaults, numbers, strict=False)})
