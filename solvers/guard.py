@@ -505,6 +505,7 @@ def zygote_main(descriptor: int, serving: threading.Event) -> None:
     control socket `descriptor`, and reap the children as they end; at the socket's end (the
     caller closed it, or is gone) kill and reap the children left, then exit. Sets `serving` once
     it reads the socket."""
+    torch.get_num_threads()  # load torch here, once, should the core have imported it lazily (`cardinal.lazy`)
     # SIGCHLD only wakes the loop (a byte on `wake`): children are reaped here, between requests,
     # so a pid in `children` is never reaped yet — still ours to signal, not another process's
     wake, woken = os.pipe()
