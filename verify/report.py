@@ -378,7 +378,7 @@ def count_notes(records: list[Record]) -> list[str]:
     if gaps < len(greedy):
         left = Counter(r.verdict.value for r in greedy if r.gap is None)
         notes.append(
-            f"- The greedy gap table and figures count {gaps} explanations, those with a greedy set and a known minimum; "
+            f"- The gap table and figures count {gaps} explanations, those with a greedy set and a known minimum; "
             f"left out: {', '.join(f'{count} {verdict}' for verdict, count in left.most_common())}."
         )
     if len(greedy) < len(records):
