@@ -1,7 +1,10 @@
-"""`cardinal crosscheck`: certify greedy explanations at scale and keep every counterexample.
+"""`cardinal crosscheck`: certify explainers' answers at scale and keep every counterexample.
 
 For each instance of a suite and each kind, greedy runs batched (answers re-checked exactly);
-then each exact solver certifies every answer. One JSON record per explanation goes to
+then each exact solver certifies every answer. With several explainers (`methods`: greedy and
+the deletion explainer, which runs in the worker) each explanation gets one record per explainer
+that applies, all judged on one set of solver calls (`certify_unit`). One JSON record per
+explanation and explainer goes to
 `DIR/records.jsonl` the moment it is finished (flushed and fsynced; a kill loses no finished
 record), greedy-suboptimal and disagreeing instances to `DIR/cases/`, and `DIR/summary.md` plus
 `DIR/figures/` are rebuilt from the records at the end. `--resume` skips finished records.

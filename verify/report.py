@@ -607,42 +607,49 @@ def gap_figure(records: list[Record]) -> Any | None:
 def explainer_figure(records: list[Record]) -> Any | None:
     """For a campaign with the deletion explainer: one panel per family (model), bars per explainer
     and kind counting its answers per gap (answer size − minimum) where the minimum is proved; the
-    legend counts the answers with bounds only (`distance`)."""
+    legend counts the rest of its records: bounds only (`distance`), none_exists, no answer."""
     if not any(record.method == "deletion" for record in records):
         return None
-    series: dict[str, dict[tuple[str, str], list[Distance]]] = defaultdict(lambda: defaultdict(list))
+    series: dict[str, dict[tuple[str, str], list[Record]]] = defaultdict(lambda: defaultdict(list))
     for record in records:
-        found = distance(record)
-        if found is not None and record.method is not None:
-            series[record.family][(record.method, record.kind.value)].append(found)
-    if not series:
-        return None
+        if record.method is not None:
+            series[record.family][(record.method, record.kind.value)].append(record)
     plt = _pyplot()
-    gaps = [d.low for panel in series.values() for found in panel.values() for d in found if d.proved]
+    gaps = [d.low for r in records if (d := distance(r)) is not None and d.proved]
     labels = [str(gap) for gap in range(max(gaps, default=0) + 1)]
     columns = min(2, len(series))
     rows = -(-len(series) // columns)
-    figure, axes = plt.subplots(rows, columns, figsize=(6 * columns, 3.6 * rows), squeeze=False)
+    figure, axes = plt.subplots(rows, columns, figsize=(6 * columns, 3.8 * rows), squeeze=False)
     colours = {"greedy": "C0", "deletion": "C1"}
     for axis, family in zip(axes.flat, sorted(series), strict=False):
         panel = series[family]
         width = 0.8 / len(panel)
-        for number, ((method, kind), found) in enumerate(sorted(panel.items())):
+        for number, ((method, kind), chosen) in enumerate(sorted(panel.items())):
+            found = [d for d in map(distance, chosen) if d is not None]
             counts = Counter(d.low for d in found if d.proved)
             row = [counts.get(gap, 0) for gap in range(len(labels))]
-            bounded = sum(not d.proved for d in found)
+            rest = {
+                "bounds only": sum(not d.proved for d in found),
+                "none_exists": sum(r.verdict == Verdict.NONE_EXISTS for r in chosen),
+            }
+            rest["no answer"] = len(chosen) - len(found) - rest["none_exists"]
+            label = f"{method}, {kind}: {sum(row)} proved" + "".join(f", {c} {what}" for what, c in rest.items() if c)
             positions = [i + (number - (len(panel) - 1) / 2) * width for i in range(len(labels))]
-            label = f"{method}, {kind}: {sum(row)} proved" + (f", {bounded} bounds only" if bounded else "")
             bars = axis.bar(positions, row, width=width, color=colours.get(method, "C2"), label=label,
                             hatch="//" if kind == "abductive" else None, edgecolor="white")  # fmt: skip
             axis.bar_label(bars, labels=[str(c) if c else "" for c in row], fontsize=7, padding=1)
         axis.set_xticks(range(len(labels)), labels)
         axis.set(xlabel="answer size − proved minimum (features)", ylabel="answers", title=family)
-        axis.margins(y=0.15)
-        axis.legend(fontsize=7)
+        axis.yaxis.get_major_locator().set_params(integer=True)
+        axis.set_ylim(0, max(1, axis.get_ylim()[1]) * 1.6)  # room above the bars for the legend
+        axis.legend(fontsize=7, loc="upper right")
     for axis in list(axes.flat)[len(series) :]:
         axis.set_visible(False)
-    figure.suptitle("How far each explainer's answers are from the exact minimum (hatched: abductive)", fontsize=10)
+    figure.suptitle(
+        "How far each explainer's answers are from the exact minimum, where it is proved (hatched: abductive; "
+        "the legend counts the rest)",
+        fontsize=10,
+    )
     return figure
 
 
