@@ -161,3 +161,23 @@ def test_two_answers_one_question_below_the_smaller() -> None:
     assert alone.verdict == Verdict.UNKNOWN
     conflict = judge(problem, GreedyAnswer(None, 0.0), {}, None, [deletion])  # "no AXp" against a valid one
     assert conflict.verdict == Verdict.SOLVER_DISAGREEMENT and conflict.lower is None
+
+
+def test_two_records_with_one_claim_share_one_certificate(tmp_path: Path) -> None:
+    """--proof with both explainers: the records of an explanation whose minimum is proved carry
+    the same certificate entry, made once, written once and accepted by the checker."""
+    monotone = _instances()[0]
+    proofs = tmp_path / "proofs"
+    result = run_campaign("tiny", tmp_path / "run", ("enumerate",), 30.0, instances=[monotone], methods=BOTH, proof=proofs)
+    assert result.rejected_proofs == 0
+    records = read_records(tmp_path / "run" / "records.jsonl")
+    deletion = [r for r in records if r.method == "deletion"]
+    assert deletion and all(r.solvers_from is not None for r in deletion)
+    by_key = {r.key: r for r in records}
+    files = set()
+    for record in deletion:
+        greedy = by_key[record.solvers_from]
+        assert record.proof == greedy.proof and record.proof["file"] is not None and record.proof["accepted"]
+        files.add(record.proof["file"])
+    assert files <= {path.name for path in proofs.glob("*.proof.json")}
+    assert not any(":deletion" in path.name or "_deletion" in path.name for path in proofs.glob("*.proof.json"))
