@@ -81,7 +81,7 @@ def solvers_for(net: Network, solvers: tuple[str, ...]) -> tuple[str, ...]:
 class Unit:
     """One explanation to certify: everything a worker process needs, in plain data (built by keyword)."""
 
-    key: str
+    key: str  # "instance:row:kind": the explanation (its records' keys: `keys`)
     instance: str
     family: str
     activation: str

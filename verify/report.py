@@ -633,7 +633,8 @@ def explainer_figure(records: list[Record]) -> Any | None:
                 "none_exists": sum(r.verdict == Verdict.NONE_EXISTS for r in chosen),
             }
             rest["no answer"] = len(chosen) - len(found) - rest["none_exists"]
-            label = f"{method}, {kind}: {sum(row)} proved" + "".join(f", {c} {what}" for what, c in rest.items() if c)
+            others = "".join(f", {count} {what}" for what, count in rest.items() if count)
+            label = f"{method}, {kind}: {sum(row)} with the minimum proved{others}"
             positions = [i + (number - (len(panel) - 1) / 2) * width for i in range(len(labels))]
             bars = axis.bar(positions, row, width=width, color=colours.get(method, "C2"), label=label,
                             hatch="//" if kind == "abductive" else None, edgecolor="white")  # fmt: skip
