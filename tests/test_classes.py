@@ -349,7 +349,7 @@ def test_campaign_records_of_a_k_class_instance_round_trip(tmp_path: Path) -> No
     instance = Instance("k3", "random", net, X, None, Domain.boolean(net.n_inputs))
     units = units_of(instance, ("enumerate",), 30.0, set())
     with SolverPool(["enumerate"]) as pool:
-        records = [certify_unit(unit, pool)[0] for unit in units]
+        records = [record for unit in units for record, _, _ in certify_unit(unit, pool)]
     for record in records:
         document = json.loads(json.dumps(record.to_json()))
         assert document["threshold"] is None and len(document["output"]) == 3 and document["verdict"] == "exact_only"
@@ -386,7 +386,7 @@ def test_a_k_class_case_file_saves_and_replays(tmp_path: Path) -> None:
     net, x = _cube_instance(1)
     domain = Domain.boolean(net.n_inputs)
     with SolverPool(["enumerate"]) as pool:
-        problem, certificate = certify_input(pool, net, x, "contrastive", domain, None, None, 30.0)
+        problem, (certificate,) = certify_input(pool, net, x, "contrastive", domain, None, (None,), 30.0)
     assert problem is not None and certificate.minimum
     path = case_of(problem, certificate).save(tmp_path)
     case = Case.load(path)

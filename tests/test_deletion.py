@@ -314,8 +314,8 @@ def test_a_deletion_campaign_names_its_method(tmp_path: Path) -> None:
         Instance("classes", "random", classifier, _inputs(classifier, True, 7, count=2), None, Domain.boolean(4)),
     ]
     one, two = tmp_path / "one", tmp_path / "two"
-    run_campaign("tiny", one, ("enumerate",), 30.0, instances=instances, method="deletion")
-    run_campaign("tiny", two, ("enumerate",), 30.0, workers=2, instances=instances, method="deletion")
+    run_campaign("tiny", one, ("enumerate",), 30.0, instances=instances, methods=("deletion",))
+    run_campaign("tiny", two, ("enumerate",), 30.0, workers=2, instances=instances, methods=("deletion",))
     records = read_records(one / "records.jsonl")
     assert len(records) == 8 and {r.method for r in records} == {"deletion"}
     deletion_verdicts = {Verdict.DELETION_MINIMAL, Verdict.DELETION_SUBOPTIMAL, Verdict.NONE_EXISTS}

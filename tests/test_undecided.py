@@ -124,7 +124,7 @@ def test_campaign_records_an_undecided_row(tmp_path: Path) -> None:
         time_limit=10.0,
     )
     with SolverPool(("enumerate",)) as pool:
-        record, case, _ = certify_unit(unit, pool)
+        ((record, case, _),) = certify_unit(unit, pool)
     assert case is None and record.verdict == "undecided" and record.prediction == -1 and not record.certified
     read = Record.from_json(json.loads(json.dumps(record.to_json())))
     assert read.verdict == "undecided" and read.greedy.check == "undecided" and read.gap is None
@@ -158,7 +158,7 @@ def test_campaign_record_beyond_the_double_range_is_json_and_reads_back(tmp_path
     instance = Instance("huge", "test", net, np.array([[1e308, 0.0]]), 0.0, Domain(np.zeros(2), np.full(2, 1e308)), ("contrastive",))
     (unit,) = units_of(instance, ("enumerate",), 10.0, set())
     with SolverPool(("enumerate",)) as pool:
-        record, _, _ = certify_unit(unit, pool)
+        ((record, _, _),) = certify_unit(unit, pool)
     log = JsonLines(tmp_path / "records.jsonl")
     log.append(record.to_json())
     text = (tmp_path / "records.jsonl").read_text()

@@ -1,7 +1,10 @@
-"""`cardinal crosscheck`: certify greedy explanations at scale and keep every counterexample.
+"""`cardinal crosscheck`: certify explainers' answers at scale and keep every counterexample.
 
 For each instance of a suite and each kind, greedy runs batched (answers re-checked exactly);
-then each exact solver certifies every answer. One JSON record per explanation goes to
+then each exact solver certifies every answer. With several explainers (`methods`: greedy and
+the deletion explainer, which runs in the worker) each explanation gets one record per explainer
+that applies, all judged on one set of solver calls (`certify_unit`). One JSON record per
+explanation and explainer goes to
 `DIR/records.jsonl` the moment it is finished (flushed and fsynced; a kill loses no finished
 record), greedy-suboptimal and disagreeing instances to `DIR/cases/`, and `DIR/summary.md` plus
 `DIR/figures/` are rebuilt from the records at the end. `--resume` skips finished records.
@@ -46,13 +49,13 @@ import numpy as np
 from ..errors import InputError
 from ..io import JsonLines, open_folder, open_regular, writing
 from ..network import Network
-from ..problem import Kind, Outcome, Problem, Status, Verdict
+from ..problem import Kind, Method, Outcome, Problem, Status, Verdict
 from ..solvers.guard import start_zygote
 from ..validate import output_directory, output_file
 from .executors import Failed, execute, sigterm_interrupts
 from .instance import Instance
 from .record import GreedyAnswer, Record, read_records
-from .suites import SUITES
+from .suites import SUITE_METHODS, SUITES
 
 if TYPE_CHECKING:
     from .certify import SolverPool
@@ -78,7 +81,7 @@ def solvers_for(net: Network, solvers: tuple[str, ...]) -> tuple[str, ...]:
 class Unit:
     """One explanation to certify: everything a worker process needs, in plain data (built by keyword)."""
 
-    key: str
+    key: str  # "instance:row:kind": the explanation (its records' keys: `keys`)
     instance: str
     family: str
     activation: str
@@ -91,14 +94,34 @@ class Unit:
     row: int
     kind: str
     output: float | tuple[float, ...] | None  # f(x) in float64, or the K outputs; None where it overflows the double range
-    greedy: GreedyAnswer | None  # None: the network is not monotone, or deletion's answer is still to come
+    greedy: GreedyAnswer | None  # greedy's answer where `methods` holds greedy, else None
     solvers: tuple[str, ...]
     time_limit: float
     notes: tuple[str, ...] = ()  # about the whole instance: a prediction constant on the box
     proof: bool = False  # make a certificate of the record's exact "nothing smaller" (`verify.proofs`)
     proof_embed: bool = False  # ... with the network in it
-    method: str = "greedy"  # the explainer: greedy (run batched in the parent) or deletion (run in the worker)
+    # The explainers judged, one record each, on the same solver calls: greedy (run batched in the
+    # parent) and deletion (run in the worker); () makes one record without an explainer (exact_only).
+    methods: tuple[str, ...] = ("greedy",)
     radius: float | None = None  # `domain` is the row's ball of this radius in the instance's box (None: the box)
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The keys of the unit's records, one per explainer of `methods` (or one without)."""
+        return tuple(record_key(self.key, method) for method in self.methods or (None,))
+
+
+def record_key(base: str, method: str | None) -> str:
+    """A record's key: "instance:row:kind" for greedy's record and for one without an explainer,
+    with ":METHOD" added for any other explainer's, so that the records of one explanation under
+    several explainers are told apart (by --resume too) and greedy's keep their old keys."""
+    return base if method in (None, Method.GREEDY) else f"{base}:{method}"
+
+
+def applicable(net: Network, methods: tuple[str, ...]) -> tuple[str, ...]:
+    """The explainers of `methods` that apply to a network: greedy on sign-monotone ones only,
+    deletion on any."""
+    return tuple(method for method in methods if method != Method.GREEDY or net.is_sign_monotone)
 
 
 def units_of(
@@ -108,33 +131,44 @@ def units_of(
     done: set[str],
     proof: bool = False,
     proof_embed: bool = False,
-    method: str = "greedy",
+    methods: tuple[str, ...] = ("greedy",),
 ) -> list[Unit]:
-    """The units of every row and kind of an instance, with greedy's answers (batched, exactly
-    re-checked) when `method` is greedy; deletion's answers are computed by the worker that
-    certifies the unit (`certify_unit`), with its pool's oracle."""
+    """The units of every row and kind of an instance whose records are not all in `done`, each
+    with the explainers of `methods` that apply to the network (`applicable`) and are still to
+    do, and greedy's answers (batched, exactly re-checked) where greedy is one of them;
+    deletion's answers are computed by the worker that certifies the unit (`certify_unit`), with
+    its pool's oracle."""
     from .certify import greedy_answers
     from .settings import constant_note
 
     names = solvers_for(instance.net, solvers)
     constant = constant_note(instance.net, instance.domain, instance.threshold)
     outputs = instance.net.forward(instance.X).numpy()
+    chosen = applicable(instance.net, methods)
+
+    def left(base: str) -> tuple[str, ...] | None:
+        """The explainers still to do for one explanation (() for a record without one), None: nothing."""
+        if not chosen:
+            return None if base in done else ()
+        return tuple(method for method in chosen if record_key(base, method) not in done) or None
+
     units = []
     for kind in instance.kinds:
-        keys = [f"{instance.id}:{row}:{kind}" for row in range(len(instance.X))]
-        if all(key in done for key in keys):
+        bases = [f"{instance.id}:{row}:{kind}" for row in range(len(instance.X))]
+        todo = [left(base) for base in bases]
+        if all(row_left is None for row_left in todo):
             continue
         answers = (
             greedy_answers(instance.net, instance.X, kind, instance.domain, instance.threshold, instance.radius)[1]
-            if instance.net.is_sign_monotone and method == "greedy"
+            if any(row_left and Method.GREEDY in row_left for row_left in todo)
             else [None] * len(instance.X)
         )
-        for row, (key, answer) in enumerate(zip(keys, answers, strict=True)):
-            if key in done:
+        for row, (base, methods_left, answer) in enumerate(zip(bases, todo, answers, strict=True)):
+            if methods_left is None:
                 continue
             units.append(
                 Unit(
-                    key=key,
+                    key=base,
                     instance=instance.id,
                     family=instance.family,
                     activation=instance.activation,
@@ -148,13 +182,13 @@ def units_of(
                     row=row,
                     kind=kind,
                     output=_finite(outputs[row]),
-                    greedy=answer,
+                    greedy=answer if Method.GREEDY in methods_left else None,
                     solvers=names,
                     time_limit=time_limit,
                     notes=(constant,) if constant else (),
                     proof=proof,
                     proof_embed=proof_embed,
-                    method=method,
+                    methods=methods_left,
                 )
             )
     return units
@@ -164,10 +198,17 @@ def units_of(
 _POOL = None
 
 
-def certify_unit(unit: Unit, pool: SolverPool | _FailedCalls | None = None) -> tuple[Record, dict[str, Any] | None, str | None]:
-    """Certify one unit: its record, its case file document when it is worth keeping, and with
-    `unit.proof` the JSON text of its certificate when one was made (the record's `proof` entry
-    names its file). `pool`: the solvers to run (default: this process's pool of `unit.solvers`)."""
+Certified = tuple[Record, dict[str, Any] | None, str | None]  # a record, its case document, its certificate's text
+
+
+def certify_unit(unit: Unit, pool: SolverPool | _FailedCalls | None = None) -> list[Certified]:
+    """Certify one unit: per explainer of `unit.methods` (one entry without any), its record,
+    its case file document when it is worth keeping, and with `unit.proof` the JSON text of its
+    certificate when one was made (the record's `proof` entry names its file; records of the unit
+    with the same claim share one certificate, made once). The solvers run once for the unit and
+    every explainer's answer is judged on their outcomes (`certify.certify_answers`); the records
+    after the first name the first in `solvers_from`. `pool`: the solvers to run (default: this
+    process's pool of `unit.solvers`)."""
     from ..domain import Domain
     from ..network import Network
     from ..solvers.proof import certificate_file
@@ -182,50 +223,66 @@ def certify_unit(unit: Unit, pool: SolverPool | _FailedCalls | None = None) -> t
     net = Network.from_json(unit.network)
     domain = Domain.from_json(unit.domain)
     pool = pool or _POOL
-    answer = unit.greedy
-    if unit.method == "deletion" and isinstance(pool, SolverPool):  # a failed unit (`_FailedCalls`) has no oracle
-        x = np.array(unit.x)[None, :]
-        answer = deletion_answers(net, x, unit.kind, domain, unit.threshold, pool.oracle, unit.time_limit)[1][0]
-    problem, certificate = certify_input(
-        pool, net, np.array(unit.x), unit.kind, domain, unit.threshold, answer, unit.time_limit, unit.row
+    answers: list[GreedyAnswer | None] = []
+    for method in unit.methods or (None,):
+        if method == Method.DELETION:
+            if isinstance(pool, SolverPool):
+                x = np.array(unit.x)[None, :]
+                answers.append(deletion_answers(net, x, unit.kind, domain, unit.threshold, pool.oracle, unit.time_limit)[1][0])
+            else:  # a failed unit (`_FailedCalls`) has no oracle: no answer, no evidence
+                answers.append(GreedyAnswer(None, 0.0, "undecided", method=Method.DELETION.value))
+        else:
+            answers.append(unit.greedy if method == Method.GREEDY else None)
+    problem, certificates = certify_input(
+        pool, net, np.array(unit.x), unit.kind, domain, unit.threshold, answers, unit.time_limit, unit.row
     )
-    suboptimal = problem is not None and certificate.verdict == Verdict.GREEDY_SUBOPTIMAL
-    written = None
-    if unit.proof:
-        written = Written({"file": None, "reason": "p(x) is undecided"})
-        if problem is not None:
-            claim = claim_of(problem, certificate.verdict, certificate.minimum, certificate.minimum_proved)
-            written = make(problem, *claim, certificate_file(unit.key), unit.time_limit, unit.proof_embed)
-    record = Record(
-        key=unit.key,
-        instance=unit.instance,
-        family=unit.family,
-        activation=unit.activation,
-        network_hash=unit.network_hash,
-        n=len(unit.x),
-        widths=unit.widths,
-        row=unit.row,
-        kind=Kind(unit.kind),
-        threshold=unit.threshold,
-        prediction=certificate.prediction,
-        output=unit.output,
-        greedy=certificate.greedy,
-        solvers=certificate.solvers,
-        verdict=certificate.verdict,
-        certified=certificate.certified,
-        minimum=certificate.minimum,
-        minimum_proved=certificate.minimum_proved,
-        gap=certificate.gap,
-        tie_decided=tie_decided(problem, certificate.greedy.features) if suboptimal else None,
-        notes=(*unit.notes, *certificate.notes),
-        minimum_witness=certificate.minimum_witness,
-        proof=None if written is None else written.entry,
-        radius=unit.radius,
-    )
-    case = None
-    if problem is not None and certificate.verdict in (Verdict.GREEDY_SUBOPTIMAL, Verdict.SOLVER_DISAGREEMENT):
-        case = case_of(problem, certificate, note=f"crosscheck {unit.key}").to_json()
-    return record, case, None if written is None else written.text
+    results: list[Certified] = []
+    made: dict[tuple[int | None, str], Written] = {}  # claim → its certificate, made once per unit
+    first = unit.keys[0]
+    for key, certificate in zip(unit.keys, certificates, strict=True):
+        suboptimal = problem is not None and certificate.verdict == Verdict.GREEDY_SUBOPTIMAL
+        written, text = None, None
+        if unit.proof:
+            written = Written({"file": None, "reason": "p(x) is undecided"})
+            if problem is not None:
+                claim = claim_of(problem, certificate.verdict, certificate.minimum, certificate.minimum_proved)
+                if claim not in made:
+                    made[claim] = make(problem, *claim, certificate_file(key), unit.time_limit, unit.proof_embed)
+                    text = made[claim].text
+                written = made[claim]
+        record = Record(
+            key=key,
+            instance=unit.instance,
+            family=unit.family,
+            activation=unit.activation,
+            network_hash=unit.network_hash,
+            n=len(unit.x),
+            widths=unit.widths,
+            row=unit.row,
+            kind=Kind(unit.kind),
+            threshold=unit.threshold,
+            prediction=certificate.prediction,
+            output=unit.output,
+            greedy=certificate.greedy,
+            solvers=certificate.solvers,
+            verdict=certificate.verdict,
+            certified=certificate.certified,
+            minimum=certificate.minimum,
+            minimum_proved=certificate.minimum_proved,
+            gap=certificate.gap,
+            tie_decided=tie_decided(problem, certificate.greedy.features) if suboptimal else None,
+            notes=(*unit.notes, *certificate.notes),
+            minimum_witness=certificate.minimum_witness,
+            proof=None if written is None else written.entry,
+            radius=unit.radius,
+            minimum_lower=certificate.minimum_lower,
+            solvers_from=None if key == first or not certificate.solvers else first,
+        )
+        case = None
+        if problem is not None and certificate.verdict in (Verdict.GREEDY_SUBOPTIMAL, Verdict.SOLVER_DISAGREEMENT):
+            case = case_of(problem, certificate, note=f"crosscheck {key}").to_json()
+        results.append((record, case, text))
+    return results
 
 
 # ---------------------------------------------------------------------------- parent side
@@ -257,11 +314,13 @@ def run_campaign(
     address: str | None = None,
     proof: Path | None = None,
     proof_embed: bool = False,
-    method: str = "greedy",
+    methods: tuple[str, ...] | None = None,
     radius: float | None = None,
 ) -> CampaignResult:
-    """Run a suite (or the given instances) into `out`; see the module docstring. `method`: the
-    explainer whose answers are certified (greedy or deletion).
+    """Run a suite (or the given instances) into `out`; see the module docstring. `methods`: the
+    explainers whose answers are certified (greedy, deletion, or both: one record each where it
+    applies, judged on the same solver calls; `units_of`); None: the suite's own
+    (`suites.SUITE_METHODS`, greedy unless named there).
 
     `proof`: a folder for the certificates of the records' exact "nothing smaller" claims
     (`verify.proofs`; with `proof_embed` each holds its network, else `networks/SHA256.json`
@@ -278,6 +337,7 @@ def run_campaign(
     """
     if suite not in SUITES and instances is None:
         raise InputError(f"unknown suite {suite!r} (use {', '.join(SUITES)})")
+    methods = SUITE_METHODS.get(suite, (Method.GREEDY.value,)) if methods is None else methods
     _check_folder(out)
     _refuse_if_in_use(out)
     log = JsonLines(out / "records.jsonl")
@@ -292,7 +352,7 @@ def run_campaign(
                     chosen = (replace(i, id=f"{i.id}@r{radius:g}", radius=radius) for i in chosen)
                 return _run(
                     suite, out, log, done, solvers, time_limit, workers, progress, chosen, announce, executor, address,
-                    proof, proof_embed, method,
+                    proof, proof_embed, methods,
                 )  # fmt: skip
             finally:
                 _close_pool()
@@ -318,7 +378,7 @@ def _run(
     address: str | None = None,
     proof: Path | None = None,
     proof_embed: bool = False,
-    method: str = "greedy",
+    methods: tuple[str, ...] = ("greedy",),
 ) -> CampaignResult:
     started = time.perf_counter()
     if workers <= 1 and executor == "local":
@@ -326,30 +386,32 @@ def _run(
     units = [
         unit
         for instance in instances
-        for unit in units_of(instance, solvers, time_limit, done, proof is not None, proof_embed, method)
+        for unit in units_of(instance, solvers, time_limit, done, proof is not None, proof_embed, methods)
     ]
     networks: dict[str, Network] = {}
+    total = sum(len(unit.keys) for unit in units)
     if announce is not None:
-        announce(len(units))
+        announce(total)
     new = cases = 0
     interrupted = False
     try:
-        for unit, (record, case, certificate) in _execute(units, workers, executor, address):
-            # The certificate and case files first: a record in the log is finished work that --resume skips.
-            if certificate is not None and proof is not None and record.proof is not None:
-                from ..solvers.proof import write_certificate
+        for unit, results in _execute(units, workers, executor, address):
+            for record, case, certificate in results:
+                # The certificate and case files first: a record in the log is finished work that --resume skips.
+                if certificate is not None and proof is not None and record.proof is not None:
+                    from ..solvers.proof import write_certificate
 
-                network = networks.setdefault(unit.instance, Network.from_json(unit.network))
-                write_certificate(certificate, proof / record.proof["file"], None if proof_embed else network, root=proof)
-            if case is not None:
-                from .cases import Case
+                    network = networks.setdefault(unit.instance, Network.from_json(unit.network))
+                    write_certificate(certificate, proof / record.proof["file"], None if proof_embed else network, root=proof)
+                if case is not None:
+                    from .cases import Case
 
-                Case.from_json(case).save(out / "cases", root=out)
-                cases += 1
-            log.append(record.to_json())
-            new += 1
-            if progress is not None:
-                progress(new, len(units), record.key)
+                    Case.from_json(case).save(out / "cases", root=out)
+                    cases += 1
+                log.append(record.to_json())
+                new += 1
+                if progress is not None:
+                    progress(new, total, record.key)
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the summary of what is finished, then out
         interrupted = True
     from .report import write_report
@@ -457,9 +519,9 @@ def _close_pool() -> None:
 
 
 def _execute(units: list[Unit], workers: int, executor: str = "local", address: str | None = None):
-    """Yield (unit, (record, case, certificate)) as units finish (`executors.execute`): in order
+    """Yield (unit, `certify_unit`'s results) as units finish (`executors.execute`): in order
     with one local worker, as completed otherwise. A unit whose task failed (`Failed`: it raised, or on Ray its worker
-    died on every try) gets the record of a certification in which every solver call ended in
+    died on every try) gets the records of a certification in which every solver call ended in
     `error` with the reason, built here in the driver."""
     for unit, result in execute(certify_unit, units, workers, executor, address):
         yield unit, certify_unit(unit, _FailedCalls(unit.solvers, result.message)) if isinstance(result, Failed) else result

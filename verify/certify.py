@@ -34,7 +34,7 @@ import contextlib
 import itertools
 import math
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -65,6 +65,7 @@ class Judgement:
     minimum_proved: bool
     outcomes: dict[str, Outcome]
     notes: tuple[str, ...] = ()
+    lower: int | None = None  # an exact lower bound on the minimum's size (None: none may exist, or conflicting evidence)
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,7 @@ class Certificate:
     minimum_proved: bool = False  # an exact proof that nothing smaller exists (else `minimum` is an upper bound)
     classes: int = 1  # K, the network's outputs (the prediction is a class index when K ≥ 2)
     proof: dict[str, Any] | None = None  # with `--proof`: the certificate's entry (`verify.proofs`)
+    minimum_lower: int | None = None  # an exact lower bound on the minimum's size (= its size when `minimum_proved`)
 
     @property
     def gap(self) -> int | None:
@@ -302,33 +304,55 @@ def certify_row(
     time_limit: float,
     row: int = 0,
 ) -> Certificate:
-    """Run every solver on one problem and judge the explainer's answer (None: no explainer ran,
-    e.g. greedy on a non-monotone network). The solvers are asked for a set smaller than the
-    answer, or for the minimum when there is no answer decided in exact arithmetic."""
-    decided = greedy is not None and greedy.check != "undecided" and greedy.features is not None
-    at_most = len(greedy.features) - 1 if decided else None
+    """`certify_answers` for one explainer's answer (None: no explainer ran, e.g. greedy on a
+    non-monotone network)."""
+    return certify_answers(pool, problem, (greedy,), time_limit, row)[0]
+
+
+def certify_answers(
+    pool: SolverPool,
+    problem: Problem,
+    answers: Sequence[GreedyAnswer | None],
+    time_limit: float,
+    row: int = 0,
+) -> list[Certificate]:
+    """Run every solver on one problem once and judge each of `answers` (one per explainer; None:
+    no explainer ran) against the same evidence: one certificate per answer, in order. The
+    solvers are asked for a set smaller than the smallest answer decided in exact arithmetic, or
+    for the minimum when there is none; each answer is judged with the other answers' exactly
+    checked sets as evidence too (`judge`'s `others`), since the minimum does not depend on the
+    explainer."""
+    sizes = [len(a.features) for a in answers if a is not None and a.check != "undecided" and a.features is not None]
+    at_most = min(sizes) - 1 if sizes else None
     if at_most == -1:  # an empty AXp: nothing can be smaller
-        outcomes, notes = {}, ["empty abductive explanation: minimal by definition"]
+        outcomes, shared = {}, ["empty abductive explanation: minimal by definition"]
     else:
-        outcomes, notes = pool.solve(problem, at_most, time_limit)
-    judgement = judge(problem, greedy, outcomes, at_most)
-    notes += [f"{name}: {outcome.message}" for name, outcome in judgement.outcomes.items() if outcome.message]
-    undecided = judgement.verdict in (Verdict.UNKNOWN, Verdict.UNDECIDED, Verdict.EXACT_ONLY)
-    if undecided and not judgement.certified and not judgement.minimum_proved:
-        notes.append(left_open(problem.kind, at_most, judgement.outcomes, time_limit))
-    return Certificate(
-        row,
-        problem.kind,
-        problem.prediction,
-        greedy,
-        judgement.outcomes,
-        judgement.verdict,
-        judgement.certified,
-        judgement.minimum,
-        (*notes, *judgement.notes),
-        judgement.minimum_proved,
-        problem.classes,
-    )
+        outcomes, shared = pool.solve(problem, at_most, time_limit)
+    certificates = []
+    for index, greedy in enumerate(answers):
+        others = [a for j, a in enumerate(answers) if j != index and a is not None]
+        judgement = judge(problem, greedy, outcomes, at_most, others)
+        notes = [*shared, *(f"{name}: {o.message}" for name, o in judgement.outcomes.items() if o.message)]
+        undecided = judgement.verdict in (Verdict.UNKNOWN, Verdict.UNDECIDED, Verdict.EXACT_ONLY)
+        if undecided and not judgement.certified and not judgement.minimum_proved:
+            notes.append(left_open(problem.kind, at_most, judgement.outcomes, time_limit))
+        certificates.append(
+            Certificate(
+                row,
+                problem.kind,
+                problem.prediction,
+                greedy,
+                judgement.outcomes,
+                judgement.verdict,
+                judgement.certified,
+                judgement.minimum,
+                (*notes, *judgement.notes),
+                judgement.minimum_proved,
+                problem.classes,
+                minimum_lower=judgement.lower,
+            )
+        )
+    return certificates
 
 
 def left_open(kind: str, at_most: int | None, outcomes: dict[str, Outcome], time_limit: float) -> str:
@@ -356,41 +380,50 @@ def certify_input(
     kind: str,
     domain: Domain,
     threshold: float | None,
-    greedy: GreedyAnswer | None,
+    answers: Sequence[GreedyAnswer | None],
     time_limit: float,
     row: int = 0,
     epsilon: float = DEFAULT_EPSILON,
-) -> tuple[Problem | None, Certificate]:
-    """`certify_row` for the input x [n]: its problem and certificate. An input whose prediction
-    exact arithmetic cannot decide is valid input, not an error: it gets the verdict `undecided`
-    (prediction −1, no solver run) and the problem None."""
+) -> tuple[Problem | None, list[Certificate]]:
+    """`certify_answers` for the input x [n]: its problem and one certificate per answer. An
+    input whose prediction exact arithmetic cannot decide is valid input, not an error: each
+    answer gets the verdict `undecided` (prediction −1, no solver run) and the problem is None."""
     try:
         problem = Problem.make(net, x, kind, domain, threshold, epsilon)
     except UndecidedPrediction as reason:
-        return None, Certificate(
-            row, kind, -1, greedy, {}, Verdict.UNDECIDED, False, notes=(str(reason),), classes=net.n_outputs
-        )
-    return problem, certify_row(pool, problem, greedy, time_limit, row)
+        return None, [
+            Certificate(row, kind, -1, answer, {}, Verdict.UNDECIDED, False, notes=(str(reason),), classes=net.n_outputs)
+            for answer in answers
+        ]
+    return problem, certify_answers(pool, problem, answers, time_limit, row)
 
 
-def judge(problem: Problem, greedy: GreedyAnswer | None, outcomes: dict[str, Outcome], at_most: int | None) -> Judgement:
+def judge(
+    problem: Problem,
+    greedy: GreedyAnswer | None,
+    outcomes: dict[str, Outcome],
+    at_most: int | None,
+    others: Sequence[GreedyAnswer] = (),
+) -> Judgement:
     """The greedy verdict and the solvers' agreement for one row (module docstring). `greedy`:
     None on a non-monotone network, its `features` None when no CXp exists; `at_most`: the bound
-    the solvers were asked (None: the minimum). A greedy answer that exact arithmetic left
+    the solvers were asked (None: the minimum); `others`: the answers of the other explainers
+    judged on the same calls (`certify_answers`), whose exactly checked sets and "no CXp" are
+    evidence as the solvers' are. A greedy answer that exact arithmetic left
     undecided (`check` undecided) is no evidence: the verdict is `undecided`, never certified,
     and `minimum` comes from the solvers alone."""
     notes: list[str] = []
     trusted = greedy is not None and greedy.check != "undecided"
+    evidence = [a for a in (greedy, *others) if a is not None and a.check != "undecided"]
     valid = {name: o.solution for name, o in outcomes.items() if o.status in (Status.OPTIMAL, Status.FEASIBLE) and o.replayed}
-    sets = [s for s in valid.values() if s is not None]
-    if trusted and greedy.features is not None:
-        sets.append(greedy.features)
+    sets = [s for s in valid.values() if s is not None] + [a.features for a in evidence if a.features is not None]
     smallest = min(sets, key=lambda s: (len(s), s)) if sets else None
     # Exact lower bounds: "no explanation has fewer than L features", by source.
     lower: dict[str, int] = {"definition": 1 if problem.kind == "contrastive" else 0}
-    if trusted and greedy.features:
-        lower[greedy.method] = 1  # exact: the empty set is no explanation (greedy: p(x') ≠ p(x); deletion: subset-minimal)
-    impossible = [greedy.method] if trusted and greedy.features is None else []  # exact: no explanation exists
+    for answer in evidence:
+        if answer.features:
+            lower[answer.method] = 1  # exact: the empty set is no explanation (greedy: p(x') ≠ p(x); deletion: subset-minimal)
+    impossible = [a.method for a in evidence if a.features is None]  # exact: no explanation exists
     # an exact backend's claim that failed the exact check is a bug, not a float error
     conflicts = [f"{name} refuted: {o.message}" for name, o in outcomes.items() if o.exact and o.status == Status.REFUTED]
     for name, o in outcomes.items():
@@ -409,6 +442,7 @@ def judge(problem: Problem, greedy: GreedyAnswer | None, outcomes: dict[str, Out
         conflicts += [f"{name} proves no explanation exists, but {list(smallest)} holds" for name in impossible]
     outcomes = {name: _contradicted(o, smallest, at_most) for name, o in outcomes.items()}
     floor = max(lower.values())
+    bound = floor if smallest is not None or (not impossible and floor <= problem.n) else None
     if conflicts:
         return Judgement(
             Verdict.SOLVER_DISAGREEMENT,
@@ -430,13 +464,12 @@ def judge(problem: Problem, greedy: GreedyAnswer | None, outcomes: dict[str, Out
                 else "the deletion explainer gave no answer: a step was undecided (a limit, or a network its exact "
                 "engines cannot decide); the solvers give the minimum alone"
             )
-            return Judgement(Verdict.UNDECIDED, False, smallest, proved, outcomes, tuple(notes))
-        return Judgement(
-            Verdict.EXACT_ONLY, proved or (smallest is None and bool(impossible)), smallest, proved, outcomes, tuple(notes)
-        )
+            return Judgement(Verdict.UNDECIDED, False, smallest, proved, outcomes, tuple(notes), bound)
+        certified = proved or (smallest is None and bool(impossible))
+        return Judgement(Verdict.EXACT_ONLY, certified, smallest, proved, outcomes, tuple(notes), bound)
     minimal, suboptimal = _VERDICTS[Method(greedy.method)]
     if greedy.features == ():
-        return Judgement(minimal, True, (), True, outcomes, tuple(notes))
+        return Judgement(minimal, True, (), True, outcomes, tuple(notes), 0)
     if greedy.features is None:
         return Judgement(Verdict.NONE_EXISTS, True, None, False, outcomes, tuple(notes))
     size = len(greedy.features)
@@ -448,8 +481,8 @@ def judge(problem: Problem, greedy: GreedyAnswer | None, outcomes: dict[str, Out
         verdict, certified = minimal, False
         notes.append("only a float MILP says nothing smaller exists: not certified")
     else:
-        return Judgement(Verdict.UNKNOWN, False, None, False, outcomes, tuple(notes))
-    return Judgement(verdict, certified, smallest, proved, outcomes, tuple(notes))
+        return Judgement(Verdict.UNKNOWN, False, None, False, outcomes, tuple(notes), bound)
+    return Judgement(verdict, certified, smallest, proved, outcomes, tuple(notes), bound)
 
 
 _VERDICTS = {  # method → its (minimal, suboptimal) verdicts
@@ -495,7 +528,7 @@ def certify(
     with SolverPool(solvers, first_proof=default) as pool:  # made first: its solver processes start while greedy runs
         answers = explainer_answers(Method(method).value, pool, net, X, kind, domain, threshold, time_limit, radius)
         return [
-            certify_input(pool, net, x, kind, box, threshold, answer, time_limit, row, epsilon)[1]
+            certify_input(pool, net, x, kind, box, threshold, (answer,), time_limit, row, epsilon)[1][0]
             for row, (x, answer) in enumerate(zip(X, answers, strict=True))
             for box in [domain if radius is None else domain.ball(x, radius)]
         ]

@@ -37,6 +37,16 @@ if TYPE_CHECKING:
 KIND_CHOICES = ("contrastive", "abductive", "both")
 METHOD_CHOICES = ("greedy", "deletion")
 MAX_WORKERS = 4 * (os.cpu_count() or 1)
+
+
+def method_list(text: str) -> tuple[str, ...]:
+    """argparse type of crosscheck's --method: explainers of `METHOD_CHOICES`, comma-separated,
+    in order, each once ("greedy,deletion")."""
+    names = tuple(dict.fromkeys(name.strip() for name in text.split(",")))
+    for name in names:
+        if name not in METHOD_CHOICES:
+            raise argparse.ArgumentTypeError(f"invalid choice: {name!r} (choose from {', '.join(METHOD_CHOICES)}, or a list)")
+    return names
 MAX_HUNT_FEATURES = 20  # hunt certifies by exhaustive enumeration
 
 
@@ -370,8 +380,8 @@ def _certify(args: argparse.Namespace) -> int:
         for kind in _kinds(args):
             answers = explainer_answers(args.method, pool, net, X, kind, domain, threshold, args.time_limit, settings.radius)
             for row, x, answer in zip(rows, X, answers, strict=True):
-                problem, certificate = certify_input(
-                    pool, net, x, kind, settings.box(x), threshold, answer, args.time_limit, row, args.epsilon
+                problem, (certificate,) = certify_input(
+                    pool, net, x, kind, settings.box(x), threshold, (answer,), args.time_limit, row, args.epsilon
                 )
                 if proofs is not None and problem is not None:
                     claim = claim_of(problem, certificate.verdict, certificate.minimum, certificate.minimum_proved)
@@ -676,7 +686,7 @@ def _crosscheck(args: argparse.Namespace) -> int:
             address=args.address,
             proof=proof,
             proof_embed=args.proof_embed,
-            method=args.method,
+            methods=args.method,
             radius=args.radius,
         )
     finally:
@@ -1189,10 +1199,11 @@ def _add_crosscheck(commands: argparse._SubParsersAction, problem: argparse.Argu
     )
     crosscheck.add_argument(
         "--method",
-        choices=METHOD_CHOICES,
-        default="greedy",
-        help="the explainer to certify: greedy (default: sign-monotone networks, the solvers alone elsewhere) or deletion "
-        "(any network); the records name it in `method`",
+        type=method_list,
+        help="the explainers to certify, comma-separated: greedy (sign-monotone networks; the solvers alone where no "
+        "explainer applies), deletion (any network), or greedy,deletion (one record each where it applies, judged on "
+        "the same solver calls); the records name it in `method`. Default: greedy, and greedy,deletion for the "
+        "classifiers suite",
     )
     crosscheck.add_argument("--time-limit", type=seconds, default=10.0, help="seconds per solver call (default 10)")
     crosscheck.add_argument(

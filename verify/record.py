@@ -4,8 +4,8 @@
 In the style of OR-Tools MathOpt's `result.py`: a frozen dataclass whose enums (`Kind`, `Verdict`,
 and the `Status` of each solver's `Outcome`) are defined once in `cardinal.problem`, with
 `to_json` / `from_json`. `from_json` checks every field it reads and names the line and field of
-a bad one; fields added after the first campaigns (`refuted`, `tie_decided`, `notes`) are
-optional, so records written by older versions still load.
+a bad one; fields added after the first campaigns (`refuted`, `tie_decided`, `notes`,
+`minimum_lower`, `solvers_from`, ...) are optional, so records written by older versions still load.
 """
 
 from __future__ import annotations
@@ -81,6 +81,8 @@ class Record:
     minimum_witness: tuple[float, ...] | None = None  # for a contrastive minimum: the point that shows it
     proof: dict[str, Any] | None = None  # with --proof: the certificate's entry (`verify.proofs`)
     radius: float | None = None  # the row ranged over its ball of this radius in the instance's box (None: the box)
+    minimum_lower: int | None = None  # an exact lower bound on the minimum's size (= its size when `minimum_proved`)
+    solvers_from: str | None = None  # the key of the record whose solver calls `solvers` are (judged for both explainers)
 
     @property
     def margin(self) -> float | None:
@@ -131,6 +133,7 @@ class Record:
             "tie_decided": self.tie_decided,
             "notes": list(self.notes),
             **({} if self.proof is None else {"proof": self.proof}),
+            **({} if self.solvers_from is None else {"solvers_from": self.solvers_from}),
         }
 
     @classmethod
@@ -173,6 +176,8 @@ class Record:
             minimum_witness=_witness(document.get("minimum_witness"), f"{where}: minimum_witness"),
             proof=_proof(document.get("proof"), f"{where}: proof"),
             radius=None if document.get("radius") is None else read.number("radius"),
+            minimum_lower=None if document.get("minimum_lower") is None else read.integer("minimum_lower"),
+            solvers_from=None if document.get("solvers_from") is None else read.string("solvers_from"),
         )
 
 
@@ -199,7 +204,9 @@ def verdict_fields(result: Any) -> dict[str, Any]:
     greedy or deletion, null when none ran; the answer in `greedy`, `greedy_exists`,
     `greedy_check`), each solver's outcome and the verdict with its evidence (`result` is a
     `Certificate` or a `Record`);
-    `minimum_witness` is the point that shows a contrastive minimum (null for an AXp)."""
+    `minimum_witness` is the point that shows a contrastive minimum (null for an AXp);
+    `minimum_lower` an exact lower bound on the minimum's size (its size where `minimum_proved`;
+    null where no explanation may exist or the evidence conflicts)."""
     greedy = result.greedy
     return {
         "method": None if greedy is None else greedy.method,
@@ -212,6 +219,7 @@ def verdict_fields(result: Any) -> dict[str, Any]:
         "minimum": None if result.minimum is None else list(result.minimum),
         "minimum_witness": None if result.minimum_witness is None else list(result.minimum_witness),
         "minimum_proved": result.minimum_proved,
+        "minimum_lower": result.minimum_lower,
         "gap": result.gap,
         "refuted": list(result.refuted),
     }

@@ -14,6 +14,7 @@ import statistics
 import textwrap
 from collections import Counter, defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +77,13 @@ def share(part: int, total: int, decimals: int = 0) -> str:
     return f"{percent:.{decimals}f}%"
 
 
+def solver_calls(records: list[Record]) -> list[Record]:
+    """The records whose `solvers` are calls of their own, so that each call counts once: a record
+    judged on another record's calls (`solvers_from`: a second explainer of the same explanation)
+    is left out."""
+    return [record for record in records if record.solvers_from is None]
+
+
 def verdict_table(records: list[Record]) -> list[list[Any]]:
     groups: dict[tuple[str, str, str], Counter] = defaultdict(Counter)
     certified: Counter = Counter()
@@ -111,14 +119,85 @@ def _gap_bins(records: list[Record], group_of: Callable[[Record], str]) -> tuple
 
 def gap_table(records: list[Record]) -> tuple[list[str], list[list[Any]]]:
     """Headers and rows: per family / activation, explanations per greedy-gap bin."""
-    labels, counts = _gap_bins(records, lambda r: f"{r.family} / {r.activation}")
+    labels, counts = _gap_bins(greedy_records(records), lambda r: f"{r.family} / {r.activation}")
     return ["family / activation", *(f"gap {label}" for label in labels)], [[group, *row] for group, row in counts.items()]
+
+
+@dataclass(frozen=True)
+class Distance:
+    """How far one explainer's answer of size g is from the minimum, in exact evidence: the gap
+    g − minimum lies in [low, high]; `proved` when the minimum is (then low = high)."""
+
+    low: int
+    high: int
+    proved: bool
+
+
+def distance(record: Record) -> Distance | None:
+    """The gap interval of a record whose explainer gave a set decided in exact arithmetic and
+    whose evidence does not conflict; None otherwise (no explainer, no set, undecided). Upper end
+    of the minimum: the smallest exactly valid set known (the answer itself at worst); lower end:
+    `minimum_lower` (else the definition's: 1 for a CXp, 0 for an AXp)."""
+    answer = record.greedy
+    if answer is None or answer.features is None or record.verdict in (Verdict.UNDECIDED, Verdict.SOLVER_DISAGREEMENT):
+        return None
+    size = len(answer.features)
+    upper = size if record.minimum is None else min(size, len(record.minimum))
+    lower = record.minimum_lower if record.minimum_lower is not None else int(record.kind == "contrastive")
+    if record.minimum_proved and record.minimum is not None:
+        return Distance(size - upper, size - upper, True)
+    return Distance(size - upper, max(size - upper, size - lower), False)
+
+
+def explainer_table(records: list[Record]) -> tuple[list[str], list[list[Any]]]:
+    """Headers and rows: per family (model), kind and explainer, how often its answer is a proved
+    minimum, the gaps (answer size − minimum) where the minimum is proved, and the gap intervals
+    where only bounds are known (`distance`)."""
+    groups: dict[tuple[str, str, str], list[Record]] = defaultdict(list)
+    for record in records:
+        if record.method is not None:
+            groups[(record.family, record.kind.value, record.method)].append(record)
+    rows = []
+    for (family, kind, method), chosen in sorted(groups.items()):
+        distances = [d for d in map(distance, chosen) if d is not None]
+        proved = [d.low for d in distances if d.proved]
+        bounded = Counter((d.low, d.high) for d in distances if not d.proved)
+        none = sum(r.verdict == Verdict.NONE_EXISTS for r in chosen)
+        rows.append(
+            [
+                family,
+                kind,
+                method,
+                len(chosen),
+                len(distances),
+                f"{proved.count(0)} ({share(proved.count(0), len(distances))})" if distances else "–",
+                ", ".join(f"{gap}: {count}" for gap, count in sorted(Counter(proved).items())) or "–",
+                f"{statistics.mean(proved):.2f}" if proved else "–",
+                ", ".join(f"[{low}, {high}]: {count}" for (low, high), count in sorted(bounded.items())) or "–",
+                none,
+                len(chosen) - len(distances) - none,
+            ]
+        )
+    headers = [
+        "model",
+        "kind",
+        "explainer",
+        "records",
+        "answers",
+        "a proved minimum",
+        "gap where the minimum is proved (gap: count)",
+        "mean gap (proved)",
+        "gap bounds only ([low, high]: count)",
+        "none_exists",
+        "no answer or conflict",
+    ]
+    return headers, rows
 
 
 def runtime_table(records: list[Record]) -> list[list[Any]]:
     times: dict[str, list[float]] = defaultdict(list)
     statuses: dict[str, Counter] = defaultdict(Counter)
-    for record in records:
+    for record in solver_calls(records):
         for name, outcome in record.solvers.items():
             times[name].append(outcome.seconds)
             statuses[name][outcome.status.value] += 1
@@ -127,10 +206,17 @@ def runtime_table(records: list[Record]) -> list[list[Any]]:
         values = times[name]
         status_text = ", ".join(f"{status} {count}" for status, count in statuses[name].most_common())
         rows.append([name, len(values), *_milliseconds(values, ".1f"), status_text])
-    greedy = [record.greedy.seconds for record in records if record.greedy is not None and record.greedy.features is not None]
-    if greedy:
-        rows.append(["greedy (batched, per row)", len(greedy), *_milliseconds(greedy, ".2f"), ""])
+    for method, label in EXPLAINER_TIMES.items():
+        answered = [r.greedy.seconds for r in records if r.method == method and r.greedy and r.greedy.features is not None]
+        if answered:
+            rows.append([label, len(answered), *_milliseconds(answered, ".2f"), ""])
     return rows
+
+
+EXPLAINER_TIMES = {  # method → its row in the runtime table
+    "greedy": "greedy (batched, per row)",
+    "deletion": "deletion (per row, its exact questions included)",
+}
 
 
 def _milliseconds(values: list[float], style: str) -> list[str]:
@@ -146,6 +232,7 @@ def agreement_table(records: list[Record]) -> list[list[Any]]:
     unconfirmed (a failed witness, the set undecided), timeouts, and calls without an answer.
     Neither a refuted nor an unconfirmed claim changes a verdict; they measure the solver."""
     rows = []
+    records = solver_calls(records)
     for name in sorted({name for record in records for name in record.solvers}):
         outcomes = [record.solvers[name] for record in records if name in record.solvers]
         statuses = Counter(outcome.status for outcome in outcomes)
@@ -169,7 +256,7 @@ def agreement_table(records: list[Record]) -> list[list[Any]]:
 def refuted_claims(records: list[Record], limit: int = 50) -> list[str]:
     """One line per refuted claim (the first `limit`)."""
     lines = []
-    for record in records:
+    for record in solver_calls(records):
         for name, outcome in record.solvers.items():
             if outcome.status == Status.REFUTED:
                 claimed = outcome.claimed.value if outcome.claimed else "a witness"
@@ -242,29 +329,38 @@ def glossary() -> list[str]:
 def count_notes(records: list[Record]) -> list[str]:
     """How the summary's counts relate, one bullet per count that does not add up to another."""
     verdicts = Counter(record.verdict.value for record in records)
-    notes = [
-        f"- {len(records)} records = {len(records)} explanations (instances × rows × kinds) = the sum of the verdict "
-        f"columns ({', '.join(f'{verdict} {count}' for verdict, count in verdicts.most_common())})."
-    ]
-    empty = [r for r in records if not r.solvers and r.greedy is not None and r.greedy.size == 0]
+    columns = f"the sum of the verdict columns ({', '.join(f'{verdict} {count}' for verdict, count in verdicts.most_common())})"
+    methods = Counter(record.method or "no explainer" for record in records)
+    if set(methods) <= {"greedy", "no explainer"}:
+        notes = [f"- {len(records)} records = {len(records)} explanations (instances × rows × kinds) = {columns}."]
+    else:
+        shared = sum(record.solvers_from is not None for record in records)
+        notes = [
+            f"- {len(records)} records, one per explanation (instances × rows × kinds) and explainer that applies to its "
+            f"network ({', '.join(f'{method} {count}' for method, count in methods.most_common())}) = {columns}. "
+            f"{shared} records judge a second explainer on the solver calls of the first (`solvers_from`): the solver "
+            "tables and figures count each call once."
+        ]
+    called = solver_calls(records)
+    empty = [r for r in called if not r.solvers and r.greedy is not None and r.greedy.size == 0]
     if empty:
         notes.append(
-            f"- {len(empty)} records are empty abductive explanations: greedy found that no feature needs fixing (the "
-            "prediction holds on the whole box), nothing can be smaller, and no solver is called for them. So each "
-            f"solver makes at most {len(records) - len(empty)} calls."
+            f"- {len(empty)} records are empty abductive explanations: the explainer found that no feature needs fixing "
+            "(the prediction holds on the whole box), nothing can be smaller, and no solver is called for them. So "
+            f"each solver makes at most {len(called) - len(empty)} calls."
         )
-    for name in sorted({name for record in records for name in record.solvers}):
-        skipped = [r for r in records if name not in r.solvers and r.solvers]
+    for name in sorted({name for record in called for name in record.solvers}):
+        skipped = [r for r in called if name not in r.solvers and r.solvers]
         if skipped:
-            ran = max(r.n for r in records if name in r.solvers)
+            ran = max(r.n for r in called if name in r.solvers)
             sizes = ", ".join(map(str, sorted({r.n for r in skipped})))
             notes.append(
-                f"- {name}: {len(records) - len(empty) - len(skipped)} calls; not run on {len(skipped)} more records with "
+                f"- {name}: {len(called) - len(empty) - len(skipped)} calls; not run on {len(skipped)} more records with "
                 f"n = {sizes} features (the campaign caps it by size: here it ran up to n = {ran})."
             )
-    no_set = sum(r.greedy is not None and r.greedy.features is None for r in records)
+    no_set = sum(r.method == "greedy" and r.greedy.features is None for r in records if r.greedy)
     if no_set:
-        timed = sum(r.greedy is not None and r.greedy.features is not None for r in records)
+        timed = sum(r.method == "greedy" and r.greedy.features is not None for r in records if r.greedy)
         notes.append(
             f"- The greedy runtime row counts {timed} explanations: in {no_set} records greedy found that no contrastive "
             "explanation exists (`none_exists`), which carries no set and no time of its own."
@@ -277,14 +373,25 @@ def count_notes(records: list[Record]) -> list[str]:
             "(an exact bound of f lies on one side of the threshold; see their notes): there no contrastive explanation "
             "exists and the empty set is the abductive one, which says nothing about greedy."
         )
-    gaps = sum(r.gap is not None for r in records)
-    if gaps < len(records):
-        left = Counter(r.verdict.value for r in records if r.gap is None)
+    greedy = greedy_records(records)
+    gaps = sum(r.gap is not None for r in greedy)
+    if gaps < len(greedy):
+        left = Counter(r.verdict.value for r in greedy if r.gap is None)
         notes.append(
             f"- The gap table and figures count {gaps} explanations, those with a greedy set and a known minimum; "
             f"left out: {', '.join(f'{count} {verdict}' for verdict, count in left.most_common())}."
         )
+    if len(greedy) < len(records):
+        notes.append(
+            f"- The {len(records) - len(greedy)} records of the deletion explainer are counted in 'Explainers against "
+            "the exact minimum', not in the greedy gap table and figures."
+        )
     return notes
+
+
+def greedy_records(records: list[Record]) -> list[Record]:
+    """The records the greedy gap table and figures read: greedy's, and those without an explainer."""
+    return [record for record in records if record.method in (None, "greedy")]
 
 
 def write_report(
@@ -321,6 +428,7 @@ def write_report(
         ),
         "",
         *_gap_section(records),
+        *explainer_section(records),
         "## Solver runtimes (ms per certification call)",
         "",
         tabulate(runtime_table(records), headers=["solver", "calls", "median", "p90", "max", "statuses"], tablefmt="github"),
@@ -341,6 +449,27 @@ def _gap_section(records: list[Record]) -> list[str]:
     headers, rows = gap_table(records)
     table = tabulate(rows, headers=headers, tablefmt="github") if rows else "No minimum known yet."
     return ["## Greedy gap (greedy size − minimum), where a minimum is known", "", table, ""]
+
+
+def explainer_section(records: list[Record]) -> list[str]:
+    """'Explainers against the exact minimum', for a campaign with the deletion explainer: how far
+    each explainer's answers are from the exact minimum, per model, kind and explainer."""
+    if not any(record.method == "deletion" for record in records):
+        return []
+    headers, rows = explainer_table(records)
+    return [
+        "## Explainers against the exact minimum",
+        "",
+        "Greedy (Algorithm 1, sign-monotone networks) and deletion (subset-minimal, any network) on the same "
+        "explanations, judged on the same solver calls. *A proved minimum*: answers whose size equals a minimum proved "
+        "in exact arithmetic (share of the answers). Gap: the answer's size minus the minimum's; where the minimum is "
+        "not proved it lies in [answer − smallest exactly valid set known, answer − exact lower bound "
+        "(`minimum_lower`)]. *No answer or conflict*: the explainer left a step undecided (a limit), or "
+        "`solver_disagreement`.",
+        "",
+        tabulate(rows, headers=headers, tablefmt="github"),
+        "",
+    ]
 
 
 def _agreement_section(records: list[Record]) -> list[str]:
@@ -387,7 +516,7 @@ def proof_section(records: list[Record], limit: int = 20) -> list[str]:
     empty = sum(r.minimum_proved and r.minimum == () for r in asked)
     sizes = [entry["bytes"] for entry in written]
     made, checked = sum(entry["seconds"] for entry in written), sum(entry["check_seconds"] for entry in written)
-    solving = sum(outcome.seconds for record in records for outcome in record.solvers.values())
+    solving = sum(outcome.seconds for record in solver_calls(records) for outcome in record.solvers.values())
     none_exists = sum(r.verdict == Verdict.NONE_EXISTS for r in claims)
     fraction = share(len(accepted), len(claims), 1) if claims else "—"
     lines = [
@@ -451,6 +580,7 @@ def _pyplot() -> Any:
 
 def gap_figure(records: list[Record]) -> Any | None:
     """Grouped bars: per family, explanations per greedy-gap bin (linear axis, counts on bars)."""
+    records = greedy_records(records)
     labels, gaps = _gap_bins(records, lambda r: r.family)
     if not gaps:
         return None
@@ -474,6 +604,56 @@ def gap_figure(records: list[Record]) -> Any | None:
     return figure
 
 
+def explainer_figure(records: list[Record]) -> Any | None:
+    """For a campaign with the deletion explainer: one panel per family (model), bars per explainer
+    and kind counting its answers per gap (answer size − minimum) where the minimum is proved; the
+    legend counts the rest of its records: bounds only (`distance`), none_exists, no answer."""
+    if not any(record.method == "deletion" for record in records):
+        return None
+    series: dict[str, dict[tuple[str, str], list[Record]]] = defaultdict(lambda: defaultdict(list))
+    for record in records:
+        if record.method is not None:
+            series[record.family][(record.method, record.kind.value)].append(record)
+    plt = _pyplot()
+    gaps = [d.low for r in records if (d := distance(r)) is not None and d.proved]
+    labels = [str(gap) for gap in range(max(gaps, default=0) + 1)]
+    columns = min(2, len(series))
+    rows = -(-len(series) // columns)
+    figure, axes = plt.subplots(rows, columns, figsize=(6 * columns, 3.8 * rows), squeeze=False)
+    colours = {"greedy": "C0", "deletion": "C1"}
+    for axis, family in zip(axes.flat, sorted(series), strict=False):
+        panel = series[family]
+        width = 0.8 / len(panel)
+        for number, ((method, kind), chosen) in enumerate(sorted(panel.items())):
+            found = [d for d in map(distance, chosen) if d is not None]
+            counts = Counter(d.low for d in found if d.proved)
+            row = [counts.get(gap, 0) for gap in range(len(labels))]
+            rest = {
+                "bounds only": sum(not d.proved for d in found),
+                "none_exists": sum(r.verdict == Verdict.NONE_EXISTS for r in chosen),
+            }
+            rest["no answer"] = len(chosen) - len(found) - rest["none_exists"]
+            others = "".join(f", {count} {what}" for what, count in rest.items() if count)
+            label = f"{method}, {kind}: {sum(row)} with the minimum proved{others}"
+            positions = [i + (number - (len(panel) - 1) / 2) * width for i in range(len(labels))]
+            bars = axis.bar(positions, row, width=width, color=colours.get(method, "C2"), label=label,
+                            hatch="//" if kind == "abductive" else None, edgecolor="white")  # fmt: skip
+            axis.bar_label(bars, labels=[str(c) if c else "" for c in row], fontsize=7, padding=1)
+        axis.set_xticks(range(len(labels)), labels)
+        axis.set(xlabel="answer size − proved minimum (features)", ylabel="answers", title=family)
+        axis.yaxis.get_major_locator().set_params(integer=True)
+        axis.set_ylim(0, max(1, axis.get_ylim()[1]) * 1.6)  # room above the bars for the legend
+        axis.legend(fontsize=7, loc="upper right")
+    for axis in list(axes.flat)[len(series) :]:
+        axis.set_visible(False)
+    figure.suptitle(
+        "How far each explainer's answers are from the exact minimum, where it is proved (hatched: abductive; "
+        "the legend counts the rest)",
+        fontsize=10,
+    )
+    return figure
+
+
 def _excluded(records: list[Record], left_out: Callable[[Record], bool]) -> str:
     """'6 none_exists, 2 unknown': the verdicts of the records a figure leaves out."""
     counts = Counter(r.verdict.value for r in records if left_out(r))
@@ -488,6 +668,7 @@ def size_figure(records: list[Record]) -> Any | None:
     """Scatter per family: greedy size against the minimum size, with the diagonal; marker area
     grows with the number of explanations at a point, printed beside it in sparse panels. The
     legend sits below the diagonal, where no point can be (greedy is never below the minimum)."""
+    records = greedy_records(records)
     chosen = [r for r in records if r.gap is not None and r.minimum is not None and r.greedy is not None]
     if not chosen:
         return None
@@ -528,7 +709,7 @@ def size_figure(records: list[Record]) -> Any | None:
 def _answered(records: list[Record]) -> dict[str, list[float]]:
     """Per solver, the seconds of the calls that answered (optimal, feasible, none_within, none_exists)."""
     times: dict[str, list[float]] = defaultdict(list)
-    for record in records:
+    for record in solver_calls(records):
         for name, outcome in record.solvers.items():
             if outcome.status in _ANSWERS:
                 times[name].append(outcome.seconds)
@@ -547,7 +728,7 @@ def cactus_figure(records: list[Record], time_limit: float | None = None) -> Any
     if not times:
         return None
     plt = _pyplot()
-    calls = Counter(name for record in records for name in record.solvers)
+    calls = Counter(name for record in solver_calls(records) for name in record.solvers)
     colours = _colours(records)
     figure, axis = plt.subplots(figsize=(7, 4))
     for name in sorted(times):
@@ -574,7 +755,7 @@ def time_figure(records: list[Record]) -> Any | None:
     and their median as a bar, with the count of answered calls above the column ("k/m" when only
     k of its m calls there answered). Only solvers with an answered call on the family are drawn."""
     calls: dict[str, dict[str, dict[int, list[float | None]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
-    for record in records:
+    for record in solver_calls(records):
         for name, outcome in record.solvers.items():
             calls[record.activation][name][record.n].append(outcome.seconds if outcome.status in _ANSWERS else None)
     drawn = {
@@ -641,6 +822,7 @@ def _time_panel(axis: Any, solvers: dict[str, dict[int, list[float | None]]], co
 FIGURES: dict[str, Callable[..., Any]] = {
     "gap_distribution.png": gap_figure,
     "greedy_vs_minimum.png": size_figure,
+    "explainer_gap.png": explainer_figure,
     "certification_cactus.png": cactus_figure,
     "certification_time.png": time_figure,
 }

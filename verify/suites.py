@@ -9,6 +9,9 @@
 * `paper`: the real datasets of ../shared/data (see `verify.paper`).
 * `classifiers`: K-class digit classifiers (fully connected and conv) and sign- and partially
   monotone credit models, each row over its own ε-ball (see `verify.classifiers`).
+
+A campaign certifies the explainers its `--method` names, by default the suite's own
+(`SUITE_METHODS`): greedy alone, except the classifiers suite, which runs greedy and deletion.
 """
 
 from __future__ import annotations
@@ -97,3 +100,5 @@ SUITES: dict[str, Callable[[Path], Iterator[Instance]]] = {
     "paper": paper_instances,
     "classifiers": classifier_instances,
 }
+# name → the explainers a campaign of the suite certifies unless --method says otherwise (default greedy)
+SUITE_METHODS: dict[str, tuple[str, ...]] = {"classifiers": ("greedy", "deletion")}
