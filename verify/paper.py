@@ -323,7 +323,8 @@ def _certification_section(records: list[Record]) -> list[str]:
         'Agreement = greedy minimal / (minimal + suboptimal) among the decided explanations. "No tie rescue": '
         "suboptimal although no other way of breaking exact ties in the scores gives greedy a smaller answer (the rest "
         "are rescued by some tie order, or too many orders to decide). Certified: the verdict rests on exact arithmetic "
-        '(a smaller set replayed exactly, or "no smaller" from z3 or enumeration, or greedy size 1); enumeration stops '
+        '(a smaller set replayed exactly, or "no smaller" from an exact engine: z3, exact-milp, cvc5 or enumerate; '
+        "or greedy size 1); enumeration stops "
         "at 20 features, while z3 (its lazy loop and branch and bound) runs at any width, BlogFeedback's 276 included. "
         "Refuted claims: solver answers that failed the exact check (a set that is no explanation, or a "
         '"nothing smaller" contradicted by a set replayed exactly); they change no verdict. Greedy answers in this '

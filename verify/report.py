@@ -321,7 +321,8 @@ def glossary() -> list[str]:
         *[f"- `{status.value}`: {meaning}." for status, meaning in STATUS_MEANING.items()],
         "",
         "`certified`: the verdict rests on exact arithmetic alone (a smaller set replayed exactly, a 'nothing smaller' "
-        "from z3 or enumeration, or greedy of size 1 or an empty abductive explanation). Gap: greedy's size minus the "
+        "from an exact engine (z3, exact-milp, cvc5 or enumerate), or greedy of size 1 or an empty abductive "
+        "explanation). Gap: greedy's size minus the "
         "smallest size known.",
     ]
 
