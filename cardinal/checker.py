@@ -98,8 +98,6 @@ def network_sha256(document: Any) -> tuple[str, list[_Layer]]:
         canonical.append({"weight": weight, "bias": bias, "activation": {"name": name, **params} if params else name})
         layers.append(_Layer([[Fraction(w) for w in row] for row in weight], [Fraction(b) for b in bias], name,
                              {key: Fraction(value) for key, value in params.items()}))  # fmt: skip
-    if width != 1:
-        raise CertificateError("the network must have one output (K = 1)")
     text = json.dumps({"format": NETWORK_FORMAT, "layers": canonical}, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest(), layers
 
@@ -140,15 +138,16 @@ class _Net:
         layer = self.layers[index]
         return [_apply(layer, v, -1) for v in low], [_apply(layer, v, +1) for v in high]
 
-    def output(self, low: list[Fraction], high: list[Fraction], first: int = 0) -> Interval:
-        """The range of f for layer `first`'s pre-activations in [low, high]."""
+    def output(self, low: list[Fraction], high: list[Fraction], first: int = 0) -> tuple[list[Fraction], list[Fraction]]:
+        """The range of the K outputs for layer `first`'s pre-activations in [low, high]."""
         for index in range(first, len(self.layers)):
             if index > first:
                 low, high = self.affine(index, low, high)
             low, high = self.activate(index, low, high)
-        return low[0], high[0]
+        return low, high
 
-    def point(self, y: list[Fraction]) -> Interval:
+    def point(self, y: list[Fraction]) -> tuple[list[Fraction], list[Fraction]]:
+        """Enclosures [K] of the outputs at y (equal ends where exact)."""
         return self.output(*self.affine(0, y, y))
 
 
@@ -283,15 +282,24 @@ class _Problem:
             low.append(centre + scale * (middle + sum(falls)))
             high.append(centre + scale * (middle + sum(rises)))
         f_low, f_high = self.net.output(low, high)
-        return f_high <= self.threshold if self.goal == 1 else f_low > self.threshold
+        return f_high[0] <= self.threshold if self.goal == 1 else f_low[0] > self.threshold
 
 
-def _predict(f: Interval, threshold: Fraction, what: str) -> int:
-    if f[0] > threshold:
-        return 1
-    if f[1] <= threshold:
-        return 0
-    raise _Rejected(f"{what}: its enclosure of f straddles the threshold")
+def _predict(outputs: tuple[list[Fraction], list[Fraction]], threshold: Fraction | None, what: str) -> int:
+    """p from enclosures [K] of the outputs. K = 1: 1 iff f > t. K ≥ 2 (`threshold` None): the
+    largest output, ties to the lowest index — class c when its lower end beats every other
+    output's upper end, strictly for j < c. An enclosure that leaves p open rejects."""
+    low, high = outputs
+    if threshold is not None:
+        if low[0] > threshold:
+            return 1
+        if high[0] <= threshold:
+            return 0
+    else:
+        for c in range(len(low)):
+            if all(low[c] > high[j] if j < c else low[c] >= high[j] for j in range(len(low)) if j != c):
+                return c
+    raise _Rejected(f"{what}: the enclosure of its outputs leaves the prediction open (straddles the threshold)")
 
 
 # ---------------------------------------------------------------------------- the certificate
@@ -314,11 +322,19 @@ def check(certificate: Any, network: Any | None = None) -> Report:
 
 
 def _check(problem: dict, claim: dict, proof: dict, digest: str, layers: list[_Layer]) -> Report:
-    n = len(layers[0].weight[0])
+    n, classes = len(layers[0].weight[0]), len(layers[-1].weight)
     x = [Fraction(v) for v in _numbers(problem.get("x"), "problem.x", n)]
     lower = [Fraction(v) for v in _numbers(problem.get("lower"), "problem.lower", n)]
     upper = [Fraction(v) for v in _numbers(problem.get("upper"), "problem.upper", n)]
-    threshold = Fraction(_number(problem.get("threshold"), "problem.threshold"))
+    if classes == 1:
+        threshold: Fraction | None = Fraction(_number(problem.get("threshold"), "problem.threshold"))
+    elif problem.get("threshold") is None:
+        threshold = None
+    else:
+        raise CertificateError(f"problem.threshold must be null: the network has {classes} outputs (argmax)")
+    binary = problem.get("binary")
+    if not isinstance(binary, bool):
+        raise CertificateError("problem.binary must be true or false")
     kind = problem.get("kind")
     if kind not in ("contrastive", "abductive"):
         raise CertificateError("problem.kind must be 'contrastive' or 'abductive'")
@@ -328,17 +344,25 @@ def _check(problem: dict, claim: dict, proof: dict, digest: str, layers: list[_L
         k = claim["no_explanation_within"]
     else:
         raise CertificateError("claim must be {'no_explanation_within': k} (0 ≤ k ≤ n) or, contrastive, {'none_exists': true}")
-    if proof.get("method") != "shortcut-tree":
+    if proof.get("method") not in ("shortcut-tree", "witness-hitting"):
         raise CertificateError(f"unknown proof method {proof.get('method')!r}")
     if problem.get("network_sha256") != digest:
         raise _Rejected(f"the network's SHA-256 is {digest}, the certificate is about {problem.get('network_sha256')!r}")
     if not all(lo <= v <= hi for lo, v, hi in zip(lower, x, upper, strict=True)):
         raise _Rejected("x lies outside the box")
+    net = _Net(layers)
+    prediction = _predict(net.point(x), threshold, "x")
+    if proof["method"] == "witness-hitting":
+        if kind != "abductive":
+            raise _Rejected("witness lemmas prove claims about abductive explanations only")
+        box = (lower, upper, binary)
+        leaves, evaluations = _hitting(net, x, box, threshold, prediction, k, proof)
+        return Report(True, f"accepted: no abductive explanation of at most {k} feature(s)", leaves, evaluations)
+    if threshold is None:
+        raise _Rejected(f"the monotone shortcut needs one output, the network has {classes}")
     directions = _directions(layers)
     if 2 in directions:
         raise _Rejected(f"feature {directions.index(2)} has mixed signs: the network is not sign-monotone")
-    net = _Net(layers)
-    prediction = _predict(net.point(x), threshold, "x")
     towards_low = [(d > 0) == (prediction == 1) for d in directions]
     ends = zip(x, directions, towards_low, lower, upper, strict=True)
     counter = [x_i if d == 0 else lo if down else hi for x_i, d, down, lo, hi in ends]
@@ -395,6 +419,90 @@ def _walk(state: _Problem, root: Any, n: int) -> int:
         else:
             raise CertificateError(f"{where}: unknown leaf {leaf!r}")
     return leaves
+
+
+# ---------------------------------------------------------------------------- witness lemmas
+def _hitting(
+    net: _Net, x: list[Fraction], box: tuple, threshold: Fraction | None, prediction: int, k: int, proof: dict
+) -> tuple[int, int]:
+    """Method "witness-hitting" (AXps of any network): each lemma is a point y of the box (x with
+    the listed features changed) whose prediction differs from p(x), so the features D where y
+    differs from x meet every AXp (an AXp outside D would fix y's features to x's and keep p(x)).
+    The tree shows that no set of at most k features meets every D. Returns (leaves, evaluations)."""
+    lower, upper, binary = box
+    n = len(x)
+    lemmas = proof.get("lemmas")
+    if not isinstance(lemmas, list):
+        raise CertificateError("proof.lemmas must be a list")
+    sets = []
+    for number, lemma in enumerate(lemmas):
+        where = f"lemma {number}"
+        if not isinstance(lemma, list) or not all(
+            isinstance(pair, list) and len(pair) == 2 and _index(pair[0], n) for pair in lemma
+        ):
+            raise CertificateError(f"{where}: must be a list of [feature, value] pairs")
+        if len({pair[0] for pair in lemma}) != len(lemma):
+            raise CertificateError(f"{where}: a feature is given twice")
+        y = list(x)
+        for i, value in lemma:
+            y[i] = Fraction(_number(value, f"{where}: the value of feature {i}"))
+        outside = [i for i in range(n) if not lower[i] <= y[i] <= upper[i] or (binary and y[i] not in (lower[i], upper[i]))]
+        if outside:
+            raise _Rejected(
+                f"{where}: feature {outside[0]} lies outside the box" + (" (binary: only its two ends)" if binary else "")
+            )
+        if _predict(net.point(y), threshold, where) == prediction:
+            raise _Rejected(f"{where}: its point does not change the prediction")
+        sets.append(frozenset(i for i in range(n) if y[i] != x[i]))
+    return _walk_hitting(sets, proof.get("root"), k), len(sets)
+
+
+def _walk_hitting(sets: list[frozenset[int]], root: Any, k: int) -> int:
+    """Check the hitting tree (docs/proofs.md); returns its leaf count. A node's sets are S ⊇ in,
+    S ∩ out = ∅, |S| ≤ k (the root: every set of at most k features). `{"branch": w, "children":
+    [...]}`: lemma w's set D is not met by in; with m_0 < m_1 < … its features not out, child i
+    puts m_i in and m_0 … m_(i−1) out, so every set of the node that meets D lies in one child (no
+    child: no set of the node meets D). `{"disjoint": [w, ...]}`: those lemmas' sets, none met by
+    in, are pairwise disjoint once out is removed, so each set of the node meeting them all has
+    more than k features: |in| + their number > k."""
+    stack: list[tuple[Any, frozenset[int], frozenset[int]]] = [(root, frozenset(), frozenset())]
+    leaves = 0
+    while stack:
+        node, chosen, excluded = stack.pop()
+        where = f"the node with in {sorted(chosen)}, out {sorted(excluded)}"
+        if isinstance(node, dict) and "branch" in node and isinstance(node.get("children"), list):
+            members = sorted(_unmet(sets, node["branch"], chosen, where) - excluded)
+            if len(node["children"]) != len(members):
+                raise _Rejected(
+                    f"{where}: lemma {node['branch']} leaves {len(members)} feature(s) to branch on, not {len(node['children'])}"
+                )
+            leaves += not members
+            for i, (member, child) in enumerate(zip(members, node["children"], strict=True)):
+                stack.append((child, chosen | {member}, excluded | set(members[:i])))
+        elif isinstance(node, dict) and isinstance(node.get("disjoint"), list):
+            leaves += 1
+            met: set[int] = set()
+            for w in node["disjoint"]:
+                reduced = _unmet(sets, w, chosen, where) - excluded
+                if reduced & met:
+                    raise _Rejected(f"{where}: lemma {w}'s set meets another of the leaf's outside out")
+                met |= reduced
+            if len(chosen) + len(node["disjoint"]) <= k:
+                raise _Rejected(
+                    f"{where}: {len(chosen)} feature(s) in and {len(node['disjoint'])} disjoint lemma(s) fit within {k}"
+                )
+        else:
+            raise CertificateError(f"{where}: a node must be {{'branch': w, 'children': [...]}} or {{'disjoint': [w, ...]}}")
+    return leaves
+
+
+def _unmet(sets: list[frozenset[int]], w: Any, chosen: frozenset[int], where: str) -> frozenset[int]:
+    """Lemma w's set, which the features in must not meet."""
+    if not _index(w, len(sets)):
+        raise CertificateError(f"{where}: {w!r} is not a lemma's index")
+    if sets[w] & chosen:
+        raise _Rejected(f"{where}: lemma {w}'s set is met by the features in")
+    return sets[w]
 
 
 def _index(value: Any, n: int) -> bool:

@@ -34,7 +34,7 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -43,6 +43,9 @@ from ..io import write_atomic
 from ..network import Network
 from ..problem import Kind, Problem
 from ..rounding import SAFETY, TINY, UNIT_ROUNDOFF, gamma
+
+if TYPE_CHECKING:
+    from .oracle import SetOracle
 
 FORMAT = "cardinal.proof/1"
 # A node with at most this many largest sets becomes a leaf "all" (the checker allows 4096): each
@@ -66,7 +69,7 @@ class Proof:
     counterexample: tuple[int, ...] | None = None
 
 
-class _Stop(Exception):
+class Stop(Exception):
     """Ends a search without a certificate (the reason in its message)."""
 
     def __init__(self, reason: str, counterexample: tuple[int, ...] | None = None) -> None:
@@ -81,14 +84,20 @@ def prove(problem: Problem, k: int, deadline: float = math.inf) -> dict[str, Any
     return search(problem, k, deadline).certificate
 
 
-def search(problem: Problem, k: int, deadline: float = math.inf) -> Proof:
-    """`prove`, with the reason when there is no certificate."""
+def search(problem: Problem, k: int, deadline: float = math.inf, oracle: SetOracle | None = None) -> Proof:
+    """`prove`, with the reason when there is no certificate. Without the monotone shortcut an AXp
+    claim is proved by witness lemmas (`solvers.proof_hitting`, which asks `oracle`, the exact set
+    oracle: None, this process's lent one); a CXp claim gets none."""
     started = time.perf_counter()
-    if not problem.monotone:
-        reason = "the monotone shortcut does not apply (the network is not monotone: not sign-monotone, or K ≥ 2)"
-        return Proof(None, reason, 0, 0.0)
     if not 0 <= k <= problem.n:
         raise ValueError(f"k must lie in 0..{problem.n}, got {k}")
+    if not problem.monotone:
+        if problem.kind == Kind.ABDUCTIVE:
+            from .proof_hitting import search_hitting  # it imports this module
+
+            return search_hitting(problem, k, deadline, oracle)
+        reason = "the monotone shortcut does not apply (not sign-monotone, or K ≥ 2): CXps have no other certificate yet"
+        return Proof(None, reason, 0, 0.0)
     tree = _Tree(problem, k, deadline)
     try:
         root = tree.node(np.zeros(problem.n, dtype=bool), np.zeros(problem.n, dtype=bool))
@@ -96,7 +105,7 @@ def search(problem: Problem, k: int, deadline: float = math.inf) -> Proof:
         return Proof(
             None, f"the tree is too deep for this generator ({problem.n} features)", tree.nodes, time.perf_counter() - started
         )
-    except _Stop as stop:
+    except Stop as stop:
         return Proof(None, str(stop), tree.nodes, time.perf_counter() - started, stop.counterexample)
     document = {"format": FORMAT, "problem": problem_json(problem), "claim": claim_json(problem, k)}
     document["proof"] = {"method": "shortcut-tree", "root": root}
@@ -112,7 +121,7 @@ def problem_json(problem: Problem) -> dict[str, Any]:
         "lower": problem.domain.lower.tolist(),
         "upper": problem.domain.upper.tolist(),
         "binary": bool(problem.domain.binary),
-        "threshold": float(problem.threshold),
+        "threshold": None if problem.threshold is None else float(problem.threshold),
     }
 
 
@@ -221,17 +230,17 @@ class _Tree:
         small = masks.sum(axis=1) <= self.k
         if (valid & small).any():
             found = masks[np.argmax(valid & small)]
-            raise _Stop(f"the claim is false: {_shown(found)} is an explanation", tuple(np.flatnonzero(found).tolist()))
+            raise Stop(f"the claim is false: {_shown(found)} is an explanation", tuple(np.flatnonzero(found).tolist()))
         if (predicted < 0).any():
             undecided = _shown(masks[np.argmax(predicted < 0)])
-            raise _Stop(f"undecided: exact arithmetic cannot decide whether {undecided} is an explanation")
+            raise Stop(f"undecided: exact arithmetic cannot decide whether {undecided} is an explanation")
         return valid
 
     def node(self, chosen: np.ndarray, excluded: np.ndarray) -> dict[str, Any]:
         """The subtree of the node (chosen = in, excluded = out; [n] bool each)."""
         self.nodes += 1
         if time.perf_counter() > self.deadline:
-            raise _Stop("deadline")
+            raise Stop("deadline")
         budget = self.k - int(chosen.sum())
         if budget < 0:
             return {"leaf": "size"}
