@@ -34,7 +34,7 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
@@ -43,9 +43,8 @@ from ..io import write_atomic
 from ..network import Network
 from ..problem import Kind, Problem
 from ..rounding import SAFETY, TINY, UNIT_ROUNDOFF, gamma
-
-if TYPE_CHECKING:
-    from .oracle import SetOracle
+from .oracle import SetOracle
+from .proof_hitting import search_hitting
 
 FORMAT = "cardinal.proof/1"
 # A node with at most this many largest sets becomes a leaf "all" (the checker allows 4096): each
@@ -59,8 +58,9 @@ _SMOOTH_SLACK = 2.0**-36
 
 @dataclass(frozen=True)
 class Proof:
-    """What a search gave: the certificate, or None and why (`reason`); `counterexample`: a valid
-    set of at most k features (the claim is false), when one was found."""
+    """What a search gave: the certificate, or None and why (`reason`); `nodes`: the tree's nodes
+    searched (witness-hitting: the lemmas found); `counterexample`: a valid set of at most k
+    features (the claim is false), when one was found."""
 
     certificate: dict[str, Any] | None
     reason: str
@@ -69,7 +69,7 @@ class Proof:
     counterexample: tuple[int, ...] | None = None
 
 
-class Stop(Exception):
+class _Stop(Exception):
     """Ends a search without a certificate (the reason in its message)."""
 
     def __init__(self, reason: str, counterexample: tuple[int, ...] | None = None) -> None:
@@ -93,9 +93,9 @@ def search(problem: Problem, k: int, deadline: float = math.inf, oracle: SetOrac
         raise ValueError(f"k must lie in 0..{problem.n}, got {k}")
     if not problem.monotone:
         if problem.kind == Kind.ABDUCTIVE:
-            from .proof_hitting import search_hitting  # it imports this module
-
-            return search_hitting(problem, k, deadline, oracle)
+            found = search_hitting(problem, k, deadline, oracle)
+            document = None if found.proof is None else _document(problem, k, found.proof)
+            return Proof(document, found.reason, found.lemmas, time.perf_counter() - started, found.counterexample)
         reason = "the monotone shortcut does not apply (not sign-monotone, or K ≥ 2): CXps have no other certificate yet"
         return Proof(None, reason, 0, 0.0)
     tree = _Tree(problem, k, deadline)
@@ -105,11 +105,15 @@ def search(problem: Problem, k: int, deadline: float = math.inf, oracle: SetOrac
         return Proof(
             None, f"the tree is too deep for this generator ({problem.n} features)", tree.nodes, time.perf_counter() - started
         )
-    except Stop as stop:
+    except _Stop as stop:
         return Proof(None, str(stop), tree.nodes, time.perf_counter() - started, stop.counterexample)
-    document = {"format": FORMAT, "problem": problem_json(problem), "claim": claim_json(problem, k)}
-    document["proof"] = {"method": "shortcut-tree", "root": root}
+    document = _document(problem, k, {"method": "shortcut-tree", "root": root})
     return Proof(document, "proved", tree.nodes, time.perf_counter() - started)
+
+
+def _document(problem: Problem, k: int, proof: dict[str, Any]) -> dict[str, Any]:
+    """The certificate of "no explanation of `problem`'s kind within k" with its `proof` object."""
+    return {"format": FORMAT, "problem": problem_json(problem), "claim": claim_json(problem, k), "proof": proof}
 
 
 def problem_json(problem: Problem) -> dict[str, Any]:
@@ -230,17 +234,17 @@ class _Tree:
         small = masks.sum(axis=1) <= self.k
         if (valid & small).any():
             found = masks[np.argmax(valid & small)]
-            raise Stop(f"the claim is false: {_shown(found)} is an explanation", tuple(np.flatnonzero(found).tolist()))
+            raise _Stop(f"the claim is false: {_shown(found)} is an explanation", tuple(np.flatnonzero(found).tolist()))
         if (predicted < 0).any():
             undecided = _shown(masks[np.argmax(predicted < 0)])
-            raise Stop(f"undecided: exact arithmetic cannot decide whether {undecided} is an explanation")
+            raise _Stop(f"undecided: exact arithmetic cannot decide whether {undecided} is an explanation")
         return valid
 
     def node(self, chosen: np.ndarray, excluded: np.ndarray) -> dict[str, Any]:
         """The subtree of the node (chosen = in, excluded = out; [n] bool each)."""
         self.nodes += 1
         if time.perf_counter() > self.deadline:
-            raise Stop("deadline")
+            raise _Stop("deadline")
         budget = self.k - int(chosen.sum())
         if budget < 0:
             return {"leaf": "size"}

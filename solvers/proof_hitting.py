@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import time
 from contextlib import nullcontext
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -30,35 +32,52 @@ from .attack import flipping_point
 from .guard import lent
 from .hitting import minimum_hitting_set, shrink_witness
 from .oracle import SetOracle
-from .proof import FORMAT, Proof, Stop, claim_json, problem_json
 
 
-def search_hitting(problem: Problem, k: int, deadline: float, oracle: SetOracle | None = None) -> Proof:
-    """A "witness-hitting" certificate that no AXp of `problem` has at most k features, or None and
-    why (`Proof`). `oracle`: the exact set oracle to ask (None: this process's lent one)."""
-    started = time.perf_counter()
+@dataclass(frozen=True)
+class Hitting:
+    """What `search_hitting` gave: the certificate's `proof` object, or None and why (`reason`);
+    the number of lemmas found; `counterexample`: an AXp of at most k features (the claim is false)."""
+
+    proof: dict[str, Any] | None
+    reason: str
+    lemmas: int
+    counterexample: tuple[int, ...] | None = None
+
+
+class _Stop(Exception):
+    """Ends a search without a certificate (the reason in its message)."""
+
+    def __init__(self, reason: str, counterexample: tuple[int, ...] | None = None) -> None:
+        super().__init__(reason)
+        self.counterexample = counterexample
+
+
+def search_hitting(problem: Problem, k: int, deadline: float, oracle: SetOracle | None = None) -> Hitting:
+    """The `proof` object of a "witness-hitting" certificate that no AXp of `problem` has at most k
+    features, or None and why. `oracle`: the exact set oracle to ask (None: this process's lent one)."""
     sets: list[frozenset[int]] = []
     lemmas: list[list[list[float]]] = []  # each: the [feature, value] pairs where its point leaves x
     try:
         with lent("oracle", SetOracle) if oracle is None else nullcontext(oracle) as asked:
             while (candidate := minimum_hitting_set(sets, limit=k)) is not None:
+                if time.perf_counter() > deadline:
+                    raise _Stop("deadline")
                 y = _flip(problem, frozenset(range(problem.n)) - candidate, deadline, asked)
                 if y is None:
-                    raise Stop(f"the claim is false: {sorted(candidate)} is an abductive explanation", tuple(sorted(candidate)))
+                    raise _Stop(f"the claim is false: {sorted(candidate)} is an abductive explanation", tuple(sorted(candidate)))
                 changed = shrink_witness(problem, y)
                 sets.append(changed)
                 lemmas.append([[i, float(y[i])] for i in sorted(changed)])
         root = hitting_tree(sets, k, deadline)
-    except Stop as stop:
-        return Proof(None, str(stop), len(sets), time.perf_counter() - started, stop.counterexample)
-    document = {"format": FORMAT, "problem": problem_json(problem), "claim": claim_json(problem, k)}
-    document["proof"] = {"method": "witness-hitting", "lemmas": lemmas, "root": root}
-    return Proof(document, "proved", len(sets), time.perf_counter() - started)
+    except _Stop as stop:
+        return Hitting(None, str(stop), len(sets), stop.counterexample)
+    return Hitting({"method": "witness-hitting", "lemmas": lemmas, "root": root}, "proved", len(sets))
 
 
 def _flip(problem: Problem, free: frozenset[int], deadline: float, oracle: SetOracle) -> np.ndarray | None:
     """A point y [n] of the box, x off `free`, that flips the prediction in exact arithmetic, or
-    None when an exact engine proved that none exists. Raises `Stop` at the deadline or when the
+    None when an exact engine proved that none exists. Raises `_Stop` at the deadline or when the
     oracle cannot decide."""
     if not free:
         return None  # y = x
@@ -68,10 +87,10 @@ def _flip(problem: Problem, free: frozenset[int], deadline: float, oracle: SetOr
             return found
     remaining = deadline - time.perf_counter()
     if remaining <= 0:
-        raise Stop("deadline")
+        raise _Stop("deadline")
     answer = oracle.flip(problem, free, remaining)
     if answer.answer is None:
-        raise Stop(f"undecided: no exact engine found a flip or proved none with {sorted(free)} free ({answer.note})")
+        raise _Stop(f"undecided: no exact engine found a flip or proved none with {sorted(free)} free ({answer.note})")
     return None if not answer.answer else np.asarray(answer.witness, dtype=np.float64)
 
 
@@ -79,12 +98,12 @@ def hitting_tree(sets: list[frozenset[int]], k: int, deadline: float = float("in
     """The checker's tree (docs/proofs.md) showing that no set of at most k features meets every
     one of `sets`: at each node (in, out) a leaf "disjoint" when |in| plus a greedy packing of the
     unmet sets (minus out, pairwise disjoint, smallest first) exceeds k, else a branch on the
-    smallest unmet set. Raises `Stop` at the deadline; `ValueError` when some set of at most k
+    smallest unmet set. Raises `_Stop` at the deadline; `ValueError` when some set of at most k
     features meets them all (the claim is false)."""
 
     def node(chosen: frozenset[int], excluded: frozenset[int]) -> dict:
         if time.perf_counter() > deadline:
-            raise Stop("deadline")
+            raise _Stop("deadline")
         unmet = sorted(((len(s - excluded), w) for w, s in enumerate(sets) if not s & chosen))
         if not unmet:
             raise ValueError(f"{sorted(chosen)} meets every set: the claim is false")
