@@ -344,7 +344,7 @@ def _check(problem: dict, claim: dict, proof: dict, digest: str, layers: list[_L
         k = claim["no_explanation_within"]
     else:
         raise CertificateError("claim must be {'no_explanation_within': k} (0 ≤ k ≤ n) or, contrastive, {'none_exists': true}")
-    if proof.get("method") not in ("shortcut-tree", "witness-hitting"):
+    if proof.get("method") not in ("shortcut-tree", "witness-hitting", "lp-tree"):
         raise CertificateError(f"unknown proof method {proof.get('method')!r}")
     if problem.get("network_sha256") != digest:
         raise _Rejected(f"the network's SHA-256 is {digest}, the certificate is about {problem.get('network_sha256')!r}")
@@ -359,7 +359,13 @@ def _check(problem: dict, claim: dict, proof: dict, digest: str, layers: list[_L
         leaves, evaluations = _hitting(net, x, box, threshold, prediction, k, proof)
         return Report(True, f"accepted: no abductive explanation of at most {k} feature(s)", leaves, evaluations)
     if threshold is None:
-        raise _Rejected(f"the monotone shortcut needs one output, the network has {classes}")
+        raise _Rejected(f"methods shortcut-tree and lp-tree need one output, the network has {classes}")
+    if proof["method"] == "lp-tree":
+        if kind != "contrastive":
+            raise _Rejected("LP bounds prove claims about contrastive explanations only")
+        relaxation = LpRelaxation(net, x, (lower, upper, binary), threshold, prediction, k)
+        leaves = relaxation.walk(proof.get("root"))
+        return Report(True, f"accepted: no contrastive explanation of at most {k} feature(s)", leaves, 0)
     directions = _directions(layers)
     if 2 in directions:
         raise _Rejected(f"feature {directions.index(2)} has mixed signs: the network is not sign-monotone")
@@ -419,6 +425,149 @@ def _walk(state: _Problem, root: Any, n: int) -> int:
         else:
             raise CertificateError(f"{where}: unknown leaf {leaf!r}")
     return leaves
+
+
+# ---------------------------------------------------------------------------- LP bounds
+class LpRelaxation:
+    """Method "lp-tree" (CXps of ReLU networks, K = 1): the LP relaxation of "some y of the box,
+    equal to x off at most k features, is predicted 1 − p(x)", built here from the network and its
+    exact interval bounds over the box — the reference encoding (docs/proofs.md: variables, rows
+    and their order), which cardinal's generator builds through this class too — and the tree
+    whose every leaf a safe LP bound closes."""
+
+    def __init__(self, net: _Net, x: list[Fraction], box: tuple, threshold: Fraction, prediction: int, k: int) -> None:
+        lower, upper, binary = box
+        n = len(x)
+        zero = Fraction(0)
+        self.n = n
+        self.lo, self.hi = [zero] * n + list(lower), [Fraction(1)] * n + list(upper)  # s [n], y [n], then per unit h (, z)
+        self.rows: list[tuple[dict[int, Fraction], Fraction | None, Fraction | None]] = []  # a·v, low side, high side
+        for i in range(n):
+            other = (upper[i] if x[i] == lower[i] else lower[i]) if binary else None
+            down, up = (other - x[i], other - x[i]) if binary else (lower[i] - x[i], upper[i] - x[i])
+            self.rows.append(({n + i: Fraction(1), i: -down}, x[i], None))  # y_i − down_i·s_i ≥ x_i
+            self.rows.append(({n + i: Fraction(1), i: -up}, None, x[i]))  # y_i − up_i·s_i ≤ x_i
+        self.rows.append(({i: Fraction(1) for i in range(n)}, None, Fraction(k)))  # Σ s ≤ k
+        self.units: dict[tuple[int, int], tuple[int, int, int]] = {}  # unstable ReLU → (h, z, its hull row)
+        previous, low, high = list(range(n, 2 * n)), lower, upper
+        for index, layer in enumerate(net.layers):
+            if layer.name not in ("relu", "identity"):
+                raise _Rejected(f"method lp-tree takes relu and identity layers, layer {index + 1} is {layer.name}")
+            low, high = net.affine(index, low, high)
+            current = []
+            for j, (weights, bias) in enumerate(zip(layer.weight, layer.bias, strict=True)):
+                h = self._variable(low[j], high[j])
+                affine = {h: Fraction(1)}
+                for m, w in zip(previous, weights, strict=True):
+                    if w:
+                        affine[m] = -w
+                self.rows.append((affine, bias, bias))  # h − W·z_prev = b
+                if layer.name == "identity":
+                    current.append(h)
+                    continue
+                lo, hi = low[j], high[j]
+                z = self._variable(max(lo, zero), max(hi, zero))
+                self.rows.append(({z: Fraction(1), h: Fraction(-1)}, zero, zero if lo >= 0 else None))  # z ≥ h (= h if stable on)
+                if lo < 0 < hi:  # the triangle: (hi − lo)·z − hi·h ≤ −hi·lo
+                    self.rows.append(({z: hi - lo, h: -hi}, None, -hi * lo))
+                    self.units[(index, j)] = (h, z, len(self.rows) - 2)
+                else:
+                    self.rows.append(({}, None, zero))
+                current.append(z)
+            low, high = net.activate(index, low, high)
+            previous = current
+        # the objective g and the value a leaf's bound must pass: p(x) = 1 needs f ≤ t (g = f, bound
+        # > t closes); p(x) = 0 needs f > t (g = −f, bound ≥ −t closes)
+        self.objective = {previous[0]: Fraction(1 if prediction == 1 else -1)}
+        self.target, self.strict = (threshold, True) if prediction == 1 else (-threshold, False)
+
+    @classmethod
+    def of(cls, network: Any, x: list[float], box: tuple, threshold: float, k: int) -> LpRelaxation:
+        """The relaxation of a problem given as doubles (x [n], box = (lower [n], upper [n], binary))
+        on a cardinal.network/1 document: what cardinal's generator builds its LPs from."""
+        net = _Net(network_sha256(network)[1])
+        exact = [Fraction(v) for v in x]
+        box = ([Fraction(v) for v in box[0]], [Fraction(v) for v in box[1]], box[2])
+        prediction = _predict(net.point(exact), Fraction(threshold), "x")
+        return cls(net, exact, box, Fraction(threshold), prediction, k)
+
+    def node(self, fixed: dict[int, int], phases: dict[tuple[int, int], bool]) -> tuple[list, list, dict]:
+        """A node's variable bounds lo, hi [V] and its changed row sides {row: (low, high)}
+        (`fixed`: selector i → 0/1; `phases`: unstable unit → active: h ≥ 0, z = h; inactive:
+        h ≤ 0, z = 0)."""
+        lo, hi = list(self.lo), list(self.hi)
+        sides: dict[int, tuple[Fraction | None, Fraction | None]] = {}
+        for i, value in fixed.items():
+            lo[i] = hi[i] = Fraction(value)
+        for unit, active in phases.items():
+            h, z, hull = self.units[unit]
+            if active:
+                lo[h], sides[hull] = max(lo[h], Fraction(0)), (Fraction(0), Fraction(0))
+            else:
+                hi[h], hi[z] = min(hi[h], Fraction(0)), Fraction(0)
+        return lo, hi, sides
+
+    def _variable(self, lo: Fraction, hi: Fraction) -> int:
+        self.lo.append(lo)
+        self.hi.append(hi)
+        return len(self.lo) - 1
+
+    def bound(self, fixed: dict[int, int], phases: dict[tuple[int, int], bool], multipliers: Any, where: str = "") -> Fraction:
+        """The safe bound Σ_r λ_r·side_r + Σ_j min over [lo_j, hi_j] of (g − Aᵀλ)_j·v_j of the node
+        (`fixed`: selector i → 0/1; `phases`: unstable unit → active) for multipliers λ, a list of
+        [row, value] pairs; a value's sign picks the row's low side (> 0) or high side (< 0)."""
+        lo, hi, sides = self.node(fixed, phases)
+        if not isinstance(multipliers, list) or not all(
+            isinstance(pair, list) and len(pair) == 2 and _index(pair[0], len(self.rows)) for pair in multipliers
+        ):
+            raise CertificateError(f"{where}: 'multipliers' must be a list of [row, value] pairs")
+        reduced, total = dict(self.objective), Fraction(0)
+        for row, raw in multipliers:
+            value = Fraction(_number(raw, f"{where}: the multiplier of row {row}"))
+            coefficients, low, high = self.rows[row]
+            low, high = sides.get(row, (low, high))
+            side = low if value > 0 else high
+            if value and side is None:
+                raise _Rejected(f"{where}: the multiplier of row {row} has the sign of its infinite side")
+            total += value * side if value else 0
+            for variable, a in coefficients.items():
+                reduced[variable] = reduced.get(variable, Fraction(0)) - value * a
+        return total + sum(min(r * lo[v], r * hi[v]) for v, r in reduced.items() if r)
+
+    def closes(self, bound: Fraction) -> bool:
+        """Whether a leaf's bound excludes every CXp point (docs/proofs.md)."""
+        return bound > self.target if self.strict else bound >= self.target
+
+    def walk(self, root: Any) -> int:
+        """Check the tree (docs/proofs.md); returns its leaf count."""
+        stack: list[tuple[Any, dict[int, int], dict[tuple[int, int], bool]]] = [(root, {}, {})]
+        leaves = 0
+        while stack:
+            node, fixed, phases = stack.pop()
+            where = f"the node with s {sorted(fixed.items())}, active/inactive units {sorted(phases.items())}"
+            if not isinstance(node, dict):
+                raise CertificateError(f"{where}: a node must be an object")
+            if "feature" in node:
+                i = node["feature"]
+                if not _index(i, self.n) or i in fixed:
+                    raise CertificateError(f"{where}: split on {i!r}, not a feature index not split on yet")
+                stack += [(node.get("in"), {**fixed, i: 1}, phases), (node.get("out"), {**fixed, i: 0}, phases)]
+            elif "unit" in node:
+                unit = tuple(node["unit"]) if isinstance(node["unit"], list) else None
+                if unit not in self.units or unit in phases:
+                    raise CertificateError(f"{where}: split on {node['unit']!r}, not an unstable ReLU unit not split on yet")
+                stack += [
+                    (node.get("active"), fixed, {**phases, unit: True}),
+                    (node.get("inactive"), fixed, {**phases, unit: False}),
+                ]
+            elif "multipliers" in node:
+                leaves += 1
+                bound = self.bound(fixed, phases, node["multipliers"], where)
+                if not self.closes(bound):
+                    raise _Rejected(f"{where}: its LP bound {float(bound)!r} does not pass {float(self.target)!r}")
+            else:
+                raise CertificateError(f"{where}: a node splits on a 'feature' or a 'unit', or is a leaf of 'multipliers'")
+        return leaves
 
 
 # ---------------------------------------------------------------------------- witness lemmas
