@@ -4,9 +4,11 @@ A certificate says that no explanation of some kind has at most k features (docs
 the format). This module decides whether it proves that, on its own: it imports nothing from
 cardinal, only Python's standard library, and evaluates the network with its own exact
 arithmetic. What it trusts: Python (integers, `fractions`, `json`, `hashlib`), the network it is
-given (checked against the certificate's SHA-256), and the argument written in docs/proofs.md —
-the monotone shortcut on a sign-monotone network (which it checks itself), and interval
-arithmetic.
+given (checked against the certificate's SHA-256), and the argument written in docs/proofs.md,
+one per method: "shortcut-tree", the monotone shortcut on a sign-monotone network (which it checks
+itself) and interval arithmetic; "witness-hitting" (AXps of any network), points that change the
+prediction and a hitting-set tree; "lp-tree" (CXps of ReLU networks), its own LP relaxation
+(`LpRelaxation`, the reference encoding) and weak duality, in rationals.
 
 Numbers. Every double is a dyadic rational, and so is every value of a piecewise-linear network
 at dyadic inputs: those are computed exactly. Sigmoid, tanh and softplus give rational enclosures
