@@ -198,10 +198,11 @@ def test_a_search_past_its_deadline_or_a_cxp_on_a_non_monotone_network_gives_non
     problem, _ = _rich()
     stopped = search(problem, 6, deadline=0.0)
     assert stopped.certificate is None and stopped.reason == "deadline"
-    relu, identity = Activation.from_json("relu"), Activation.from_json("identity")
-    layers = [Layer(np.array([[1.0, -1.0], [-1.0, 1.0]]), np.zeros(2), relu), Layer(np.ones((1, 2)), np.zeros(1), identity)]
-    mixed = Problem.make(Network(layers), np.array([1.0, 0.0]), "contrastive", Domain.unit(2), 0.5)  # |y0 − y1|: mixed
-    assert search(mixed, 0).certificate is None and "shortcut does not apply" in search(mixed, 0).reason
+    leaky, identity = Activation.from_json({"name": "leaky_relu", "slope": 0.5}), Activation.from_json("identity")
+    layers = [Layer(np.array([[1.0, -1.0], [-1.0, 1.0]]), np.zeros(2), leaky), Layer(np.ones((1, 2)), np.zeros(1), identity)]
+    mixed = Problem.make(Network(layers), np.array([1.0, 0.0]), "contrastive", Domain.unit(2), 0.5)  # mixed signs
+    found = search(mixed, 0)  # neither the shortcut nor LP bounds (relu only) apply
+    assert found.certificate is None and "shortcut does not apply" in found.reason and "nor LP bounds" in found.reason
 
 
 def test_sign_monotone_networks_get_certificates_the_checker_accepts() -> None:
