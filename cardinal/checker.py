@@ -352,6 +352,8 @@ def _check(problem: dict, claim: dict, proof: dict, digest: str, layers: list[_L
         raise _Rejected(f"the network's SHA-256 is {digest}, the certificate is about {problem.get('network_sha256')!r}")
     if not all(lo <= v <= hi for lo, v, hi in zip(lower, x, upper, strict=True)):
         raise _Rejected("x lies outside the box")
+    if binary and not all(v in (lo, hi) for lo, v, hi in zip(lower, x, upper, strict=True)):
+        raise _Rejected("x is no vertex of the binary box")
     net = _Net(layers)
     prediction = _predict(net.point(x), threshold, "x")
     if proof["method"] == "witness-hitting":

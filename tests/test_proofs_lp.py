@@ -145,6 +145,17 @@ def test_every_tampering_of_an_lp_certificate_is_rejected() -> None:
     assert rejected(lambda c: c["problem"].update(network_sha256=checker.network_sha256(other)[0]), other)
 
 
+def test_a_binary_box_whose_x_is_no_vertex_is_refused() -> None:
+    """On a binary box the rows move a feature to the end x is not: an x between the ends would
+    leave the other end out of the relaxation, so the checker refuses it."""
+    problem = _cube(0)
+    certificate = search(problem, vertex_minimum(problem) - 1).certificate
+    assert certificate is not None and _check(certificate, problem).accepted
+    certificate["problem"]["x"][0] = 0.5
+    report = _check(certificate, problem)
+    assert not report.accepted and "no vertex" in report.message
+
+
 def test_a_split_on_a_stable_unit_or_a_smooth_network_is_refused() -> None:
     problem, certificate = _rich()
     relaxation = checker.LpRelaxation.of(
