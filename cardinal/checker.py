@@ -4,9 +4,11 @@ A certificate says that no explanation of some kind has at most k features (docs
 the format). This module decides whether it proves that, on its own: it imports nothing from
 cardinal, only Python's standard library, and evaluates the network with its own exact
 arithmetic. What it trusts: Python (integers, `fractions`, `json`, `hashlib`), the network it is
-given (checked against the certificate's SHA-256), and the argument written in docs/proofs.md —
-the monotone shortcut on a sign-monotone network (which it checks itself), and interval
-arithmetic.
+given (checked against the certificate's SHA-256), and the argument written in docs/proofs.md,
+one per method: "shortcut-tree", the monotone shortcut on a sign-monotone network (which it checks
+itself) and interval arithmetic; "witness-hitting" (AXps of any network), points that change the
+prediction and a hitting-set tree; "lp-tree" (CXps of ReLU networks), its own LP relaxation
+(`LpRelaxation`, the reference encoding) and weak duality, in rationals.
 
 Numbers. Every double is a dyadic rational, and so is every value of a piecewise-linear network
 at dyadic inputs: those are computed exactly. Sigmoid, tanh and softplus give rational enclosures
@@ -98,8 +100,6 @@ def network_sha256(document: Any) -> tuple[str, list[_Layer]]:
         canonical.append({"weight": weight, "bias": bias, "activation": {"name": name, **params} if params else name})
         layers.append(_Layer([[Fraction(w) for w in row] for row in weight], [Fraction(b) for b in bias], name,
                              {key: Fraction(value) for key, value in params.items()}))  # fmt: skip
-    if width != 1:
-        raise CertificateError("the network must have one output (K = 1)")
     text = json.dumps({"format": NETWORK_FORMAT, "layers": canonical}, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest(), layers
 
@@ -140,15 +140,16 @@ class _Net:
         layer = self.layers[index]
         return [_apply(layer, v, -1) for v in low], [_apply(layer, v, +1) for v in high]
 
-    def output(self, low: list[Fraction], high: list[Fraction], first: int = 0) -> Interval:
-        """The range of f for layer `first`'s pre-activations in [low, high]."""
+    def output(self, low: list[Fraction], high: list[Fraction], first: int = 0) -> tuple[list[Fraction], list[Fraction]]:
+        """The range of the K outputs for layer `first`'s pre-activations in [low, high]."""
         for index in range(first, len(self.layers)):
             if index > first:
                 low, high = self.affine(index, low, high)
             low, high = self.activate(index, low, high)
-        return low[0], high[0]
+        return low, high
 
-    def point(self, y: list[Fraction]) -> Interval:
+    def point(self, y: list[Fraction]) -> tuple[list[Fraction], list[Fraction]]:
+        """Enclosures [K] of the outputs at y (equal ends where exact)."""
         return self.output(*self.affine(0, y, y))
 
 
@@ -283,15 +284,24 @@ class _Problem:
             low.append(centre + scale * (middle + sum(falls)))
             high.append(centre + scale * (middle + sum(rises)))
         f_low, f_high = self.net.output(low, high)
-        return f_high <= self.threshold if self.goal == 1 else f_low > self.threshold
+        return f_high[0] <= self.threshold if self.goal == 1 else f_low[0] > self.threshold
 
 
-def _predict(f: Interval, threshold: Fraction, what: str) -> int:
-    if f[0] > threshold:
-        return 1
-    if f[1] <= threshold:
-        return 0
-    raise _Rejected(f"{what}: its enclosure of f straddles the threshold")
+def _predict(outputs: tuple[list[Fraction], list[Fraction]], threshold: Fraction | None, what: str) -> int:
+    """p from enclosures [K] of the outputs. K = 1: 1 iff f > t. K ≥ 2 (`threshold` None): the
+    largest output, ties to the lowest index — class c when its lower end beats every other
+    output's upper end, strictly for j < c. An enclosure that leaves p open rejects."""
+    low, high = outputs
+    if threshold is not None:
+        if low[0] > threshold:
+            return 1
+        if high[0] <= threshold:
+            return 0
+    else:
+        for c in range(len(low)):
+            if all(low[c] > high[j] if j < c else low[c] >= high[j] for j in range(len(low)) if j != c):
+                return c
+    raise _Rejected(f"{what}: the enclosure of its outputs leaves the prediction open (straddles the threshold)")
 
 
 # ---------------------------------------------------------------------------- the certificate
@@ -314,11 +324,19 @@ def check(certificate: Any, network: Any | None = None) -> Report:
 
 
 def _check(problem: dict, claim: dict, proof: dict, digest: str, layers: list[_Layer]) -> Report:
-    n = len(layers[0].weight[0])
+    n, classes = len(layers[0].weight[0]), len(layers[-1].weight)
     x = [Fraction(v) for v in _numbers(problem.get("x"), "problem.x", n)]
     lower = [Fraction(v) for v in _numbers(problem.get("lower"), "problem.lower", n)]
     upper = [Fraction(v) for v in _numbers(problem.get("upper"), "problem.upper", n)]
-    threshold = Fraction(_number(problem.get("threshold"), "problem.threshold"))
+    if classes == 1:
+        threshold: Fraction | None = Fraction(_number(problem.get("threshold"), "problem.threshold"))
+    elif problem.get("threshold") is None:
+        threshold = None
+    else:
+        raise CertificateError(f"problem.threshold must be null: the network has {classes} outputs (argmax)")
+    binary = problem.get("binary")
+    if not isinstance(binary, bool):
+        raise CertificateError("problem.binary must be true or false")
     kind = problem.get("kind")
     if kind not in ("contrastive", "abductive"):
         raise CertificateError("problem.kind must be 'contrastive' or 'abductive'")
@@ -328,17 +346,33 @@ def _check(problem: dict, claim: dict, proof: dict, digest: str, layers: list[_L
         k = claim["no_explanation_within"]
     else:
         raise CertificateError("claim must be {'no_explanation_within': k} (0 ≤ k ≤ n) or, contrastive, {'none_exists': true}")
-    if proof.get("method") != "shortcut-tree":
+    if proof.get("method") not in ("shortcut-tree", "witness-hitting", "lp-tree"):
         raise CertificateError(f"unknown proof method {proof.get('method')!r}")
     if problem.get("network_sha256") != digest:
         raise _Rejected(f"the network's SHA-256 is {digest}, the certificate is about {problem.get('network_sha256')!r}")
     if not all(lo <= v <= hi for lo, v, hi in zip(lower, x, upper, strict=True)):
         raise _Rejected("x lies outside the box")
+    if binary and not all(v in (lo, hi) for lo, v, hi in zip(lower, x, upper, strict=True)):
+        raise _Rejected("x is no vertex of the binary box")
+    net = _Net(layers)
+    prediction = _predict(net.point(x), threshold, "x")
+    if proof["method"] == "witness-hitting":
+        if kind != "abductive":
+            raise _Rejected("witness lemmas prove claims about abductive explanations only")
+        box = (lower, upper, binary)
+        leaves, evaluations = _hitting(net, x, box, threshold, prediction, k, proof)
+        return Report(True, f"accepted: no abductive explanation of at most {k} feature(s)", leaves, evaluations)
+    if threshold is None:
+        raise _Rejected(f"methods shortcut-tree and lp-tree need one output, the network has {classes}")
+    if proof["method"] == "lp-tree":
+        if kind != "contrastive":
+            raise _Rejected("LP bounds prove claims about contrastive explanations only")
+        relaxation = LpRelaxation(net, x, (lower, upper, binary), threshold, prediction, k)
+        leaves = relaxation.walk(proof.get("root"))
+        return Report(True, f"accepted: no contrastive explanation of at most {k} feature(s)", leaves, 0)
     directions = _directions(layers)
     if 2 in directions:
         raise _Rejected(f"feature {directions.index(2)} has mixed signs: the network is not sign-monotone")
-    net = _Net(layers)
-    prediction = _predict(net.point(x), threshold, "x")
     towards_low = [(d > 0) == (prediction == 1) for d in directions]
     ends = zip(x, directions, towards_low, lower, upper, strict=True)
     counter = [x_i if d == 0 else lo if down else hi for x_i, d, down, lo, hi in ends]
@@ -395,6 +429,233 @@ def _walk(state: _Problem, root: Any, n: int) -> int:
         else:
             raise CertificateError(f"{where}: unknown leaf {leaf!r}")
     return leaves
+
+
+# ---------------------------------------------------------------------------- LP bounds
+class LpRelaxation:
+    """Method "lp-tree" (CXps of ReLU networks, K = 1): the LP relaxation of "some y of the box,
+    equal to x off at most k features, is predicted 1 − p(x)", built here from the network and its
+    exact interval bounds over the box — the reference encoding (docs/proofs.md: variables, rows
+    and their order), which cardinal's generator builds through this class too — and the tree
+    whose every leaf a safe LP bound closes."""
+
+    def __init__(self, net: _Net, x: list[Fraction], box: tuple, threshold: Fraction, prediction: int, k: int) -> None:
+        lower, upper, binary = box
+        n = len(x)
+        zero = Fraction(0)
+        self.n = n
+        self.lo, self.hi = [zero] * n + list(lower), [Fraction(1)] * n + list(upper)  # s [n], y [n], then per unit h (, z)
+        self.rows: list[tuple[dict[int, Fraction], Fraction | None, Fraction | None]] = []  # a·v, low side, high side
+        for i in range(n):
+            other = (upper[i] if x[i] == lower[i] else lower[i]) if binary else None
+            down, up = (other - x[i], other - x[i]) if binary else (lower[i] - x[i], upper[i] - x[i])
+            self.rows.append(({n + i: Fraction(1), i: -down}, x[i], None))  # y_i − down_i·s_i ≥ x_i
+            self.rows.append(({n + i: Fraction(1), i: -up}, None, x[i]))  # y_i − up_i·s_i ≤ x_i
+        self.rows.append(({i: Fraction(1) for i in range(n)}, None, Fraction(k)))  # Σ s ≤ k
+        self.units: dict[tuple[int, int], tuple[int, int, int]] = {}  # unstable ReLU → (h, z, its hull row)
+        previous, low, high = list(range(n, 2 * n)), lower, upper
+        for index, layer in enumerate(net.layers):
+            if layer.name not in ("relu", "identity"):
+                raise _Rejected(f"method lp-tree takes relu and identity layers, layer {index + 1} is {layer.name}")
+            low, high = net.affine(index, low, high)
+            current = []
+            for j, (weights, bias) in enumerate(zip(layer.weight, layer.bias, strict=True)):
+                h = self._variable(low[j], high[j])
+                affine = {h: Fraction(1)}
+                for m, w in zip(previous, weights, strict=True):
+                    if w:
+                        affine[m] = -w
+                self.rows.append((affine, bias, bias))  # h − W·z_prev = b
+                if layer.name == "identity":
+                    current.append(h)
+                    continue
+                lo, hi = low[j], high[j]
+                z = self._variable(max(lo, zero), max(hi, zero))
+                self.rows.append(({z: Fraction(1), h: Fraction(-1)}, zero, zero if lo >= 0 else None))  # z ≥ h (= h if stable on)
+                if lo < 0 < hi:  # the triangle: (hi − lo)·z − hi·h ≤ −hi·lo
+                    self.rows.append(({z: hi - lo, h: -hi}, None, -hi * lo))
+                    self.units[(index, j)] = (h, z, len(self.rows) - 2)
+                else:
+                    self.rows.append(({}, None, zero))
+                current.append(z)
+            low, high = net.activate(index, low, high)
+            previous = current
+        # the objective g and the value a leaf's bound must pass: p(x) = 1 needs f ≤ t (g = f, bound
+        # > t closes); p(x) = 0 needs f > t (g = −f, bound ≥ −t closes)
+        self.objective = {previous[0]: Fraction(1 if prediction == 1 else -1)}
+        self.target, self.strict = (threshold, True) if prediction == 1 else (-threshold, False)
+
+    @classmethod
+    def of(cls, network: Any, x: list[float], box: tuple, threshold: float, k: int) -> LpRelaxation:
+        """The relaxation of a problem given as doubles (x [n], box = (lower [n], upper [n], binary))
+        on a cardinal.network/1 document: what cardinal's generator builds its LPs from."""
+        net = _Net(network_sha256(network)[1])
+        exact = [Fraction(v) for v in x]
+        box = ([Fraction(v) for v in box[0]], [Fraction(v) for v in box[1]], box[2])
+        prediction = _predict(net.point(exact), Fraction(threshold), "x")
+        return cls(net, exact, box, Fraction(threshold), prediction, k)
+
+    def node(self, fixed: dict[int, int], phases: dict[tuple[int, int], bool]) -> tuple[list, list, dict]:
+        """A node's variable bounds lo, hi [V] and its changed row sides {row: (low, high)}
+        (`fixed`: selector i → 0/1; `phases`: unstable unit → active: h ≥ 0, z = h; inactive:
+        h ≤ 0, z = 0)."""
+        lo, hi = list(self.lo), list(self.hi)
+        sides: dict[int, tuple[Fraction | None, Fraction | None]] = {}
+        for i, value in fixed.items():
+            lo[i] = hi[i] = Fraction(value)
+        for unit, active in phases.items():
+            h, z, hull = self.units[unit]
+            if active:
+                lo[h], sides[hull] = max(lo[h], Fraction(0)), (Fraction(0), Fraction(0))
+            else:
+                hi[h], hi[z] = min(hi[h], Fraction(0)), Fraction(0)
+        return lo, hi, sides
+
+    def _variable(self, lo: Fraction, hi: Fraction) -> int:
+        self.lo.append(lo)
+        self.hi.append(hi)
+        return len(self.lo) - 1
+
+    def bound(self, fixed: dict[int, int], phases: dict[tuple[int, int], bool], multipliers: Any, where: str = "") -> Fraction:
+        """The safe bound Σ_r λ_r·side_r + Σ_j min over [lo_j, hi_j] of (g − Aᵀλ)_j·v_j of the node
+        (`fixed`: selector i → 0/1; `phases`: unstable unit → active) for multipliers λ, a list of
+        [row, value] pairs; a value's sign picks the row's low side (> 0) or high side (< 0)."""
+        lo, hi, sides = self.node(fixed, phases)
+        if not isinstance(multipliers, list) or not all(
+            isinstance(pair, list) and len(pair) == 2 and _index(pair[0], len(self.rows)) for pair in multipliers
+        ):
+            raise CertificateError(f"{where}: 'multipliers' must be a list of [row, value] pairs")
+        reduced, total = dict(self.objective), Fraction(0)
+        for row, raw in multipliers:
+            value = Fraction(_number(raw, f"{where}: the multiplier of row {row}"))
+            coefficients, low, high = self.rows[row]
+            low, high = sides.get(row, (low, high))
+            side = low if value > 0 else high
+            if value and side is None:
+                raise _Rejected(f"{where}: the multiplier of row {row} has the sign of its infinite side")
+            total += value * side if value else 0
+            for variable, a in coefficients.items():
+                reduced[variable] = reduced.get(variable, Fraction(0)) - value * a
+        return total + sum(min(r * lo[v], r * hi[v]) for v, r in reduced.items() if r)
+
+    def closes(self, bound: Fraction) -> bool:
+        """Whether a leaf's bound excludes every CXp point (docs/proofs.md)."""
+        return bound > self.target if self.strict else bound >= self.target
+
+    def walk(self, root: Any) -> int:
+        """Check the tree (docs/proofs.md); returns its leaf count."""
+        stack: list[tuple[Any, dict[int, int], dict[tuple[int, int], bool]]] = [(root, {}, {})]
+        leaves = 0
+        while stack:
+            node, fixed, phases = stack.pop()
+            where = f"the node with s {sorted(fixed.items())}, active/inactive units {sorted(phases.items())}"
+            if not isinstance(node, dict):
+                raise CertificateError(f"{where}: a node must be an object")
+            if "feature" in node:
+                i = node["feature"]
+                if not _index(i, self.n) or i in fixed:
+                    raise CertificateError(f"{where}: split on {i!r}, not a feature index not split on yet")
+                stack += [(node.get("in"), {**fixed, i: 1}, phases), (node.get("out"), {**fixed, i: 0}, phases)]
+            elif "unit" in node:
+                unit = tuple(node["unit"]) if isinstance(node["unit"], list) else None
+                if unit not in self.units or unit in phases:
+                    raise CertificateError(f"{where}: split on {node['unit']!r}, not an unstable ReLU unit not split on yet")
+                stack += [
+                    (node.get("active"), fixed, {**phases, unit: True}),
+                    (node.get("inactive"), fixed, {**phases, unit: False}),
+                ]
+            elif "multipliers" in node:
+                leaves += 1
+                bound = self.bound(fixed, phases, node["multipliers"], where)
+                if not self.closes(bound):
+                    raise _Rejected(f"{where}: its LP bound {float(bound)!r} does not pass {float(self.target)!r}")
+            else:
+                raise CertificateError(f"{where}: a node splits on a 'feature' or a 'unit', or is a leaf of 'multipliers'")
+        return leaves
+
+
+# ---------------------------------------------------------------------------- witness lemmas
+def _hitting(
+    net: _Net, x: list[Fraction], box: tuple, threshold: Fraction | None, prediction: int, k: int, proof: dict
+) -> tuple[int, int]:
+    """Method "witness-hitting" (AXps of any network): each lemma is a point y of the box (x with
+    the listed features changed) whose prediction differs from p(x), so the features D where y
+    differs from x meet every AXp (an AXp outside D would fix y's features to x's and keep p(x)).
+    The tree shows that no set of at most k features meets every D. Returns (leaves, evaluations)."""
+    lower, upper, binary = box
+    n = len(x)
+    lemmas = proof.get("lemmas")
+    if not isinstance(lemmas, list):
+        raise CertificateError("proof.lemmas must be a list")
+    sets = []
+    for number, lemma in enumerate(lemmas):
+        where = f"lemma {number}"
+        if not isinstance(lemma, list) or not all(
+            isinstance(pair, list) and len(pair) == 2 and _index(pair[0], n) for pair in lemma
+        ):
+            raise CertificateError(f"{where}: must be a list of [feature, value] pairs")
+        if len({pair[0] for pair in lemma}) != len(lemma):
+            raise CertificateError(f"{where}: a feature is given twice")
+        y = list(x)
+        for i, value in lemma:
+            y[i] = Fraction(_number(value, f"{where}: the value of feature {i}"))
+        outside = [i for i in range(n) if not lower[i] <= y[i] <= upper[i] or (binary and y[i] not in (lower[i], upper[i]))]
+        if outside:
+            raise _Rejected(
+                f"{where}: feature {outside[0]} lies outside the box" + (" (binary: only its two ends)" if binary else "")
+            )
+        if _predict(net.point(y), threshold, where) == prediction:
+            raise _Rejected(f"{where}: its point does not change the prediction")
+        sets.append(frozenset(i for i in range(n) if y[i] != x[i]))
+    return _walk_hitting(sets, proof.get("root"), k), len(sets)
+
+
+def _walk_hitting(sets: list[frozenset[int]], root: Any, k: int) -> int:
+    """Check the hitting tree (docs/proofs.md); returns its leaf count. A node's sets are S ⊇ in,
+    S ∩ out = ∅, |S| ≤ k (the root: every set of at most k features). `{"branch": w, "children":
+    [...]}`: lemma w's set D is not met by in; with m_0 < m_1 < … its features not out, child i
+    puts m_i in and m_0 … m_(i−1) out, so every set of the node that meets D lies in one child (no
+    child: no set of the node meets D). `{"disjoint": [w, ...]}`: those lemmas' sets, none met by
+    in, are pairwise disjoint once out is removed, so each set of the node meeting them all has
+    more than k features: |in| + their number > k."""
+    stack: list[tuple[Any, frozenset[int], frozenset[int]]] = [(root, frozenset(), frozenset())]
+    leaves = 0
+    while stack:
+        node, chosen, excluded = stack.pop()
+        where = f"the node with in {sorted(chosen)}, out {sorted(excluded)}"
+        if isinstance(node, dict) and "branch" in node and isinstance(node.get("children"), list):
+            members = sorted(_unmet(sets, node["branch"], chosen, where) - excluded)
+            if len(node["children"]) != len(members):
+                raise _Rejected(
+                    f"{where}: lemma {node['branch']} leaves {len(members)} feature(s) to branch on, not {len(node['children'])}"
+                )
+            leaves += not members
+            for i, (member, child) in enumerate(zip(members, node["children"], strict=True)):
+                stack.append((child, chosen | {member}, excluded | set(members[:i])))
+        elif isinstance(node, dict) and isinstance(node.get("disjoint"), list):
+            leaves += 1
+            met: set[int] = set()
+            for w in node["disjoint"]:
+                reduced = _unmet(sets, w, chosen, where) - excluded
+                if reduced & met:
+                    raise _Rejected(f"{where}: lemma {w}'s set meets another of the leaf's outside out")
+                met |= reduced
+            if len(chosen) + len(node["disjoint"]) <= k:
+                raise _Rejected(
+                    f"{where}: {len(chosen)} feature(s) in and {len(node['disjoint'])} disjoint lemma(s) fit within {k}"
+                )
+        else:
+            raise CertificateError(f"{where}: a node must be {{'branch': w, 'children': [...]}} or {{'disjoint': [w, ...]}}")
+    return leaves
+
+
+def _unmet(sets: list[frozenset[int]], w: Any, chosen: frozenset[int], where: str) -> frozenset[int]:
+    """Lemma w's set, which the features in must not meet."""
+    if not _index(w, len(sets)):
+        raise CertificateError(f"{where}: {w!r} is not a lemma's index")
+    if sets[w] & chosen:
+        raise _Rejected(f"{where}: lemma {w}'s set is met by the features in")
+    return sets[w]
 
 
 def _index(value: Any, n: int) -> bool:

@@ -1,5 +1,5 @@
 """`HighsSolver`: the neutral MILP of `solvers.encode` solved by HiGHS (passed whole as a CSC
-`HighsLp`).
+`HighsLp`); `new_highs` (`solvers.quiet_highs`) makes every `Highs` object.
 
 The gap is closed (relative gap 0, absolute gap 0.5 since the objective is integral) and the
 feasibility tolerances are 1e-8: well below the model's margin ε (1e-6), which HiGHS's defaults
@@ -13,16 +13,12 @@ so that the JSON lines of `cardinal certify` stay clean.
 
 from __future__ import annotations
 
-import os
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import highspy
 import numpy as np
 
 from .encode import MilpModel
 from .milp import MilpRun, MilpSolver, RunState
+from .quiet_highs import new_highs
 
 OPTIONS: dict[str, float | bool | str] = {
     "output_flag": False,
@@ -42,37 +38,11 @@ _STATES = {
     _Status.kTimeLimit: RunState.TIME_LIMIT,
     _Status.kMemoryLimit: RunState.SIZE_LIMIT,
 }
-_banner_shown = False
 
 
 def run_state(status: highspy.HighsModelStatus) -> RunState:
     """HiGHS's model status → the neutral run state."""
     return _STATES.get(status, RunState.OTHER)
-
-
-@contextmanager
-def _quiet_stdout() -> Iterator[None]:
-    """Send file descriptor 1 to /dev/null for the duration (C-level prints included)."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    try:
-        with open(os.devnull, "w") as sink:
-            os.dup2(sink.fileno(), 1)
-            yield
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
-
-
-def new_highs() -> highspy.Highs:
-    """A fresh `Highs` (the first of a process made with stdout sent to /dev/null: module docstring)."""
-    global _banner_shown
-    if _banner_shown:
-        return highspy.Highs()
-    with _quiet_stdout():
-        highs = highspy.Highs()
-    _banner_shown = True
-    return highs
 
 
 class HighsSolver(MilpSolver):

@@ -43,6 +43,9 @@ from ..io import write_atomic
 from ..network import Network
 from ..problem import Kind, Problem
 from ..rounding import SAFETY, TINY, UNIT_ROUNDOFF, gamma
+from . import proof_lp
+from .oracle import SetOracle
+from .proof_hitting import search_hitting
 
 FORMAT = "cardinal.proof/1"
 # A node with at most this many largest sets becomes a leaf "all" (the checker allows 4096): each
@@ -56,8 +59,9 @@ _SMOOTH_SLACK = 2.0**-36
 
 @dataclass(frozen=True)
 class Proof:
-    """What a search gave: the certificate, or None and why (`reason`); `counterexample`: a valid
-    set of at most k features (the claim is false), when one was found."""
+    """What a search gave: the certificate, or None and why (`reason`); `nodes`: the tree's nodes
+    searched (witness-hitting: the lemmas found); `counterexample`: a valid set of at most k
+    features (the claim is false), when one was found."""
 
     certificate: dict[str, Any] | None
     reason: str
@@ -81,14 +85,25 @@ def prove(problem: Problem, k: int, deadline: float = math.inf) -> dict[str, Any
     return search(problem, k, deadline).certificate
 
 
-def search(problem: Problem, k: int, deadline: float = math.inf) -> Proof:
-    """`prove`, with the reason when there is no certificate."""
+def search(problem: Problem, k: int, deadline: float = math.inf, oracle: SetOracle | None = None) -> Proof:
+    """`prove`, with the reason when there is no certificate. Without the monotone shortcut an AXp
+    claim is proved by witness lemmas (`solvers.proof_hitting`, which asks `oracle`, the exact set
+    oracle: None, this process's lent one), a CXp claim on a ReLU network of one output by LP
+    bounds (`solvers.proof_lp`); other CXp claims get none."""
     started = time.perf_counter()
-    if not problem.monotone:
-        reason = "the monotone shortcut does not apply (the network is not monotone: not sign-monotone, or K ≥ 2)"
-        return Proof(None, reason, 0, 0.0)
     if not 0 <= k <= problem.n:
         raise ValueError(f"k must lie in 0..{problem.n}, got {k}")
+    if not problem.monotone:
+        if problem.kind == Kind.ABDUCTIVE:
+            found = search_hitting(problem, k, deadline, oracle)
+            document = None if found.proof is None else _document(problem, k, found.proof)
+            return Proof(document, found.reason, found.lemmas, time.perf_counter() - started, found.counterexample)
+        if not proof_lp.applies(problem):
+            reason = "the monotone shortcut does not apply (not sign-monotone, or K ≥ 2), nor LP bounds (K ≥ 2, or not relu)"
+            return Proof(None, reason, 0, 0.0)
+        bounded = proof_lp.search_lp(problem, k, deadline)
+        document = None if bounded.proof is None else _document(problem, k, bounded.proof)
+        return Proof(document, bounded.reason, bounded.nodes, time.perf_counter() - started, bounded.counterexample)
     tree = _Tree(problem, k, deadline)
     try:
         root = tree.node(np.zeros(problem.n, dtype=bool), np.zeros(problem.n, dtype=bool))
@@ -98,9 +113,13 @@ def search(problem: Problem, k: int, deadline: float = math.inf) -> Proof:
         )
     except _Stop as stop:
         return Proof(None, str(stop), tree.nodes, time.perf_counter() - started, stop.counterexample)
-    document = {"format": FORMAT, "problem": problem_json(problem), "claim": claim_json(problem, k)}
-    document["proof"] = {"method": "shortcut-tree", "root": root}
+    document = _document(problem, k, {"method": "shortcut-tree", "root": root})
     return Proof(document, "proved", tree.nodes, time.perf_counter() - started)
+
+
+def _document(problem: Problem, k: int, proof: dict[str, Any]) -> dict[str, Any]:
+    """The certificate of "no explanation of `problem`'s kind within k" with its `proof` object."""
+    return {"format": FORMAT, "problem": problem_json(problem), "claim": claim_json(problem, k), "proof": proof}
 
 
 def problem_json(problem: Problem) -> dict[str, Any]:
@@ -112,7 +131,7 @@ def problem_json(problem: Problem) -> dict[str, Any]:
         "lower": problem.domain.lower.tolist(),
         "upper": problem.domain.upper.tolist(),
         "binary": bool(problem.domain.binary),
-        "threshold": float(problem.threshold),
+        "threshold": None if problem.threshold is None else float(problem.threshold),
     }
 
 

@@ -11,7 +11,8 @@ by the independent checker (`cardinal.checker`). The network is written once per
 A result's `proof` entry: `{"file", "claim", "bytes", "seconds" (generation), "check_seconds",
 "accepted"}` (with `message` when rejected, a bug of the generator), or `{"file": null,
 "reason"}` when no certificate was written: nothing to prove (an empty minimum, no exact claim),
-the shortcut does not apply, the generator's deadline, an undecided judgement.
+no method applies (a CXp of a network without the monotone shortcut that is not ReLU with one
+output), the generator's deadline, an undecided judgement.
 """
 
 from __future__ import annotations

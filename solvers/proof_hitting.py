@@ -1,0 +1,122 @@
+"""Certificates of "no AXp within k" on any network: witness lemmas and a hitting-set tree
+(method "witness-hitting" of `cardinal.proof/1`, docs/proofs.md), for the AXps that the monotone
+shortcut of `solvers.proof` does not cover (non-monotone networks, K ≥ 2 classifiers, ε-balls).
+
+A point y of the box predicted otherwise than x is a *lemma*: the features D where y differs
+from x meet every AXp. So "no set of at most k features meets every D" proves the claim, and the
+checker, given the points, evaluates each once and replays a small branch tree over the sets.
+
+**Where the lemmas come from.** `search_hitting` recomputes them (it does not reuse the solver
+run's): the implicit hitting-set loop of `solvers.hitting`, cut at k — a minimum hitting set of the
+sets found so far, of at most k features (`hitting.minimum_hitting_set`), is asked for a flip with
+the features outside it free; a flipping point (a gradient search, `solvers.attack`, on K = 1
+piecewise-linear networks, else the exact set oracle `solvers.oracle`: enumerate, exact-milp, z3),
+shrunk exactly (`hitting.shrink_witness`), is a new lemma; no flip makes the hitting set an AXp
+of at most k features (the claim is false, no certificate). When no hitting set of at most k
+features is left, `hitting_tree` writes the tree that shows it. The loop's only exact "no" is
+the one that refutes the claim: the certificate rests on points alone, so every piece of it is
+one exact evaluation for the checker.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import nullcontext
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..problem import Problem
+from .attack import flipping_point
+from .guard import lent
+from .hitting import minimum_hitting_set, shrink_witness
+from .oracle import SetOracle
+
+
+@dataclass(frozen=True)
+class Hitting:
+    """What `search_hitting` gave: the certificate's `proof` object, or None and why (`reason`);
+    the number of lemmas found; `counterexample`: an AXp of at most k features (the claim is false)."""
+
+    proof: dict[str, Any] | None
+    reason: str
+    lemmas: int
+    counterexample: tuple[int, ...] | None = None
+
+
+class _Stop(Exception):
+    """Ends a search without a certificate (the reason in its message)."""
+
+    def __init__(self, reason: str, counterexample: tuple[int, ...] | None = None) -> None:
+        super().__init__(reason)
+        self.counterexample = counterexample
+
+
+def search_hitting(problem: Problem, k: int, deadline: float, oracle: SetOracle | None = None) -> Hitting:
+    """The `proof` object of a "witness-hitting" certificate that no AXp of `problem` has at most k
+    features, or None and why. `oracle`: the exact set oracle to ask (None: this process's lent one)."""
+    sets: list[frozenset[int]] = []
+    lemmas: list[list[list[float]]] = []  # each: the [feature, value] pairs where its point leaves x
+    try:
+        with lent("oracle", SetOracle) if oracle is None else nullcontext(oracle) as asked:
+            while (candidate := minimum_hitting_set(sets, limit=k)) is not None:
+                if time.perf_counter() > deadline:
+                    raise _Stop("deadline")
+                y = _flip(problem, frozenset(range(problem.n)) - candidate, deadline, asked)
+                if y is None:
+                    raise _Stop(f"the claim is false: {sorted(candidate)} is an abductive explanation", tuple(sorted(candidate)))
+                changed = shrink_witness(problem, y)
+                sets.append(changed)
+                lemmas.append([[i, float(y[i])] for i in sorted(changed)])
+        root = hitting_tree(sets, k, deadline)
+    except _Stop as stop:
+        return Hitting(None, str(stop), len(sets), stop.counterexample)
+    return Hitting({"method": "witness-hitting", "lemmas": lemmas, "root": root}, "proved", len(sets))
+
+
+def _flip(problem: Problem, free: frozenset[int], deadline: float, oracle: SetOracle) -> np.ndarray | None:
+    """A point y [n] of the box, x off `free`, that flips the prediction in exact arithmetic, or
+    None when an exact engine proved that none exists. Raises `_Stop` at the deadline or when the
+    oracle cannot decide."""
+    if not free:
+        return None  # y = x
+    if problem.classes == 1 and problem.net.is_piecewise_linear:
+        found = flipping_point(problem, free)
+        if found is not None:
+            return found
+    remaining = deadline - time.perf_counter()
+    if remaining <= 0:
+        raise _Stop("deadline")
+    answer = oracle.flip(problem, free, remaining)
+    if answer.answer is None:
+        raise _Stop(f"undecided: no exact engine found a flip or proved none with {sorted(free)} free ({answer.note})")
+    return None if not answer.answer else np.asarray(answer.witness, dtype=np.float64)
+
+
+def hitting_tree(sets: list[frozenset[int]], k: int, deadline: float = float("inf")) -> dict:
+    """The checker's tree (docs/proofs.md) showing that no set of at most k features meets every
+    one of `sets`: at each node (in, out) a leaf "disjoint" when |in| plus a greedy packing of the
+    unmet sets (minus out, pairwise disjoint, smallest first) exceeds k, else a branch on the
+    smallest unmet set. Raises `_Stop` at the deadline; `ValueError` when some set of at most k
+    features meets them all (the claim is false)."""
+
+    def node(chosen: frozenset[int], excluded: frozenset[int]) -> dict:
+        if time.perf_counter() > deadline:
+            raise _Stop("deadline")
+        unmet = sorted(((len(s - excluded), w) for w, s in enumerate(sets) if not s & chosen))
+        if not unmet:
+            raise ValueError(f"{sorted(chosen)} meets every set: the claim is false")
+        packed, used = [], set()
+        for _, w in unmet:
+            if not (sets[w] - excluded) & used:
+                packed.append(w)
+                used |= sets[w] - excluded
+        if len(chosen) + len(packed) > k:
+            return {"disjoint": packed}
+        w = unmet[0][1]
+        members = sorted(sets[w] - excluded)
+        children = [node(chosen | {m}, excluded | set(members[:i])) for i, m in enumerate(members)]
+        return {"branch": w, "children": children}
+
+    return node(frozenset(), frozenset())

@@ -1,0 +1,198 @@
+"""Certificates of CXp claims on ReLU networks without the monotone shortcut (method "lp-tree",
+`cardinal.solvers.proof_lp`): a branch and bound over the checker's own LP relaxation. Accepted
+exactly where brute force over the Boolean cube (or the exact MILP on a real box) says the claim
+is true, never made where it is false, and every tampering rejected."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from cardinal.solvers.base import solve_minimum
+from cardinal.solvers.proof import search
+from cardinal.verify.cli import main
+
+from cardinal import checker
+from cardinal.activations import Activation
+from cardinal.domain import Domain
+from cardinal.network import Layer, Network
+from cardinal.problem import Problem
+from tests.bruteforce import vertex_minimum, vertex_valid
+
+
+def _network(rng: np.random.Generator, n: int, hidden: tuple[int, ...]) -> Network:
+    """Weights of both signs (multiples of 1/64), ReLU hidden layers, one identity output."""
+    layers, fan_in = [], n
+    for width in (*hidden, 1):
+        weight = np.round(rng.normal(size=(width, fan_in)) / np.sqrt(fan_in) * 64) / 64
+        bias = np.round(rng.normal(size=width) * 0.3 * 64) / 64
+        layers.append(Layer(weight, bias, Activation.make("relu" if width != 1 else "identity")))
+        fan_in = width
+    return Network(layers)
+
+
+def _cube(seed: int) -> Problem:
+    rng = np.random.default_rng(seed)
+    net = _network(rng, 7, (10,))
+    x = (rng.random(7) < 0.5).astype(float)
+    return Problem.make(net, x, "contrastive", Domain.boolean(7), 0.0)
+
+
+def _check(certificate: dict[str, Any], problem: Problem) -> checker.Report:
+    return checker.check(certificate, problem.net.to_json())
+
+
+def test_cxp_claims_on_boolean_cubes_agree_with_brute_force() -> None:
+    kinds, splits = set(), set()
+    for seed in range(10):
+        problem = _cube(seed)
+        assert not problem.monotone
+        m = vertex_minimum(problem)
+        k = problem.n if m is None else m - 1
+        if k >= 0:
+            found = search(problem, k)
+            assert found.certificate is not None, found.reason
+            assert found.certificate["proof"]["method"] == "lp-tree"
+            assert found.certificate["claim"] == ({"none_exists": True} if m is None else {"no_explanation_within": k})
+            report = _check(found.certificate, problem)
+            assert report.accepted, report.message
+            kinds.add("none" if m is None else "within")
+            splits |= {kind for kind in ("feature", "unit") if f'"{kind}"' in json.dumps(found.certificate)}
+        if m is not None:
+            false = search(problem, m)  # a CXp of m features exists: no certificate, and one that shows it
+            assert false.certificate is None and false.counterexample is not None, false.reason
+            assert len(false.counterexample) <= m and vertex_valid(problem, false.counterexample)
+    assert kinds == {"none", "within"} and splits == {"feature", "unit"}
+
+
+def _real_box(seed: int) -> Problem:
+    rng = np.random.default_rng(seed)
+    net = _network(rng, 8, (8, 6))
+    x = rng.uniform(0, 1, 8).round(3)
+    threshold = float(net.forward(x)) + (0.1 if seed % 2 else -0.1)
+    return Problem.make(net, x, "contrastive", Domain.broadcast(list(x - 0.3), list(x + 0.3), 8), threshold)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_real_box_minimum_of_the_exact_milp_is_certified(seed: int) -> None:
+    """Two hidden layers on an ε-ball; the claim is the exact MILP's (an exact backend)."""
+    problem = _real_box(seed)
+    outcome = solve_minimum(problem.net, problem.x, "contrastive", problem.domain, problem.threshold, solver="exact-milp")
+    assert outcome.status in ("optimal", "none_exists") and outcome.exact
+    k = problem.n if outcome.status == "none_exists" else outcome.size - 1
+    found = search(problem, k)
+    assert found.certificate is not None, found.reason
+    report = _check(found.certificate, problem)
+    assert report.accepted, report.message
+    if outcome.status == "optimal":
+        assert search(problem, outcome.size).certificate is None
+
+
+def _leaves(node: dict[str, Any]) -> list[dict[str, Any]]:
+    if "multipliers" in node:
+        return [node]
+    first, second = ("in", "out") if "feature" in node else ("active", "inactive")
+    return _leaves(node[first]) + _leaves(node[second])
+
+
+def _rich() -> tuple[Problem, dict[str, Any]]:
+    problem = _real_box(2)
+    certificate = search(problem, 3).certificate
+    assert certificate is not None
+    return problem, certificate
+
+
+def test_every_tampering_of_an_lp_certificate_is_rejected() -> None:
+    problem, certificate = _rich()
+    document = problem.net.to_json()
+    root = certificate["proof"]["root"]
+    assert "unit" in root and len(_leaves(root)) >= 3
+    assert _check(certificate, problem).accepted
+
+    def rejected(change, network: dict[str, Any] | None = None) -> bool:
+        tampered = copy.deepcopy(certificate)
+        change(tampered)
+        try:
+            return not checker.check(tampered, network or document).accepted
+        except checker.CertificateError:
+            return True
+
+    def first_leaf(c: dict[str, Any]) -> dict[str, Any]:
+        return _leaves(c["proof"]["root"])[0]
+
+    assert rejected(lambda c: c["claim"].update(no_explanation_within=4))  # a claim raised by one
+    # a multiplier changed: every multiplier of a leaf halved, one multiplier's sign flipped, one dropped
+    assert rejected(lambda c: first_leaf(c).update(multipliers=[[r, v / 2] for r, v in first_leaf(c)["multipliers"]]))
+    assert rejected(lambda c: first_leaf(c)["multipliers"][0].__setitem__(1, -first_leaf(c)["multipliers"][0][1]))
+    assert rejected(lambda c: first_leaf(c).update(multipliers=[]))
+    # a step removed: the root replaced by one of its children
+    for child in ("in", "out", "active", "inactive"):
+        if child in root:
+            assert rejected(lambda c, child=child: c["proof"].update(root=c["proof"]["root"][child]))
+    assert rejected(lambda c: c["proof"].update(method="witness-hitting"))
+    # held against another input, threshold, box or network
+    f = float(problem.net.forward(problem.x))  # a threshold at f(x): the same prediction, moves flip it easily
+    assert rejected(lambda c: c["problem"].update(threshold=f - 2.0**-20 if problem.prediction else f))
+    assert rejected(lambda c: c["problem"].update(lower=[v - 1.0 for v in c["problem"]["lower"]]))
+    assert rejected(lambda c: c["problem"].update(kind="abductive"))
+    other = copy.deepcopy(document)
+    other["layers"][0]["weight"][0][0] += 0.5
+    assert rejected(lambda c: None, other)
+    assert rejected(lambda c: c["problem"].update(network_sha256=checker.network_sha256(other)[0]), other)
+
+
+def test_a_binary_box_whose_x_is_no_vertex_is_refused() -> None:
+    """On a binary box the rows move a feature to the end x is not: an x between the ends would
+    leave the other end out of the relaxation, so the checker refuses it."""
+    problem = _cube(0)
+    certificate = search(problem, vertex_minimum(problem) - 1).certificate
+    assert certificate is not None and _check(certificate, problem).accepted
+    certificate["problem"]["x"][0] = 0.5
+    report = _check(certificate, problem)
+    assert not report.accepted and "no vertex" in report.message
+
+
+def test_a_split_on_a_stable_unit_or_a_smooth_network_is_refused() -> None:
+    problem, certificate = _rich()
+    relaxation = checker.LpRelaxation.of(
+        problem.net.to_json(), problem.x.tolist(), (problem.domain.lower.tolist(), problem.domain.upper.tolist(), False),
+        problem.threshold, 3,
+    )  # fmt: skip
+    stable = next([layer, j] for layer in range(2) for j in range(8) if (layer, j) not in relaxation.units)
+    tampered = copy.deepcopy(certificate)
+    tampered["proof"]["root"] = {"unit": stable, "active": certificate["proof"]["root"], "inactive": certificate["proof"]["root"]}
+    with pytest.raises(checker.CertificateError):
+        checker.check(tampered, problem.net.to_json())
+    smooth = problem.net.to_json()
+    smooth["layers"][0]["activation"] = "sigmoid"
+    tampered = copy.deepcopy(certificate)
+    tampered["problem"]["network_sha256"] = checker.network_sha256(smooth)[0]
+    report = checker.check(tampered, smooth)
+    assert not report.accepted and "relu and identity" in report.message
+
+
+def test_solve_minimum_and_certify_write_lp_certificates(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    problem = _real_box(0)
+    outcome = solve_minimum(
+        problem.net, problem.x, "contrastive", problem.domain, problem.threshold, solver="exact-milp", proof=tmp_path / "one.json"
+    )
+    assert outcome.status == "optimal" and "certificate:" in outcome.message
+    assert json.loads((tmp_path / "one.json").read_text())["proof"]["method"] == "lp-tree"
+    assert main(["proof", "check", str(tmp_path / "one.json")]) == 0
+    cube = _cube(0)
+    network, inputs, folder = tmp_path / "net.json", tmp_path / "x.csv", tmp_path / "proofs"
+    network.write_text(json.dumps(cube.net.to_json()))
+    inputs.write_text(",".join(map(str, cube.x)) + "\n")
+    code = main(["certify", str(network), "--inputs", str(inputs), "--binary", "--threshold", "0",
+                 "--proof", str(folder), "--out", str(tmp_path / "out.jsonl")])  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    lines = [json.loads(text) for text in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert {line["kind"] for line in lines} == {"contrastive", "abductive"}
+    for line in lines:  # both kinds proved on this non-monotone network, each with an accepted certificate
+        assert line["minimum_proved"] and line["proof"]["accepted"], line
+        method = json.loads((folder / line["proof"]["file"]).read_text())["proof"]["method"]
+        assert method == ("lp-tree" if line["kind"] == "contrastive" else "witness-hitting")
