@@ -29,6 +29,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -59,18 +60,24 @@ class HittingResult:
 
 def minimum_abductive(problem: Problem, find_flip: FlipOracle, at_most: int | None, deadline: float) -> HittingResult:
     """Run the implicit-hitting-set loop until a minimum AXp, a bound, or the deadline."""
+    with HittingSets(problem.n) as contrastive_sets:
+        return _abductive_loop(problem, find_flip, at_most, deadline, contrastive_sets)
+
+
+def _abductive_loop(
+    problem: Problem, find_flip: FlipOracle, at_most: int | None, deadline: float, contrastive_sets: HittingSets
+) -> HittingResult:
     features = frozenset(range(problem.n))
-    contrastive_sets: list[frozenset[int]] = []
     best: frozenset[int] | None = None  # the smallest AXp found
     exact = False  # whether the next candidate must be a minimum hitting set
     calls = 0
     while True:
         if time.perf_counter() > deadline:
             return _stopped(best, at_most, calls)
-        candidate = greedy_hitting_set(contrastive_sets)
+        candidate = contrastive_sets.greedy()
         limit = at_most if best is None else len(best) - 1  # a candidate must beat these
         if exact or (limit is not None and len(candidate) > limit):
-            candidate = minimum_hitting_set(contrastive_sets, limit=limit)
+            candidate = contrastive_sets.minimum(limit)
             if candidate is None:  # every AXp has more than `limit` features
                 if best is None:
                     return HittingResult(Status.NONE_WITHIN, None, calls)
@@ -93,31 +100,89 @@ def minimum_abductive(problem: Problem, find_flip: FlipOracle, at_most: int | No
         if not flipped:  # the oracle says S is no AXp, but its point does not show it: no verdict
             reason = "is undecided (smooth margin)" if flipped is None else "does not flip the prediction"
             return HittingResult(Status.ERROR, None, calls, f"the flip oracle's point {reason} in exact arithmetic")
-        contrastive_sets.append(shrink_witness(problem, y))
+        contrastive_sets.add(shrink_witness(problem, y))
         exact = False
+
+
+class HittingSets:
+    """The contrastive sets the loop has found, kept for its two questions: a greedy hitting set
+    (on a [sets, n] bool matrix grown in place: the loop makes thousands of candidates, and
+    rebuilding the matrix for each took 26 of 60 s on a 28-feature ReLU network) and a minimum
+    one. The minimum comes from PySAT's RC2 (an exact MaxSAT solver on integers: one hard clause
+    per set, a soft clause ¬e per element), kept between calls so that each new set is one more
+    clause; every answer is checked to hit every set. Without PySAT, `minimum_hitting_set`."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.matrix = np.zeros((64, n), dtype=bool)  # [capacity, n]; the first `count` rows are the sets
+        self.count = 0
+        self.maxsat = _maxsat(n)
+
+    def __enter__(self) -> HittingSets:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.maxsat is not None:
+            self.maxsat.delete()
+            self.maxsat = None
+
+    def __len__(self) -> int:
+        return self.count
+
+    def sets(self) -> list[frozenset[int]]:
+        return [frozenset(int(i) for i in np.flatnonzero(row)) for row in self.matrix[: self.count]]
+
+    def add(self, found: frozenset[int]) -> None:
+        if self.count == len(self.matrix):
+            self.matrix = np.concatenate([self.matrix, np.zeros_like(self.matrix)])
+        self.matrix[self.count, list(found)] = True
+        self.count += 1
+        if self.maxsat is not None:
+            self.maxsat.add_clause([i + 1 for i in sorted(found)])
+
+    def greedy(self) -> frozenset[int]:
+        """A hitting set built by taking the element that hits the most sets not hit yet (the lowest
+        index among equals)."""
+        pending = self.matrix[: self.count]
+        chosen: set[int] = set()
+        while len(pending):
+            element = int(np.argmax(pending.sum(axis=0)))  # the first of the most frequent
+            chosen.add(element)
+            pending = pending[~pending[:, element]]
+        return frozenset(chosen)
+
+    def minimum(self, limit: int | None) -> frozenset[int] | None:
+        """A smallest hitting set; None if every one has more than `limit` elements."""
+        if self.maxsat is None:
+            return minimum_hitting_set(self.sets(), limit)
+        model = self.maxsat.compute()
+        if model is None:  # no hard clause is empty, so this cannot happen: say so loudly
+            raise RuntimeError("RC2 found no hitting set of non-empty sets")
+        chosen = frozenset(v - 1 for v in model if 0 < v <= self.n)
+        if self.count and not self.matrix[: self.count, sorted(chosen)].any(axis=1).all():
+            raise RuntimeError("RC2's answer misses a set")
+        if len(chosen) != self.maxsat.cost:
+            raise RuntimeError("RC2's cost differs from its answer's size")
+        return None if limit is not None and len(chosen) > limit else chosen
+
+
+def _maxsat(n: int) -> Any:
+    """An RC2 MaxSAT solver with the soft clauses ¬e_i (i < n, variable i + 1), or None without PySAT."""
+    try:
+        from pysat.examples.rc2 import RC2
+        from pysat.formula import WCNF
+    except ImportError:
+        return None
+    formula = WCNF()
+    for i in range(n):
+        formula.append([-(i + 1)], weight=1)
+    return RC2(formula)
 
 
 def _stopped(best: frozenset[int] | None, at_most: int | None, calls: int) -> HittingResult:
     """At the deadline: the best AXp found, as any backend reports a call stopped by its limit."""
     status, kept = stopped(None if best is None else tuple(sorted(best)), at_most)
     return HittingResult(status, kept, calls)
-
-
-def greedy_hitting_set(sets: list[frozenset[int]]) -> frozenset[int]:
-    """A hitting set of `sets`, built by taking the element that hits the most sets not hit yet
-    (the lowest index among equals)."""
-    if not sets:
-        return frozenset()
-    width = 1 + max(max(s) for s in sets)
-    pending = np.zeros((len(sets), width), dtype=bool)  # [sets, elements]
-    for row, s in enumerate(sets):
-        pending[row, list(s)] = True
-    chosen: set[int] = set()
-    while len(pending):
-        element = int(np.argmax(pending.sum(axis=0)))  # the first of the most frequent
-        chosen.add(element)
-        pending = pending[~pending[:, element]]
-    return frozenset(chosen)
 
 
 def shrink_witness(problem: Problem, y: np.ndarray) -> frozenset[int]:
