@@ -5,7 +5,10 @@ is rigorous.
 **The model** is the exact closure of `solvers.encode` (`encode(..., exact=True)`): its feasible
 set contains every real solution (ε = 0 on the strict sides, big-M and input coefficients rounded
 outwards), and the strict margin τ ∈ [−1, 1] enters each closed strict row, so that a point is a
-real solution iff τ > 0 there.
+real solution iff τ > 0 there. A network of K ≥ 2 classes (argmax, ties to the lowest index)
+asks to leave class c = p(x): one binary β_j per rival class j, Σ β ≥ 1, β_j = 1 forcing
+f_j − f_c ≥ 0 for j < c and f_j − f_c − τ ≥ 0 for j > c (the strict side closed by τ), big-M
+from exact bounds of f_j − f_c; its problems take the general (non-monotone) path below.
 
 **Pruning.** Each node's LP (the integer columns' bounds of the node, the rest relaxed) is solved
 by HiGHS's simplex, warm-started from the node before. Its duals go into the safe bound of
@@ -88,7 +91,6 @@ SET_QUESTIONS = 128  # a CXp bound k is decided set by set (flip questions) whil
 SEED_SHARE = 0.25  # the share of a call's time limit that the float MILP seeding its incumbent may take
 MARGIN_WEIGHT = 2.0**-10  # λ: the weight of the strict margin τ in a CXp's objective Σ s − λ·τ
 _FRACTIONAL = 1e-6  # an LP value this close to an integer counts as integral (for branching only)
-ONE_OUTPUT = "the exact MILP asks about one output and a threshold (K ≥ 2 classes: z3)"
 _LP_OPTIONS: dict[str, float | bool | str] = {
     "output_flag": False,
     "presolve": "off",  # warm starts, and dual rays of infeasible LPs
@@ -523,8 +525,6 @@ class ExactMilpSolver(BaseSolver):
         deadline = started + time_limit
         if not problem.net.is_piecewise_linear:
             return self.outcome(Status.UNSUPPORTED, started, message=f"{problem.net.hidden_activation()} is not piecewise linear")
-        if problem.classes > 1:
-            return self.outcome(Status.UNSUPPORTED, started, message=ONE_OUTPUT)
         if problem.monotone:
             if (unmoved := self.unmoved(problem, started)) is not None:
                 return unmoved
@@ -719,8 +719,6 @@ class ExactMilpFlipSearch(BaseSolver):
         started = time.perf_counter()
         if not problem.net.is_piecewise_linear:
             return self.outcome(Status.UNSUPPORTED, started, message="the exact MILP needs piecewise-linear activations")
-        if problem.classes > 1:
-            return self.outcome(Status.UNSUPPORTED, started, message=ONE_OUTPUT)
         try:
             y = flip_point(problem, frozenset(range(problem.n)), started + time_limit)
         except OracleTimeout:
