@@ -238,6 +238,28 @@ def test_a_wrong_float_lp_gives_no_wrong_proof(kind: str, binary: bool, classes:
     assert proofs >= 1  # wrong duals slow it down; the safe bounds of the rest still prove
 
 
+def test_the_seed_comes_from_gurobi_where_its_licence_takes_the_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The float MILP that seeds the incumbent: Gurobi where installed (on the VeriX-shaped
+    classifier it found the CXp HiGHS did not find in 15 s), HiGHS where Gurobi's licence refuses
+    the model."""
+    gurobi = pytest.importorskip("cardinal.solvers.gurobi")
+    from cardinal.solvers.encode import encode
+    from cardinal.solvers.milp import MilpRun, RunState
+
+    problem = _classifier_problem(1, False, "contrastive", n=5, hidden=(4,))
+    model = encode(problem, margin=True)
+    asked: list[str] = []
+    real = gurobi.GurobiSolver._optimize
+    monkeypatch.setattr(gurobi.GurobiSolver, "_optimize", lambda self, m, seconds: asked.append("gurobi") or real(self, m, seconds))
+    run = exact_milp.optimize(model, 30.0)
+    assert asked == ["gurobi"] and run.state == RunState.OPTIMAL and run.values is not None
+    refused = MilpRun(RunState.SIZE_LIMIT, "SIZE_LIMIT (GurobiError 10010)")
+    monkeypatch.setattr(gurobi.GurobiSolver, "_optimize", lambda self, m, seconds: refused)
+    again = exact_milp.optimize(model, 30.0)
+    assert again.state == RunState.OPTIMAL and again.values is not None  # HiGHS's: the same minimum size
+    assert np.round(again.values[model.selectors]).sum() == np.round(run.values[model.selectors]).sum()
+
+
 def test_the_hitting_set_step_is_a_minimum_hitting_set() -> None:
     rng = np.random.default_rng(3)
     for _ in range(40):
