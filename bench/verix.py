@@ -29,12 +29,23 @@ Per test image x (the first `--images` of a seeded split) and its ball B = [0, 1
   each dropped while a float64 screen still keeps the class; the final set proved in rationals),
   else all 784 features. Proved when the bounds meet.
 
-z3 (cardinal's only exact prover for non-monotone networks) is not run: on the 64-feature digit
-classifier of `crosscheck --suite classifiers` 6 of 8 of its calls already ended at a 20 s limit
-(not measured at 784 inputs). The MILP is `--milp` (default gurobi, else highs): the CXp model
-has 1,637 variables and 1,662 constraints, within Gurobi's size-limited pip licence (2,000 each).
+**`--exact`**: the exact MILP engine (`exact-milp`, `solvers.exact_milp`: HiGHS's LPs pruning
+only by safe bounds, every incumbent replayed exactly) in the mix. The minimum CXp is its answer:
+optimal (its set replayed) is a proof; where it stops at the limit, its best set (else the
+float MILP's, replayed) is the upper bound and the interval bound above the lower one. For the
+AXp, the sequential deletion explainer (`solvers.deletion`, each step decided by the exact set
+oracle, whose engine here is the exact MILP's flip search) first gives a subset-minimal AXp, an
+exact upper bound (measured: 146 and 199 features where interval deletion proved 608 and 299);
+then the loop, in the rest of the AXp's time, asks the exact flip search instead of the float
+MILP: a "no flip" is an exact proof that the candidate is an AXp, so a minimum hitting set
+answered so is the proved minimum. The AXp seconds count both.
 
-    python -m bench.verix [--images 10] [--radius 0.05] [--cxp-limit 60] [--axp-limit 300]
+z3's full encoding is not run: on the 64-feature digit classifier of `crosscheck --suite
+classifiers` 6 of 8 of its calls already ended at a 20 s limit (not measured at 784 inputs). The
+MILP is `--milp` (default gurobi, else highs): the CXp model has 1,637 variables and 1,662
+constraints, within Gurobi's size-limited pip licence (2,000 each).
+
+    python -m bench.verix [--images 10] [--radius 0.05] [--cxp-limit 60] [--axp-limit 300] [--exact]
                           [--work bench-results/verix] [--out bench/results/verix.md]
 """
 
@@ -54,9 +65,12 @@ from pathlib import Path
 import numpy as np
 import torch
 from cardinal.solvers.base import available_solvers, get_solver, solve_problem
+from cardinal.solvers.deletion import SUBSET_MINIMAL, deletion
 from cardinal.solvers.encode import encode
+from cardinal.solvers.exact_milp import OpenLeaves, flip_point
 from cardinal.solvers.hitting import OracleTimeout, minimum_hitting_set, shrink_witness
 from cardinal.solvers.milp import RunState, _witness
+from cardinal.solvers.oracle import SetOracle
 from cardinal.verify.classifiers import GRID
 from torch import nn
 
@@ -263,13 +277,29 @@ def _flip_oracle(backend, problem: Problem):
     return find_flip
 
 
-def minimum_axp(backend, problem: Problem, time_limit: float) -> tuple[Status, tuple[int, ...] | None, int]:
-    """The implicit-hitting-set loop of `solvers.hitting` with `backend` as flip oracle, keeping its
-    contrastive sets: (status, the candidate it ended with, the exact lower bound — the size of a
-    minimum hitting set of the exactly replayed contrastive sets found)."""
+def _exact_flip_oracle(problem: Problem):
+    """The exact MILP engine's flip search as the oracle (`exact_milp.flip_point`): its None is an
+    exact proof that no point flips; regions it leaves open end the loop (ERROR)."""
+
+    def find_flip(free: frozenset[int], until: float) -> np.ndarray | None:
+        try:
+            return flip_point(problem, free, until)
+        except OpenLeaves as error:
+            raise _Undecided(str(error)) from None
+
+    return find_flip
+
+
+class _Undecided(Exception):
+    """The exact flip search left regions open: no answer, no proof."""
+
+
+def minimum_axp(find_flip, problem: Problem, time_limit: float) -> tuple[Status, tuple[int, ...] | None, int]:
+    """The implicit-hitting-set loop of `solvers.hitting` with `find_flip` as flip oracle, keeping
+    its contrastive sets: (status, the candidate it ended with, the exact lower bound — the size
+    of a minimum hitting set of the exactly replayed contrastive sets found)."""
     deadline = time.perf_counter() + time_limit
     sets: list[frozenset[int]] = []
-    find_flip = _flip_oracle(backend, problem)
     everything = frozenset(range(problem.n))
     status, candidate = Status.TIMEOUT, None
     while time.perf_counter() < deadline:
@@ -277,6 +307,9 @@ def minimum_axp(backend, problem: Problem, time_limit: float) -> tuple[Status, t
         try:
             y = find_flip(everything - candidate, deadline)
         except OracleTimeout:
+            break
+        except _Undecided:
+            status = Status.ERROR
             break
         if y is None:
             status = Status.OPTIMAL
@@ -289,28 +322,53 @@ def minimum_axp(backend, problem: Problem, time_limit: float) -> tuple[Status, t
     return status, None if candidate is None else tuple(sorted(candidate)), len(hitting)
 
 
-def run_image(net: Network, x: np.ndarray, radius: float, cxp_limit: float, axp_limit: float, milp: str) -> dict:
+def cxp_bounds(backend, problem: Problem, time_limit: float, exact: bool) -> tuple[int, int | None, bool]:
+    """The minimum CXp's (exact lower bound, size of an exactly verified CXp or None, whether no
+    CXp exists) by `backend` (a float MILP) or, with `exact`, the exact MILP engine (module
+    docstring)."""
+    if exact:
+        with get_solver("exact-milp") as prover:
+            outcome = solve_problem(prover, problem, None, time_limit)
+        if outcome.exact and outcome.status == Status.OPTIMAL and outcome.replayed:
+            return outcome.size, outcome.size, False
+        if outcome.exact and outcome.status == Status.NONE_EXISTS:
+            return N + 1, None, True
+    else:
+        outcome = solve_problem(backend, problem, None, time_limit)
+    upper = outcome.size if outcome.status in (Status.OPTIMAL, Status.FEASIBLE) and outcome.replayed else None
+    if upper is None:  # any flip of the whole ball, shrunk exactly, is a CXp
+        y = None
+        with contextlib.suppress(OracleTimeout):
+            y = _flip_oracle(backend, problem)(frozenset(range(N)), time.perf_counter() + 10.0)
+        upper = len(shrink_witness(problem, y)) if y is not None and problem.flips(y) else None
+    lower = cxp_lower_bound(problem.net, problem, upper)
+    return lower, upper, lower == N + 1
+
+
+def run_image(net: Network, x: np.ndarray, radius: float, cxp_limit: float, axp_limit: float, milp: str, exact: bool) -> dict:
     """The CXp and AXp bounds of one image with their seconds (module docstring); `milp`: the
-    MILP backend's name."""
+    MILP backend's name; `exact`: the exact MILP engine proves (module docstring)."""
     box = Domain.unit(N).ball(x, radius)
     row: dict = {}
     with get_solver(milp) as backend:
         started = time.perf_counter()
         problem = Problem.make(net, x, "contrastive", box)
-        outcome = solve_problem(backend, problem, None, cxp_limit)
-        upper = outcome.size if outcome.status in (Status.OPTIMAL, Status.FEASIBLE) and outcome.replayed else None
-        if upper is None:  # any flip of the whole ball, shrunk exactly, is a CXp
-            y = None
-            with contextlib.suppress(OracleTimeout):
-                y = _flip_oracle(backend, problem)(frozenset(range(N)), time.perf_counter() + 10.0)
-            upper = len(shrink_witness(problem, y)) if y is not None and problem.flips(y) else None
-        lower = cxp_lower_bound(net, problem, upper)
         row["class"] = problem.prediction
-        row["cxp"] = (lower, upper, lower == N + 1, time.perf_counter() - started)
+        row["cxp"] = (*cxp_bounds(backend, problem, cxp_limit, exact), time.perf_counter() - started)
         started = time.perf_counter()
         problem = Problem.make(net, x, "abductive", box)
-        status, candidate, lower = minimum_axp(backend, problem, axp_limit)
-        upper = len(verified_axp(problem, candidate if status == Status.OPTIMAL else None))
+        upper = N
+        if exact:  # a subset-minimal AXp, each step decided exactly (module docstring)
+            with SetOracle() as oracle:
+                subset_minimal = deletion(problem, oracle, axp_limit)
+            if subset_minimal.status == SUBSET_MINIMAL and subset_minimal.features is not None:
+                upper = len(subset_minimal.features)
+        find_flip = _exact_flip_oracle(problem) if exact else _flip_oracle(backend, problem)
+        status, candidate, lower = minimum_axp(find_flip, problem, max(axp_limit - (time.perf_counter() - started), 1e-3))
+        if exact and status == Status.OPTIMAL and candidate is not None:  # proved an AXp by the exact flip search
+            upper = min(upper, len(candidate))
+        else:
+            upper = min(upper, len(verified_axp(problem, candidate if status == Status.OPTIMAL else None)))
         row["axp"] = (lower, upper, status.value, time.perf_counter() - started)
     return row
 
@@ -326,6 +384,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--cxp-limit", type=float, default=60.0, help="seconds for the minimum CXp (default 60)")
     parser.add_argument("--axp-limit", type=float, default=300.0, help="seconds for the minimum AXp (default 300)")
     parser.add_argument("--milp", choices=("gurobi", "highs"), help="the MILP (default gurobi where installed, else highs)")
+    parser.add_argument("--exact", action="store_true", help="the exact MILP engine proves the minima (module docstring)")
     parser.add_argument("--work", default="bench-results/verix", help="where the model file goes (not committed)")
     parser.add_argument("--out", default="bench-results/verix.md", help="results table (bench/results/verix.md to refresh)")
     args = parser.parse_args(argv)
@@ -343,7 +402,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"model {path}: widths {net.widths}, test accuracy {accuracy:.3f}; {net.metadata.dropped}", file=sys.stderr)
     rows = []
     for index in test[: args.images]:
-        row = run_image(net, X[index], args.radius, args.cxp_limit, args.axp_limit, args.milp)
+        row = run_image(net, X[index], args.radius, args.cxp_limit, args.axp_limit, args.milp, args.exact)
         rows.append((int(index), row))
         (cl, cu, cnone, cs), (al, au, astatus, asec) = row["cxp"], row["axp"]
         print(
@@ -361,7 +420,8 @@ def write_table(path: Path, rows: list[tuple[int, dict]], args: argparse.Namespa
         f"# VeriX-shaped classifier (784 → 10 → 10 → 10), minimum explanations at ε = {args.radius:g}",
         "",
         f"Run {datetime.date.today().isoformat()} with `python -m bench.verix --images {args.images} --radius {args.radius:g} "
-        f"--milp {args.milp} --cxp-limit {args.cxp_limit:g} --axp-limit {args.axp_limit:g}` on {machine()}. "
+        f"--milp {args.milp} --cxp-limit {args.cxp_limit:g} --axp-limit {args.axp_limit:g}{' --exact' if args.exact else ''}` "
+        f"on {machine()}. "
         f"Not MNIST: scikit-learn's 8 × 8 digits upsampled to 28 × 28 (test accuracy {accuracy:.3f}); see the "
         "docstring of bench/verix.py. A size is exact where one number is shown, else [exact lower bound, size of an "
         "exactly verified explanation].",

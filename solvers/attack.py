@@ -6,8 +6,10 @@ non-monotone benchmark networks it finds most flipping points of the hitting-set
 milliseconds.
 
 From `STARTS` points (x itself, the box's centre and random ones, seeded) it takes `STEPS` signed
-gradient steps of f (up when p(x) = 0, down otherwise), each a shrinking fraction of the box's
-width, projected back into the box; on a binary box the points are then rounded to its corners.
+gradient steps of a score that rises as y leaves p(x) — K = 1: f (up when p(x) = 0, down
+otherwise); K ≥ 2 classes: f_r − f_c, c = p(x) and r the strongest rival at each point — each a
+shrinking fraction of the box's width, projected back into the box; on a binary box the points
+are then rounded to its corners.
 """
 
 from __future__ import annotations
@@ -34,35 +36,41 @@ def flipping_point(problem: Problem, free: frozenset[int], seed: int = 0) -> np.
     y = np.random.default_rng(seed).random((STARTS, problem.n)) * width + lower
     y[0], y[1] = x, (lower + upper) / 2
     layers = [(layer.weight, layer.bias, *layer.activation.pieces()) for layer in problem.net.layers]
-    direction = 1.0 if problem.prediction == 0 else -1.0  # raise f above t, or lower it to ≤ t
     points = [y]
     for step in range(STEPS):
         size = 0.5 * (1 - step / STEPS) * width
-        y = np.minimum(np.maximum(y + size * np.sign(direction * _gradient(layers, y)), lower), upper)
+        y = np.minimum(np.maximum(y + size * np.sign(_gradient(layers, y, problem.prediction)), lower), upper)
         points.append(y)
     candidates = np.concatenate(points)
     if domain.binary:
         candidates = np.where(candidates - domain.lower < domain.upper - candidates, domain.lower, domain.upper)
     candidates = np.where(movable, candidates, x)
-    flipped = np.flatnonzero(problem.predictions(candidates) == 1 - problem.prediction)
+    predicted = problem.predictions(candidates)
+    flipped = np.flatnonzero((predicted >= 0) & (predicted != problem.prediction))
     return candidates[flipped[0]] if len(flipped) else None
 
 
 Pieces = tuple[np.ndarray, np.ndarray, list[Fraction], list[tuple[Fraction, Fraction]]]
 
 
-def _gradient(layers: list[Pieces], y: np.ndarray) -> np.ndarray:
-    """The gradient [B, n] of f at the points y [B, n] (a PWL network; at a breakpoint, the slope
-    of the piece to its right)."""
+def _gradient(layers: list[Pieces], y: np.ndarray, c: int) -> np.ndarray:
+    """The gradient [B, n] at the points y [B, n] of the score that rises as y leaves class c
+    (module docstring) of a PWL network (at a breakpoint, the slope of the piece to its right)."""
     z, slopes = y, []
     for weight, bias, breaks, pieces in layers:
         h = z @ weight.T + bias
-        piece = np.searchsorted(np.array([float(c) for c in breaks]), h, side="right")
+        piece = np.searchsorted(np.array([float(b) for b in breaks]), h, side="right")
         offsets = np.array([float(o) for _, o in pieces])
         slope = np.array([float(a) for a, _ in pieces])[piece]
         slopes.append(slope)
         z = slope * h + offsets[piece]
-    grad = np.ones((len(y), 1))
+    if z.shape[1] == 1:
+        grad = np.full((len(y), 1), 1.0 if c == 0 else -1.0)  # raise f above t, or lower it to ≤ t
+    else:
+        rivals = np.where(np.arange(z.shape[1]) == c, -np.inf, z)
+        grad = np.zeros_like(z)
+        grad[np.arange(len(y)), rivals.argmax(axis=1)] = 1.0
+        grad[:, c] -= 1.0
     for (weight, _, _, _), slope in zip(reversed(layers), reversed(slopes), strict=True):
         grad = (grad * slope) @ weight
     return grad

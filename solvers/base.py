@@ -138,19 +138,19 @@ def auto_solver(problem: Problem) -> str:
     monotone networks z3's lazy strategy, unless greedy's answer has `LARGE_MINIMUM` features or
     more (z3's SAT loop grows with the minimum's size: BlogFeedback's AXps at t = 0.1, 76–156
     features, took the exact MILP 1–4 s where z3 stopped at 60 s for 5 of 8); the exact MILP on
-    other piecewise-linear networks (z3's full encoding without it); z3 for K ≥ 2 classes. What
-    applies to nothing installed falls back to enumerate."""
+    other piecewise-linear networks, K ≥ 2 classes included (z3's full encoding without it); z3
+    on other smooth ones. What applies to nothing installed falls back to enumerate."""
     installed = available_solvers(exact=True)
     if problem.n <= TINY_FEATURES and (problem.monotone or problem.domain.binary):
         preferred: tuple[str, ...] = ("enumerate",)
-    elif problem.classes > 1:
-        preferred = ("z3",)  # the exact MILP asks about one output
     elif problem.monotone and problem.net.is_piecewise_linear and _large_minimum(problem):
         preferred = ("exact-milp", "z3")
     elif problem.monotone:
         preferred = ("z3", "exact-milp")
-    else:
+    elif problem.net.is_piecewise_linear:
         preferred = ("exact-milp", "z3")
+    else:
+        preferred = ("z3",)  # the exact MILP encodes piecewise-linear networks only
     return next((name for name in preferred if name in installed), "enumerate")
 
 

@@ -24,8 +24,9 @@ t − f(y) when p(x) = 0 (K = 1), f_c(y) − max_{j≠c} f_j(y) for c = p(x) (K 
 this smallest margin, largest first — the least sensitive feature is judged first, so the
 features that matter least leave the set first — ties by lower index.
 
-**Exactness.** Each step is decided by the exact set oracle (enumerate on small binary boxes, z3
-on piecewise-linear networks, each in a guarded child process), or, on a monotone network, by the
+**Exactness.** Each step is decided by the exact set oracle (exact interval bounds first, then
+enumerate on small binary boxes, the exact MILP's flip search and z3 on piecewise-linear
+networks, K ≥ 2 classes included, each engine in a guarded child process), or, on a monotone network, by the
 monotone shortcut (one exact evaluation of x with F set to the counterpoint x': it flips iff
 some y does). A step that neither decides (a limit, a smooth network the oracle cannot encode, an
 undecided enclosure) ends the run with status `unknown` and no set: nothing is guessed.
@@ -51,7 +52,7 @@ class Step:
     """One question of the run: `feature` judged (None: the CXp's first question, every feature
     free: "kept" when it flips, else "none_exists"), its `verdict` — "removed" (it leaves the
     set), "kept", or "undecided" — and the
-    `engine` that decided it (shortcut, enumerate, z3, definition) or why none did."""
+    `engine` that decided it (shortcut, enumerate, exact-milp, z3, definition) or why none did."""
 
     feature: int | None
     verdict: str

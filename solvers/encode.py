@@ -71,7 +71,8 @@ contains every real solution, read as exact rationals: ε is 0 (class 1 is `f �
 coefficient x'_i − x_i may be no double, become `y` between `base` and `base + d·s` with d
 rounded outwards (a relaxation: on a monotone network the exact check of the set decides).
 One more variable, the *strict margin* τ ∈ [−1, 1] (`MilpModel.slack`), enters each closed
-strict row: `f − τ ≥ t`, `h + τ ≤ at` (its big-M grown by 1). A point is a real solution iff it
+strict row: `f − τ ≥ t`, `h + τ ≤ at`, and for K ≥ 2 `f_j − f_c − τ ≥ 0` where j > c (each big-M
+grown by 1; the closed `f_j − f_c ≥ 0` of j < c has no τ). A point is a real solution iff it
 has τ > 0 for the same integers; so a proof that τ ≤ 0 over a region, or that the region is
 empty, shows that it holds no real solution.
 """
@@ -301,10 +302,8 @@ def encode(
                 z, z_low, z_high = _encode_kink(builder, stage, z, z_low, z_high, hull_only.get(stage.op, False))
     margin = problem.epsilon if continuous else 0.0
     if problem.classes > 1:
-        if tau is not None:
-            raise ValueError("the exact closure (exact=True) encodes one output and a threshold")
         difference = _difference_bounds(problem.net.layers[-1], inputs_low, inputs_high, z_low, z_high, problem.prediction)
-        _leave_class(builder, z, problem.prediction, difference, problem.epsilon, margin)
+        _leave_class(builder, z, problem.prediction, difference, epsilon, margin, tau)
     elif goal == 1 and tau is not None:
         builder.rows(problem.threshold, math.inf, (z, 1.0), (tau, -1.0))  # f − τ ≥ t
     elif goal == 1:
@@ -320,24 +319,35 @@ def encode(
 
 
 def _leave_class(
-    builder: _Builder, f: np.ndarray, c: int, difference: tuple[list[Fraction], list[Fraction]], epsilon: float, margin: float
+    builder: _Builder,
+    f: np.ndarray,
+    c: int,
+    difference: tuple[list[Fraction], list[Fraction]],
+    epsilon: float,
+    margin: float,
+    tau: np.ndarray | None = None,
 ) -> None:
     """K ≥ 2: rows that make some output j ≠ c take class c (module docstring). f [K]: the
     outputs' variables; `difference`: exact bounds (low [K], high [K]) of f_j − f_c; `margin`: the
-    e_j of the closed side (j < c), 0 unless margins are asked."""
+    e_j of the closed side (j < c), 0 unless margins are asked; `tau`: the strict margin's index
+    [1] in the exact closure (ε = 0), which enters each strict row, f_j − f_c − τ ≥ 0 (its big-M
+    grown by 1: τ ≥ −1)."""
     low, high = difference
     others = [j for j in range(len(f)) if j != c]
-    strict = [overtakes_strictly(c, j) for j in others]
-    possible = np.array([high[j] > 0 or (high[j] == 0 and not s) for j, s in zip(others, strict, strict=True)])
+    strict = np.array([overtakes_strictly(c, j) for j in others], dtype=bool)
+    possible = np.array([high[j] > 0 or (high[j] == 0 and not s) for j, s in zip(others, strict.tolist(), strict=True)])
     beta = builder.variables(np.zeros(len(others)), possible.astype(np.float64), integer=True)
     builder.sum_row(beta, 1.0, math.inf)
     required = np.array([epsilon + margin if s else margin for s in strict])  # 2ε off the strict side with margins
-    big_m = _outward([max(Fraction(0), Fraction(e) - low[j]) for e, j in zip(required.tolist(), others, strict=True)], +1)
-    rows = possible & (big_m > 0)  # with M = 0 the row holds everywhere (L_j ≥ e_j) and is left out
-    columns = np.array(others)[rows]
-    builder.rows(
-        required[rows] - big_m[rows], math.inf, (f[columns], 1.0), (np.full(len(columns), f[c]), -1.0), (beta[rows], -big_m[rows])
-    )
+    reach = [Fraction(e) + (1 if s and tau is not None else 0) for e, s in zip(required.tolist(), strict.tolist(), strict=True)]
+    big_m = _outward([max(Fraction(0), r - low[j]) for r, j in zip(reach, others, strict=True)], +1)
+    rows = possible & (big_m > 0)  # with M = 0 the row holds everywhere (L_j ≥ e_j, + 1 with τ) and is left out
+    columns = np.array(others, dtype=np.int64)
+    terms = [(f[columns], 1.0), (np.full(len(columns), f[c]), -1.0), (beta, -big_m)]
+    if tau is not None:
+        terms.append((np.repeat(tau, len(columns)), -strict.astype(np.float64)))
+    kept = [(column[rows], np.broadcast_to(value, rows.shape)[rows]) for column, value in terms]
+    builder.rows((required - big_m)[rows], math.inf, *kept)
 
 
 def _difference_bounds(

@@ -5,7 +5,10 @@ is rigorous.
 **The model** is the exact closure of `solvers.encode` (`encode(..., exact=True)`): its feasible
 set contains every real solution (ε = 0 on the strict sides, big-M and input coefficients rounded
 outwards), and the strict margin τ ∈ [−1, 1] enters each closed strict row, so that a point is a
-real solution iff τ > 0 there.
+real solution iff τ > 0 there. A network of K ≥ 2 classes (argmax, ties to the lowest index)
+asks to leave class c = p(x): one binary β_j per rival class j, Σ β ≥ 1, β_j = 1 forcing
+f_j − f_c ≥ 0 for j < c and f_j − f_c − τ ≥ 0 for j > c (the strict side closed by τ), big-M
+from exact bounds of f_j − f_c; its problems take the general (non-monotone) path below.
 
 **Pruning.** Each node's LP (the integer columns' bounds of the node, the rest relaxed) is solved
 by HiGHS's simplex, warm-started from the node before. Its duals go into the safe bound of
@@ -35,7 +38,8 @@ are rare: they need a point exactly on the threshold, such as a sample whose sco
 
 Incumbents come from every LP: the selectors sorted by their LP values, the shortest valid
 prefix, shrunk (monotone), or the LP's point y, re-checked exactly (`Problem.flips`) and shrunk
-(`hitting.shrink_witness`); each one is reported (`guard.report_incumbent`) and replayed again
+(`hitting.shrink_witness`), and from one float MILP's answer judged the same way (`optimize`:
+Gurobi where installed, else HiGHS); each one is reported (`guard.report_incumbent`) and replayed again
 by `solvers.base.replay`.
 
 **Small binary boxes.** A question over at most `VERTEX_FEATURES` free features of a binary box
@@ -79,8 +83,10 @@ from .attack import flipping_point
 from .base import BaseSolver
 from .encode import MilpModel, encode, refusing_unencodable
 from .guard import report_incumbent
-from .highs import highs_lp, new_highs, optimize
+from .highs import highs_lp, new_highs
+from .highs import optimize as highs_optimize
 from .hitting import OracleTimeout, minimum_abductive, shrink_witness
+from .milp import MilpRun, RunState
 from .safe_bound import SafeBounds
 
 VERTEX_FEATURES = 14  # on a binary box, a question over at most this many free features is decided at its 2^k vertices
@@ -88,7 +94,6 @@ SET_QUESTIONS = 128  # a CXp bound k is decided set by set (flip questions) whil
 SEED_SHARE = 0.25  # the share of a call's time limit that the float MILP seeding its incumbent may take
 MARGIN_WEIGHT = 2.0**-10  # λ: the weight of the strict margin τ in a CXp's objective Σ s − λ·τ
 _FRACTIONAL = 1e-6  # an LP value this close to an integer counts as integral (for branching only)
-ONE_OUTPUT = "the exact MILP asks about one output and a threshold (K ≥ 2 classes: z3)"
 _LP_OPTIONS: dict[str, float | bool | str] = {
     "output_flag": False,
     "presolve": "off",  # warm starts, and dual rays of infeasible LPs
@@ -349,7 +354,7 @@ class _Minimum(_Search):
         return super().judge_leaf(lower, upper)
 
     def seed(self, seconds: float) -> None:
-        """Offer the answer of HiGHS's float MILP (`seconds` at most) as an incumbent, judged
+        """Offer the answer of a float MILP (`optimize`, `seconds` at most) as an incumbent, judged
         exactly like every other: the model with ε, and on a real box with margins too
         (`encode(..., margin=True)`), so that its point is not on a boundary that rounding decides."""
         margin = not self.monotone and not self.problem.domain.binary
@@ -503,6 +508,29 @@ class _Flip(_Search):
             self.point, self.done = y, True
 
 
+def optimize(model: MilpModel, seconds: float) -> MilpRun:
+    """The float MILP that seeds an incumbent (`_Minimum.seed`): Gurobi where installed and its
+    licence takes the model, else HiGHS (the rest of the time). On the VeriX-shaped 784-feature
+    classifier Gurobi found the 160-feature CXp in 2.7 s where HiGHS found nothing in 15 s (the
+    proof then took 12 s instead of 38). Its answer is a float claim, judged like every other."""
+    started = time.perf_counter()
+    try:
+        import gurobipy
+
+        from .gurobi import GurobiSolver
+    except ImportError:
+        return highs_optimize(model, seconds)
+    try:
+        with GurobiSolver() as gurobi:
+            run = gurobi._optimize(model, seconds)
+    except gurobipy.GurobiError as error:  # no licence, or another Gurobi failure: HiGHS seeds instead
+        run = MilpRun(RunState.OTHER, f"GurobiError {error.errno}")
+    remaining = seconds - (time.perf_counter() - started)
+    if run.values is None and run.state in (RunState.SIZE_LIMIT, RunState.OTHER) and remaining > 0:
+        return highs_optimize(model, remaining)
+    return run
+
+
 def _snapped(problem: Problem, raw: np.ndarray) -> np.ndarray:
     """A point [n] clipped into the box (to the nearer end point on a binary box)."""
     lower, upper = problem.domain.lower, problem.domain.upper
@@ -523,8 +551,6 @@ class ExactMilpSolver(BaseSolver):
         deadline = started + time_limit
         if not problem.net.is_piecewise_linear:
             return self.outcome(Status.UNSUPPORTED, started, message=f"{problem.net.hidden_activation()} is not piecewise linear")
-        if problem.classes > 1:
-            return self.outcome(Status.UNSUPPORTED, started, message=ONE_OUTPUT)
         if problem.monotone:
             if (unmoved := self.unmoved(problem, started)) is not None:
                 return unmoved
@@ -719,8 +745,6 @@ class ExactMilpFlipSearch(BaseSolver):
         started = time.perf_counter()
         if not problem.net.is_piecewise_linear:
             return self.outcome(Status.UNSUPPORTED, started, message="the exact MILP needs piecewise-linear activations")
-        if problem.classes > 1:
-            return self.outcome(Status.UNSUPPORTED, started, message=ONE_OUTPUT)
         try:
             y = flip_point(problem, frozenset(range(problem.n)), started + time_limit)
         except OracleTimeout:

@@ -67,9 +67,7 @@ class Engine:
 
 ENGINES: tuple[Engine, ...] = (
     Engine("enumerate", "cardinal.solvers.enumerate", "EnumerateSolver", lambda p: p.domain.binary and p.n <= VERTEX_FEATURES),
-    Engine(
-        "exact-milp", "cardinal.solvers.exact_milp", "ExactMilpFlipSearch", lambda p: p.net.is_piecewise_linear and p.classes == 1
-    ),
+    Engine("exact-milp", "cardinal.solvers.exact_milp", "ExactMilpFlipSearch", lambda p: p.net.is_piecewise_linear),
     Engine("z3", "cardinal.solvers.smt", "Z3FlipSearch", lambda p: p.net.is_piecewise_linear),
 )
 

@@ -180,7 +180,7 @@ def test_every_backend_finds_the_brute_force_minimum_on_boolean_cubes(kind: str)
             with get_solver(name) as backend:
                 outcome = solve_problem(backend, problem, None, 60.0)
             where = f"{name}, seed {seed}, {kind}, p(x) = {problem.prediction}: {outcome}"
-            if name in ("marabou", "exact-milp"):  # one output only (solvers/marabou.py, solvers/exact_milp.py): says so
+            if name == "marabou":  # one output only (solvers/marabou.py): says so
                 assert outcome.status == Status.UNSUPPORTED, where
                 continue
             assert outcome.status in (Status.OPTIMAL, Status.NONE_EXISTS), where
@@ -220,7 +220,7 @@ def _tie_network() -> Network:
     return Network([Layer(np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]]), np.array([0.5, 0.0, -1.0]), IDENTITY)])
 
 
-@pytest.mark.parametrize("name", ["z3", "gurobi", "highs", "enumerate"])
+@pytest.mark.parametrize("name", ["z3", "gurobi", "highs", "enumerate", "exact-milp"])
 def test_engines_honour_ties(name: str) -> None:
     """At x_0 = 1/2 the outputs f_0, f_1 tie and the class is 0: on [0, 1/2] nothing reaches
     class 1 (f_1 > f_0 strictly is needed); from x_0 = 3/4 (class 1) the only flipping points
@@ -398,13 +398,16 @@ def test_a_k_class_case_file_saves_and_replays(tmp_path: Path) -> None:
         Case.from_json({**document, "threshold": 0.5}, source="case.json")
 
 
-def test_certify_defaults_to_z3_on_large_classifiers() -> None:
-    """A 3-class network of 64 features on a real box: z3 is the one exact engine that applies
-    (the exact MILP asks about one output), so the default set holds it at any size rather than
-    nothing (which stopped certify with 'no exact solver applies')."""
+def test_certify_defaults_to_the_exact_milp_on_large_classifiers() -> None:
+    """A 3-class network of 64 features on a real box: the exact MILP answers K ≥ 2 classes, so
+    the default set holds it (z3's full encoding only where it is not installed, then at any
+    size rather than nothing, which stopped certify with 'no exact solver applies')."""
     from cardinal.verify.certify import proving_solvers
 
-    if "z3" not in INSTALLED:
-        pytest.skip("z3 is not installed")
     net = _classifier(7, 64, (4,))
-    assert proving_solvers(net, Domain.unit(64)) == ("z3",)
+    if "exact-milp" in INSTALLED:
+        assert proving_solvers(net, Domain.unit(64)) == ("exact-milp",)
+    elif "z3" in INSTALLED:
+        assert proving_solvers(net, Domain.unit(64)) == ("z3",)
+    else:
+        pytest.skip("neither the exact MILP nor z3 is installed")

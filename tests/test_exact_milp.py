@@ -1,6 +1,6 @@
 """The exact MILP engine (`solvers.exact_milp`): its minima against brute force on Boolean cubes
-(monotone and non-monotone networks, both kinds) and against z3's full encoding on tiny
-continuous boxes; a float LP made deliberately wrong (duals, points, rays, statuses) costs time or
+(monotone and non-monotone networks, K = 3 classifiers, both kinds) and against z3's full encoding
+on tiny continuous boxes; a float LP made deliberately wrong (duals, points, rays, statuses) costs time or
 gives no proof, never a wrong one; its hitting-set step against brute force; `auto` picks it."""
 
 from __future__ import annotations
@@ -35,6 +35,22 @@ def _problem(seed: int, monotone: bool, binary: bool, kind: str, n: int | None =
     threshold = median_threshold(net, X)
     domain = Domain.boolean(n) if binary else Domain.unit(n)
     return Problem.make(net, X[int(rng.integers(0, 6))], kind, domain, threshold)
+
+
+def _classifier_problem(seed: int, binary: bool, kind: str, n: int | None = None, hidden: tuple[int, ...] | None = None) -> Problem:
+    """A K = 3 ReLU classifier (argmax, ties to the lowest index) and an input of class seed % 3
+    where one of the inputs drawn has it (else of the rarest class): every class, so that rivals
+    on both sides of c (closed j < c, strict j > c) are asked."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(3, 7)) if n is None else n
+    hidden = (int(rng.integers(3, 6)), int(rng.integers(2, 4))) if hidden is None else hidden
+    net = random_network(rng, n, hidden, "relu", monotone=False, outputs=3)
+    X = (rng.random((32, n)) < 0.5).astype(float) if binary else rng.random((32, n))
+    predictions = ExactNetwork(net).predictions(X, None)
+    counts = np.bincount(predictions, minlength=3)
+    wanted = seed % 3 if counts[seed % 3] else min(set(predictions.tolist()), key=lambda c: (counts[c], c))
+    domain = Domain.boolean(n) if binary else Domain.unit(n)
+    return Problem.make(net, X[int(np.flatnonzero(predictions == wanted)[0])], kind, domain)
 
 
 def _cube_minimum(problem: Problem) -> int | None:
@@ -77,6 +93,58 @@ def test_minimum_on_the_boolean_cube_equals_brute_force(monotone: bool, kind: st
         assert _size(outcome) == _cube_minimum(problem), (seed, outcome)
         if outcome.status == Status.OPTIMAL:
             assert outcome.replayed, outcome
+
+
+@pytest.mark.parametrize("vertices", [True, False], ids=["vertices", "branch-and-bound"])
+@pytest.mark.parametrize("kind", ["contrastive", "abductive"])
+def test_k_class_minimum_on_the_boolean_cube_equals_brute_force(kind: str, vertices: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """K = 3 classifiers: the argmax disjunction of the exact closure, with small questions decided
+    at the cube's vertices, and without (the branch and bound alone: no vertices, no sets, no
+    gradient search); every class of x is asked."""
+    if not vertices:
+        monkeypatch.setattr(exact_milp, "VERTEX_FEATURES", 0)
+        monkeypatch.setattr(exact_milp, "SET_QUESTIONS", 0)
+        monkeypatch.setattr(exact_milp, "flipping_point", lambda problem, free, seed=0: None)
+    classes = set()
+    for seed in range(9):
+        problem = _classifier_problem(300 + seed, True, kind)
+        classes.add(problem.prediction)
+        outcome = _solve(problem)
+        assert outcome.exact and outcome.status != Status.REFUTED, outcome
+        assert _size(outcome) == _cube_minimum(problem), (seed, problem.prediction, outcome)
+        if outcome.status == Status.OPTIMAL:
+            assert outcome.replayed, outcome
+    assert classes == {0, 1, 2}
+
+
+@pytest.mark.skipif("z3" not in available_solvers(), reason="needs z3")
+@pytest.mark.parametrize("by_sets", [True, False], ids=["by-sets", "branch-and-bound"])
+@pytest.mark.parametrize("kind", ["contrastive", "abductive"])
+def test_k_class_minimum_on_a_tiny_box_equals_z3s_full_encoding(kind: str, by_sets: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """K = 3 classifiers on [0, 1]^n, n ≤ 6: the same minimum as z3's exact full encoding."""
+    if not by_sets:
+        monkeypatch.setattr(exact_milp, "SET_QUESTIONS", 0)
+    classes = set()
+    for seed in range(6):
+        problem = _classifier_problem(400 + seed, False, kind)
+        classes.add(problem.prediction)
+        ours, reference = _solve(problem), _solve(problem, "z3")
+        assert _size(ours) == _size(reference), (seed, problem.prediction, ours, reference)
+        if ours.status == Status.OPTIMAL:
+            assert ours.replayed, ours
+    assert classes == {0, 1, 2}
+
+
+def test_the_gradient_search_leaves_any_class() -> None:
+    """f = (y, 1/4, 1 − y) at x = 0.1 is class 2; y > 1/2 is class 0: the search climbs the
+    strongest rival's margin, f_1 − f_2 and then f_0 − f_2 (it looked for class 1 − p(x) = −1)."""
+    from cardinal.solvers.attack import flipping_point
+
+    net = Network([Layer(np.array([[1.0], [0.0], [-1.0]]), np.array([0.0, 0.25, 1.0]), Activation.make("identity"))])
+    problem = Problem.make(net, np.array([0.1]), "contrastive", Domain.unit(1))
+    assert problem.prediction == 2
+    y = flipping_point(problem, frozenset({0}))
+    assert y is not None and problem.flips(y)
 
 
 @pytest.mark.skipif("z3" not in available_solvers(), reason="needs z3")
@@ -138,11 +206,13 @@ class _WrongHighs:
         return True, True, (self.rng.normal(size=self.real.getNumRow()) * 10.0 ** self.rng.integers(-3, 4)).tolist()
 
 
+@pytest.mark.parametrize("classes", [1, 3])
 @pytest.mark.parametrize("kind", ["contrastive", "abductive"])
 @pytest.mark.parametrize("binary", [True, False])
-def test_a_wrong_float_lp_gives_no_wrong_proof(kind: str, binary: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_wrong_float_lp_gives_no_wrong_proof(kind: str, binary: bool, classes: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every LP answer and every float MILP seed is corrupted: an answer is either right (exact
-    evidence only: the safe bounds of any multipliers, exact replays) or no proof at all."""
+    evidence only: the safe bounds of any multipliers, exact replays) or no proof at all; on one
+    output and on K = 3 classes (the argmax disjunction)."""
     monkeypatch.setattr(exact_milp, "VERTEX_FEATURES", 0)  # the branch and bound on binary boxes too
     monkeypatch.setattr(exact_milp, "SET_QUESTIONS", 0)  # and on every CXp bound
     rng = np.random.default_rng(7)
@@ -152,7 +222,10 @@ def test_a_wrong_float_lp_gives_no_wrong_proof(kind: str, binary: bool, monkeypa
     monkeypatch.setattr(exact_milp, "flipping_point", lambda problem, free, seed=0: None)  # no gradient help
     proofs = 0
     for seed in range(6):
-        problem = _problem(200 + seed, False, binary, kind, n=4, hidden=(3, 2))
+        if classes == 1:
+            problem = _problem(200 + seed, False, binary, kind, n=4, hidden=(3, 2))
+        else:
+            problem = _classifier_problem(500 + seed, binary, kind, n=4, hidden=(3, 2))
         expected = _cube_minimum(problem) if binary else _size(_solve(problem, "z3")) if "z3" in available_solvers() else "?"
         outcome = _solve(problem, time_limit=8.0)
         assert outcome.status != Status.REFUTED, outcome
@@ -163,6 +236,28 @@ def test_a_wrong_float_lp_gives_no_wrong_proof(kind: str, binary: bool, monkeypa
         else:
             assert outcome.status in (Status.FEASIBLE, Status.TIMEOUT, Status.ERROR), outcome
     assert proofs >= 1  # wrong duals slow it down; the safe bounds of the rest still prove
+
+
+def test_the_seed_comes_from_gurobi_where_its_licence_takes_the_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The float MILP that seeds the incumbent: Gurobi where installed (on the VeriX-shaped
+    classifier it found the CXp HiGHS did not find in 15 s), HiGHS where Gurobi's licence refuses
+    the model."""
+    gurobi = pytest.importorskip("cardinal.solvers.gurobi")
+    from cardinal.solvers.encode import encode
+    from cardinal.solvers.milp import MilpRun, RunState
+
+    problem = _classifier_problem(1, False, "contrastive", n=5, hidden=(4,))
+    model = encode(problem, margin=True)
+    asked: list[str] = []
+    real = gurobi.GurobiSolver._optimize
+    monkeypatch.setattr(gurobi.GurobiSolver, "_optimize", lambda self, m, seconds: asked.append("gurobi") or real(self, m, seconds))
+    run = exact_milp.optimize(model, 30.0)
+    assert asked == ["gurobi"] and run.state == RunState.OPTIMAL and run.values is not None
+    refused = MilpRun(RunState.SIZE_LIMIT, "SIZE_LIMIT (GurobiError 10010)")
+    monkeypatch.setattr(gurobi.GurobiSolver, "_optimize", lambda self, m, seconds: refused)
+    again = exact_milp.optimize(model, 30.0)
+    assert again.state == RunState.OPTIMAL and again.values is not None  # HiGHS's: the same minimum size
+    assert np.round(again.values[model.selectors]).sum() == np.round(run.values[model.selectors]).sum()
 
 
 def test_the_hitting_set_step_is_a_minimum_hitting_set() -> None:
@@ -185,6 +280,7 @@ def test_auto_picks_the_exact_milp_on_non_monotone_networks() -> None:
     assert auto_solver(tiny_cube) == "enumerate"
     monotone = _problem(1, True, False, "contrastive", n=16, hidden=(4,))
     assert auto_solver(monotone) == ("z3" if "z3" in available_solvers() else "exact-milp")
+    assert auto_solver(_classifier_problem(1, False, "abductive", n=16, hidden=(4,))) == "exact-milp"  # K = 3 (was z3)
 
 
 def test_auto_picks_the_exact_milp_on_monotone_problems_with_large_answers() -> None:

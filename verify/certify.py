@@ -140,15 +140,15 @@ def proving_solvers(net: Network, domain: Domain) -> tuple[str, ...]:
     """`certify`'s default backends for a network: every installed exact backend (its "nothing
     smaller" is a proof) that applies to it. enumerate on monotone networks and binary boxes, up
     to 20 features; z3 on monotone networks (its lazy strategy), and on other piecewise-linear
-    ones up to 40 features only where the exact MILP is not installed (its full encoding took 10–30 s
-    where the exact MILP takes a fraction of a second); the exact MILP on piecewise-linear
-    networks of one output (z3 in its place for K ≥ 2 classes, at any size: the one exact engine
-    there, which may end at its limit). The float MILPs (gurobi, highs)
+    ones only where the exact MILP is not installed (its full encoding took 10–30 s where the
+    exact MILP takes a fraction of a second), up to 40 features, or at any size for K ≥ 2 classes
+    (the one exact engine there, which may end at its limit); the exact MILP on piecewise-linear
+    networks, K ≥ 2 classes included. The float MILPs (gurobi, highs)
     prove nothing, and the benchmark backends (`BENCHMARK_ONLY`) would lengthen every call, so
     they are left out: `--solvers all` adds them."""
     installed = [name for name in available_solvers(exact=True) if name not in BENCHMARK_ONLY]
     n, pwl, one_output = net.n_inputs, net.is_piecewise_linear, net.n_outputs == 1
-    milp = "exact-milp" in installed and one_output
+    milp = "exact-milp" in installed
 
     def applies(name: str) -> bool:
         if name == "enumerate":
@@ -156,7 +156,7 @@ def proving_solvers(net: Network, domain: Domain) -> tuple[str, ...]:
         if name == "z3":
             return net.has_monotone_shortcut or (pwl and not milp and (n <= DEFAULT_FEATURES[name] or not one_output))
         if name == "exact-milp":
-            return pwl and one_output
+            return pwl
         return pwl
 
     return tuple(name for name in installed if applies(name))
