@@ -1,12 +1,13 @@
-"""Certificates of "no CXp within k" on ReLU networks of one output without the monotone shortcut
-(method "lp-tree" of `cardinal.proof/1`, docs/proofs.md): a branch and bound over the checker's
-own LP relaxation whose every leaf is closed by a safe LP bound.
+"""Certificates of "no CXp within k" on ReLU networks without the monotone shortcut (method
+"lp-tree" of `cardinal.proof/1`, docs/proofs.md): a branch and bound over the checker's own LP
+relaxation whose every leaf is closed by a safe LP bound; on K ≥ 2 outputs, one tree per rival
+class j ≠ p(x), each bounding f_c − f_j.
 
 The relaxation is `cardinal.checker.LpRelaxation`, built from the network document as the
 checker builds it: the checker's encoding is the reference, so that the rows, their order and
 their big-M (the triangle rows from the checker's exact interval bounds) are the checker's by
 construction. HiGHS solves each node's LP in floats — minimize g (f when p(x) = 1, −f when
-p(x) = 0) — and its row duals (or, for an infeasible LP, its dual ray, scaled up) are the leaf's
+p(x) = 0; f_c − f_j in rival j's tree) — and its row duals (or, for an infeasible LP, its dual ray, scaled up) are the leaf's
 multipliers; a leaf is kept only when the checker's exact bound of those multipliers closes it
 (`LpRelaxation.bound`), so a wrong float LP costs nodes, never a wrong certificate. A node that
 does not close splits, depth first: on the unstable ReLU unit whose LP value violates z = max(h, 0)
@@ -36,6 +37,7 @@ from .quiet_highs import new_highs
 
 _OPTIONS: dict[str, float | bool | str] = {"output_flag": False, "presolve": "off", "solver": "simplex", "random_seed": 0}
 _VIOLATION = 1e-7  # an LP value this far from the ReLU's value (or from an integer) counts for branching
+_ROUNDED = (8, 16, 24, 32)  # the duals also rounded to these many fractional bits: a tie's exact duals are often dyadic
 _Highs = highspy.HighsModelStatus
 
 
@@ -59,9 +61,9 @@ class _Stop(Exception):
 
 
 def applies(problem: Problem) -> bool:
-    """Whether method lp-tree covers the problem: a CXp, one output, relu and identity layers."""
+    """Whether method lp-tree covers the problem: a CXp, relu and identity layers (any K)."""
     names = {layer.activation.name for layer in problem.net.layers}
-    return problem.kind == "contrastive" and problem.classes == 1 and names <= {"relu", "identity"}
+    return problem.kind == "contrastive" and names <= {"relu", "identity"}
 
 
 def search_lp(problem: Problem, k: int, deadline: float) -> LpProof:
@@ -69,24 +71,32 @@ def search_lp(problem: Problem, k: int, deadline: float) -> LpProof:
     features, or None and why."""
     domain = problem.domain
     box = (domain.lower.tolist(), domain.upper.tolist(), bool(domain.binary))
-    relaxation = checker.LpRelaxation.of(problem.net.to_json(), problem.x.tolist(), box, float(problem.threshold), k)
-    search = _Search(problem, relaxation, k, deadline)
-    try:
-        root = search.node({}, {})
-    except _Stop as stop:
-        return LpProof(None, str(stop), search.nodes, stop.counterexample)
-    except RecursionError:
-        return LpProof(None, "the tree is too deep for this generator", search.nodes)
-    finally:
-        search.highs.clear()
-    return LpProof({"method": "lp-tree", "root": root}, "proved", search.nodes)
+    threshold = None if problem.threshold is None else float(problem.threshold)
+    relaxation = checker.LpRelaxation.of(problem.net.to_json(), problem.x.tolist(), box, threshold, k)
+    trees: dict[int, dict[str, Any]] = {}
+    nodes = 0
+    for rival in relaxation.rivals:
+        search = _Search(problem, relaxation, rival, k, deadline)
+        try:
+            trees[rival] = search.node({}, {})
+        except _Stop as stop:
+            return LpProof(None, str(stop), nodes + search.nodes, stop.counterexample)
+        except RecursionError:
+            return LpProof(None, "the tree is too deep for this generator", nodes + search.nodes)
+        finally:
+            search.highs.clear()
+        nodes += search.nodes
+    if problem.classes == 1:
+        return LpProof({"method": "lp-tree", "root": trees[relaxation.rivals[0]]}, "proved", nodes)
+    rivals = [trees.get(j) for j in range(problem.classes)]  # null at p(x)
+    return LpProof({"method": "lp-tree", "root": {"rivals": rivals}}, "proved", nodes)
 
 
 class _Search:
-    """The depth-first branch and bound of the module docstring over one relaxation."""
+    """The depth-first branch and bound of the module docstring over one relaxation, for one rival."""
 
-    def __init__(self, problem: Problem, relaxation: checker.LpRelaxation, k: int, deadline: float) -> None:
-        self.problem, self.relaxation, self.k, self.deadline = problem, relaxation, k, deadline
+    def __init__(self, problem: Problem, relaxation: checker.LpRelaxation, rival: int, k: int, deadline: float) -> None:
+        self.problem, self.relaxation, self.rival, self.k, self.deadline = problem, relaxation, rival, k, deadline
         self.nodes = 0
         rows, columns, values = [], [], []
         for row, (coefficients, _, _) in enumerate(relaxation.rows):
@@ -103,7 +113,7 @@ class _Search:
         lp = highspy.HighsLp()
         lp.num_col_, lp.num_row_ = shape[1], shape[0]
         cost = np.zeros(shape[1])
-        for variable, a in relaxation.objective.items():
+        for variable, a in relaxation.goal(rival).objective.items():
             cost[variable] = float(a)
         lp.col_cost_ = cost
         lp.col_lower_, lp.col_upper_ = _floats(relaxation.lo, -1), _floats(relaxation.hi, +1)
@@ -151,7 +161,8 @@ class _Search:
             solution = self.highs.getSolution()
             values = np.array(solution.col_value)
             if solution.dual_valid:
-                candidates.append(np.array(solution.row_dual))
+                duals = np.array(solution.row_dual)
+                candidates += [duals] + [np.round(duals * 2.0**bits) / 2.0**bits for bits in _ROUNDED]
         elif status in (_Highs.kInfeasible, _Highs.kUnboundedOrInfeasible):
             _, has_ray, ray = self.highs.getDualRay()
             if has_ray:
@@ -161,7 +172,7 @@ class _Search:
             raise _Stop("deadline")
         for multipliers in candidates:
             pairs = self._pairs(multipliers, sides)
-            if self.relaxation.closes(self.relaxation.bound(fixed, phases, pairs)):
+            if self.relaxation.closes(self.rival, self.relaxation.bound(self.rival, fixed, phases, pairs)):
                 return {"multipliers": pairs}, values
         return None, values
 

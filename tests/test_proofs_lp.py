@@ -24,32 +24,34 @@ from cardinal.problem import Problem
 from tests.bruteforce import vertex_minimum, vertex_valid
 
 
-def _network(rng: np.random.Generator, n: int, hidden: tuple[int, ...]) -> Network:
-    """Weights of both signs (multiples of 1/64), ReLU hidden layers, one identity output."""
+def _network(rng: np.random.Generator, n: int, hidden: tuple[int, ...], classes: int = 1) -> Network:
+    """Weights of both signs (multiples of 1/64), ReLU hidden layers, `classes` identity outputs."""
     layers, fan_in = [], n
-    for width in (*hidden, 1):
+    widths = (*hidden, classes)
+    for number, width in enumerate(widths):
         weight = np.round(rng.normal(size=(width, fan_in)) / np.sqrt(fan_in) * 64) / 64
         bias = np.round(rng.normal(size=width) * 0.3 * 64) / 64
-        layers.append(Layer(weight, bias, Activation.make("relu" if width != 1 else "identity")))
+        layers.append(Layer(weight, bias, Activation.make("relu" if number < len(hidden) else "identity")))
         fan_in = width
     return Network(layers)
 
 
-def _cube(seed: int) -> Problem:
+def _cube(seed: int, classes: int = 1) -> Problem:
     rng = np.random.default_rng(seed)
-    net = _network(rng, 7, (10,))
+    net = _network(rng, 7, (10,), classes)
     x = (rng.random(7) < 0.5).astype(float)
-    return Problem.make(net, x, "contrastive", Domain.boolean(7), 0.0)
+    return Problem.make(net, x, "contrastive", Domain.boolean(7), 0.0 if classes == 1 else None)
 
 
 def _check(certificate: dict[str, Any], problem: Problem) -> checker.Report:
     return checker.check(certificate, problem.net.to_json())
 
 
-def test_cxp_claims_on_boolean_cubes_agree_with_brute_force() -> None:
+@pytest.mark.parametrize("classes", [1, 3], ids=["K=1", "K=3"])
+def test_cxp_claims_on_boolean_cubes_agree_with_brute_force(classes: int) -> None:
     kinds, splits = set(), set()
-    for seed in range(10):
-        problem = _cube(seed)
+    for seed in range(10 if classes == 1 else 30):
+        problem = _cube(seed, classes)
         assert not problem.monotone
         m = vertex_minimum(problem)
         k = problem.n if m is None else m - 1
