@@ -6,6 +6,7 @@ is true, never made where it is false, and every tampering rejected."""
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 from cardinal.solvers.base import solve_minimum
-from cardinal.solvers.proof import search
+from cardinal.solvers.proof import problem_json, search
 from cardinal.verify.cli import main
 
 from cardinal import checker
@@ -94,6 +95,81 @@ def test_a_real_box_minimum_of_the_exact_milp_is_certified(seed: int) -> None:
         assert search(problem, outcome.size).certificate is None
 
 
+def _ball(seed: int) -> Problem:
+    """A K = 3 ReLU classifier with two hidden layers on an ε-ball of radius 0.5."""
+    rng = np.random.default_rng(seed)
+    net = _network(rng, 8, (8, 6), 3)
+    x = rng.uniform(0, 1, 8).round(3)
+    return Problem.make(net, x, "contrastive", Domain.broadcast(list(x - 0.5), list(x + 0.5), 8))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_k3_real_box_minimum_of_z3_is_certified(seed: int) -> None:
+    """K = 3 on an ε-ball: the claim is z3's exact minimum (seed 0: no CXp, with rivals on both
+    sides of p(x) = 1; seed 1: a minimum of 4), and one more feature gets a counterexample."""
+    problem = _ball(seed)
+    outcome = solve_minimum(problem.net, problem.x, "contrastive", problem.domain, None, solver="z3")
+    assert outcome.status == ("none_exists" if seed == 0 else "optimal") and outcome.exact
+    k = problem.n if outcome.status == "none_exists" else outcome.size - 1
+    found = search(problem, k)
+    assert found.certificate is not None, found.reason
+    rivals = found.certificate["proof"]["root"]["rivals"]
+    assert len(rivals) == 3 and rivals[problem.prediction] is None
+    report = _check(found.certificate, problem)
+    assert report.accepted, report.message
+    if outcome.status == "optimal":
+        false = search(problem, outcome.size)
+        assert false.certificate is None and false.counterexample is not None
+        assert len(false.counterexample) <= outcome.size and problem.flips(_moved(problem, false.counterexample))
+
+
+def _moved(problem: Problem, features: tuple[int, ...]) -> np.ndarray:
+    """x with `features` moved to ends of the box that flip it (brute force over the ends; x when
+    none does — seed 1's counterexample flips at an end)."""
+    for ends in itertools.product(*[(problem.domain.lower[i], problem.domain.upper[i]) for i in features]):
+        y = problem.x.copy()
+        y[list(features)] = ends
+        if problem.flips(y):
+            return y
+    return problem.x
+
+
+def _tie(prediction: int) -> Problem:
+    """K = 2 on one Boolean feature y, x = 0: outputs (y, 1) when p(x) = 1, (1, y) when p(x) = 0.
+    At y = 1 the two outputs tie and the tie goes to class 0: a CXp when p(x) = 1, none when 0."""
+    weight, bias = (
+        (np.array([[1.0], [0.0]]), np.array([0.0, 1.0])) if prediction == 1 else (np.array([[0.0], [1.0]]), np.array([1.0, 0.0]))
+    )
+    problem = Problem.make(
+        Network([Layer(weight, bias, Activation.make("identity"))]), np.zeros(1), "contrastive", Domain.boolean(1)
+    )
+    assert problem.prediction == prediction
+    return problem
+
+
+def test_argmax_ties_go_to_the_lowest_index() -> None:
+    """A rival below p(x) wins a tie (its leaves need B > 0), one above does not (B ≥ 0 closes).
+    Multipliers ∓1 on rows 3 and 4 (the two outputs' rows) bound f_c − f_j by exactly 0."""
+    below = _tie(1)
+    found = search(below, 1)
+    assert found.certificate is None and found.counterexample == (0,)
+    above = _tie(0)
+    found = search(above, 1)
+    assert found.certificate is not None and _check(found.certificate, above).accepted
+    for problem, sign in ((below, -1.0), (above, 1.0)):
+        c = problem.prediction
+        rivals: list[Any] = [None, None]
+        rivals[1 - c] = {"multipliers": [[3, sign], [4, -sign]]}
+        certificate = {
+            **found.certificate,
+            "problem": problem_json(problem),
+            "proof": {"method": "lp-tree", "root": {"rivals": rivals}},
+        }
+        report = _check(certificate, problem)
+        assert report.accepted == (problem is above), report.message
+        assert problem is above or "does not pass 0.0" in report.message
+
+
 def _leaves(node: dict[str, Any]) -> list[dict[str, Any]]:
     if "multipliers" in node:
         return [node]
@@ -145,6 +221,45 @@ def test_every_tampering_of_an_lp_certificate_is_rejected() -> None:
     other["layers"][0]["weight"][0][0] += 0.5
     assert rejected(lambda c: None, other)
     assert rejected(lambda c: c["problem"].update(network_sha256=checker.network_sha256(other)[0]), other)
+
+
+def test_every_tampering_of_a_k3_lp_certificate_is_rejected() -> None:
+    problem = _ball(1)
+    certificate = search(problem, 3).certificate
+    assert certificate is not None and _check(certificate, problem).accepted
+    document, c = problem.net.to_json(), problem.prediction
+    trees = certificate["proof"]["root"]["rivals"]
+    rivals = [j for j in range(3) if j != c]
+    assert any("unit" in trees[j] or "feature" in trees[j] for j in rivals)  # a split below the rival split
+
+    def rejected(change, network: dict[str, Any] | None = None) -> bool:
+        tampered = copy.deepcopy(certificate)
+        change(tampered)
+        try:
+            return not checker.check(tampered, network or document).accepted
+        except checker.CertificateError:
+            return True
+
+    def tree(t: dict[str, Any], j: int) -> dict[str, Any]:
+        return t["proof"]["root"]["rivals"][j]
+
+    assert rejected(lambda t: t["claim"].update(no_explanation_within=4))  # a claim raised by one
+    for j in rivals:  # a rival's tree removed or replaced by the other's; a leaf's multipliers negated or dropped
+        assert rejected(lambda t, j=j: t["proof"]["root"]["rivals"].__setitem__(j, None))
+        assert rejected(lambda t, j=j: t["proof"]["root"]["rivals"].__setitem__(j, tree(t, 3 - c - j)))
+        for leaf in range(len(_leaves(trees[j]))):
+            negated = [[r, -v] for r, v in _leaves(trees[j])[leaf]["multipliers"]]
+            assert rejected(lambda t, j=j, leaf=leaf, negated=negated: _leaves(tree(t, j))[leaf].update(multipliers=negated))
+            assert rejected(lambda t, j=j, leaf=leaf: _leaves(tree(t, j))[leaf].update(multipliers=[]))
+    assert rejected(lambda t: t["proof"]["root"]["rivals"].pop())  # K − 1 entries
+    assert rejected(lambda t: t["proof"]["root"]["rivals"].__setitem__(c, tree(t, rivals[0])))  # a tree at p(x)
+    assert rejected(lambda t: t["proof"].update(root=tree(t, rivals[0])))  # one rival's tree as the root
+    assert rejected(lambda t: t["problem"].update(x=[v + 0.25 for v in t["problem"]["x"]]))
+    assert rejected(lambda t: t["problem"].update(threshold=0.0))
+    other = copy.deepcopy(document)  # another network: the first rival's output raised
+    other["layers"][-1]["bias"][rivals[0]] += 0.125
+    assert problem.net.from_json(other).forward(problem.x).argmax() == c
+    assert rejected(lambda t: t["problem"].update(network_sha256=checker.network_sha256(other)[0]), other)
 
 
 def test_a_binary_box_whose_x_is_no_vertex_is_refused() -> None:
