@@ -441,8 +441,24 @@ class _Goal(NamedTuple):
     strict: bool
 
 
+_Side = Fraction | None  # a row's side; None: absent (infinite)
+_Sides = tuple[int, _Side, _Side]  # a row and its new sides
+
+
+class _Break(NamedTuple):
+    """An unstable breakpoint `at` of a unit (h, z variables): a node splits h ≥ at (`above`) from
+    h ≤ at (`below`). Each phase raises h's lower (lowers its upper) bound to `at` and gives one of
+    the unit's rows new sides, or, where None, moves z's bound the same way to σ(at) = at."""
+
+    h: int
+    z: int
+    at: Fraction
+    above: _Sides | None
+    below: _Sides | None
+
+
 class LpRelaxation:
-    """Method "lp-tree" (CXps of ReLU networks, K ≥ 1): the LP relaxation of "some y of the box,
+    """Method "lp-tree" (CXps of piecewise-linear networks, K ≥ 1): the LP relaxation of "some y of the box,
     equal to x off at most k features, is predicted other than p(x)", built here from the network
     and its exact interval bounds over the box — the reference encoding (docs/proofs.md: variables,
     rows and their order), which cardinal's generator builds through this class too — and the tree
@@ -461,11 +477,14 @@ class LpRelaxation:
             self.rows.append(({n + i: Fraction(1), i: -down}, x[i], None))  # y_i − down_i·s_i ≥ x_i
             self.rows.append(({n + i: Fraction(1), i: -up}, None, x[i]))  # y_i − up_i·s_i ≤ x_i
         self.rows.append(({i: Fraction(1) for i in range(n)}, None, Fraction(k)))  # Σ s ≤ k
-        self.units: dict[tuple[int, int], tuple[int, int, int]] = {}  # unstable ReLU → (h, z, its hull row)
+        self.units: dict[tuple[int, ...], _Break] = {}  # [layer, j] (hardtanh: [layer, j, 0 min / 1 max]) → its breakpoint
         previous, low, high = list(range(n, 2 * n)), lower, upper
         for index, layer in enumerate(net.layers):
-            if layer.name not in ("relu", "identity"):
-                raise _Rejected(f"method lp-tree takes relu and identity layers, layer {index + 1} is {layer.name}")
+            if not _piecewise(layer):
+                raise _Rejected(
+                    f"method lp-tree takes relu, leaky_relu (slope in [0, 1)), hardtanh (min ≤ max) and identity layers,"
+                    f" layer {index + 1} is {layer.name} { ({key: float(v) for key, v in layer.params.items()}) }"
+                )
             low, high = net.affine(index, low, high)
             current = []
             for j, (weights, bias) in enumerate(zip(layer.weight, layer.bias, strict=True)):
@@ -475,23 +494,49 @@ class LpRelaxation:
                     if w:
                         affine[m] = -w
                 self.rows.append((affine, bias, bias))  # h − W·z_prev = b
-                if layer.name == "identity":
-                    current.append(h)
-                    continue
-                lo, hi = low[j], high[j]
-                z = self._variable(max(lo, zero), max(hi, zero))
-                self.rows.append(({z: Fraction(1), h: Fraction(-1)}, zero, zero if lo >= 0 else None))  # z ≥ h (= h if stable on)
-                if lo < 0 < hi:  # the triangle: (hi − lo)·z − hi·h ≤ −hi·lo
-                    self.rows.append(({z: hi - lo, h: -hi}, None, -hi * lo))
-                    self.units[(index, j)] = (h, z, len(self.rows) - 2)
-                else:
-                    self.rows.append(({}, None, zero))
-                current.append(z)
+                current.append(h if layer.name == "identity" else self._unit(layer, (index, j), h, low[j], high[j]))
             low, high = net.activate(index, low, high)
             previous = current
         self.outputs, self.threshold, self.prediction = previous, threshold, prediction  # f's variables [K]
         classes = len(previous)
         self.rivals = [1 - prediction] if threshold is not None else [j for j in range(classes) if j != prediction]
+
+    def _unit(self, layer: _Layer, unit: tuple[int, ...], h: int, lo: Fraction, hi: Fraction) -> int:
+        """The variable z of a relu, leaky_relu or hardtanh unit whose h ranges over [lo, hi]; adds
+        its rows (docs/proofs.md) and its unstable breakpoints."""
+
+        def value(v: Fraction) -> Fraction:
+            return _apply(layer, v, 0)
+
+        def row(coefficients: dict[int, Fraction], low: _Side, high: _Side) -> int:
+            self.rows.append(({v: a for v, a in coefficients.items() if a}, low, high))
+            return len(self.rows) - 1
+
+        zero, one = Fraction(0), Fraction(1)
+        z = self._variable(value(lo), value(hi))
+        if layer.name in ("relu", "leaky_relu"):
+            a = layer.params.get("slope", zero)
+            on = row({z: one, h: -one}, zero, zero if lo >= 0 else None)  # z ≥ h (= h when stable on)
+            off = row({z: one, h: -a}, zero, zero if hi <= 0 else None) if layer.name == "leaky_relu" else None  # z ≥ a·h
+            if lo < 0 < hi:  # the chord: (U − L)·z − (U − a·L)·h ≤ −(1 − a)·U·L
+                row({z: hi - lo, h: a * lo - hi}, None, (a - 1) * hi * lo)
+                self.units[unit] = _Break(h, z, zero, (on, zero, zero), None if off is None else (off, zero, zero))
+            else:
+                row({}, None, zero)
+            return z
+        low_break, high_break = layer.params["min"], layer.params["max"]  # hardtanh
+        top = row({z: one, h: -one}, None, value(lo) - lo)  # z − h ≤ σ(L) − L (σ(h) − h never rises)
+        bottom = row({z: one, h: -one}, value(hi) - hi, None)  # z − h ≥ σ(U) − U
+        first, last = min(max(low_break, lo), hi), min(max(high_break, lo), hi)  # the breakpoints clipped to [L, U]
+        rise, climb = value(hi) - value(first), value(last) - value(lo)
+        # above the chord (m′, σ(m′)) → (U, σ(U)), below the chord (L, σ(L)) → (M′, σ(M′))
+        row({z: hi - first, h: -rise}, (hi - first) * value(first) - rise * first, None)
+        row({z: last - lo, h: -climb}, None, (last - lo) * value(lo) - climb * lo)
+        if lo < low_break < hi:
+            self.units[(*unit, 0)] = _Break(h, z, low_break, (top, None, zero), None)
+        if lo < high_break < hi:
+            self.units[(*unit, 1)] = _Break(h, z, high_break, None, (bottom, zero, None))
+        return z
 
     def goal(self, rival: int) -> _Goal:
         """The objective and the value a leaf's bound must pass to rule out `rival` (docs/proofs.md).
@@ -517,20 +562,23 @@ class LpRelaxation:
         t = None if threshold is None else Fraction(threshold)
         return cls(net, exact, box, t, _predict(net.point(exact), t, "x"), k)
 
-    def node(self, fixed: dict[int, int], phases: dict[tuple[int, int], bool]) -> tuple[list, list, dict]:
+    def node(self, fixed: dict[int, int], phases: dict[tuple[int, ...], bool]) -> tuple[list, list, dict]:
         """A node's variable bounds lo, hi [V] and its changed row sides {row: (low, high)}
-        (`fixed`: selector i → 0/1; `phases`: unstable unit → active: h ≥ 0, z = h; inactive:
-        h ≤ 0, z = 0)."""
+        (`fixed`: selector i → 0/1; `phases`: unstable breakpoint → active: h ≥ at; inactive:
+        h ≤ at, `_Break`)."""
         lo, hi = list(self.lo), list(self.hi)
         sides: dict[int, tuple[Fraction | None, Fraction | None]] = {}
         for i, value in fixed.items():
             lo[i] = hi[i] = Fraction(value)
         for unit, active in phases.items():
-            h, z, hull = self.units[unit]
-            if active:
-                lo[h], sides[hull] = max(lo[h], Fraction(0)), (Fraction(0), Fraction(0))
+            point = self.units[unit]
+            change = point.above if active else point.below
+            bounds, variables = (lo, max) if active else (hi, min)
+            bounds[point.h] = variables(bounds[point.h], point.at)
+            if change is None:
+                bounds[point.z] = variables(bounds[point.z], point.at)
             else:
-                hi[h], hi[z] = min(hi[h], Fraction(0)), Fraction(0)
+                sides[change[0]] = change[1:]
         return lo, hi, sides
 
     def _variable(self, lo: Fraction, hi: Fraction) -> int:
@@ -539,7 +587,7 @@ class LpRelaxation:
         return len(self.lo) - 1
 
     def bound(
-        self, rival: int, fixed: dict[int, int], phases: dict[tuple[int, int], bool], multipliers: Any, where: str = ""
+        self, rival: int, fixed: dict[int, int], phases: dict[tuple[int, ...], bool], multipliers: Any, where: str = ""
     ) -> Fraction:
         """The safe bound Σ_r λ_r·side_r + Σ_j min over [lo_j, hi_j] of (g − Aᵀλ)_j·v_j of the node
         (g: `rival`'s objective; `fixed`: selector i → 0/1; `phases`: unstable unit → active) for
@@ -581,7 +629,7 @@ class LpRelaxation:
 
     def _walk(self, rival: int, root: Any) -> int:
         """Check the tree of one rival; returns its leaf count."""
-        stack: list[tuple[Any, dict[int, int], dict[tuple[int, int], bool]]] = [(root, {}, {})]
+        stack: list[tuple[Any, dict[int, int], dict[tuple[int, ...], bool]]] = [(root, {}, {})]
         leaves = 0
         while stack:
             node, fixed, phases = stack.pop()
@@ -596,7 +644,7 @@ class LpRelaxation:
             elif "unit" in node:
                 unit = tuple(node["unit"]) if isinstance(node["unit"], list) else None
                 if unit not in self.units or unit in phases:
-                    raise CertificateError(f"{where}: split on {node['unit']!r}, not an unstable ReLU unit not split on yet")
+                    raise CertificateError(f"{where}: split on {node['unit']!r}, not an unstable breakpoint not split on yet")
                 stack += [
                     (node.get("active"), fixed, {**phases, unit: True}),
                     (node.get("inactive"), fixed, {**phases, unit: False}),
@@ -693,6 +741,16 @@ def _unmet(sets: list[frozenset[int]], w: Any, chosen: frozenset[int], where: st
     if sets[w] & chosen:
         raise _Rejected(f"{where}: lemma {w}'s set is met by the features in")
     return sets[w]
+
+
+def _piecewise(layer: _Layer) -> bool:
+    """Whether method lp-tree encodes the layer: identity, relu, leaky_relu of slope in [0, 1)
+    (convex), hardtanh with min ≤ max."""
+    if layer.name == "leaky_relu":
+        return 0 <= layer.params["slope"] < 1
+    if layer.name == "hardtanh":
+        return layer.params["min"] <= layer.params["max"]
+    return layer.name in ("identity", "relu")
 
 
 def _index(value: Any, n: int) -> bool:

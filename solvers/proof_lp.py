@@ -1,19 +1,22 @@
-"""Certificates of "no CXp within k" on ReLU networks without the monotone shortcut (method
-"lp-tree" of `cardinal.proof/1`, docs/proofs.md): a branch and bound over the checker's own LP
-relaxation whose every leaf is closed by a safe LP bound; on K ≥ 2 outputs, one tree per rival
-class j ≠ p(x), each bounding f_c − f_j.
+"""Certificates of "no CXp within k" on piecewise-linear networks without the monotone shortcut
+(method "lp-tree" of `cardinal.proof/1`, docs/proofs.md; layers identity, relu, leaky_relu of
+slope below 1, hardtanh): a branch and bound over the checker's own LP relaxation whose every leaf
+is closed by a safe LP bound; on K ≥ 2 outputs, one tree per rival class j ≠ p(x), each bounding
+f_c − f_j.
 
 The relaxation is `cardinal.checker.LpRelaxation`, built from the network document as the
 checker builds it: the checker's encoding is the reference, so that the rows, their order and
-their big-M (the triangle rows from the checker's exact interval bounds) are the checker's by
+their big-M (the hull rows from the checker's exact interval bounds) are the checker's by
 construction. HiGHS solves each node's LP in floats — minimize g (f when p(x) = 1, −f when
-p(x) = 0; f_c − f_j in rival j's tree) — and its row duals (or, for an infeasible LP, its dual ray, scaled up) are the leaf's
-multipliers; a leaf is kept only when the checker's exact bound of those multipliers closes it
-(`LpRelaxation.bound`), so a wrong float LP costs nodes, never a wrong certificate. A node that
-does not close splits, depth first: on the unstable ReLU unit whose LP value violates z = max(h, 0)
-most (active first), else on the selector s_i nearest 1/2, else — an LP point that is a candidate
-CXp — on any open unit or selector, after judging the point exactly: a point that flips with at
-most k features moved ends the search (the claim is false).
+p(x) = 0; f_c − f_j in rival j's tree) — and its row duals (also rounded to a few fractional
+bits: where the bound must reach a tie exactly, the exact duals are often such numbers) or, for
+an infeasible LP, its dual ray, scaled up, are the leaf's multipliers; a leaf is kept only when
+the checker's exact bound of those multipliers closes it (`LpRelaxation.bound`), so a wrong float
+LP costs nodes, never a wrong certificate. A node that does not close splits, depth first: on the
+unstable breakpoint whose unit's LP value is farthest from z = σ(h) (of a hardtanh unit's two, the
+one nearer h; active first), else on the selector s_i nearest 1/2, else — an LP point that is a
+candidate CXp — on any open breakpoint or selector, after judging the point exactly: a point that
+flips with at most k features moved ends the search (the claim is false).
 
 This replaces no engine: the exact MILP (`solvers.exact_milp`) proves the claims with its own
 encoding and search; this module proves them again, over the encoding the checker rebuilds.
@@ -61,9 +64,13 @@ class _Stop(Exception):
 
 
 def applies(problem: Problem) -> bool:
-    """Whether method lp-tree covers the problem: a CXp, relu and identity layers (any K)."""
+    """Whether method lp-tree covers the problem: a CXp, identity, relu, leaky_relu (slope below 1)
+    and hardtanh layers (any K)."""
     names = {layer.activation.name for layer in problem.net.layers}
-    return problem.kind == "contrastive" and names <= {"relu", "identity"}
+    slopes = [dict(layer.activation.params)["slope"] for layer in problem.net.layers if layer.activation.name == "leaky_relu"]
+    return (
+        problem.kind == "contrastive" and names <= {"identity", "relu", "leaky_relu", "hardtanh"} and all(a < 1 for a in slopes)
+    )
 
 
 def search_lp(problem: Problem, k: int, deadline: float) -> LpProof:
@@ -128,7 +135,7 @@ class _Search:
         selectors = range(problem.n)
         self.selectors, self.inputs = list(selectors), [problem.n + i for i in selectors]
 
-    def node(self, fixed: dict[int, int], phases: dict[tuple[int, int], bool]) -> dict[str, Any]:
+    def node(self, fixed: dict[int, int], phases: dict[tuple[int, ...], bool]) -> dict[str, Any]:
         """The subtree of a node (`fixed`: selector → 0/1, `phases`: unstable unit → active)."""
         self.nodes += 1
         if time.perf_counter() > self.deadline:
@@ -144,7 +151,7 @@ class _Search:
         inside, outside = self.node({**fixed, feature: 1}, phases), self.node({**fixed, feature: 0}, phases)
         return {"feature": feature, "in": inside, "out": outside}
 
-    def _leaf(self, fixed: dict[int, int], phases: dict[tuple[int, int], bool]) -> tuple[dict | None, np.ndarray | None]:
+    def _leaf(self, fixed: dict[int, int], phases: dict[tuple[int, ...], bool]) -> tuple[dict | None, np.ndarray | None]:
         """The node's LP: a leaf when its multipliers close it in exact arithmetic, else None and
         the LP's point [V] (None when it has none)."""
         lo, hi, sides = self.relaxation.node(fixed, phases)
@@ -187,15 +194,15 @@ class _Search:
         return pairs
 
     def _branching(
-        self, fixed: dict[int, int], phases: dict[tuple[int, int], bool], values: np.ndarray | None
+        self, fixed: dict[int, int], phases: dict[tuple[int, ...], bool], values: np.ndarray | None
     ) -> tuple[tuple[int, int] | None, int | None]:
         """The unit or the selector to split on (module docstring)."""
         units = [unit for unit in self.relaxation.units if unit not in phases]
         free = [i for i in self.selectors if i not in fixed]
         if values is not None:
-            gaps = [values[z] - max(values[h], 0.0) for h, z, _ in (self.relaxation.units[u] for u in units)]
-            if gaps and max(gaps) > _VIOLATION:
-                return units[int(np.argmax(gaps))], None
+            gaps = [self._gap(unit, values) for unit in units]
+            if gaps and max(gaps)[0] > _VIOLATION:
+                return units[gaps.index(max(gaps))], None
             fractional = [abs(values[i] - round(values[i])) for i in free]
             if fractional and max(fractional) > _VIOLATION:
                 return None, free[int(np.argmax(fractional))]
@@ -205,6 +212,19 @@ class _Search:
         if free:
             return None, free[0]
         raise _Stop("open: a leaf whose LP bound closes nothing though its point is no CXp (a point on the threshold)")
+
+    def _gap(self, unit: tuple[int, ...], values: np.ndarray) -> tuple[float, float]:
+        """How far the LP point [V] is from z = σ(h) at a breakpoint's unit, then (among a hardtanh
+        unit's two) how near h is to the breakpoint."""
+        point = self.relaxation.units[unit]
+        h = float(values[point.h])
+        activation = self.problem.net.layers[unit[0]].activation
+        p = dict(activation.params)
+        if activation.name == "hardtanh":
+            value = min(max(h, p["min"]), p["max"])
+        else:
+            value = h if h >= 0 else p.get("slope", 0.0) * h
+        return abs(float(values[point.z]) - value), -abs(h - float(point.at))
 
     def _judge(self, values: np.ndarray) -> None:
         """An LP point with integral selectors and exact ReLUs: a CXp of at most k features when

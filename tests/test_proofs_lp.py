@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -25,21 +26,22 @@ from cardinal.problem import Problem
 from tests.bruteforce import vertex_minimum, vertex_valid
 
 
-def _network(rng: np.random.Generator, n: int, hidden: tuple[int, ...], classes: int = 1) -> Network:
-    """Weights of both signs (multiples of 1/64), ReLU hidden layers, `classes` identity outputs."""
+def _network(rng: np.random.Generator, n: int, hidden: tuple[int, ...], classes: int = 1, activation: Any = "relu") -> Network:
+    """Weights of both signs (multiples of 1/64), hidden layers of `activation` (JSON form),
+    `classes` identity outputs."""
     layers, fan_in = [], n
     widths = (*hidden, classes)
     for number, width in enumerate(widths):
         weight = np.round(rng.normal(size=(width, fan_in)) / np.sqrt(fan_in) * 64) / 64
         bias = np.round(rng.normal(size=width) * 0.3 * 64) / 64
-        layers.append(Layer(weight, bias, Activation.make("relu" if number < len(hidden) else "identity")))
+        layers.append(Layer(weight, bias, Activation.from_json(activation if number < len(hidden) else "identity")))
         fan_in = width
     return Network(layers)
 
 
-def _cube(seed: int, classes: int = 1) -> Problem:
+def _cube(seed: int, classes: int = 1, activation: Any = "relu", hidden: tuple[int, ...] = (10,)) -> Problem:
     rng = np.random.default_rng(seed)
-    net = _network(rng, 7, (10,), classes)
+    net = _network(rng, 7, hidden, classes, activation)
     x = (rng.random(7) < 0.5).astype(float)
     return Problem.make(net, x, "contrastive", Domain.boolean(7), 0.0 if classes == 1 else None)
 
@@ -70,6 +72,130 @@ def test_cxp_claims_on_boolean_cubes_agree_with_brute_force(classes: int) -> Non
             assert false.certificate is None and false.counterexample is not None, false.reason
             assert len(false.counterexample) <= m and vertex_valid(problem, false.counterexample)
     assert kinds == {"none", "within"} and splits == {"feature", "unit"}
+
+
+PIECEWISE = [{"name": "leaky_relu", "slope": 0.25}, {"name": "hardtanh", "min": -0.5, "max": 0.75}]
+
+
+def _splits(node: Any) -> list[tuple[int, ...]]:
+    """The breakpoints a tree (or a root of rivals) splits on."""
+    if not isinstance(node, dict) or "multipliers" in node:
+        return []
+    if "rivals" in node:
+        return [key for tree in node["rivals"] for key in _splits(tree)]
+    own = [tuple(node["unit"])] if "unit" in node else []
+    first, second = ("in", "out") if "feature" in node else ("active", "inactive")
+    return own + _splits(node[first]) + _splits(node[second])
+
+
+@pytest.mark.parametrize("classes", [1, 3], ids=["K=1", "K=3"])
+@pytest.mark.parametrize("activation", PIECEWISE, ids=["leaky_relu", "hardtanh"])
+def test_leaky_relu_and_hardtanh_cxp_claims_on_boolean_cubes_agree_with_brute_force(activation: Any, classes: int) -> None:
+    """Two hidden layers: claims at the minimum − 1 accepted, at the minimum a counterexample; the
+    trees split on breakpoints (a hardtanh unit's min and max, [layer, j, 0] and [layer, j, 1])."""
+    keys: set[tuple[int, ...]] = set()
+    for seed in range(6):
+        problem = _cube(seed, classes, activation, (10, 6))
+        m = vertex_minimum(problem)
+        k = problem.n if m is None else m - 1
+        if k >= 0:
+            found = search(problem, k)
+            assert found.certificate is not None, found.reason
+            report = _check(found.certificate, problem)
+            assert report.accepted, report.message
+            keys |= set(_splits(found.certificate["proof"]["root"]))
+        if m is not None:
+            false = search(problem, m)
+            assert false.certificate is None and false.counterexample is not None, false.reason
+            assert len(false.counterexample) <= m and vertex_valid(problem, false.counterexample)
+    assert {len(key) for key in keys} == ({2} if activation["name"] == "leaky_relu" else {3})
+    assert activation["name"] == "leaky_relu" or {key[2] for key in keys} == {0, 1}
+
+
+def test_a_piecewise_certificate_held_against_other_activations_or_breakpoints_is_rejected() -> None:
+    """A hardtanh certificate that splits on both breakpoints: another min/max or a leaky_relu of
+    slope 1 or more in its place (with the matching SHA-256), or a split on a breakpoint that is
+    not there, is rejected."""
+    for seed in range(6):
+        problem = _cube(seed, 1, PIECEWISE[1], (10, 6))
+        m = vertex_minimum(problem)
+        certificate = search(problem, problem.n if m is None else m - 1).certificate
+        assert certificate is not None and _check(certificate, problem).accepted
+        keys = _splits(certificate["proof"]["root"])
+        if {key[2] for key in keys} == {0, 1}:
+            break
+    else:
+        raise AssertionError("no tree splits on both breakpoints")
+
+    def rejected(layer: Any, root: Any = None) -> bool:
+        other = problem.net.to_json()
+        other["layers"][0]["activation"] = layer
+        tampered = copy.deepcopy(certificate)
+        tampered["problem"]["network_sha256"] = checker.network_sha256(other)[0]
+        if root is not None:
+            tampered["proof"]["root"] = root
+        try:
+            return not checker.check(tampered, other).accepted
+        except checker.CertificateError:
+            return True
+
+    assert not rejected(PIECEWISE[1])  # the same network: accepted
+    assert rejected({"name": "hardtanh", "min": -0.5, "max": 0.5})
+    assert rejected({"name": "hardtanh", "min": -0.25, "max": 0.75})
+    assert rejected({"name": "leaky_relu", "slope": 1.5})
+    root = certificate["proof"]["root"]
+    layer, j = keys[0][:2]
+    assert rejected(PIECEWISE[1], {"unit": [layer, j, 2], "active": root, "inactive": root})
+    assert rejected(PIECEWISE[1], {"unit": [layer, j], "active": root, "inactive": root})
+
+
+def _sigma(activation: Any, h: Fraction) -> Fraction:
+    """The activation at h, exactly (the test's own)."""
+    name = activation if isinstance(activation, str) else activation["name"]
+    if name == "relu":
+        return max(h, Fraction(0))
+    if name == "leaky_relu":
+        return h if h >= 0 else Fraction(activation["slope"]) * h
+    return min(max(h, Fraction(activation["min"])), Fraction(activation["max"]))
+
+
+@pytest.mark.parametrize("activation", ["relu", *PIECEWISE], ids=["relu", "leaky_relu", "hardtanh"])
+def test_every_point_satisfies_the_checkers_relaxation_in_its_phases(activation: Any) -> None:
+    """Soundness of the reference encoding: at points of a real box moved off x on random
+    features (inside or at an end), the network's exact values (computed here) satisfy every
+    variable bound and row of the node whose selectors and phases the point picks."""
+    rng = np.random.default_rng(5)
+    net = _network(rng, 5, (6, 4), 3, activation)
+    x = rng.uniform(0, 1, 5).round(3)
+    box = ((x - 0.5).tolist(), (x + 0.5).tolist(), False)
+    relaxation = checker.LpRelaxation.of(net.to_json(), x.tolist(), box, None, 5)
+    assert relaxation.units
+    for _ in range(300):
+        moved = rng.random(5) < 0.5
+        ends = np.where(rng.random(5) < 0.5, box[0], box[1])
+        y = np.where(moved, np.where(rng.random(5) < 0.3, ends, rng.uniform(box[0], box[1])), x)
+        values = [Fraction(int(v)) for v in moved] + [Fraction(v) for v in y]
+        previous = values[5:]
+        for layer in net.layers:
+            spec = layer.activation.to_json()
+            h = [
+                sum((Fraction(w) * v for w, v in zip(row, previous, strict=True)), Fraction(b))
+                for row, b in zip(layer.weight.tolist(), layer.bias.tolist(), strict=True)
+            ]
+            current = []
+            for value in h:
+                values.append(value)
+                if spec != "identity":
+                    values.append(_sigma(spec, value))
+                current.append(values[-1])
+            previous = current
+        phases = {key: values[point.h] >= point.at for key, point in relaxation.units.items()}
+        lo, hi, sides = relaxation.node({i: int(m) for i, m in enumerate(moved)}, phases)
+        assert len(values) == len(lo) and all(a <= v <= b for a, v, b in zip(lo, values, hi, strict=True))
+        for row, (coefficients, low, high) in enumerate(relaxation.rows):
+            low, high = sides.get(row, (low, high))
+            total = sum(a * values[v] for v, a in coefficients.items())
+            assert (low is None or low <= total) and (high is None or total <= high), (row, phases)
 
 
 def _real_box(seed: int) -> Problem:
@@ -289,7 +415,7 @@ def test_a_split_on_a_stable_unit_or_a_smooth_network_is_refused() -> None:
     tampered = copy.deepcopy(certificate)
     tampered["problem"]["network_sha256"] = checker.network_sha256(smooth)[0]
     report = checker.check(tampered, smooth)
-    assert not report.accepted and "relu and identity" in report.message
+    assert not report.accepted and "method lp-tree takes" in report.message and "sigmoid" in report.message
 
 
 def test_solve_minimum_and_certify_write_lp_certificates(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
