@@ -198,18 +198,21 @@ def test_every_point_satisfies_the_checkers_relaxation_in_its_phases(activation:
             assert (low is None or low <= total) and (high is None or total <= high), (row, phases)
 
 
-def _real_box(seed: int) -> Problem:
+def _real_box(seed: int, activation: Any = "relu") -> Problem:
     rng = np.random.default_rng(seed)
-    net = _network(rng, 8, (8, 6))
+    net = _network(rng, 8, (8, 6), 1, activation)
     x = rng.uniform(0, 1, 8).round(3)
     threshold = float(net.forward(x)) + (0.1 if seed % 2 else -0.1)
     return Problem.make(net, x, "contrastive", Domain.broadcast(list(x - 0.3), list(x + 0.3), 8), threshold)
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_a_real_box_minimum_of_the_exact_milp_is_certified(seed: int) -> None:
+@pytest.mark.parametrize(
+    ("seed", "activation"), [(0, "relu"), (1, "relu"), (2, "relu"), (2, PIECEWISE[0]), (2, PIECEWISE[1])],
+    ids=["relu-0", "relu-1", "relu-2", "leaky_relu-2", "hardtanh-2"],
+)  # fmt: skip
+def test_a_real_box_minimum_of_the_exact_milp_is_certified(seed: int, activation: Any) -> None:
     """Two hidden layers on an ε-ball; the claim is the exact MILP's (an exact backend)."""
-    problem = _real_box(seed)
+    problem = _real_box(seed, activation)
     outcome = solve_minimum(problem.net, problem.x, "contrastive", problem.domain, problem.threshold, solver="exact-milp")
     assert outcome.status in ("optimal", "none_exists") and outcome.exact
     k = problem.n if outcome.status == "none_exists" else outcome.size - 1
