@@ -7,8 +7,9 @@ arithmetic. What it trusts: Python (integers, `fractions`, `json`, `hashlib`), t
 given (checked against the certificate's SHA-256), and the argument written in docs/proofs.md,
 one per method: "shortcut-tree", the monotone shortcut on a sign-monotone network (which it checks
 itself) and interval arithmetic; "witness-hitting" (AXps of any network), points that change the
-prediction and a hitting-set tree; "lp-tree" (CXps of ReLU networks, K ≥ 1), its own LP relaxation
-(`LpRelaxation`, the reference encoding) and weak duality, in rationals.
+prediction and a hitting-set tree; "lp-tree" (CXps of relu, leaky_relu and hardtanh networks,
+K ≥ 1), its own LP relaxation (`LpRelaxation`, the reference encoding) and weak duality, in
+rationals.
 
 Numbers. Every double is a dyadic rational, and so is every value of a piecewise-linear network
 at dyadic inputs: those are computed exactly. Sigmoid, tanh and softplus give rational enclosures
@@ -458,11 +459,12 @@ class _Break(NamedTuple):
 
 
 class LpRelaxation:
-    """Method "lp-tree" (CXps of piecewise-linear networks, K ≥ 1): the LP relaxation of "some y of the box,
-    equal to x off at most k features, is predicted other than p(x)", built here from the network
-    and its exact interval bounds over the box — the reference encoding (docs/proofs.md: variables,
-    rows and their order), which cardinal's generator builds through this class too — and the tree
-    (one per rival class when K ≥ 2) whose every leaf a safe LP bound closes."""
+    """Method "lp-tree" (CXps of piecewise-linear networks, K ≥ 1): the LP relaxation of "some y
+    of the box, equal to x off at most k features, is predicted other than p(x)", built here from
+    the network and its exact interval bounds over the box — the reference encoding
+    (docs/proofs.md: variables, rows and their order), which cardinal's generator builds through
+    this class too — and the tree (one per rival class when K ≥ 2) whose every leaf a safe LP
+    bound closes."""
 
     def __init__(self, net: _Net, x: list[Fraction], box: tuple, threshold: Fraction | None, prediction: int, k: int) -> None:
         lower, upper, binary = box
