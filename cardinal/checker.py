@@ -483,9 +483,10 @@ class LpRelaxation:
         previous, low, high = list(range(n, 2 * n)), lower, upper
         for index, layer in enumerate(net.layers):
             if not _piecewise(layer):
+                given = ", ".join(f"{key} {float(v)!r}" for key, v in layer.params.items())
                 raise _Rejected(
-                    f"method lp-tree takes relu, leaky_relu (slope in [0, 1)), hardtanh (min ≤ max) and identity layers,"
-                    f" layer {index + 1} is {layer.name} { ({key: float(v) for key, v in layer.params.items()}) }"
+                    "method lp-tree takes relu, leaky_relu (slope in [0, 1)), hardtanh (min ≤ max) and identity layers,"
+                    f" layer {index + 1} is {layer.name}" + (f" ({given})" if given else "")
                 )
             low, high = net.affine(index, low, high)
             current = []
@@ -592,7 +593,7 @@ class LpRelaxation:
         self, rival: int, fixed: dict[int, int], phases: dict[tuple[int, ...], bool], multipliers: Any, where: str = ""
     ) -> Fraction:
         """The safe bound Σ_r λ_r·side_r + Σ_j min over [lo_j, hi_j] of (g − Aᵀλ)_j·v_j of the node
-        (g: `rival`'s objective; `fixed`: selector i → 0/1; `phases`: unstable unit → active) for
+        (g: `rival`'s objective; `fixed`: selector i → 0/1; `phases`: breakpoint → active) for
         multipliers λ, a list of [row, value] pairs; a value's sign picks the row's low side (> 0)
         or high side (< 0)."""
         lo, hi, sides = self.node(fixed, phases)
@@ -635,7 +636,9 @@ class LpRelaxation:
         leaves = 0
         while stack:
             node, fixed, phases = stack.pop()
-            where = f"rival {rival}: the node with s {sorted(fixed.items())}, active/inactive units {sorted(phases.items())}"
+            where = (
+                f"rival {rival}: the node with s {sorted(fixed.items())}, active/inactive breakpoints {sorted(phases.items())}"
+            )
             if not isinstance(node, dict):
                 raise CertificateError(f"{where}: a node must be an object")
             if "feature" in node:
@@ -644,7 +647,8 @@ class LpRelaxation:
                     raise CertificateError(f"{where}: split on {i!r}, not a feature index not split on yet")
                 stack += [(node.get("in"), {**fixed, i: 1}, phases), (node.get("out"), {**fixed, i: 0}, phases)]
             elif "unit" in node:
-                unit = tuple(node["unit"]) if isinstance(node["unit"], list) else None
+                given = node["unit"]
+                unit = tuple(given) if isinstance(given, list) and all(_index(v, len(self.lo)) for v in given) else None
                 if unit not in self.units or unit in phases:
                     raise CertificateError(f"{where}: split on {node['unit']!r}, not an unstable breakpoint not split on yet")
                 stack += [
