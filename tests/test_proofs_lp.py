@@ -147,6 +147,7 @@ def test_a_piecewise_certificate_held_against_other_activations_or_breakpoints_i
     layer, j = keys[0][:2]
     assert rejected(PIECEWISE[1], {"unit": [layer, j, 2], "active": root, "inactive": root})
     assert rejected(PIECEWISE[1], {"unit": [layer, j], "active": root, "inactive": root})
+    assert rejected(PIECEWISE[1], {"unit": [[layer], j, 0], "active": root, "inactive": root})  # not a TypeError
 
 
 def _sigma(activation: Any, h: Fraction) -> Fraction:
