@@ -88,8 +88,9 @@ def prove(problem: Problem, k: int, deadline: float = math.inf) -> dict[str, Any
 def search(problem: Problem, k: int, deadline: float = math.inf, oracle: SetOracle | None = None) -> Proof:
     """`prove`, with the reason when there is no certificate. Without the monotone shortcut an AXp
     claim is proved by witness lemmas (`solvers.proof_hitting`, which asks `oracle`, the exact set
-    oracle: None, this process's lent one), a CXp claim on a ReLU network of one output by LP
-    bounds (`solvers.proof_lp`); other CXp claims get none."""
+    oracle: None, this process's lent one), a CXp claim on a piecewise-linear network (any K;
+    identity, relu, leaky_relu of slope below 1, hardtanh) by LP bounds (`solvers.proof_lp`); other
+    CXp claims (step, smooth units) get none."""
     started = time.perf_counter()
     if not 0 <= k <= problem.n:
         raise ValueError(f"k must lie in 0..{problem.n}, got {k}")
@@ -99,7 +100,10 @@ def search(problem: Problem, k: int, deadline: float = math.inf, oracle: SetOrac
             document = None if found.proof is None else _document(problem, k, found.proof)
             return Proof(document, found.reason, found.lemmas, time.perf_counter() - started, found.counterexample)
         if not proof_lp.applies(problem):
-            reason = "the monotone shortcut does not apply (not sign-monotone, or K ≥ 2), nor LP bounds (K ≥ 2, or not relu)"
+            reason = (
+                "the monotone shortcut does not apply (not sign-monotone, or K ≥ 2), nor LP bounds"
+                " (a layer other than identity, relu, leaky_relu of slope below 1 or hardtanh)"
+            )
             return Proof(None, reason, 0, 0.0)
         bounded = proof_lp.search_lp(problem, k, deadline)
         document = None if bounded.proof is None else _document(problem, k, bounded.proof)

@@ -1,18 +1,22 @@
-"""Certificates of "no CXp within k" on ReLU networks of one output without the monotone shortcut
-(method "lp-tree" of `cardinal.proof/1`, docs/proofs.md): a branch and bound over the checker's
-own LP relaxation whose every leaf is closed by a safe LP bound.
+"""Certificates of "no CXp within k" on piecewise-linear networks without the monotone shortcut
+(method "lp-tree" of `cardinal.proof/1`, docs/proofs.md; layers identity, relu, leaky_relu of
+slope below 1, hardtanh): a branch and bound over the checker's own LP relaxation whose every leaf
+is closed by a safe LP bound; on K ≥ 2 outputs, one tree per rival class j ≠ p(x), each bounding
+f_c − f_j.
 
 The relaxation is `cardinal.checker.LpRelaxation`, built from the network document as the
 checker builds it: the checker's encoding is the reference, so that the rows, their order and
-their big-M (the triangle rows from the checker's exact interval bounds) are the checker's by
+their big-M (the hull rows from the checker's exact interval bounds) are the checker's by
 construction. HiGHS solves each node's LP in floats — minimize g (f when p(x) = 1, −f when
-p(x) = 0) — and its row duals (or, for an infeasible LP, its dual ray, scaled up) are the leaf's
-multipliers; a leaf is kept only when the checker's exact bound of those multipliers closes it
-(`LpRelaxation.bound`), so a wrong float LP costs nodes, never a wrong certificate. A node that
-does not close splits, depth first: on the unstable ReLU unit whose LP value violates z = max(h, 0)
-most (active first), else on the selector s_i nearest 1/2, else — an LP point that is a candidate
-CXp — on any open unit or selector, after judging the point exactly: a point that flips with at
-most k features moved ends the search (the claim is false).
+p(x) = 0; f_c − f_j in rival j's tree) — and its row duals (also rounded to a few fractional
+bits: where the bound must reach a tie exactly, the exact duals are often such numbers) or, for
+an infeasible LP, its dual ray, scaled up, are the leaf's multipliers; a leaf is kept only when
+the checker's exact bound of those multipliers closes it (`LpRelaxation.bound`), so a wrong float
+LP costs nodes, never a wrong certificate. A node that does not close splits, depth first: on the
+unstable breakpoint whose unit's LP value is farthest from z = σ(h) (of a hardtanh unit's two, the
+one nearer h; active first), else on the selector s_i nearest 1/2, else — an LP point that is a
+candidate CXp — on any open breakpoint or selector, after judging the point exactly: a point that
+flips with at most k features moved ends the search (the claim is false).
 
 This replaces no engine: the exact MILP (`solvers.exact_milp`) proves the claims with its own
 encoding and search; this module proves them again, over the encoding the checker rebuilds.
@@ -36,6 +40,7 @@ from .quiet_highs import new_highs
 
 _OPTIONS: dict[str, float | bool | str] = {"output_flag": False, "presolve": "off", "solver": "simplex", "random_seed": 0}
 _VIOLATION = 1e-7  # an LP value this far from the ReLU's value (or from an integer) counts for branching
+_ROUNDED = (8, 16, 24, 32)  # the duals also rounded to these many fractional bits: a tie's exact duals are often dyadic
 _Highs = highspy.HighsModelStatus
 
 
@@ -59,9 +64,13 @@ class _Stop(Exception):
 
 
 def applies(problem: Problem) -> bool:
-    """Whether method lp-tree covers the problem: a CXp, one output, relu and identity layers."""
+    """Whether method lp-tree covers the problem: a CXp, identity, relu, leaky_relu (slope below 1)
+    and hardtanh layers (any K)."""
     names = {layer.activation.name for layer in problem.net.layers}
-    return problem.kind == "contrastive" and problem.classes == 1 and names <= {"relu", "identity"}
+    slopes = [dict(layer.activation.params)["slope"] for layer in problem.net.layers if layer.activation.name == "leaky_relu"]
+    return (
+        problem.kind == "contrastive" and names <= {"identity", "relu", "leaky_relu", "hardtanh"} and all(a < 1 for a in slopes)
+    )
 
 
 def search_lp(problem: Problem, k: int, deadline: float) -> LpProof:
@@ -69,24 +78,32 @@ def search_lp(problem: Problem, k: int, deadline: float) -> LpProof:
     features, or None and why."""
     domain = problem.domain
     box = (domain.lower.tolist(), domain.upper.tolist(), bool(domain.binary))
-    relaxation = checker.LpRelaxation.of(problem.net.to_json(), problem.x.tolist(), box, float(problem.threshold), k)
-    search = _Search(problem, relaxation, k, deadline)
-    try:
-        root = search.node({}, {})
-    except _Stop as stop:
-        return LpProof(None, str(stop), search.nodes, stop.counterexample)
-    except RecursionError:
-        return LpProof(None, "the tree is too deep for this generator", search.nodes)
-    finally:
-        search.highs.clear()
-    return LpProof({"method": "lp-tree", "root": root}, "proved", search.nodes)
+    threshold = None if problem.threshold is None else float(problem.threshold)
+    relaxation = checker.LpRelaxation.of(problem.net.to_json(), problem.x.tolist(), box, threshold, k)
+    trees: dict[int, dict[str, Any]] = {}
+    nodes = 0
+    for rival in relaxation.rivals:
+        search = _Search(problem, relaxation, rival, k, deadline)
+        try:
+            trees[rival] = search.node({}, {})
+        except _Stop as stop:
+            return LpProof(None, str(stop), nodes + search.nodes, stop.counterexample)
+        except RecursionError:
+            return LpProof(None, "the tree is too deep for this generator", nodes + search.nodes)
+        finally:
+            search.highs.clear()
+        nodes += search.nodes
+    if problem.classes == 1:
+        return LpProof({"method": "lp-tree", "root": trees[relaxation.rivals[0]]}, "proved", nodes)
+    rivals = [trees.get(j) for j in range(problem.classes)]  # null at p(x)
+    return LpProof({"method": "lp-tree", "root": {"rivals": rivals}}, "proved", nodes)
 
 
 class _Search:
-    """The depth-first branch and bound of the module docstring over one relaxation."""
+    """The depth-first branch and bound of the module docstring over one relaxation, for one rival."""
 
-    def __init__(self, problem: Problem, relaxation: checker.LpRelaxation, k: int, deadline: float) -> None:
-        self.problem, self.relaxation, self.k, self.deadline = problem, relaxation, k, deadline
+    def __init__(self, problem: Problem, relaxation: checker.LpRelaxation, rival: int, k: int, deadline: float) -> None:
+        self.problem, self.relaxation, self.rival, self.k, self.deadline = problem, relaxation, rival, k, deadline
         self.nodes = 0
         rows, columns, values = [], [], []
         for row, (coefficients, _, _) in enumerate(relaxation.rows):
@@ -103,7 +120,7 @@ class _Search:
         lp = highspy.HighsLp()
         lp.num_col_, lp.num_row_ = shape[1], shape[0]
         cost = np.zeros(shape[1])
-        for variable, a in relaxation.objective.items():
+        for variable, a in relaxation.goal(rival).objective.items():
             cost[variable] = float(a)
         lp.col_cost_ = cost
         lp.col_lower_, lp.col_upper_ = _floats(relaxation.lo, -1), _floats(relaxation.hi, +1)
@@ -118,7 +135,7 @@ class _Search:
         selectors = range(problem.n)
         self.selectors, self.inputs = list(selectors), [problem.n + i for i in selectors]
 
-    def node(self, fixed: dict[int, int], phases: dict[tuple[int, int], bool]) -> dict[str, Any]:
+    def node(self, fixed: dict[int, int], phases: dict[tuple[int, ...], bool]) -> dict[str, Any]:
         """The subtree of a node (`fixed`: selector → 0/1, `phases`: unstable unit → active)."""
         self.nodes += 1
         if time.perf_counter() > self.deadline:
@@ -134,7 +151,7 @@ class _Search:
         inside, outside = self.node({**fixed, feature: 1}, phases), self.node({**fixed, feature: 0}, phases)
         return {"feature": feature, "in": inside, "out": outside}
 
-    def _leaf(self, fixed: dict[int, int], phases: dict[tuple[int, int], bool]) -> tuple[dict | None, np.ndarray | None]:
+    def _leaf(self, fixed: dict[int, int], phases: dict[tuple[int, ...], bool]) -> tuple[dict | None, np.ndarray | None]:
         """The node's LP: a leaf when its multipliers close it in exact arithmetic, else None and
         the LP's point [V] (None when it has none)."""
         lo, hi, sides = self.relaxation.node(fixed, phases)
@@ -151,7 +168,8 @@ class _Search:
             solution = self.highs.getSolution()
             values = np.array(solution.col_value)
             if solution.dual_valid:
-                candidates.append(np.array(solution.row_dual))
+                duals = np.array(solution.row_dual)
+                candidates += [duals] + [np.round(duals * 2.0**bits) / 2.0**bits for bits in _ROUNDED]
         elif status in (_Highs.kInfeasible, _Highs.kUnboundedOrInfeasible):
             _, has_ray, ray = self.highs.getDualRay()
             if has_ray:
@@ -161,7 +179,7 @@ class _Search:
             raise _Stop("deadline")
         for multipliers in candidates:
             pairs = self._pairs(multipliers, sides)
-            if self.relaxation.closes(self.relaxation.bound(fixed, phases, pairs)):
+            if self.relaxation.closes(self.rival, self.relaxation.bound(self.rival, fixed, phases, pairs)):
                 return {"multipliers": pairs}, values
         return None, values
 
@@ -176,15 +194,15 @@ class _Search:
         return pairs
 
     def _branching(
-        self, fixed: dict[int, int], phases: dict[tuple[int, int], bool], values: np.ndarray | None
+        self, fixed: dict[int, int], phases: dict[tuple[int, ...], bool], values: np.ndarray | None
     ) -> tuple[tuple[int, int] | None, int | None]:
         """The unit or the selector to split on (module docstring)."""
         units = [unit for unit in self.relaxation.units if unit not in phases]
         free = [i for i in self.selectors if i not in fixed]
         if values is not None:
-            gaps = [values[z] - max(values[h], 0.0) for h, z, _ in (self.relaxation.units[u] for u in units)]
-            if gaps and max(gaps) > _VIOLATION:
-                return units[int(np.argmax(gaps))], None
+            gaps = [self._gap(unit, values) for unit in units]
+            if gaps and max(gaps)[0] > _VIOLATION:
+                return units[gaps.index(max(gaps))], None
             fractional = [abs(values[i] - round(values[i])) for i in free]
             if fractional and max(fractional) > _VIOLATION:
                 return None, free[int(np.argmax(fractional))]
@@ -194,6 +212,19 @@ class _Search:
         if free:
             return None, free[0]
         raise _Stop("open: a leaf whose LP bound closes nothing though its point is no CXp (a point on the threshold)")
+
+    def _gap(self, unit: tuple[int, ...], values: np.ndarray) -> tuple[float, float]:
+        """How far the LP point [V] is from z = σ(h) at a breakpoint's unit, then (among a hardtanh
+        unit's two) how near h is to the breakpoint."""
+        point = self.relaxation.units[unit]
+        h = float(values[point.h])
+        activation = self.problem.net.layers[unit[0]].activation
+        p = dict(activation.params)
+        if activation.name == "hardtanh":
+            value = min(max(h, p["min"]), p["max"])
+        else:
+            value = h if h >= 0 else p.get("slope", 0.0) * h
+        return abs(float(values[point.z]) - value), -abs(h - float(point.at))
 
     def _judge(self, values: np.ndarray) -> None:
         """An LP point with integral selectors and exact ReLUs: a CXp of at most k features when

@@ -215,11 +215,12 @@ def test_certify_writes_witness_certificates_for_a_non_monotone_network(tmp_path
     assert "accepted" in capsys.readouterr().out
 
 
-def test_a_witness_search_past_its_deadline_or_a_k3_cxp_gives_none() -> None:
+def test_a_witness_search_past_its_deadline_gives_none_and_a_k3_cxp_gets_lp_bounds() -> None:
     problem, _ = _rich(1)
     stopped = search(problem, 1, deadline=0.0)
     assert stopped.certificate is None and stopped.reason == "deadline"
     classifier, _ = _rich(3)
     contrastive = Problem.make(classifier.net, classifier.x, "contrastive", classifier.domain)
-    found = search(contrastive, 0)  # CXps of K ≥ 2 networks: no method yet
-    assert found.certificate is None and "nor LP bounds" in found.reason
+    found = search(contrastive, 0)  # CXps of K ≥ 2 ReLU networks: method lp-tree, a tree per rival class
+    assert found.certificate is not None and found.certificate["proof"]["method"] == "lp-tree", found.reason
+    assert _check(found.certificate, contrastive).accepted
