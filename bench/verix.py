@@ -29,8 +29,9 @@ Per test image x (the first `--images` of a seeded split) and its ball B = [0, 1
   each dropped while a float64 screen still keeps the class; the final set proved in rationals),
   else all 784 features. Proved when the bounds meet.
 
-**`--exact`**: the exact MILP engine (`exact-milp`, `solvers.exact_milp`: HiGHS's LPs pruning
-only by safe bounds, every incumbent replayed exactly) in the mix. The minimum CXp is its answer:
+**`--exact`** (the default; `--float-only` leaves it out, the bounds above alone): the exact MILP
+engine (`exact-milp`, `solvers.exact_milp`: HiGHS's LPs pruning only by safe bounds, every
+incumbent replayed exactly) in the mix. The minimum CXp is its answer:
 optimal (its set replayed) is a proof; where it stops at the limit, its best set (else the
 float MILP's, replayed) is the upper bound and the interval bound above the lower one. For the
 AXp, the sequential deletion explainer (`solvers.deletion`, each step decided by the exact set
@@ -45,7 +46,7 @@ classifiers` 6 of 8 of its calls already ended at a 20 s limit (not measured at 
 MILP is `--milp` (default gurobi, else highs): the CXp model has 1,637 variables and 1,662
 constraints, within Gurobi's size-limited pip licence (2,000 each).
 
-    python -m bench.verix [--images 10] [--radius 0.05] [--cxp-limit 60] [--axp-limit 300] [--exact]
+    python -m bench.verix [--images 10] [--radius 0.05] [--cxp-limit 60] [--axp-limit 300] [--float-only]
                           [--work bench-results/verix] [--out bench/results/verix.md]
 """
 
@@ -384,7 +385,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--cxp-limit", type=float, default=60.0, help="seconds for the minimum CXp (default 60)")
     parser.add_argument("--axp-limit", type=float, default=300.0, help="seconds for the minimum AXp (default 300)")
     parser.add_argument("--milp", choices=("gurobi", "highs"), help="the MILP (default gurobi where installed, else highs)")
-    parser.add_argument("--exact", action="store_true", help="the exact MILP engine proves the minima (module docstring)")
+    parser.add_argument("--exact", action="store_true", default=True, help="the exact MILP engine proves the minima (default)")
+    parser.add_argument(
+        "--float-only", dest="exact", action="store_false", help="no exact MILP engine: the float MILP, interval bounds"
+    )
     parser.add_argument("--work", default="bench-results/verix", help="where the model file goes (not committed)")
     parser.add_argument("--out", default="bench-results/verix.md", help="results table (bench/results/verix.md to refresh)")
     args = parser.parse_args(argv)
@@ -420,7 +424,8 @@ def write_table(path: Path, rows: list[tuple[int, dict]], args: argparse.Namespa
         f"# VeriX-shaped classifier (784 → 10 → 10 → 10), minimum explanations at ε = {args.radius:g}",
         "",
         f"Run {datetime.date.today().isoformat()} with `python -m bench.verix --images {args.images} --radius {args.radius:g} "
-        f"--milp {args.milp} --cxp-limit {args.cxp_limit:g} --axp-limit {args.axp_limit:g}{' --exact' if args.exact else ''}` "
+        f"--milp {args.milp} --cxp-limit {args.cxp_limit:g} --axp-limit {args.axp_limit:g} "
+        f"{'--exact' if args.exact else '--float-only'}` "
         f"on {machine()}. "
         f"Not MNIST: scikit-learn's 8 × 8 digits upsampled to 28 × 28 (test accuracy {accuracy:.3f}); see the "
         "docstring of bench/verix.py. A size is exact where one number is shown, else [exact lower bound, size of an "

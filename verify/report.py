@@ -701,9 +701,8 @@ def size_figure(records: list[Record]) -> Any | None:
     for axis in list(axes.flat)[len(families) :]:
         axis.set_visible(False)
     excluded = _excluded(records, lambda r: r.gap is None)
-    figure.suptitle(
-        f"Greedy vs minimum explanation size (above the diagonal: greedy not minimal; excluded: {excluded})", fontsize=10
-    )
+    title = f"Greedy vs minimum explanation size (above the diagonal: greedy not minimal; excluded: {excluded})"
+    figure.suptitle(textwrap.fill(title, width=45 * columns), fontsize=10)  # one panel's title ran off the figure
     return figure
 
 
@@ -780,7 +779,8 @@ def time_figure(records: list[Record]) -> Any | None:
     names = sorted({name for solvers in drawn.values() for name in solvers})
     handles = [plt.Line2D([], [], linestyle="none", marker="o", color=colours[name], label=name) for name in names]
     handles.append(plt.Line2D([], [], color="black", linewidth=2.2, label="median of the column"))
-    figure.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=8, frameon=False)
+    # at most three entries per panel's width in a row: one panel's legend in one row ran off the figure
+    figure.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 3 * columns), fontsize=8, frameon=False)
     title = (
         "Certification time vs features n, per activation: each answered call a point, the median a bar, above each "
         "column its number of answered calls (k/m: k of the m calls there answered; timeouts and other non-answers "
