@@ -46,6 +46,7 @@ from ..rounding import SAFETY, TINY, UNIT_ROUNDOFF, gamma
 from . import proof_lp
 from .oracle import SetOracle
 from .proof_hitting import search_hitting
+from .proof_stop import Stopped as _Stop
 
 FORMAT = "cardinal.proof/1"
 # A node with at most this many largest sets becomes a leaf "all" (the checker allows 4096): each
@@ -68,14 +69,6 @@ class Proof:
     nodes: int
     seconds: float
     counterexample: tuple[int, ...] | None = None
-
-
-class _Stop(Exception):
-    """Ends a search without a certificate (the reason in its message)."""
-
-    def __init__(self, reason: str, counterexample: tuple[int, ...] | None = None) -> None:
-        super().__init__(reason)
-        self.counterexample = counterexample
 
 
 def prove(problem: Problem, k: int, deadline: float = math.inf) -> dict[str, Any] | None:

@@ -32,6 +32,7 @@ from .attack import flipping_point
 from .guard import lent
 from .hitting import minimum_hitting_set, shrink_witness
 from .oracle import SetOracle
+from .proof_stop import Stopped as _Stop
 
 
 @dataclass(frozen=True)
@@ -43,14 +44,6 @@ class Hitting:
     reason: str
     lemmas: int
     counterexample: tuple[int, ...] | None = None
-
-
-class _Stop(Exception):
-    """Ends a search without a certificate (the reason in its message)."""
-
-    def __init__(self, reason: str, counterexample: tuple[int, ...] | None = None) -> None:
-        super().__init__(reason)
-        self.counterexample = counterexample
 
 
 def search_hitting(problem: Problem, k: int, deadline: float, oracle: SetOracle | None = None) -> Hitting:

@@ -36,6 +36,7 @@ import scipy.sparse as sp
 
 from .. import checker
 from ..problem import Problem
+from .proof_stop import Stopped as _Stop
 from .quiet_highs import new_highs
 
 _OPTIONS: dict[str, float | bool | str] = {"output_flag": False, "presolve": "off", "solver": "simplex", "random_seed": 0}
@@ -53,14 +54,6 @@ class LpProof:
     reason: str
     nodes: int
     counterexample: tuple[int, ...] | None = None
-
-
-class _Stop(Exception):
-    """Ends a search without a certificate (the reason in its message)."""
-
-    def __init__(self, reason: str, counterexample: tuple[int, ...] | None = None) -> None:
-        super().__init__(reason)
-        self.counterexample = counterexample
 
 
 def applies(problem: Problem) -> bool:
