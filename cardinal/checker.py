@@ -13,9 +13,9 @@ rationals.
 
 Numbers. Every double is a dyadic rational, and so is every value of a piecewise-linear network
 at dyadic inputs: those are computed exactly. Sigmoid, tanh and softplus give rational enclosures
-(a Taylor series with its remainder bound, rounded outwards to `_BITS` bits), so a value is an
-interval [lo, hi] throughout (lo = hi where exact); a decision that the interval leaves open
-rejects. Matrix products run on Python integers with one power-of-two scale per vector.
+(a Taylor series with its remainder bound, in integers rounded outwards to multiples of
+2^-`_WORK`), so a value is an interval [lo, hi] throughout (lo = hi where exact); a decision that
+the interval leaves open rejects. Matrix products run on Python integers with one power-of-two scale per vector.
 
 `check(certificate, network)` returns a `Report` (accepted or the first step that fails, with the
 path to it); `CertificateError` is a certificate (or network) that is not well formed.
@@ -34,7 +34,8 @@ from typing import Any, NamedTuple
 FORMAT = "cardinal.proof/1"
 NETWORK_FORMAT = "cardinal.network/1"
 MAX_ALL_SETS = 4096  # a leaf "all" evaluates at most this many sets
-_BITS = 160  # outward rounding of smooth enclosures: to multiples of 2^-_BITS (relative, below)
+_WORK, _TERMS = 192, 48  # smooth enclosures: fixed point of 2^-_WORK; at most _TERMS Taylor terms of e^a
+_ONE = 1 << _WORK
 _PARAMETERS = {"identity": {}, "relu": {}, "sigmoid": {}, "tanh": {}, "softplus": {},
                "leaky_relu": {"slope": 0.01}, "hardtanh": {"min": -1.0, "max": 1.0}, "step": {"at": 0.0}}  # fmt: skip
 
@@ -174,28 +175,27 @@ def _apply(layer: _Layer, h: Fraction, direction: int) -> Fraction:
     return _smooth(layer.name, h)[0 if direction < 0 else 1]
 
 
-def _round(value: Fraction, direction: int) -> Fraction:
-    """value rounded outwards to a dyadic of about _BITS significant bits."""
-    if value == 0 or (value.denominator & (value.denominator - 1) == 0 and value.numerator.bit_length() <= _BITS):
-        return value
-    shift = _BITS - (value.numerator.bit_length() - value.denominator.bit_length())
-    scaled = value * (Fraction(2) ** shift)
-    integer = math.floor(scaled) if direction < 0 else math.ceil(scaled)
-    return Fraction(integer) / (Fraction(2) ** shift)
-
-
-def _exp(q: Fraction) -> Interval:
-    """An enclosure of e^q for |q| ≤ 64: Taylor at q/2^s (|q/2^s| ≤ 1/2), then s squarings."""
+def _exp(q: Fraction) -> tuple[int, int]:
+    """Integers lo ≤ e^q·2^_WORK ≤ hi for |q| ≤ 64: the Taylor series of e^|a|, a = q/2^s
+    (|a| ≤ 1/2), each term rounded down for lo and up for hi (every term is ≥ 0); the sum stops
+    once a term's upper end is at most one unit, and hi adds that term again for the rest (which is
+    below it when |a| ≤ 1/2); e^a = 1/e^|a| for a < 0; then s squarings, each rounded outwards."""
     s = max(0, math.ceil(math.log2(abs(q) * 2))) if q else 0
-    a = q / (1 << s)
-    term, total = Fraction(1), Fraction(1)
-    for k in range(1, 40):
-        term = term * a / k
-        total += term
-    remainder = abs(term) * abs(a) / 40 * 2  # the tail after 40 terms, |a| ≤ 1/2: below twice its first term
-    low, high = _round(total - remainder, -1), _round(total + remainder, +1)
+    size = abs(q)
+    shifted, scale = size.numerator << _WORK, size.denominator << s
+    a_low, a_high = shifted // scale, -(-shifted // scale)
+    low = high = term_low = term_high = _ONE
+    for k in range(1, _TERMS + 1):
+        term_low = term_low * a_low // (k << _WORK)
+        term_high = -(-term_high * a_high // (k << _WORK))
+        low, high = low + term_low, high + term_high
+        if term_high <= 1:
+            break
+    high += term_high
+    if q < 0:
+        low, high = _ONE * _ONE // high, -(-_ONE * _ONE // low)
     for _ in range(s):
-        low, high = _round(low * low, -1), _round(high * high, +1)
+        low, high = low * low // _ONE, -(-high * high // _ONE)
     return low, high
 
 
@@ -214,8 +214,8 @@ def _smooth(name: str, h: Fraction) -> Interval:
             return 1 - tiny, Fraction(1)
         if h <= -64:
             return Fraction(0), tiny
-        low, high = _exp(-h)
-        return _round(1 / (1 + high), -1), _round(1 / (1 + low), +1)
+        low, high = _exp(-h)  # sigmoid(h) = 1/(1 + e^-h), in units of 2^-_WORK
+        return Fraction(_ONE * _ONE // (_ONE + high), _ONE), Fraction(-(-_ONE * _ONE // (_ONE + low)), _ONE)
     # softplus(h) = log(1 + e^h): a float guess, confirmed by e^guess below and above 1 + e^h
     if h >= 64:
         return h, h + tiny
@@ -224,8 +224,8 @@ def _smooth(name: str, h: Fraction) -> Interval:
     low, high = _exp(h)
     guess = math.log1p(math.exp(float(h)))
     margin = 2.0**-40 * (1 + guess)
-    below, above = _round(Fraction(guess - margin), -1), _round(Fraction(guess + margin), +1)
-    if not (_exp(below)[1] <= 1 + low and _exp(above)[0] >= 1 + high):
+    below, above = Fraction(guess - margin), Fraction(guess + margin)
+    if not (_exp(below)[1] <= _ONE + low and _exp(above)[0] >= _ONE + high):
         raise _Rejected(f"softplus({float(h)!r}) could not be enclosed")
     return below, above
 

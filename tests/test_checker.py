@@ -202,6 +202,21 @@ def test_smooth_enclosures_contain_the_true_value(q: str) -> None:
             assert high - low < Fraction(1, 2**30) * (1 + abs(high))
 
 
+def test_exp_encloses_e_to_the_q_on_long_dyadics_and_the_ends() -> None:
+    """The integer Taylor series of `_exp` (rounded down for lo, up for hi) on hidden values as the
+    checker meets them: dyadics of 200 bits, both signs, up to |q| = 64."""
+    rng = np.random.default_rng(7)
+    values = [Fraction(64), Fraction(-64), Fraction(1, 2), Fraction(-1, 2), Fraction(1, 2**70)]
+    values += [Fraction(int(rng.integers(-2**62, 2**62)) * 2**138 + int(rng.integers(0, 2**62)), 2**200) * int(scale)
+               for scale in rng.choice([1, 9, 63], size=60)]  # fmt: skip
+    with mpmath.workprec(600):
+        for q in values:
+            low, high = checker._exp(q)
+            truth = mpmath.exp(mpmath.mpf(q.numerator) / q.denominator) * mpmath.mpf(2) ** checker._WORK
+            assert low <= truth <= high, q
+            assert high - low <= 2**-100 * truth + 2**10, q
+
+
 def test_the_checker_imports_only_the_standard_library() -> None:
     tree = ast.parse((ROOT / "cardinal" / "checker.py").read_text())
     imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
