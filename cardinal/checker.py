@@ -347,7 +347,7 @@ def _check(problem: dict, claim: dict, proof: dict, digest: str, layers: list[_L
         k = claim["no_explanation_within"]
     else:
         raise CertificateError("claim must be {'no_explanation_within': k} (0 ≤ k ≤ n) or, contrastive, {'none_exists': true}")
-    if proof.get("method") not in ("shortcut-tree", "witness-hitting", "lp-tree"):
+    if proof.get("method") not in ("shortcut-tree", "witness-hitting", "lp-tree", "box-tree"):
         raise CertificateError(f"unknown proof method {proof.get('method')!r}")
     if problem.get("network_sha256") != digest:
         raise _Rejected(f"the network's SHA-256 is {digest}, the certificate is about {problem.get('network_sha256')!r}")
@@ -369,6 +369,11 @@ def _check(problem: dict, claim: dict, proof: dict, digest: str, layers: list[_L
         relaxation = LpRelaxation(net, x, (lower, upper, binary), threshold, prediction, k)
         leaves = relaxation.walk(proof.get("root"))
         return Report(True, f"accepted: no contrastive explanation of at most {k} feature(s)", leaves, 0)
+    if proof["method"] == "box-tree":
+        if kind != "contrastive":
+            raise _Rejected("interval boxes prove claims about contrastive explanations only")
+        leaves = BoxTree(net, x, (lower, upper, binary), threshold, prediction, k).walk(proof.get("root"))
+        return Report(True, f"accepted: no contrastive explanation of at most {k} feature(s)", leaves, leaves)
     if threshold is None:
         raise _Rejected(f"method shortcut-tree needs one output, the network has {classes}")
     directions = _directions(layers)
@@ -662,6 +667,93 @@ class LpRelaxation:
                     raise _Rejected(f"{where}: its LP bound {float(bound)!r} does not pass {float(self.goal(rival).target)!r}")
             else:
                 raise CertificateError(f"{where}: a node splits on a 'feature' or a 'unit', or is a leaf of 'multipliers'")
+        return leaves
+
+
+# ---------------------------------------------------------------------------- interval boxes
+class BoxTree:
+    """Method "box-tree" (CXps of any network the checker evaluates, K ≥ 1): a tree whose nodes
+    split a feature's selection (in/out) or its range [lo, hi] at a point, and whose every leaf
+    the checker's own interval evaluation closes: at every point of the leaf — y_i = x_i off the
+    moved set, which holds `in`, avoids `out` and has at most k features, y_i in its range on it —
+    the enclosure of the outputs predicts p(x) (docs/proofs.md)."""
+
+    def __init__(self, net: _Net, x: list[Fraction], box: tuple, threshold: Fraction | None, prediction: int, k: int) -> None:
+        for index, layer in enumerate(net.layers):
+            if layer.name == "leaky_relu" and layer.params["slope"] < 0:  # interval evaluation needs σ non-decreasing
+                raise _Rejected(f"method box-tree: layer {index + 1} is a leaky_relu of negative slope")
+        self.net, self.x, self.threshold, self.prediction, self.k = net, x, threshold, prediction, k
+        lower, upper, binary = box
+        self.lower, self.upper = list(lower), list(upper)
+        # binary: a moved feature takes the end x_i is not (x_i itself when the ends agree)
+        self.other = [(hi if v == lo else lo) for lo, v, hi in zip(lower, x, upper, strict=True)] if binary else None
+
+    @classmethod
+    def of(cls, network: Any, x: list[float], box: tuple, threshold: float | None, k: int) -> BoxTree:
+        """The tree checker of a problem given as doubles (as `LpRelaxation.of`): what cardinal's
+        generator closes its leaves with."""
+        net = _Net(network_sha256(network)[1])
+        exact = [Fraction(v) for v in x]
+        box = ([Fraction(v) for v in box[0]], [Fraction(v) for v in box[1]], box[2])
+        t = None if threshold is None else Fraction(threshold)
+        return cls(net, exact, box, t, _predict(net.point(exact), t, "x"), k)
+
+    def enclosure(self, chosen: frozenset[int], open_: list[int], lo: list[Fraction], hi: list[Fraction]) -> tuple:
+        """Enclosures [K] of the outputs over the node's points: the first layer's pre-activation
+        of unit j is W·y⁰ + b (y⁰: x, with the features in over their ranges) plus the moves of at
+        most r = k − |in| open features, each W_ji·(y_i − x_i) ∈ [d⁻_ji ≤ 0, d⁺_ji ≥ 0]: at least
+        the sum of the r most negative d⁻_ji, at most that of the r largest d⁺_ji."""
+        budget, x = max(self.k - len(chosen), 0), self.x
+        if self.other is not None:  # binary: a moved feature sits at its other end
+            lo = hi = self.other
+        low, high = self.net.affine(0, [lo[i] if i in chosen else x[i] for i in range(len(x))],
+                                    [hi[i] if i in chosen else x[i] for i in range(len(x))])  # fmt: skip
+        for j, row in enumerate(self.net.layers[0].weight):
+            moves = [(row[i] * (lo[i] - x[i]), row[i] * (hi[i] - x[i])) for i in open_ if row[i]]
+            low[j] += sum(sorted(min(0, *pair) for pair in moves)[:budget])
+            high[j] += sum(sorted((max(0, *pair) for pair in moves), reverse=True)[:budget])
+        return self.net.output(low, high)
+
+    def closes(self, chosen: frozenset[int], excluded: frozenset[int], lo: list[Fraction], hi: list[Fraction]) -> bool:
+        """Whether the node's enclosure predicts p(x) (an open prediction does not close)."""
+        open_ = [i for i in range(len(self.x)) if i not in chosen and i not in excluded]
+        try:
+            return _predict(self.enclosure(chosen, open_, lo, hi), self.threshold, "") == self.prediction
+        except _Rejected:
+            return False
+
+    def walk(self, root: Any) -> int:
+        """Check every node (`{"feature": i, "in", "out"}`, `{"cut": i, "at": v, "below", "above"}`
+        with lo_i < v < hi_i, `{"leaf": "bound"}`); returns the leaf count."""
+        n, leaves = len(self.x), 0
+        stack: list[tuple[Any, frozenset[int], frozenset[int], list[Fraction], list[Fraction]]]
+        stack = [(root, frozenset(), frozenset(), self.lower, self.upper)]
+        while stack:
+            node, chosen, excluded, lo, hi = stack.pop()
+            ranges = [(i, float(lo[i]), float(hi[i])) for i in range(n) if (lo[i], hi[i]) != (self.lower[i], self.upper[i])]
+            where = f"the node with in {sorted(chosen)}, out {sorted(excluded)}, ranges cut to {ranges}"
+            if not isinstance(node, dict):
+                raise CertificateError(f"{where}: a node must be an object")
+            if "feature" in node:
+                i = node["feature"]
+                if not _index(i, n) or i in chosen or i in excluded:
+                    raise CertificateError(f"{where}: split on {i!r}, not a feature index not split on yet")
+                stack += [(node.get("in"), chosen | {i}, excluded, lo, hi), (node.get("out"), chosen, excluded | {i}, lo, hi)]
+            elif "cut" in node:
+                i = node["cut"]
+                if not _index(i, n):
+                    raise CertificateError(f"{where}: a cut of {i!r}, not a feature index")
+                at = Fraction(_number(node.get("at"), f"{where}: the cut's point"))
+                if not lo[i] < at < hi[i]:
+                    raise _Rejected(f"{where}: a cut of feature {i} at {float(at)!r}, outside its range")
+                stack += [(node.get("below"), chosen, excluded, lo, [*hi[:i], at, *hi[i + 1 :]]),
+                          (node.get("above"), chosen, excluded, [*lo[:i], at, *lo[i + 1 :]], hi)]  # fmt: skip
+            elif node.get("leaf") == "bound":
+                leaves += 1
+                if not self.closes(chosen, excluded, lo, hi):
+                    raise _Rejected(f"{where}: leaf 'bound', but its enclosure does not keep the prediction {self.prediction}")
+            else:
+                raise CertificateError(f"{where}: a node splits on a 'feature' or a 'cut', or is {{'leaf': 'bound'}}")
         return leaves
 
 
