@@ -36,6 +36,7 @@ from ..problem import Problem
 from .proof_stop import Stopped as _Stop
 
 _SLACK = 2.0**-30  # the float screen passes a node its float enclosure misses by this (relative): the exact one decides
+_FEW_STEPS = 2  # a node with at most this many step units across their breakpoint splits on one before cutting a range
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ def search_box(problem: Problem, k: int, deadline: float) -> BoxProof:
     search = _Search(problem, k, deadline)
     everything = frozenset[int]()
     try:
-        root = search.node(everything, everything, problem.domain.lower.copy(), problem.domain.upper.copy())
+        root = search.node(checker.BoxNode(everything, everything, problem.domain.lower.copy(), problem.domain.upper.copy(), {}))
     except _Stop as stop:
         return BoxProof(None, str(stop), search.nodes, stop.counterexample)
     except RecursionError:
@@ -81,26 +82,27 @@ class _Search:
             sensitivity = sensitivity @ np.abs(layer.weight)
         self.shares = sensitivity @ np.abs(problem.net.layers[0].weight)  # [n]
 
-    def node(self, chosen: frozenset[int], excluded: frozenset[int], lo: np.ndarray, hi: np.ndarray) -> dict[str, Any]:
-        """The subtree of a node (chosen = in, excluded = out; lo, hi [n] the ranges)."""
+    def node(self, node: checker.BoxNode) -> dict[str, Any]:
+        """The subtree of a node (its ranges lo, hi as float arrays [n])."""
         self.nodes += 1
         if time.perf_counter() > self.deadline:
             raise _Stop("deadline")
+        chosen, excluded, lo, hi, phases = node
         self._judge(chosen, lo, hi)
-        exact = ([Fraction(v) for v in lo], [Fraction(v) for v in hi])
-        if self._screen(chosen, excluded, lo, hi) and self.tree.closes(chosen, excluded, *exact):
+        near, straddling = self._screen(node)
+        if near and self.tree.closes(node._replace(lo=[Fraction(v) for v in lo], hi=[Fraction(v) for v in hi])):
             return {"leaf": "bound"}
-        n = self.problem.n
-        free = [i for i in range(n) if i not in chosen and i not in excluded]
+        free = [i for i in range(self.problem.n) if i not in chosen and i not in excluded]
         widths = np.abs(self.other - self.problem.x) if self.other is not None else hi - lo
         if self.k > len(chosen) and free:
             i = max(free, key=lambda f: self.shares[f] * widths[f])
-            return {
-                "feature": i,
-                "in": self.node(chosen | {i}, excluded, lo, hi),
-                "out": self.node(chosen, excluded | {i}, lo, hi),
-            }
+            inside, outside = node._replace(chosen=chosen | {i}), node._replace(excluded=excluded | {i})
+            return {"feature": i, "in": self.node(inside), "out": self.node(outside)}
         cuttable = [i for i in chosen if lo[i] < (lo[i] + hi[i]) / 2 < hi[i]] if self.other is None else []
+        if straddling and (len(straddling) <= _FEW_STEPS or not cuttable):
+            unit = straddling[0]
+            on, off = node._replace(phases={**phases, unit: True}), node._replace(phases={**phases, unit: False})
+            return {"step": list(unit), "on": self.node(on), "off": self.node(off)}
         if not cuttable:
             self._judge(chosen, lo, hi, corners=True)
             raise _Stop("open: a node whose enclosure does not close and whose ranges cannot be cut further")
@@ -111,8 +113,8 @@ class _Search:
         return {
             "cut": i,
             "at": float(at),
-            "below": self.node(chosen, excluded, lo, below),
-            "above": self.node(chosen, excluded, above, hi),
+            "below": self.node(node._replace(hi=below)),
+            "above": self.node(node._replace(lo=above)),
         }
 
     def _judge(self, chosen: frozenset[int], lo: np.ndarray, hi: np.ndarray, corners: bool = False) -> None:
@@ -138,10 +140,12 @@ class _Search:
                 found = tuple(int(i) for i in np.flatnonzero(y != problem.x))
                 raise _Stop(f"the claim is false: {list(found)} is a contrastive explanation", found)
 
-    def _screen(self, chosen: frozenset[int], excluded: frozenset[int], lo: np.ndarray, hi: np.ndarray) -> bool:
+    def _screen(self, node: checker.BoxNode) -> tuple[bool, list[tuple[int, int]]]:
         """The checker's enclosure (`BoxTree.enclosure`) in float64, not rounded outwards: whether
-        it keeps p(x) or nearly (`_SLACK`), a hint of whether the exact one does."""
+        it keeps p(x) or nearly (`_SLACK`) — a hint of whether the exact one does — and the step
+        units not in `phases` whose pre-activation range holds their breakpoint."""
         problem, x = self.problem, self.problem.x
+        chosen, excluded, lo, hi, phases = node
         if self.other is not None:
             lo = hi = self.other
         inside = np.zeros(problem.n, dtype=bool)
@@ -158,16 +162,28 @@ class _Search:
             r = min(budget, falls.shape[1])
             low = low + np.sort(falls, axis=1)[:, :r].sum(axis=1)
             high = high + (-np.sort(-rises, axis=1))[:, :r].sum(axis=1)
+        straddling = []
         for number, layer in enumerate(problem.net.layers):
             if number:
                 low, high = _affine(layer.weight, layer.bias, low, high), _affine(layer.weight, layer.bias, high, low)
+            if layer.activation.name == "step":
+                at = dict(layer.activation.params)["at"]
+                fixed = {j: on for (index, j), on in phases.items() if index == number}
+                if any(high[j] < at if on else low[j] >= at for j, on in fixed.items()):
+                    return True, []  # no point of the node has these phases
+                straddling += [(number, j) for j in np.flatnonzero((low < at) & (at <= high)).tolist() if j not in fixed]
             low = layer.activation.apply_(torch.from_numpy(low.copy())).numpy()
             high = layer.activation.apply_(torch.from_numpy(high.copy())).numpy()
+            for (index, j), on in phases.items():
+                if index == number:
+                    low[j] = high[j] = float(on)
         c, slack = problem.prediction, _SLACK * (1 + np.abs(low) + np.abs(high))  # a near miss may close exactly
         low, high = low + slack, high - slack
         if problem.threshold is None:
-            return all(low[c] > high[j] if j < c else low[c] >= high[j] for j in range(problem.classes) if j != c)
-        return bool(low[0] > problem.threshold) if c == 1 else bool(high[0] <= problem.threshold)
+            near = all(low[c] > high[j] if j < c else low[c] >= high[j] for j in range(problem.classes) if j != c)
+        else:
+            near = bool(low[0] > problem.threshold) if c == 1 else bool(high[0] <= problem.threshold)
+        return near, straddling
 
 
 def _affine(weight: np.ndarray, bias: np.ndarray, toward: np.ndarray, away: np.ndarray) -> np.ndarray:

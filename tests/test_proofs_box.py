@@ -54,23 +54,44 @@ def _ball(seed: int, classes: int, activation: Any) -> Problem:
     return Problem.make(net, x, "contrastive", Domain.unit(5).ball(x, 0.3), 0.0 if classes == 1 else None)
 
 
-def test_step_claims_on_a_real_box_agree_with_the_exact_set_search() -> None:
-    """Step units, K = 1, a real box: the exact engine's minimum m (or none) — the claim at m − 1
-    is certified, the claim at m gets none (a step's hyperplanes can leave a box the intervals
-    never close, so the search may end without the counterexample)."""
-    answers = set()
+@pytest.mark.parametrize("classes", [1, 3], ids=["K=1", "K=3"])
+def test_step_claims_on_a_real_box_agree_with_the_exact_set_search(classes: int) -> None:
+    """Step units on a real box: the exact engine's minimum m (or none) — the claim at m − 1 is
+    certified, the claim at m gets none (a false claim's search may end without the
+    counterexample: a box across several steps' hyperplanes can stay open to the end). K = 3
+    trees split on steps' phases."""
+    answers, keys = set(), set()
+    threshold = 0.0 if classes == 1 else None
     for seed in range(3):
-        problem = _ball(seed, 1, {"name": "step", "at": 0.0})
-        outcome = solve_minimum(problem.net, problem.x, "contrastive", problem.domain, 0.0, time_limit=60, guarded=False)
+        problem = _ball(seed, classes, {"name": "step", "at": 0.0})
+        outcome = solve_minimum(problem.net, problem.x, "contrastive", problem.domain, threshold, time_limit=60, guarded=False)
         assert outcome.status in ("optimal", "none_exists"), outcome.message
         m = outcome.size if outcome.has_solution else None
         found = search(problem, problem.n if m is None else m - 1)
         assert found.certificate is not None and _check(found.certificate, problem).accepted, found.reason
+        keys |= {key for key in ("feature", "cut", "step") if f'"{key}"' in json.dumps(found.certificate)}
         if m is not None:
             false = search(problem, m)  # no certificate (and a counterexample of at most m features, if one was met)
             assert false.certificate is None and len(false.counterexample or ()) <= m, false.reason
         answers.add(outcome.status)
     assert answers == {"optimal", "none_exists"}
+    assert classes == 1 or keys == {"feature", "cut", "step"}
+
+
+def test_a_step_split_on_another_unit_or_dropped_is_rejected() -> None:
+    problem = _ball(0, 3, {"name": "step", "at": 0.0})
+    certificate = search(problem, 2).certificate
+    assert certificate is not None
+    network = problem.net.to_json()
+    for unit in ([1, 0], [0, 6], [0], "0", [0, -1]):  # the identity output layer, past the width, malformed
+        tampered = copy.deepcopy(certificate)
+        _first(tampered["proof"]["root"], "step")["step"] = unit
+        assert _rejected(tampered, network)
+    removed = copy.deepcopy(certificate)  # the split dropped: its node made one leaf
+    node = _first(removed["proof"]["root"], "step")
+    node.clear()
+    node["leaf"] = "bound"
+    assert _rejected(removed, network)
 
 
 def _with_cuts() -> tuple[Problem, dict[str, Any]]:
