@@ -9,7 +9,8 @@ one per method: "shortcut-tree", the monotone shortcut on a sign-monotone networ
 itself) and interval arithmetic; "witness-hitting" (AXps of any network), points that change the
 prediction and a hitting-set tree; "lp-tree" (CXps of relu, leaky_relu and hardtanh networks,
 K ≥ 1), its own LP relaxation (`LpRelaxation`, the reference encoding) and weak duality, in
-rationals.
+rationals; "box-tree" (CXps of any network, K ≥ 1), interval evaluation over boxes of the input
+(`BoxTree`).
 
 Numbers. Every double is a dyadic rational, and so is every value of a piecewise-linear network
 at dyadic inputs: those are computed exactly. Sigmoid, tanh and softplus give rational enclosures
