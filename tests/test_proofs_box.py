@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from cardinal.solvers.base import solve_minimum
 from cardinal.solvers.proof import search
+from cardinal.verify.cli import main
 
 from cardinal import checker
 from cardinal.domain import Domain
@@ -182,3 +184,43 @@ def test_a_leaky_relu_of_negative_slope_is_refused() -> None:
                    "proof": {"method": "box-tree", "root": {"leaf": "bound"}}}  # fmt: skip
     report = checker.check(certificate, network)
     assert not report.accepted and "negative slope" in report.message
+
+
+def test_solve_minimum_and_certify_write_box_certificates(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """End to end: the exact engine's minimum of a K = 3 step network on a real box, and
+    `cardinal certify --proof` on a tanh network's Boolean cube (minimum 2), carry box-tree certificates
+    that `cardinal proof check` accepts."""
+    problem = _ball(0, 3, {"name": "step", "at": 0.0})
+    outcome = solve_minimum(problem.net, problem.x, "contrastive", problem.domain, None, proof=tmp_path / "one.json")
+    assert outcome.status == "optimal" and "certificate:" in outcome.message, outcome.message
+    assert json.loads((tmp_path / "one.json").read_text())["proof"]["method"] == "box-tree"
+    assert main(["proof", "check", str(tmp_path / "one.json")]) == 0
+    cube = _cube(0, 3, "tanh", (6,))
+    network, inputs, folder = tmp_path / "net.json", tmp_path / "x.csv", tmp_path / "proofs"
+    network.write_text(json.dumps(cube.net.to_json()))
+    inputs.write_text(",".join(map(str, cube.x)) + "\n")
+    code = main(["certify", str(network), "--inputs", str(inputs), "--binary", "--kind", "contrastive",
+                 "--proof", str(folder), "--out", str(tmp_path / "out.jsonl")])  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    (line,) = [json.loads(text) for text in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert line["minimum_proved"] and line["proof"]["accepted"], line
+    assert json.loads((folder / line["proof"]["file"]).read_text())["proof"]["method"] == "box-tree"
+    assert main(["proof", "check", str(folder / line["proof"]["file"])]) == 0
+
+
+def test_certify_proves_none_exists_on_a_network_without_the_shortcut(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """Greedy does not run on a network without the shortcut (verdict exact_only): an exact
+    backend's "no CXp at all" is still a claim, and gets its certificate (it got "no exact
+    'nothing smaller' claim" before)."""
+    cube = _cube(2, 3, "sigmoid", (6,))
+    assert vertex_minimum(cube) is None
+    network, inputs, folder = tmp_path / "net.json", tmp_path / "x.csv", tmp_path / "proofs"
+    network.write_text(json.dumps(cube.net.to_json()))
+    inputs.write_text(",".join(map(str, cube.x)) + "\n")
+    code = main(["certify", str(network), "--inputs", str(inputs), "--binary", "--kind", "contrastive",
+                 "--proof", str(folder), "--out", str(tmp_path / "out.jsonl")])  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    (line,) = [json.loads(text) for text in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert line["verdict"] == "exact_only" and line["certified"] and line["minimum"] is None
+    assert line["proof"]["claim"] == {"none_exists": True} and line["proof"]["accepted"], line
+    assert "1 certificate(s)" in capsys.readouterr().err
