@@ -45,6 +45,7 @@ from ..problem import Kind, Problem
 from ..rounding import SAFETY, TINY, UNIT_ROUNDOFF, gamma
 from . import proof_lp
 from .oracle import SetOracle
+from .proof_box import search_box
 from .proof_hitting import search_hitting
 from .proof_stop import Stopped as _Stop
 
@@ -82,8 +83,9 @@ def search(problem: Problem, k: int, deadline: float = math.inf, oracle: SetOrac
     """`prove`, with the reason when there is no certificate. Without the monotone shortcut an AXp
     claim is proved by witness lemmas (`solvers.proof_hitting`, which asks `oracle`, the exact set
     oracle: None, this process's lent one), a CXp claim on a piecewise-linear network (any K;
-    identity, relu, leaky_relu of slope below 1, hardtanh) by LP bounds (`solvers.proof_lp`); other
-    CXp claims (step, smooth units) get none."""
+    identity, relu, leaky_relu of slope below 1, hardtanh) by LP bounds (`solvers.proof_lp`), any
+    other CXp claim (step, smooth units, leaky_relu of slope ≥ 1) by interval boxes
+    (`solvers.proof_box`)."""
     started = time.perf_counter()
     if not 0 <= k <= problem.n:
         raise ValueError(f"k must lie in 0..{problem.n}, got {k}")
@@ -92,13 +94,7 @@ def search(problem: Problem, k: int, deadline: float = math.inf, oracle: SetOrac
             found = search_hitting(problem, k, deadline, oracle)
             document = None if found.proof is None else _document(problem, k, found.proof)
             return Proof(document, found.reason, found.lemmas, time.perf_counter() - started, found.counterexample)
-        if not proof_lp.applies(problem):
-            reason = (
-                "the monotone shortcut does not apply (not sign-monotone, or K ≥ 2), nor LP bounds"
-                " (a layer other than identity, relu, leaky_relu of slope below 1 or hardtanh)"
-            )
-            return Proof(None, reason, 0, 0.0)
-        bounded = proof_lp.search_lp(problem, k, deadline)
+        bounded = proof_lp.search_lp(problem, k, deadline) if proof_lp.applies(problem) else search_box(problem, k, deadline)
         document = None if bounded.proof is None else _document(problem, k, bounded.proof)
         return Proof(document, bounded.reason, bounded.nodes, time.perf_counter() - started, bounded.counterexample)
     tree = _Tree(problem, k, deadline)

@@ -194,20 +194,18 @@ def test_an_exact_tie_at_the_bound_is_left_to_other_steps() -> None:
     assert prove(Problem.make(net, np.ones(3), "contrastive", Domain.unit(3), 1.0), 2) is None  # {0, 1} flips: f = 1 ≤ 1
 
 
-def test_a_search_past_its_deadline_or_a_cxp_of_a_concave_leaky_relu_gives_none() -> None:
+def test_a_search_past_its_deadline_gives_none_and_a_cxp_of_any_leaky_relu_a_certificate() -> None:
     problem, _ = _rich()
     stopped = search(problem, 6, deadline=0.0)
     assert stopped.certificate is None and stopped.reason == "deadline"
-    for slope in (0.5, 1.5):  # mixed signs: no shortcut; LP bounds take leaky_relu of slope below 1 (convex) only
+    for slope in (0.5, 1.5):  # mixed signs: no shortcut; LP bounds below slope 1 (convex), interval boxes from 1 on
         leaky, identity = Activation.from_json({"name": "leaky_relu", "slope": slope}), Activation.from_json("identity")
         layers = [Layer(np.array([[1.0, -1.0], [-1.0, 1.0]]), np.zeros(2), leaky), Layer(np.ones((1, 2)), np.zeros(1), identity)]
         mixed = Problem.make(Network(layers), np.array([1.0, 0.0]), "contrastive", Domain.unit(2), 0.5)
         found = search(mixed, 0)
-        if slope < 1:
-            assert found.certificate is not None and found.certificate["proof"]["method"] == "lp-tree", found.reason
-            assert checker.check(found.certificate, mixed.net.to_json()).accepted
-        else:
-            assert found.certificate is None and "shortcut does not apply" in found.reason and "nor LP bounds" in found.reason
+        method = "lp-tree" if slope < 1 else "box-tree"
+        assert found.certificate is not None and found.certificate["proof"]["method"] == method, found.reason
+        assert checker.check(found.certificate, mixed.net.to_json()).accepted
 
 
 def test_sign_monotone_networks_get_certificates_the_checker_accepts() -> None:

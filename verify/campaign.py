@@ -245,7 +245,9 @@ def certify_unit(unit: Unit, pool: SolverPool | _FailedCalls | None = None) -> l
         if unit.proof:
             written = Written({"file": None, "reason": "p(x) is undecided"})
             if problem is not None:
-                claim = claim_of(problem, certificate.verdict, certificate.minimum, certificate.minimum_proved)
+                claim = claim_of(
+                    problem, certificate.verdict, certificate.minimum, certificate.minimum_proved, certificate.certified
+                )
                 if claim not in made:
                     made[claim] = make(problem, *claim, certificate_file(key), unit.time_limit, unit.proof_embed)
                     text = made[claim].text

@@ -384,7 +384,9 @@ def _certify(args: argparse.Namespace) -> int:
                     pool, net, x, kind, settings.box(x), threshold, (answer,), args.time_limit, row, args.epsilon
                 )
                 if proofs is not None and problem is not None:
-                    claim = claim_of(problem, certificate.verdict, certificate.minimum, certificate.minimum_proved)
+                    claim = claim_of(
+                        problem, certificate.verdict, certificate.minimum, certificate.minimum_proved, certificate.certified
+                    )
                     certificate = replace(certificate, proof=proofs.write(problem, claim, f"row{row}-{kind}"))
                 certificates.append(certificate)
                 lines.append(certificate.to_json())

@@ -11,8 +11,8 @@ by the independent checker (`cardinal.checker`). The network is written once per
 A result's `proof` entry: `{"file", "claim", "bytes", "seconds" (generation), "check_seconds",
 "accepted"}` (with `message` when rejected, a bug of the generator), or `{"file": null,
 "reason"}` when no certificate was written: nothing to prove (an empty minimum, no exact claim),
-no method applies (a CXp of a network without the monotone shortcut that is not ReLU with one
-output), the generator's deadline, an undecided judgement.
+the generator's deadline, an undecided judgement, a box-tree search that ends open (its interval
+enclosures too loose).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from ..io import MAX_NETWORK_BYTES, read_json
 from ..network import Network
 from ..problem import Problem, Verdict
 from ..solvers.proof import certificate_file, network_beside, search, write_certificate
+from .record import proves_none
 
 
 @dataclass(frozen=True)
@@ -39,9 +40,11 @@ class Written:
     text: str | None = None
 
 
-def claim_of(problem: Problem, verdict: Verdict, minimum: tuple[int, ...] | None, proved: bool) -> tuple[int | None, str]:
+def claim_of(
+    problem: Problem, verdict: Verdict, minimum: tuple[int, ...] | None, proved: bool, certified: bool
+) -> tuple[int | None, str]:
     """k of the result's exact "nothing smaller" claim (n: no CXp at all), or None and why not."""
-    if verdict == Verdict.NONE_EXISTS:
+    if proves_none(verdict, certified, minimum):
         return problem.n, ""
     if not proved or minimum is None:
         return None, "no exact 'nothing smaller' claim"

@@ -194,6 +194,13 @@ def _greedy(document: dict[str, Any], read: _Reader) -> GreedyAnswer:
     return GreedyAnswer(tuple(features), float(seconds), check, witness, method)
 
 
+def proves_none(verdict: Verdict, certified: bool, minimum: tuple[int, ...] | None) -> bool:
+    """Whether a result says, on exact evidence, that no explanation exists: verdict none_exists,
+    or exact_only (no explainer ran: a network without the shortcut) certified without a minimum
+    (an exact backend's none_exists)."""
+    return verdict == Verdict.NONE_EXISTS or (verdict == Verdict.EXACT_ONLY and certified and minimum is None)
+
+
 def refuted_solvers(solvers: dict[str, Outcome]) -> tuple[str, ...]:
     """The names of the solvers whose claims exact evidence refuted."""
     return tuple(name for name, outcome in solvers.items() if outcome.status == Status.REFUTED)

@@ -24,7 +24,7 @@ from tabulate import tabulate
 from ..activations import CONTINUOUS
 from ..io import write_atomic, write_figure
 from ..problem import Status, Verdict
-from .record import Record
+from .record import Record, proves_none
 from .settings import CONSTANT
 
 VERDICT_COLUMNS = tuple(verdict.value for verdict in Verdict)
@@ -511,7 +511,7 @@ def proof_section(records: list[Record], limit: int = 20) -> list[str]:
     asked = [record for record in records if record.proof is not None]
     if not asked:
         return []
-    claims = [r for r in asked if r.verdict == Verdict.NONE_EXISTS or (r.minimum_proved and r.minimum)]
+    claims = [r for r in asked if proves_none(r.verdict, r.certified, r.minimum) or (r.minimum_proved and r.minimum)]
     written = [r.proof for r in asked if r.proof is not None and r.proof["file"] is not None]
     accepted = [r for r in claims if r.proof is not None and r.proof.get("accepted")]
     empty = sum(r.minimum_proved and r.minimum == () for r in asked)
