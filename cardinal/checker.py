@@ -100,6 +100,8 @@ def network_sha256(document: Any) -> tuple[str, list[_Layer]]:
             raise CertificateError(f"{where}: unknown activation {activation!r}")
         given = activation if isinstance(activation, dict) else {}
         params = {key: _number(given.get(key, default), f"{where} {key}") for key, default in _PARAMETERS[name].items()}
+        if params.get("slope", 0) < 0:  # every method's interval arithmetic needs non-decreasing units
+            raise CertificateError(f"{where}: a leaky_relu of negative slope {params['slope']!r} is not a cardinal network")
         canonical.append({"weight": weight, "bias": bias, "activation": {"name": name, **params} if params else name})
         layers.append(_Layer([[Fraction(w) for w in row] for row in weight], [Fraction(b) for b in bias], name,
                              {key: Fraction(value) for key, value in params.items()}))  # fmt: skip
@@ -691,9 +693,6 @@ class BoxTree:
     the leaf's points predicts p(x) (docs/proofs.md)."""
 
     def __init__(self, net: _Net, x: list[Fraction], box: tuple, threshold: Fraction | None, prediction: int, k: int) -> None:
-        for index, layer in enumerate(net.layers):
-            if layer.name == "leaky_relu" and layer.params["slope"] < 0:  # interval evaluation needs σ non-decreasing
-                raise _Rejected(f"method box-tree: layer {index + 1} is a leaky_relu of negative slope")
         self.net, self.x, self.threshold, self.prediction, self.k = net, x, threshold, prediction, k
         lower, upper, binary = box
         self.root = BoxNode(frozenset(), frozenset(), list(lower), list(upper), {})

@@ -225,6 +225,28 @@ def test_the_checker_imports_only_the_standard_library() -> None:
     assert imported <= {"__future__", "hashlib", "itertools", "json", "math", "dataclasses", "fractions", "typing"}
 
 
+@pytest.mark.parametrize("method, root", [("shortcut-tree", {"leaf": "invalid", "set": [0]}), ("box-tree", {"leaf": "bound"})])
+def test_a_leaky_relu_of_negative_slope_is_not_a_network(method: str, root: dict) -> None:
+    """Interval arithmetic and the sign analysis need non-decreasing units. A hand-made network
+    with a negative leaky_relu slope (cardinal refuses to load one) made the checker accept a false
+    shortcut-tree certificate: f(y) = leaky(y) is 0 at x = 0 (predicted 0 at t = 0.5), and y = −1
+    gives f = 1, a CXp of one feature; the sign analysis took the unit for increasing."""
+    network = {"format": "cardinal.network/1", "layers": [
+        {"weight": [[1.0]], "bias": [0.0], "activation": {"name": "leaky_relu", "slope": -1.0}},
+        {"weight": [[1.0]], "bias": [0.0], "activation": "identity"}]}  # fmt: skip
+    with pytest.raises(checker.CertificateError, match="negative slope"):
+        checker.network_sha256(network)
+    good = copy.deepcopy(network)
+    good["layers"][0]["activation"]["slope"] = 0.5
+    problem = {"network_sha256": checker.network_sha256(good)[0], "x": [0.0], "kind": "contrastive", "lower": [-1.0],
+               "upper": [0.0], "binary": False, "threshold": 0.5}  # fmt: skip
+    certificate = {"format": "cardinal.proof/1", "problem": problem, "claim": {"none_exists": True},
+                   "proof": {"method": method, "root": root}}  # fmt: skip
+    assert checker.check(certificate, good).accepted  # slope 0.5: f ≤ 0 on the box, so no CXp: true
+    with pytest.raises(checker.CertificateError, match="negative slope"):
+        checker.check(certificate, network)
+
+
 def test_malformed_certificates_are_errors_not_rejections() -> None:
     net = _net([[[1.0]]], [[0.0]])
     for bad in ({}, {"format": "cardinal.proof/1"}, {"format": "cardinal.proof/1", "problem": {}, "claim": {}, "proof": {}}):

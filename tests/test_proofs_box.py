@@ -170,22 +170,6 @@ def test_smooth_certificates_on_a_real_box_are_accepted_and_every_tampering_is_r
     assert _rejected(abductive, network)
 
 
-def test_a_leaky_relu_of_negative_slope_is_refused() -> None:
-    """Interval evaluation at both ends needs non-decreasing units: a hand-made network with a
-    negative leaky_relu slope (cardinal refuses to load one) gets no box-tree accepted."""
-    network = {"format": "cardinal.network/1", "layers": [
-        {"weight": [[1.0]], "bias": [0.0], "activation": {"name": "leaky_relu", "slope": -1.0}},
-        {"weight": [[1.0]], "bias": [0.0], "activation": "identity"}]}  # fmt: skip
-    digest = checker.network_sha256(network)[0]
-    # f(y) = leaky(y) ≥ 0 at x = 0 is predicted 0 at t = 0.5; y = −1 gives f = 1: a CXp of 1
-    problem = {"network_sha256": digest, "x": [0.0], "kind": "contrastive", "lower": [-1.0], "upper": [0.0],
-               "binary": False, "threshold": 0.5}  # fmt: skip
-    certificate = {"format": "cardinal.proof/1", "problem": problem, "claim": {"none_exists": True},
-                   "proof": {"method": "box-tree", "root": {"leaf": "bound"}}}  # fmt: skip
-    report = checker.check(certificate, network)
-    assert not report.accepted and "negative slope" in report.message
-
-
 def test_solve_minimum_and_certify_write_box_certificates(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     """End to end: the exact engine's minimum of a K = 3 step network on a real box, and
     `cardinal certify --proof` on a tanh network's Boolean cube (minimum 2), carry box-tree certificates
