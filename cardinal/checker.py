@@ -347,7 +347,7 @@ def _check(problem: dict, claim: dict, proof: dict, digest: str, layers: list[_L
         k = claim["no_explanation_within"]
     else:
         raise CertificateError("claim must be {'no_explanation_within': k} (0 ≤ k ≤ n) or, contrastive, {'none_exists': true}")
-    if proof.get("method") not in ("shortcut-tree", "witness-hitting", "lp-tree"):
+    if proof.get("method") not in ("shortcut-tree", "shortcut-hitting", "witness-hitting", "lp-tree"):
         raise CertificateError(f"unknown proof method {proof.get('method')!r}")
     if problem.get("network_sha256") != digest:
         raise _Rejected(f"the network's SHA-256 is {digest}, the certificate is about {problem.get('network_sha256')!r}")
@@ -370,7 +370,7 @@ def _check(problem: dict, claim: dict, proof: dict, digest: str, layers: list[_L
         leaves = relaxation.walk(proof.get("root"))
         return Report(True, f"accepted: no contrastive explanation of at most {k} feature(s)", leaves, 0)
     if threshold is None:
-        raise _Rejected(f"method shortcut-tree needs one output, the network has {classes}")
+        raise _Rejected(f"method {proof['method']} needs one output, the network has {classes}")
     directions = _directions(layers)
     if 2 in directions:
         raise _Rejected(f"feature {directions.index(2)} has mixed signs: the network is not sign-monotone")
@@ -379,7 +379,10 @@ def _check(problem: dict, claim: dict, proof: dict, digest: str, layers: list[_L
     counter = [x_i if d == 0 else lo if down else hi for x_i, d, down, lo, hi in ends]
     base, target, goal = (x, counter, 1 - prediction) if kind == "contrastive" else (counter, x, prediction)
     state = _Problem(net, base, target, goal, threshold, k)
-    leaves = _walk(state, proof.get("root"), n)
+    if proof["method"] == "shortcut-hitting":
+        leaves = _walk_hitting(_invalid_sets(state, proof.get("lemmas"), n), proof.get("root"), k)
+    else:
+        leaves = _walk(state, proof.get("root"), n)
     return Report(True, f"accepted: no {kind} explanation of at most {k} feature(s)", leaves, state.evaluations)
 
 
@@ -430,6 +433,22 @@ def _walk(state: _Problem, root: Any, n: int) -> int:
         else:
             raise CertificateError(f"{where}: unknown leaf {leaf!r}")
     return leaves
+
+
+def _invalid_sets(state: _Problem, lemmas: Any, n: int) -> list[frozenset[int]]:
+    """Method "shortcut-hitting": each lemma is a set T that is no explanation along the shortcut
+    (one exact evaluation of y(T)); validity is closed upwards, so every explanation has a feature
+    outside T. Returns those complements D = [n] − T, for the hitting tree."""
+    if not isinstance(lemmas, list):
+        raise CertificateError("proof.lemmas must be a list")
+    sets = []
+    for number, lemma in enumerate(lemmas):
+        if not isinstance(lemma, list) or not all(_index(i, n) for i in lemma):
+            raise CertificateError(f"lemma {number}: must be a list of feature indices")
+        if state.valid(frozenset(lemma)):
+            raise _Rejected(f"lemma {number}: {sorted(lemma)} is an explanation, not an invalid set")
+        sets.append(frozenset(range(n)) - frozenset(lemma))
+    return sets
 
 
 # ---------------------------------------------------------------------------- LP bounds

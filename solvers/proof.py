@@ -44,8 +44,9 @@ from ..network import Network
 from ..problem import Kind, Problem
 from ..rounding import SAFETY, TINY, UNIT_ROUNDOFF, gamma
 from . import proof_lp
+from .hitting import HittingSets
 from .oracle import SetOracle
-from .proof_hitting import search_hitting
+from .proof_hitting import hitting_tree, search_hitting
 from .proof_stop import Stopped as _Stop
 
 FORMAT = "cardinal.proof/1"
@@ -102,6 +103,14 @@ def search(problem: Problem, k: int, deadline: float = math.inf, oracle: SetOrac
         document = None if bounded.proof is None else _document(problem, k, bounded.proof)
         return Proof(document, bounded.reason, bounded.nodes, time.perf_counter() - started, bounded.counterexample)
     tree = _Tree(problem, k, deadline)
+    try:
+        lemmas, sets = _invalid_sets(tree)
+        proof = {"method": "shortcut-hitting", "lemmas": lemmas, "root": hitting_tree(sets, k, deadline)}
+        return Proof(_document(problem, k, proof), "proved", len(lemmas), time.perf_counter() - started)
+    except _Stop as stop:
+        if stop.counterexample is not None:  # the claim is false: no method proves it
+            return Proof(None, str(stop), tree.nodes, time.perf_counter() - started, stop.counterexample)
+    tree.nodes = 0
     try:
         root = tree.node(np.zeros(problem.n, dtype=bool), np.zeros(problem.n, dtype=bool))
     except RecursionError:  # one frame per split on a path: n beyond Python's recursion limit
@@ -294,6 +303,52 @@ class _Tree:
         inside[feature] = True
         outside[feature] = True
         return {"split": feature, "in": self.node(inside, excluded), "out": self.node(chosen, outside)}
+
+
+# ---------------------------------------------------------------------------- invalid sets, hitting tree
+def _invalid_sets(tree: _Tree) -> tuple[list[list[int]], list[frozenset[int]]]:
+    """The lemmas of a "shortcut-hitting" certificate: invalid sets T [features], and their
+    complements D = [n] − T [features], which every explanation meets, until no set of at most k
+    features meets every D (the implicit hitting-set loop of the module docstring). Raises `_Stop`
+    (the claim is false: a valid hitting set of at most k features; undecided; the deadline)."""
+    n, k = tree.problem.n, tree.k
+    order = np.argsort(tree.shares, kind="stable")  # the smallest share first: the least likely to make T valid
+    lemmas: list[list[int]] = []
+    complements: list[frozenset[int]] = []
+    with HittingSets(n) as found:
+        while (candidate := found.minimum(k)) is not None:
+            if time.perf_counter() > tree.deadline:
+                raise _Stop("deadline")
+            tree.nodes += 1
+            invalid = _grown(tree, np.isin(np.arange(n), sorted(candidate)), order)
+            lemmas.append(np.flatnonzero(invalid).tolist())
+            complements.append(frozenset(np.flatnonzero(~invalid).tolist()))
+            if invalid.all():  # D = ∅: nothing is an explanation; no clause for the MaxSAT solver
+                break
+            found.add(complements[-1])
+    return lemmas, complements
+
+
+def _grown(tree: _Tree, chosen: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """A maximal invalid set [n] bool containing `chosen` (a hitting set of at most k features,
+    judged here: valid ends the search): first every feature that alone makes `chosen` valid is
+    dropped (validity is closed upwards, so it stays so), then, in `order`, the longest prefix of
+    the rest that keeps the set invalid is added and the feature after it dropped, until none is
+    left. Each round is one batch of exact judgements."""
+    rest = order[~chosen[order]]
+    probes = np.repeat(chosen[None, :], len(rest) + 1, axis=0)
+    probes[np.arange(1, len(rest) + 1), rest] = True
+    rest = rest[~tree.valid_sets(probes)[1:]]
+    invalid = chosen.copy()
+    while len(rest):
+        probes = np.repeat(invalid[None, :], len(rest), axis=0)
+        rows, columns = np.tril_indices(len(rest))
+        probes[rows, rest[columns]] = True  # row j: the first j + 1 of the rest added
+        valid = tree.valid_sets(probes)
+        kept = int(np.argmax(valid)) if valid.any() else len(rest)  # validity rises along the prefixes
+        invalid[rest[:kept]] = True
+        rest = rest[kept + 1 :]
+    return invalid
 
 
 def _invalid(allowed: np.ndarray) -> dict[str, Any]:
