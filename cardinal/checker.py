@@ -6,7 +6,9 @@ cardinal, only Python's standard library, and evaluates the network with its own
 arithmetic. What it trusts: Python (integers, `fractions`, `json`, `hashlib`), the network it is
 given (checked against the certificate's SHA-256), and the argument written in docs/proofs.md,
 one per method: "shortcut-tree", the monotone shortcut on a sign-monotone network (which it checks
-itself) and interval arithmetic; "witness-hitting" (AXps of any network), points that change the
+itself) and interval arithmetic; "shortcut-hitting", the same shortcut's invalid sets and a
+hitting-set tree; "shortcut-lp", the same shortcut and an lp-tree over the box of its points;
+"witness-hitting" (AXps of any network), points that change the
 prediction and a hitting-set tree; "lp-tree" (CXps of relu, leaky_relu and hardtanh networks,
 K ≥ 1), its own LP relaxation (`LpRelaxation`, the reference encoding) and weak duality, in
 rationals.
@@ -347,7 +349,7 @@ def _check(problem: dict, claim: dict, proof: dict, digest: str, layers: list[_L
         k = claim["no_explanation_within"]
     else:
         raise CertificateError("claim must be {'no_explanation_within': k} (0 ≤ k ≤ n) or, contrastive, {'none_exists': true}")
-    if proof.get("method") not in ("shortcut-tree", "shortcut-hitting", "witness-hitting", "lp-tree"):
+    if proof.get("method") not in ("shortcut-tree", "shortcut-hitting", "shortcut-lp", "witness-hitting", "lp-tree"):
         raise CertificateError(f"unknown proof method {proof.get('method')!r}")
     if problem.get("network_sha256") != digest:
         raise _Rejected(f"the network's SHA-256 is {digest}, the certificate is about {problem.get('network_sha256')!r}")
@@ -381,6 +383,8 @@ def _check(problem: dict, claim: dict, proof: dict, digest: str, layers: list[_L
     state = _Problem(net, base, target, goal, threshold, k)
     if proof["method"] == "shortcut-hitting":
         leaves = _walk_hitting(_invalid_sets(state, proof.get("lemmas"), n), proof.get("root"), k)
+    elif proof["method"] == "shortcut-lp":
+        leaves = _shortcut_lp(state, proof.get("root"))
     else:
         leaves = _walk(state, proof.get("root"), n)
     return Report(True, f"accepted: no {kind} explanation of at most {k} feature(s)", leaves, state.evaluations)
@@ -449,6 +453,17 @@ def _invalid_sets(state: _Problem, lemmas: Any, n: int) -> list[frozenset[int]]:
             raise _Rejected(f"lemma {number}: {sorted(lemma)} is an explanation, not an invalid set")
         sets.append(frozenset(range(n)) - frozenset(lemma))
     return sets
+
+
+def _shortcut_lp(state: _Problem, root: Any) -> int:
+    """Method "shortcut-lp": the points y(S) are the binary box with ends base_i and target_i, and S
+    is an explanation iff y(S) is predicted `goal`; with p(base) ≠ goal, that makes S a CXp of base
+    in that box, which an lp-tree from base rules out within k. Returns the leaf count."""
+    if _predict(state.net.point(state.base), state.threshold, "the shortcut's base") == state.goal:
+        raise _Rejected("the shortcut's base is predicted the goal: the empty set is an explanation")
+    ends = list(zip(state.base, state.target, strict=True))
+    box = ([min(pair) for pair in ends], [max(pair) for pair in ends], True)
+    return LpRelaxation(state.net, state.base, box, state.threshold, 1 - state.goal, state.k).walk(root)
 
 
 # ---------------------------------------------------------------------------- LP bounds
