@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 from cardinal.solvers.base import solve_minimum
-from cardinal.solvers.proof import ALL_SETS, IntervalBound, prove, search, shortcut_hitting, shortcut_tree
+from cardinal.solvers.proof import ALL_SETS, IntervalBound, prove, search, shortcut_hitting, shortcut_lp, shortcut_tree
 from cardinal.verify.cli import main
 from cardinal.verify.record import Record, read_records
 
@@ -75,7 +75,7 @@ def _leaves(node: dict[str, Any]) -> list[dict[str, Any]]:
     return [node] if "leaf" in node else _leaves(node["in"]) + _leaves(node["out"])
 
 
-GENERATORS = {"search": search, "shortcut-tree": shortcut_tree, "shortcut-hitting": shortcut_hitting}
+GENERATORS = {"search": search, "shortcut-tree": shortcut_tree, "shortcut-hitting": shortcut_hitting, "shortcut-lp": shortcut_lp}
 
 
 @pytest.mark.parametrize("generator", GENERATORS)
@@ -83,6 +83,9 @@ GENERATORS = {"search": search, "shortcut-tree": shortcut_tree, "shortcut-hittin
 @pytest.mark.parametrize("activation", ACTIVATIONS, ids=lambda a: a if isinstance(a, str) else a["name"])
 def test_true_claims_get_accepted_certificates_and_false_ones_none(activation: Any, binary: bool, generator: str) -> None:
     make = GENERATORS[generator]
+    if generator == "shortcut-lp" and Activation.from_json(activation).name not in ("relu", "leaky_relu", "hardtanh"):
+        assert "do not apply" in make(_case(0, activation, binary), 0).reason
+        return
     for seed in range(8):
         problem = _case(seed, activation, binary)
         document = problem.net.to_json()
@@ -197,6 +200,40 @@ def test_every_tampering_of_a_shortcut_hitting_certificate_is_rejected() -> None
     assert rejected(lambda c: c["problem"].update(network_sha256=checker.network_sha256(other)[0]), other)
 
 
+def test_every_tampering_of_a_shortcut_lp_certificate_is_rejected() -> None:
+    """The lp-tree over the shortcut's box for `_rich`'s claim (no AXp within 6, minimum 7)."""
+    problem, _ = _rich()
+    certificate = shortcut_lp(problem, 6).certificate
+    assert certificate is not None and certificate["proof"]["method"] == "shortcut-lp"
+    document = problem.net.to_json()
+    assert checker.check(certificate, document).accepted
+
+    def rejected(change, network: dict[str, Any] | None = None) -> bool:
+        tampered = copy.deepcopy(certificate)
+        change(tampered)
+        try:
+            return not checker.check(tampered, network or document).accepted
+        except checker.CertificateError:
+            return True
+
+    def leaf(node: dict[str, Any]) -> dict[str, Any]:
+        return node if "multipliers" in node else leaf(node.get("in", node.get("active")))
+
+    assert rejected(lambda c: c["claim"].update(no_explanation_within=7))  # a claim raised by one
+    assert rejected(lambda c: leaf(c["proof"]["root"])["multipliers"].clear())  # a bound's multipliers removed
+    assert rejected(lambda c: c["proof"].update(method="lp-tree"))  # the real box, and an AXp
+    assert rejected(lambda c: c["problem"].update(x=[min(1.0, v + 0.3) for v in c["problem"]["x"]]))
+    other = copy.deepcopy(document)
+    other["layers"][0]["weight"][0][0] += 0.5
+    assert rejected(lambda c: c["problem"].update(network_sha256=checker.network_sha256(other)[0]), other)
+    # the empty set is an explanation (the shortcut's base reaches the goal): no tree proves anything
+    empty = next(p for p in (_case(seed, "relu", False) for seed in range(40)) if _minimum(p) == 0)
+    claim = {**_header(empty, 0), "proof": {"method": "shortcut-lp", "root": {"multipliers": []}}}
+    report = checker.check(claim, empty.net.to_json())
+    assert not report.accepted and "the empty set is an explanation" in report.message
+    assert shortcut_lp(empty, 0).counterexample == ()
+
+
 def _minimum_set(problem: Problem) -> list[int]:
     """A minimum explanation (sorted features), by brute force."""
     n = problem.n
@@ -246,7 +283,8 @@ def test_an_exact_tie_at_the_bound_is_left_to_other_steps() -> None:
 def test_a_search_past_its_deadline_or_a_cxp_of_a_concave_leaky_relu_gives_none() -> None:
     problem, _ = _rich()
     stopped = search(problem, 6, deadline=0.0)
-    assert stopped.certificate is None and stopped.reason == "deadline"
+    assert stopped.certificate is None
+    assert sorted(stopped.reason.split("; ")) == [f"shortcut-{m}: deadline" for m in ("hitting", "lp", "tree")]
     for slope in (0.5, 1.5):  # mixed signs: no shortcut; LP bounds take leaky_relu of slope below 1 (convex) only
         leaky, identity = Activation.from_json({"name": "leaky_relu", "slope": slope}), Activation.from_json("identity")
         layers = [Layer(np.array([[1.0, -1.0], [-1.0, 1.0]]), np.zeros(2), leaky), Layer(np.ones((1, 2)), np.zeros(1), identity)]
