@@ -93,11 +93,12 @@ def prove(problem: Problem, k: int, deadline: float = math.inf) -> dict[str, Any
 def search(problem: Problem, k: int, deadline: float = math.inf, oracle: SetOracle | None = None) -> Proof:
     """`prove`, with the reason when there is no certificate. With the monotone shortcut:
     `shortcut_tree`, then `shortcut_lp` where it applies (first where k ≥ n/3; the first of the
-    two gets a quarter of the time), then `shortcut_hitting`; the reason names each one's. Without the monotone shortcut an AXp
-    claim is proved by witness lemmas (`solvers.proof_hitting`, which asks `oracle`, the exact set
-    oracle: None, this process's lent one), a CXp claim on a piecewise-linear network (any K;
-    identity, relu, leaky_relu of slope below 1, hardtanh) by LP bounds (`solvers.proof_lp`); other
-    CXp claims (step, smooth units) get none."""
+    two gets a quarter of the time), then `shortcut_hitting`; the reason names each one's.
+    Without the monotone shortcut an AXp claim is proved by witness lemmas
+    (`solvers.proof_hitting`, which asks `oracle`, the exact set oracle: None, this process's lent
+    one), a CXp claim on a piecewise-linear network (any K; identity, relu, leaky_relu of slope
+    below 1, hardtanh) by LP bounds (`solvers.proof_lp`); other CXp claims (step, smooth units)
+    get none."""
     started = time.perf_counter()
     if not 0 <= k <= problem.n:
         raise ValueError(f"k must lie in 0..{problem.n}, got {k}")
