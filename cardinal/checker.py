@@ -6,7 +6,9 @@ cardinal, only Python's standard library, and evaluates the network with its own
 arithmetic. What it trusts: Python (integers, `fractions`, `json`, `hashlib`), the network it is
 given (checked against the certificate's SHA-256), and the argument written in docs/proofs.md,
 one per method: "shortcut-tree", the monotone shortcut on a sign-monotone network (which it checks
-itself) and interval arithmetic; "witness-hitting" (AXps of any network), points that change the
+itself) and interval arithmetic; "shortcut-hitting", the same shortcut's invalid sets and a
+hitting-set tree; "shortcut-lp", the same shortcut and an lp-tree over the box of its points;
+"witness-hitting" (AXps of any network), points that change the
 prediction and a hitting-set tree; "lp-tree" (CXps of relu, leaky_relu and hardtanh networks,
 K ≥ 1), its own LP relaxation (`LpRelaxation`, the reference encoding) and weak duality, in
 rationals; "box-tree" (CXps of any network, K ≥ 1), interval evaluation over boxes of the input
@@ -350,7 +352,7 @@ def _check(problem: dict, claim: dict, proof: dict, digest: str, layers: list[_L
         k = claim["no_explanation_within"]
     else:
         raise CertificateError("claim must be {'no_explanation_within': k} (0 ≤ k ≤ n) or, contrastive, {'none_exists': true}")
-    if proof.get("method") not in ("shortcut-tree", "witness-hitting", "lp-tree", "box-tree"):
+    if proof.get("method") not in ("shortcut-tree", "shortcut-hitting", "shortcut-lp", "witness-hitting", "lp-tree", "box-tree"):
         raise CertificateError(f"unknown proof method {proof.get('method')!r}")
     if problem.get("network_sha256") != digest:
         raise _Rejected(f"the network's SHA-256 is {digest}, the certificate is about {problem.get('network_sha256')!r}")
@@ -378,7 +380,7 @@ def _check(problem: dict, claim: dict, proof: dict, digest: str, layers: list[_L
         leaves = BoxTree(net, x, (lower, upper, binary), threshold, prediction, k).walk(proof.get("root"))
         return Report(True, f"accepted: no contrastive explanation of at most {k} feature(s)", leaves, leaves)
     if threshold is None:
-        raise _Rejected(f"method shortcut-tree needs one output, the network has {classes}")
+        raise _Rejected(f"method {proof['method']} needs one output, the network has {classes}")
     directions = _directions(layers)
     if 2 in directions:
         raise _Rejected(f"feature {directions.index(2)} has mixed signs: the network is not sign-monotone")
@@ -387,7 +389,12 @@ def _check(problem: dict, claim: dict, proof: dict, digest: str, layers: list[_L
     counter = [x_i if d == 0 else lo if down else hi for x_i, d, down, lo, hi in ends]
     base, target, goal = (x, counter, 1 - prediction) if kind == "contrastive" else (counter, x, prediction)
     state = _Problem(net, base, target, goal, threshold, k)
-    leaves = _walk(state, proof.get("root"), n)
+    if proof["method"] == "shortcut-hitting":
+        leaves = _walk_hitting(_invalid_sets(state, proof.get("lemmas"), n), proof.get("root"), k)
+    elif proof["method"] == "shortcut-lp":
+        leaves = _shortcut_lp(state, proof.get("root"))
+    else:
+        leaves = _walk(state, proof.get("root"), n)
     return Report(True, f"accepted: no {kind} explanation of at most {k} feature(s)", leaves, state.evaluations)
 
 
@@ -438,6 +445,33 @@ def _walk(state: _Problem, root: Any, n: int) -> int:
         else:
             raise CertificateError(f"{where}: unknown leaf {leaf!r}")
     return leaves
+
+
+def _invalid_sets(state: _Problem, lemmas: Any, n: int) -> list[frozenset[int]]:
+    """Method "shortcut-hitting": each lemma is a set T that is no explanation along the shortcut
+    (one exact evaluation of y(T)); validity is closed upwards, so every explanation has a feature
+    outside T. Returns those complements D = [n] − T, for the hitting tree."""
+    if not isinstance(lemmas, list):
+        raise CertificateError("proof.lemmas must be a list")
+    sets = []
+    for number, lemma in enumerate(lemmas):
+        if not isinstance(lemma, list) or not all(_index(i, n) for i in lemma):
+            raise CertificateError(f"lemma {number}: must be a list of feature indices")
+        if state.valid(frozenset(lemma)):
+            raise _Rejected(f"lemma {number}: {sorted(lemma)} is an explanation, not an invalid set")
+        sets.append(frozenset(range(n)) - frozenset(lemma))
+    return sets
+
+
+def _shortcut_lp(state: _Problem, root: Any) -> int:
+    """Method "shortcut-lp": the points y(S) are the binary box with ends base_i and target_i, and S
+    is an explanation iff y(S) is predicted `goal`; with p(base) ≠ goal, that makes S a CXp of base
+    in that box, which an lp-tree from base rules out within k. Returns the leaf count."""
+    if _predict(state.net.point(state.base), state.threshold, "the shortcut's base") == state.goal:
+        raise _Rejected("the shortcut's base is predicted the goal: the empty set is an explanation")
+    ends = list(zip(state.base, state.target, strict=True))
+    box = ([min(pair) for pair in ends], [max(pair) for pair in ends], True)
+    return LpRelaxation(state.net, state.base, box, state.threshold, 1 - state.goal, state.k).walk(root)
 
 
 # ---------------------------------------------------------------------------- LP bounds

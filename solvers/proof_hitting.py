@@ -8,7 +8,7 @@ checker, given the points, evaluates each once and replays a small branch tree o
 
 **Where the lemmas come from.** `search_hitting` recomputes them (it does not reuse the solver
 run's): the implicit hitting-set loop of `solvers.hitting`, cut at k — a minimum hitting set of the
-sets found so far, of at most k features (`hitting.minimum_hitting_set`), is asked for a flip with
+sets found so far, of at most k features (`hitting.HittingSets`, incremental RC2), is asked for a flip with
 the features outside it free; a flipping point (a gradient search, `solvers.attack`, on K = 1
 piecewise-linear networks, else the exact set oracle `solvers.oracle`: enumerate, exact-milp, z3),
 shrunk exactly (`hitting.shrink_witness`), is a new lemma; no flip makes the hitting set an AXp
@@ -30,7 +30,7 @@ import numpy as np
 from ..problem import Problem
 from .attack import flipping_point
 from .guard import lent
-from .hitting import minimum_hitting_set, shrink_witness
+from .hitting import HittingSets, shrink_witness
 from .oracle import SetOracle
 from .proof_stop import Stopped as _Stop
 
@@ -52,8 +52,8 @@ def search_hitting(problem: Problem, k: int, deadline: float, oracle: SetOracle 
     sets: list[frozenset[int]] = []
     lemmas: list[list[list[float]]] = []  # each: the [feature, value] pairs where its point leaves x
     try:
-        with lent("oracle", SetOracle) if oracle is None else nullcontext(oracle) as asked:
-            while (candidate := minimum_hitting_set(sets, limit=k)) is not None:
+        with lent("oracle", SetOracle) if oracle is None else nullcontext(oracle) as asked, HittingSets(problem.n) as found:
+            while (candidate := found.minimum(k)) is not None:
                 if time.perf_counter() > deadline:
                     raise _Stop("deadline")
                 y = _flip(problem, frozenset(range(problem.n)) - candidate, deadline, asked)
@@ -61,6 +61,7 @@ def search_hitting(problem: Problem, k: int, deadline: float, oracle: SetOracle 
                     raise _Stop(f"the claim is false: {sorted(candidate)} is an abductive explanation", tuple(sorted(candidate)))
                 changed = shrink_witness(problem, y)
                 sets.append(changed)
+                found.add(changed)
                 lemmas.append([[i, float(y[i])] for i in sorted(changed)])
         root = hitting_tree(sets, k, deadline)
     except _Stop as stop:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 from cardinal.solvers.base import solve_minimum
-from cardinal.solvers.proof import ALL_SETS, IntervalBound, prove, search
+from cardinal.solvers.proof import ALL_SETS, IntervalBound, prove, search, shortcut_hitting, shortcut_lp, shortcut_tree
 from cardinal.verify.cli import main
 from cardinal.verify.record import Record, read_records
 
@@ -75,29 +75,38 @@ def _leaves(node: dict[str, Any]) -> list[dict[str, Any]]:
     return [node] if "leaf" in node else _leaves(node["in"]) + _leaves(node["out"])
 
 
+GENERATORS = {"search": search, "shortcut-tree": shortcut_tree, "shortcut-hitting": shortcut_hitting, "shortcut-lp": shortcut_lp}
+
+
+@pytest.mark.parametrize("generator", GENERATORS)
 @pytest.mark.parametrize("binary", [False, True], ids=["real-box", "boolean-box"])
 @pytest.mark.parametrize("activation", ACTIVATIONS, ids=lambda a: a if isinstance(a, str) else a["name"])
-def test_true_claims_get_accepted_certificates_and_false_ones_none(activation: Any, binary: bool) -> None:
+def test_true_claims_get_accepted_certificates_and_false_ones_none(activation: Any, binary: bool, generator: str) -> None:
+    make = GENERATORS[generator]
+    if generator == "shortcut-lp" and Activation.from_json(activation).name not in ("relu", "leaky_relu", "hardtanh"):
+        assert "do not apply" in make(_case(0, activation, binary), 0).reason
+        return
     for seed in range(8):
         problem = _case(seed, activation, binary)
         document = problem.net.to_json()
         m = _minimum(problem)
         if m is None:  # no CXp: "none exists" is the claim
-            certificate = prove(problem, problem.n)
+            certificate = make(problem, problem.n).certificate
             assert certificate is not None and certificate["claim"] == {"none_exists": True}
             assert checker.check(certificate, document).accepted
             continue
         if m >= 1:
-            found = search(problem, m - 1)
+            found = make(problem, m - 1)
             assert found.certificate is not None, found.reason
+            assert generator == "search" or found.certificate["proof"]["method"] == generator
             report = checker.check(found.certificate, document)
             assert report.accepted, report.message
             assert found.certificate["claim"] == {"no_explanation_within": m - 1}
-        false = search(problem, m)  # an explanation of m features exists: no certificate, ever
+        false = make(problem, m)  # an explanation of m features exists: no certificate, ever
         assert false.certificate is None and false.counterexample is not None and len(false.counterexample) <= m
         assert problem.is_explanation(false.counterexample)
         if problem.kind == "abductive":
-            assert prove(problem, problem.n) is None  # the full set is always an AXp
+            assert make(problem, problem.n).certificate is None  # the full set is always an AXp
 
 
 def _rich() -> tuple[Problem, dict[str, Any]]:
@@ -106,7 +115,7 @@ def _rich() -> tuple[Problem, dict[str, Any]]:
     rng = np.random.default_rng(95)
     net = _network(rng, 10, (6, 4), "relu")
     problem = Problem.make(net, rng.uniform(0, 1, 10).round(3), "abductive", Domain.unit(10), 0.489)
-    certificate = prove(problem, 6)
+    certificate = shortcut_tree(problem, 6).certificate
     assert certificate is not None
     return problem, certificate
 
@@ -158,6 +167,83 @@ def test_every_tampering_of_a_generated_certificate_is_rejected() -> None:
     assert rejected(lambda c: c["problem"].update(network_sha256=checker.network_sha256(other)[0]), other)
 
 
+def test_every_tampering_of_a_shortcut_hitting_certificate_is_rejected() -> None:
+    """The invalid-set lemmas and hitting tree of `_rich`'s claim (no AXp within 6, minimum 7)."""
+    problem, _ = _rich()
+    certificate = shortcut_hitting(problem, 6).certificate
+    assert certificate is not None and certificate["proof"]["method"] == "shortcut-hitting"
+    document = problem.net.to_json()
+    report = checker.check(certificate, document)
+    assert report.accepted and report.evaluations == len(certificate["proof"]["lemmas"]) > 1, report
+
+    def rejected(change, network: dict[str, Any] | None = None) -> bool:
+        tampered = copy.deepcopy(certificate)
+        change(tampered)
+        try:
+            return not checker.check(tampered, network or document).accepted
+        except checker.CertificateError:
+            return True
+
+    valid = _minimum_set(problem)
+    assert rejected(lambda c: c["claim"].update(no_explanation_within=7))  # a claim raised by one
+    assert rejected(lambda c: c["proof"]["lemmas"][0].__setitem__(slice(None), valid))  # a lemma's set made valid
+    assert rejected(lambda c: c["proof"]["lemmas"][-1].append(valid[0] if valid[0] not in c["proof"]["lemmas"][-1] else 99))
+    for index in (0, -1):  # a lemma removed
+        assert rejected(lambda c, index=index: c["proof"]["lemmas"].pop(index))
+    assert rejected(lambda c: c["proof"].update(root=c["proof"]["root"]["children"][0]))  # a step removed
+    assert rejected(lambda c: c["proof"].update(method="shortcut-tree"))
+    assert rejected(lambda c: c["problem"].update(x=[min(1.0, v + 0.3) for v in c["problem"]["x"]]))
+    assert rejected(lambda c: c["problem"].update(threshold=0.2))
+    other = copy.deepcopy(document)
+    other["layers"][0]["weight"][0][0] += 0.5
+    assert rejected(lambda c: None, other)
+    assert rejected(lambda c: c["problem"].update(network_sha256=checker.network_sha256(other)[0]), other)
+
+
+def test_every_tampering_of_a_shortcut_lp_certificate_is_rejected() -> None:
+    """The lp-tree over the shortcut's box for `_rich`'s claim (no AXp within 6, minimum 7)."""
+    problem, _ = _rich()
+    certificate = shortcut_lp(problem, 6).certificate
+    assert certificate is not None and certificate["proof"]["method"] == "shortcut-lp"
+    document = problem.net.to_json()
+    assert checker.check(certificate, document).accepted
+
+    def rejected(change, network: dict[str, Any] | None = None) -> bool:
+        tampered = copy.deepcopy(certificate)
+        change(tampered)
+        try:
+            return not checker.check(tampered, network or document).accepted
+        except checker.CertificateError:
+            return True
+
+    def leaf(node: dict[str, Any]) -> dict[str, Any]:
+        return node if "multipliers" in node else leaf(node.get("in", node.get("active")))
+
+    assert rejected(lambda c: c["claim"].update(no_explanation_within=7))  # a claim raised by one
+    assert rejected(lambda c: leaf(c["proof"]["root"])["multipliers"].clear())  # a bound's multipliers removed
+    assert rejected(lambda c: c["proof"].update(method="lp-tree"))  # the real box, and an AXp
+    assert rejected(lambda c: c["problem"].update(x=[min(1.0, v + 0.3) for v in c["problem"]["x"]]))
+    other = copy.deepcopy(document)
+    other["layers"][0]["weight"][0][0] += 0.5
+    assert rejected(lambda c: c["problem"].update(network_sha256=checker.network_sha256(other)[0]), other)
+    # the empty set is an explanation (the shortcut's base reaches the goal): no tree proves anything
+    empty = next(p for p in (_case(seed, "relu", False) for seed in range(40)) if _minimum(p) == 0)
+    claim = {**_header(empty, 0), "proof": {"method": "shortcut-lp", "root": {"multipliers": []}}}
+    report = checker.check(claim, empty.net.to_json())
+    assert not report.accepted and "the empty set is an explanation" in report.message
+    assert shortcut_lp(empty, 0).counterexample == ()
+
+
+def _minimum_set(problem: Problem) -> list[int]:
+    """A minimum explanation (sorted features), by brute force."""
+    n = problem.n
+    for size in range(n + 1):
+        for subset in itertools.combinations(range(n), size):
+            if problem.is_explanation(subset):
+                return list(subset)
+    raise AssertionError("no explanation")
+
+
 def test_the_float_bound_closes_only_what_the_checkers_exact_bound_closes() -> None:
     """Whenever `IntervalBound` closes the root of a claim, a certificate made of that one leaf is
     accepted; across these networks it closes many (it is not vacuous)."""
@@ -188,7 +274,7 @@ def test_an_exact_tie_at_the_bound_is_left_to_other_steps() -> None:
     net = Network([Layer(np.ones((1, 3)), np.zeros(1), Activation.from_json("identity"))])
     problem = Problem.make(net, np.ones(3), "contrastive", Domain.unit(3), 1 - 2.0**-52)
     assert not IntervalBound(problem).closes(np.zeros(3, dtype=bool), np.ones(3, dtype=bool), 2)
-    certificate = prove(problem, 2)
+    certificate = shortcut_tree(problem, 2).certificate
     assert certificate is not None and certificate["proof"]["root"] != {"leaf": "bound"}
     assert checker.check(certificate, net.to_json()).accepted
     assert prove(Problem.make(net, np.ones(3), "contrastive", Domain.unit(3), 1.0), 2) is None  # {0, 1} flips: f = 1 ≤ 1
@@ -197,7 +283,8 @@ def test_an_exact_tie_at_the_bound_is_left_to_other_steps() -> None:
 def test_a_search_past_its_deadline_gives_none_and_a_cxp_of_any_leaky_relu_a_certificate() -> None:
     problem, _ = _rich()
     stopped = search(problem, 6, deadline=0.0)
-    assert stopped.certificate is None and stopped.reason == "deadline"
+    assert stopped.certificate is None
+    assert sorted(stopped.reason.split("; ")) == [f"shortcut-{m}: deadline" for m in ("hitting", "lp", "tree")]
     for slope in (0.5, 1.5):  # mixed signs: no shortcut; LP bounds below slope 1 (convex), interval boxes from 1 on
         leaky, identity = Activation.from_json({"name": "leaky_relu", "slope": slope}), Activation.from_json("identity")
         layers = [Layer(np.array([[1.0, -1.0], [-1.0, 1.0]]), np.zeros(2), leaky), Layer(np.ones((1, 2)), np.zeros(1), identity)]
@@ -214,9 +301,10 @@ def test_sign_monotone_networks_get_certificates_the_checker_accepts() -> None:
     layers = [Layer(np.array([[1.0, -1.0]]), np.zeros(1), Activation.from_json("identity"))]
     net = Network(layers)
     problem = Problem.make(net, np.array([1.0, 0.0]), "contrastive", Domain.unit(2), -0.5)  # f(x) = 1: one move is not enough
-    found = search(problem, 1)
-    assert found.certificate is not None, found.reason
-    assert checker.check(found.certificate, net.to_json()).accepted
+    for make in (shortcut_tree, shortcut_hitting):
+        found = make(problem, 1)
+        assert found.certificate is not None, found.reason
+        assert checker.check(found.certificate, net.to_json()).accepted
     assert search(problem, 2).certificate is None  # {0, 1} is a CXp: nothing to prove within 2
 
 
