@@ -22,6 +22,7 @@ import pytest
 
 from cardinal import checker
 from cardinal.activations import Activation
+from cardinal.checker import exact
 from cardinal.domain import Domain
 from cardinal.network import Layer, Network
 from cardinal.problem import Problem
@@ -196,7 +197,7 @@ def test_smooth_enclosures_contain_the_true_value(q: str) -> None:
     value = Fraction(q)
     with mpmath.workprec(400):
         for name, function in (("sigmoid", lambda v: 1 / (1 + mpmath.exp(-v))), ("tanh", mpmath.tanh), ("softplus", lambda v: mpmath.log1p(mpmath.exp(v)))):
-            low, high = checker._smooth(name, value)
+            low, high = exact._smooth(name, value)
             truth = function(mpmath.mpf(value.numerator) / value.denominator)
             assert mpmath.mpf(low.numerator) / low.denominator <= truth <= mpmath.mpf(high.numerator) / high.denominator
             assert high - low < Fraction(1, 2**30) * (1 + abs(high))
@@ -211,18 +212,25 @@ def test_exp_encloses_e_to_the_q_on_long_dyadics_and_the_ends() -> None:
                for scale in rng.choice([1, 9, 63], size=60)]  # fmt: skip
     with mpmath.workprec(600):
         for q in values:
-            low, high = checker._exp(q)
-            truth = mpmath.exp(mpmath.mpf(q.numerator) / q.denominator) * mpmath.mpf(2) ** checker._WORK
+            low, high = exact._exp(q)
+            truth = mpmath.exp(mpmath.mpf(q.numerator) / q.denominator) * mpmath.mpf(2) ** exact._WORK
             assert low <= truth <= high, q
             assert high - low <= 2**-100 * truth + 2**10, q
 
 
 def test_the_checker_imports_only_the_standard_library() -> None:
-    tree = ast.parse((ROOT / "cardinal" / "checker.py").read_text())
-    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
-    imported |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module and not node.level}
-    assert not any(isinstance(node, ast.ImportFrom) and node.level for node in ast.walk(tree)), "no relative imports"
-    assert imported <= {"__future__", "hashlib", "itertools", "json", "math", "dataclasses", "fractions", "typing"}
+    """cardinal/checker/ imports the standard library and its own files (one level: `from .exact
+    import ...`), nothing else of cardinal."""
+    files = sorted((ROOT / "cardinal" / "checker").glob("*.py"))
+    assert {path.stem for path in files} >= {"__init__", "exact"}
+    own = {path.stem for path in files}
+    for path in files:
+        tree = ast.parse(path.read_text())
+        imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        relative = [node for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level]
+        imported |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and not node.level}
+        assert all(node.level == 1 and node.module in own for node in relative), f"{path.name}: only its own files, one level up"
+        assert imported <= {"__future__", "hashlib", "itertools", "json", "math", "dataclasses", "fractions", "typing"}, path.name
 
 
 @pytest.mark.parametrize("method, root", [("shortcut-tree", {"leaf": "invalid", "set": [0]}), ("box-tree", {"leaf": "bound"})])

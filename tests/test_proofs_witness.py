@@ -23,6 +23,7 @@ from cardinal.verify.cli import main
 
 from cardinal import checker
 from cardinal.activations import Activation
+from cardinal.checker import exact, hitting
 from cardinal.domain import Domain
 from cardinal.network import Layer, Network
 from cardinal.problem import Problem
@@ -181,9 +182,9 @@ def test_the_hitting_tree_proves_exactly_the_brute_force_bound() -> None:
         sets = [s for s in sets if s] or [frozenset({0})]
         h = _minimum_hitting(sets, n)
         tree = hitting_tree(sets, h - 1)
-        assert checker._walk_hitting(sets, tree, h - 1) >= 1
-        with pytest.raises(checker._Rejected):
-            checker._walk_hitting(sets, tree, h)
+        assert hitting._walk_hitting(sets, tree, h - 1) >= 1
+        with pytest.raises(exact._Rejected):
+            hitting._walk_hitting(sets, tree, h)
         with pytest.raises(ValueError):
             hitting_tree(sets, h)
 

@@ -1,0 +1,133 @@
+"""The independent checker of `cardinal.proof/1` certificates (`cardinal proof check`).
+
+A certificate says that no explanation of some kind has at most k features (docs/proofs.md has
+the format). This package decides whether it proves that, on its own: it imports nothing from
+cardinal, only Python's standard library and its own files, and evaluates the network with its
+own exact arithmetic. What it trusts: Python (integers, `fractions`, `json`, `hashlib`), the network it is
+given (checked against the certificate's SHA-256), and the argument written in docs/proofs.md,
+one per method: "shortcut-tree", the monotone shortcut on a sign-monotone network (which it checks
+itself) and interval arithmetic; "shortcut-hitting", the same shortcut's invalid sets and a
+hitting-set tree; "shortcut-lp", the same shortcut and an lp-tree over the box of its points;
+"witness-hitting" (AXps of any network), points that change the prediction and a hitting-set
+tree; "lp-tree" (CXps of relu, leaky_relu and hardtanh networks,
+K ≥ 1), its own LP relaxation (`LpRelaxation`, the reference encoding) and weak duality, in
+rationals; "box-tree" (CXps of any network, K ≥ 1), interval evaluation over boxes of the input
+(`BoxTree`).
+
+Files: `exact` (the network, its exact evaluation and enclosures, the prediction rule — every
+method rests on it), then one file per method family: `shortcut` (shortcut-tree, -hitting, -lp),
+`hitting` (witness-hitting and the hitting tree), `lp` (lp-tree), `box` (box-tree). To audit one
+certificate, read this file, `exact` and its method's file.
+
+`check(certificate, network)` returns a `Report` (accepted or the first step that fails, with the
+path to it); `CertificateError` is a certificate (or network) that is not well formed.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+from .box import BoxNode, BoxTree
+from .exact import (
+    FORMAT,
+    NETWORK_FORMAT,
+    CertificateError,
+    Report,
+    _index,
+    _Layer,
+    _Net,
+    _number,
+    _numbers,
+    _predict,
+    _Rejected,
+    network_sha256,
+)
+from .hitting import _hitting
+from .lp import LpRelaxation
+from .shortcut import MAX_ALL_SETS, check_shortcut
+
+__all__ = [
+    "FORMAT",
+    "MAX_ALL_SETS",
+    "NETWORK_FORMAT",
+    "BoxNode",
+    "BoxTree",
+    "CertificateError",
+    "LpRelaxation",
+    "Report",
+    "check",
+    "network_sha256",
+]
+
+
+def check(certificate: Any, network: Any | None = None) -> Report:
+    """Check a parsed certificate, against `network` (a parsed cardinal.network/1 document) or the
+    one it embeds. Raises `CertificateError` when either is not well formed."""
+    if not isinstance(certificate, dict) or certificate.get("format") != FORMAT:
+        raise CertificateError(f"not a {FORMAT} certificate")
+    problem, claim, proof = (certificate.get(key) for key in ("problem", "claim", "proof"))
+    if not all(isinstance(part, dict) for part in (problem, claim, proof)):
+        raise CertificateError("a certificate needs the objects 'problem', 'claim' and 'proof'")
+    network = network if network is not None else certificate.get("network")
+    if network is None:
+        raise CertificateError("no network: give one, or a certificate that embeds it")
+    digest, layers = network_sha256(network)
+    try:
+        return _check(problem, claim, proof, digest, layers)
+    except _Rejected as rejection:
+        return Report(False, str(rejection))
+
+
+def _check(problem: dict, claim: dict, proof: dict, digest: str, layers: list[_Layer]) -> Report:
+    n, classes = len(layers[0].weight[0]), len(layers[-1].weight)
+    x = [Fraction(v) for v in _numbers(problem.get("x"), "problem.x", n)]
+    lower = [Fraction(v) for v in _numbers(problem.get("lower"), "problem.lower", n)]
+    upper = [Fraction(v) for v in _numbers(problem.get("upper"), "problem.upper", n)]
+    if classes == 1:
+        threshold: Fraction | None = Fraction(_number(problem.get("threshold"), "problem.threshold"))
+    elif problem.get("threshold") is None:
+        threshold = None
+    else:
+        raise CertificateError(f"problem.threshold must be null: the network has {classes} outputs (argmax)")
+    binary = problem.get("binary")
+    if not isinstance(binary, bool):
+        raise CertificateError("problem.binary must be true or false")
+    kind = problem.get("kind")
+    if kind not in ("contrastive", "abductive"):
+        raise CertificateError("problem.kind must be 'contrastive' or 'abductive'")
+    if claim == {"none_exists": True} and kind == "contrastive":
+        k = n
+    elif set(claim) == {"no_explanation_within"} and _index(claim["no_explanation_within"], n + 1):
+        k = claim["no_explanation_within"]
+    else:
+        raise CertificateError("claim must be {'no_explanation_within': k} (0 ≤ k ≤ n) or, contrastive, {'none_exists': true}")
+    if proof.get("method") not in ("shortcut-tree", "shortcut-hitting", "shortcut-lp", "witness-hitting", "lp-tree", "box-tree"):
+        raise CertificateError(f"unknown proof method {proof.get('method')!r}")
+    if problem.get("network_sha256") != digest:
+        raise _Rejected(f"the network's SHA-256 is {digest}, the certificate is about {problem.get('network_sha256')!r}")
+    if not all(lo <= v <= hi for lo, v, hi in zip(lower, x, upper, strict=True)):
+        raise _Rejected("x lies outside the box")
+    if binary and not all(v in (lo, hi) for lo, v, hi in zip(lower, x, upper, strict=True)):
+        raise _Rejected("x is no vertex of the binary box")
+    net = _Net(layers)
+    prediction = _predict(net.point(x), threshold, "x")
+    if proof["method"] == "witness-hitting":
+        if kind != "abductive":
+            raise _Rejected("witness lemmas prove claims about abductive explanations only")
+        box = (lower, upper, binary)
+        leaves, evaluations = _hitting(net, x, box, threshold, prediction, k, proof)
+        return Report(True, f"accepted: no abductive explanation of at most {k} feature(s)", leaves, evaluations)
+    if proof["method"] == "lp-tree":
+        if kind != "contrastive":
+            raise _Rejected("LP bounds prove claims about contrastive explanations only")
+        relaxation = LpRelaxation(net, x, (lower, upper, binary), threshold, prediction, k)
+        leaves = relaxation.walk(proof.get("root"))
+        return Report(True, f"accepted: no contrastive explanation of at most {k} feature(s)", leaves, 0)
+    if proof["method"] == "box-tree":
+        if kind != "contrastive":
+            raise _Rejected("interval boxes prove claims about contrastive explanations only")
+        leaves = BoxTree(net, x, (lower, upper, binary), threshold, prediction, k).walk(proof.get("root"))
+        return Report(True, f"accepted: no contrastive explanation of at most {k} feature(s)", leaves, leaves)
+    leaves, evaluations = check_shortcut(proof["method"], net, x, (lower, upper, binary), threshold, prediction, kind, k, proof)
+    return Report(True, f"accepted: no {kind} explanation of at most {k} feature(s)", leaves, evaluations)
