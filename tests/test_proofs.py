@@ -464,3 +464,19 @@ def test_solve_minimum_writes_the_certificate_of_an_exact_claim(tmp_path: Path) 
     outcome = solve_minimum(net, np.ones(3), "contrastive", threshold=0.5, solver="highs", at_most=1, proof=tmp_path / "q")
     assert outcome.status == "none_within" and not outcome.exact
     assert "no certificate: no exact" in outcome.message and not list((tmp_path / "q").glob("*.json"))
+
+
+def test_proof_time_limit_bounds_each_certificate_search(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """--proof-time-limit is the certificate search's own limit, apart from --time-limit: with a
+    limit no search can meet, every claim is recorded without a file, the deadline its reason."""
+    network, inputs = _design(tmp_path)
+    folder, out = tmp_path / "proofs", tmp_path / "out.jsonl"
+    code = main(["certify", str(network), "--inputs", str(inputs), "--threshold", "0.5", "--solvers", "enumerate",
+                 "--proof", str(folder), "--proof-time-limit", "1e-9", "--out", str(out)])  # fmt: skip
+    capsys.readouterr()
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    claims = [line for line in lines if line["verdict"] == "none_exists" or (line["minimum_proved"] and line["minimum"])]
+    assert claims and all(line["proof"]["file"] is None and "deadline" in line["proof"]["reason"] for line in claims), claims
+    assert code == 0 and not list(folder.glob("*.proof.json"))
+    assert main(["certify", str(network), "--inputs", str(inputs), "--proof", str(folder), "--proof-time-limit", "0"]) == 2
+    assert "--proof-time-limit" in capsys.readouterr().err

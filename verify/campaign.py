@@ -100,6 +100,7 @@ class Unit:
     notes: tuple[str, ...] = ()  # about the whole instance: a prediction constant on the box
     proof: bool = False  # make a certificate of the record's exact "nothing smaller" (`verify.proofs`)
     proof_embed: bool = False  # ... with the network in it
+    proof_time_limit: float = 60.0  # seconds to search for each certificate
     # The explainers judged, one record each, on the same solver calls: greedy (run batched in the
     # parent) and deletion (run in the worker); () makes one record without an explainer (exact_only).
     methods: tuple[str, ...] = ("greedy",)
@@ -132,6 +133,7 @@ def units_of(
     proof: bool = False,
     proof_embed: bool = False,
     methods: tuple[str, ...] = ("greedy",),
+    proof_time_limit: float = 60.0,
 ) -> list[Unit]:
     """The units of every row and kind of an instance whose records are not all in `done`, each
     with the explainers of `methods` that apply to the network (`applicable`) and are still to
@@ -188,6 +190,7 @@ def units_of(
                     notes=(constant,) if constant else (),
                     proof=proof,
                     proof_embed=proof_embed,
+                    proof_time_limit=proof_time_limit,
                     methods=methods_left,
                 )
             )
@@ -249,7 +252,7 @@ def certify_unit(unit: Unit, pool: SolverPool | _FailedCalls | None = None) -> l
                     problem, certificate.verdict, certificate.minimum, certificate.minimum_proved, certificate.certified
                 )
                 if claim not in made:
-                    made[claim] = make(problem, *claim, certificate_file(key), unit.time_limit, unit.proof_embed)
+                    made[claim] = make(problem, *claim, certificate_file(key), unit.proof_time_limit, unit.proof_embed)
                     text = made[claim].text
                 written = made[claim]
         record = Record(
@@ -318,6 +321,7 @@ def run_campaign(
     proof_embed: bool = False,
     methods: tuple[str, ...] | None = None,
     radius: float | None = None,
+    proof_time_limit: float = 60.0,
 ) -> CampaignResult:
     """Run a suite (or the given instances) into `out`; see the module docstring. `methods`: the
     explainers whose answers are certified (greedy, deletion, or both: one record each where it
@@ -326,7 +330,8 @@ def run_campaign(
 
     `proof`: a folder for the certificates of the records' exact "nothing smaller" claims
     (`verify.proofs`; with `proof_embed` each holds its network, else `networks/SHA256.json`
-    does, once per network), written before their records.
+    does, once per network), written before their records; each certificate's search stops after
+    `proof_time_limit` seconds (then `"file": null` with the reason).
 
     `radius`: every row of every instance over its own ball of this radius (`Instance.box`), the
     instances renamed `ID@rRADIUS`.
@@ -354,7 +359,7 @@ def run_campaign(
                     chosen = (replace(i, id=f"{i.id}@r{radius:g}", radius=radius) for i in chosen)
                 return _run(
                     suite, out, log, done, solvers, time_limit, workers, progress, chosen, announce, executor, address,
-                    proof, proof_embed, methods,
+                    proof, proof_embed, methods, proof_time_limit,
                 )  # fmt: skip
             finally:
                 _close_pool()
@@ -381,6 +386,7 @@ def _run(
     proof: Path | None = None,
     proof_embed: bool = False,
     methods: tuple[str, ...] = ("greedy",),
+    proof_time_limit: float = 60.0,
 ) -> CampaignResult:
     started = time.perf_counter()
     if workers <= 1 and executor == "local":
@@ -388,7 +394,7 @@ def _run(
     units = [
         unit
         for instance in instances
-        for unit in units_of(instance, solvers, time_limit, done, proof is not None, proof_embed, methods)
+        for unit in units_of(instance, solvers, time_limit, done, proof is not None, proof_embed, methods, proof_time_limit)
     ]
     networks: dict[str, Network] = {}
     total = sum(len(unit.keys) for unit in units)

@@ -559,6 +559,14 @@ def _proof_flag_arguments(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument(
         "--proof-embed", action="store_true", help="with --proof: embed the network in each certificate (self-contained, larger)"
     )
+    parser.add_argument(
+        "--proof-time-limit",
+        type=seconds,
+        default=60.0,
+        metavar="S",
+        help="with --proof: seconds to search for each certificate, apart from --time-limit (default 60); one not found "
+        "in time is recorded with \"file\": null and the reason",
+    )
 
 
 def _proof_folder(args: argparse.Namespace, net):
@@ -569,7 +577,7 @@ def _proof_folder(args: argparse.Namespace, net):
         return None
     from .proofs import ProofFolder
 
-    return ProofFolder(output_directory(args.proof, "--proof"), net, args.time_limit, args.proof_embed)
+    return ProofFolder(output_directory(args.proof, "--proof"), net, args.proof_time_limit, args.proof_embed)
 
 
 def _proof_report(entries: list[dict[str, Any]], folder: Path) -> list[str]:
@@ -690,6 +698,7 @@ def _crosscheck(args: argparse.Namespace) -> int:
             proof_embed=args.proof_embed,
             methods=args.method,
             radius=args.radius,
+            proof_time_limit=args.proof_time_limit,
         )
     finally:
         if bar is not None:
