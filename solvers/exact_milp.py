@@ -81,6 +81,7 @@ import numpy as np
 from ..problem import Outcome, Problem, Status, stopped
 from .attack import flipping_point
 from .base import BaseSolver
+from .covering import COVER_FEATURES, minimum_by_covering
 from .encode import MilpModel, encode, refusing_unencodable
 from .guard import report_incumbent
 from .highs import highs_lp, new_highs
@@ -638,8 +639,9 @@ class ExactMilpSolver(BaseSolver):
 
     def _hitting_sets(self, problem: Problem, at_most: int | None, started: float, deadline: float) -> Outcome:
         """Minimum AXp of a non-monotone network by implicit hitting sets, the flip search as oracle."""
+        search = minimum_by_covering if problem.n <= COVER_FEATURES else minimum_abductive
         try:
-            result = minimum_abductive(problem, lambda free, until: flip_point(problem, free, until), at_most, deadline)
+            result = search(problem, lambda free, until: flip_point(problem, free, until), at_most, deadline)
         except OpenLeaves as error:
             return self.outcome(Status.ERROR, started, message=f"flip search: {error}")
         message = f"{result.oracle_calls} oracle calls" + (f"; {result.message}" if result.message else "")
