@@ -266,10 +266,10 @@ def rank(masks: np.ndarray, n: int, k: int) -> np.ndarray:
     their elements c_0 < c_1 < …, summed byte by byte from tables (`_rank_tables`)."""
     tables = _rank_tables(n, k)
     result = np.zeros(len(masks), dtype=np.int64)
-    below = np.zeros(len(masks), dtype=np.int64)  # the elements in lower bytes
+    below = np.zeros(len(masks), dtype=np.int64)  # the elements in lower bytes (≤ k)
     for byte, table in enumerate(tables):
         value = (masks >> (8 * byte)) & 255
-        result += table[value, np.minimum(below, k)]
+        result += table[value * (k + 1) + below]
         below += _POPCOUNT[value]
     return result
 
@@ -279,15 +279,15 @@ _POPCOUNT = np.array([bin(v).count("1") for v in range(256)], dtype=np.int64)
 
 @lru_cache(maxsize=16)
 def _rank_tables(n: int, k: int) -> np.ndarray:
-    """[⌈n / 8⌉, 256, k + 1] int64: a byte's share of `rank`, by its value and the number of
-    elements below it."""
+    """[⌈n / 8⌉, 256 · (k + 1)] int64: a byte's share of `rank`, at value · (k + 1) + the number
+    of elements below it."""
     tables = np.zeros(((n + 7) // 8, 256, k + 1), dtype=np.int64)
     for byte in range(len(tables)):
         for value in range(256):
             bits = [8 * byte + j for j in range(8) if value >> j & 1]
             for below in range(k + 1):
                 tables[byte, value, below] = sum(math.comb(c, below + i + 1) for i, c in enumerate(bits))
-    return tables
+    return tables.reshape(len(tables), 256 * (k + 1))
 
 
 def unrank(ranks: np.ndarray, n: int, k: int) -> np.ndarray:
