@@ -54,9 +54,10 @@ Where the size bound k still sought is small (C(n, k) ≤ `SET_QUESTIONS`: k = 1
 features, k ≤ 2 at 16), a CXp search is decided set by set instead: a CXp of size ≤ k exists
 iff some set of exactly k features is one, each set one flip question (`_by_small_sets`).
 
-**AXps of non-monotone networks**: the implicit hitting-set loop (`solvers.hitting`), whose
-hitting-set step is an exact combinatorial branch and bound, with this engine's flip search as
-its oracle: is there a y in the box, equal to x off the free features, that flips the prediction?
+**AXps of non-monotone networks**: covering the free sets level by level (`solvers.covering`;
+the implicit hitting-set loop of `solvers.hitting` past `COVER_FEATURES` features or a level too
+large to cover), with this engine's flip search as the oracle: is there a y in the box, equal to
+x off the free features, that flips the prediction?
 The same branch and bound maximizes τ: a node closes when its safe bound proves τ < 0 there, and
 the search stops at the first point that flips in exact arithmetic. `ExactMilpFlipSearch` asks
 the same question for the exact set oracle (`solvers.oracle`).
