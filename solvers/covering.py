@@ -45,6 +45,7 @@ COVER_SETS = 64_000_000  # the most subsets a level may have (a byte each); larg
 COVER_FEATURES = 62  # masks are int64
 BATCH = 256  # subsets attacked at once
 STARTS = 4  # gradient-search starts per subset (x, the centre, random points)
+RETRY_STARTS = 32  # and for the subsets that the first search left, before the exact questions
 QUESTION_SHARE = 0.1  # the share of the time left that one exact question gets before it is put off
 QUESTION_SECONDS = 1.0  # and at least this
 
@@ -160,12 +161,16 @@ class _Covering:
         while len(pending := level.pending(BATCH)):
             if time.perf_counter() > self.deadline:
                 raise OracleTimeout
-            movable = ((pending[:, None] >> np.arange(n)) & 1).astype(bool)
-            Y, ok = flipping_points(self.problem, movable, STARTS, seed=self.batches)
-            self.batches += 1
-            for d in self.add(Y[ok]):
-                level.mark(d)
-            for mask in pending[~ok].tolist():
+            for starts in (STARTS, RETRY_STARTS):  # the subsets that resist the first search get a longer one
+                movable = ((pending[:, None] >> np.arange(n)) & 1).astype(bool)
+                Y, ok = flipping_points(self.problem, movable, starts, seed=self.batches)
+                self.batches += 1
+                for d in self.add(Y[ok]):
+                    level.mark(d)
+                pending = np.array([mask for mask in pending[~ok].tolist() if not level.covered(mask)], dtype=np.int64)
+                if not len(pending):
+                    break
+            for mask in pending.tolist():
                 try:
                     if (larger := self._decide(level, mask, patient=False)) is not None:
                         return larger
@@ -232,11 +237,11 @@ class _Level:
         if len(inside) > self.k:
             return
         outside = [i for i in range(self.n) if not d >> i & 1]
-        deposit = _deposit(outside)  # [bytes, 256]: the bits of one byte of an extension, placed
+        deposit = _deposit(outside).astype(_mask_type(self.n))  # [bytes, 256]: one byte of an extension, placed
         count = math.comb(len(outside), self.k - len(inside))
         for first in range(0, count, _CHUNK):
             extra = _extensions(len(outside), self.k - len(inside), first)
-            masks = np.full(len(extra), d, dtype=np.int64)
+            masks = np.full(len(extra), d, dtype=deposit.dtype)
             for byte, table in enumerate(deposit):
                 masks |= table[(extra >> (8 * byte)) & 255]
             self.open[rank(masks, self.n, self.k)] = False
@@ -258,15 +263,16 @@ def _deposit(positions: list[int]) -> np.ndarray:
 @lru_cache(maxsize=256)
 def _extensions(m: int, j: int, first: int) -> np.ndarray:
     """The j-subsets of range(m) of colex ranks first, first + 1, … (at most `_CHUNK`) as masks."""
-    return unrank(np.arange(first, min(math.comb(m, j), first + _CHUNK), dtype=np.int64), m, j)
+    return unrank(np.arange(first, min(math.comb(m, j), first + _CHUNK), dtype=np.int64), m, j).astype(_mask_type(m))
 
 
 def rank(masks: np.ndarray, n: int, k: int) -> np.ndarray:
     """The colex ranks [B] of k-subsets of range(n) given as bit masks [B]: Σ_i C(c_i, i + 1) over
     their elements c_0 < c_1 < …, summed byte by byte from tables (`_rank_tables`)."""
     tables = _rank_tables(n, k)
-    result = np.zeros(len(masks), dtype=np.int64)
-    below = np.zeros(len(masks), dtype=np.int64)  # the elements in lower bytes (≤ k)
+    masks = masks.astype(tables.dtype, copy=False)
+    result = np.zeros(len(masks), dtype=tables.dtype)
+    below = np.zeros(len(masks), dtype=tables.dtype)  # the elements in lower bytes (≤ k)
     for byte, table in enumerate(tables):
         value = (masks >> (8 * byte)) & 255
         result += table[value * (k + 1) + below]
@@ -274,20 +280,26 @@ def rank(masks: np.ndarray, n: int, k: int) -> np.ndarray:
     return result
 
 
-_POPCOUNT = np.array([bin(v).count("1") for v in range(256)], dtype=np.int64)
+_POPCOUNT = np.array([bin(v).count("1") for v in range(256)], dtype=np.int32)
+
+
+def _mask_type(n: int) -> type[np.signedinteger]:
+    """The integer type of masks and ranks over n features."""
+    return np.int32 if n <= 31 else np.int64
 
 
 @lru_cache(maxsize=16)
 def _rank_tables(n: int, k: int) -> np.ndarray:
-    """[⌈n / 8⌉, 256 · (k + 1)] int64: a byte's share of `rank`, at value · (k + 1) + the number
-    of elements below it."""
+    """[⌈n / 8⌉, 256 · (k + 1)]: a byte's share of `rank`, at value · (k + 1) + the number of
+    elements below it; int32 up to 31 features (ranks below C(31, 15) < 2^31: measured 2.5 times
+    faster than int64), else int64."""
     tables = np.zeros(((n + 7) // 8, 256, k + 1), dtype=np.int64)
     for byte in range(len(tables)):
         for value in range(256):
             bits = [8 * byte + j for j in range(8) if value >> j & 1]
             for below in range(k + 1):
                 tables[byte, value, below] = sum(math.comb(c, below + i + 1) for i, c in enumerate(bits))
-    return tables.reshape(len(tables), 256 * (k + 1))
+    return tables.reshape(len(tables), 256 * (k + 1)).astype(_mask_type(n))
 
 
 def unrank(ranks: np.ndarray, n: int, k: int) -> np.ndarray:
