@@ -11,22 +11,26 @@ not flip. Two kinds of exact evidence decide it:
   (each D the support of a point that flips in exact arithmetic, shrunk), so every k-subset
   flips and no AXp has n − k features or fewer, the lower bound.
 
-Once a non-flipping set is grown to a maximal one (`_grow`: features added while the oracle finds
-no flip), the level above it is covered: its C(n, k) subsets are kept as bit masks in colex order,
-each D found marks every k-subset that contains it, and the subsets left are attacked in batches
-by the gradient search (`attack.flipping_points`), whose flipping points are judged exactly and
-shrunk (`hitting.shrink_points`) into new D's; a subset the batch search did not flip goes to the
-exact oracle: a flip gives a D, none a larger non-flipping set, grown, and the next level.
+Once a non-flipping set is grown (`_Covering.grow`: features added while the oracle finds no
+flip), the level above it is covered: one flag per k-subset, by colex rank (`rank`, `unrank`);
+each D found clears the flags of every k-subset that contains it; the subsets left are attacked
+in batches by the gradient search (`attack.flipping_points`, `STARTS` starts, then
+`RETRY_STARTS` for those it left), whose flipping points are judged exactly and shrunk
+(`hitting.shrink_points`) into new D's; a subset still left goes to the exact oracle: a flip
+gives a D, none a larger non-flipping set, grown, and the next level. A question that runs past
+its share of the time (`QUESTION_SHARE`) is put off: while growing, the feature is left out (the
+set stays proved, maybe not maximal); while covering, the subset is asked again, without a
+limit, when the rest of the level is covered.
 
 This is the implicit hitting-set loop's lower bound (`solvers.hitting`) with its minimum hitting
 set replaced by an exhaustive list: level k covered ⟺ every hitting set of the D's has more than
 n − k elements. Any proof that no AXp has n − k features needs a flipping point for each of those
-C(n, k) subsets; a point with support D serves C(n − |D|, k − |D|) of them, so the D's must be
-small and many: on a 28-feature 32 × 32 ReLU network over a box of radius 0.05 (minimum CXp 6,
-minimum AXp 21) at least C(28, 8) / C(22, 2) ≈ 13,500 points, each found, checked and shrunk in
-batches. The loop's minimum hitting sets (MaxSAT over thousands of sets) stalled at lower bounds of
-5–6 there. Levels of more than `COVER_SETS` subsets go to the loop (`minimum_abductive`) with the
-D's and the AXp found.
+C(n, k) subsets, and a point whose support is D serves C(n − |D|, k − |D|) of them: the D's that
+count are small ones found inside the subsets left, not the large ones that the loop shrinks inside
+a large free set (on the 28-feature 32 × 32 ReLU networks of `bench.exact_milp` the loop's lower
+bounds stayed at 5–6 with thousands of sets; covering proves minima of 6 to 24 features there).
+Levels of more than `COVER_SETS` subsets go to the loop (`minimum_abductive`) with the D's and the
+AXp found.
 """
 
 from __future__ import annotations

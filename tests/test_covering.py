@@ -2,19 +2,21 @@
 the marking of every k-subset containing a set, against itertools; the minimum against brute force
 on Boolean cubes (an exact vertex oracle), with levels small enough to cover and with every level
 sent to the implicit hitting-set loop; `at_most`; an oracle point that does not flip gives no
-verdict; the batched gradient search and shrinking agree with their one-point forms."""
+verdict; questions put off (out of their share of time) are asked again; the batched gradient
+search and shrinking agree with their one-point forms."""
 
 from __future__ import annotations
 
 import itertools
 import math
+import time
 
 import numpy as np
 import pytest
 from cardinal.solvers import covering
 from cardinal.solvers.attack import flipping_point, flipping_points
 from cardinal.solvers.covering import _Level, minimum_by_covering, rank, unrank
-from cardinal.solvers.hitting import shrink_points, shrink_witness
+from cardinal.solvers.hitting import OracleTimeout, shrink_points, shrink_witness
 from cardinal.verify.generate import median_threshold, random_network
 
 from cardinal.domain import Domain
@@ -85,6 +87,30 @@ def test_minimum_by_covering_equals_brute_force_on_cubes(cover: bool, monkeypatc
         if minimum > 0:
             below = minimum_by_covering(problem, _vertex_oracle(problem), minimum - 1, math.inf)
             assert below.status == Status.NONE_WITHIN, (seed, below)
+
+
+def _slow_on_0(problem: Problem, deadline: float, asked: list[tuple[bool, bool]]):
+    """The vertex oracle, except that any question about a set holding feature 0 runs out of a
+    share of time shorter than the whole (`until` < `deadline`)."""
+    exact = _vertex_oracle(problem)
+
+    def find_flip(free: frozenset[int], until: float) -> np.ndarray | None:
+        asked.append((0 in free, until < deadline))
+        if 0 in free and until < deadline:
+            raise OracleTimeout
+        return exact(free, until)
+
+    return find_flip
+
+
+def test_questions_put_off_are_asked_again_and_the_minimum_holds() -> None:
+    """Growing leaves feature 0 out; covering asks the subsets holding it again, without a limit."""
+    for seed in range(6):
+        problem, asked = _cube(seed, 7), []
+        deadline = time.perf_counter() + 3600.0
+        result = minimum_by_covering(problem, _slow_on_0(problem, deadline, asked), None, deadline)
+        assert result.status == Status.OPTIMAL and len(result.solution) == _brute_minimum(problem), (seed, result)
+        assert (True, True) in asked  # some question was put off
 
 
 def test_an_oracle_point_that_does_not_flip_gives_no_verdict() -> None:
