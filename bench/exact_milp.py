@@ -28,9 +28,12 @@ milliseconds to seconds, so the whole run fits in about 15 minutes (plus the Blo
 training, about a minute, once). `--quick` runs 2 inputs per family with the limit you give.
 
     python -m bench.exact_milp [--quick] [--inputs 3] [--cube-inputs 8] [--blog-inputs 40] [--time-limit 60] [--jobs 2]
-                               [--solver exact-milp] [--workdir bench-results/exact_milp] [--out bench-results/exact_milp.md]
+                               [--solver exact-milp] [--no-blog] [--only TEXT ...]
+                               [--workdir bench-results/exact_milp] [--out bench-results/exact_milp.md]
 
-(`--out bench/results/exact_milp.md` refreshes the table kept in the repository.)
+(`--out bench/results/exact_milp.md` refreshes the table kept in the repository. `--only TEXT`, repeated,
+keeps the families whose names contain any of the texts, e.g. `--no-blog --only nonmono-28-r0.05-abd
+--only nonmono-28-r0.2-abd` for the 28-feature AXps alone.)
 """
 
 from __future__ import annotations
@@ -199,6 +202,11 @@ def _counts(values: Iterator[str]) -> list[tuple[str, int]]:
     return sorted(counted.items())
 
 
+def _wanted(family: str, only: list[str]) -> bool:
+    """Whether `--only` keeps a family (every one when none is given)."""
+    return not only or any(text in family for text in only)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = Parser(prog=f"cardinal bench {Path(__file__).stem}", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2 inputs per family (shows that it works)")
@@ -209,6 +217,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--jobs", type=int, default=2, help="queries run at once, one process (and core) each")
     parser.add_argument("--solver", default="exact-milp", help="the backend measured (default %(default)s)")
     parser.add_argument("--no-blog", action="store_true", help="leave out BlogFeedback (no data folder)")
+    parser.add_argument(
+        "--only", action="append", default=[], metavar="TEXT", help="run only the families whose name contains TEXT (repeatable)"
+    )
     parser.add_argument("--workdir", default="bench-results/exact_milp", help="where the BlogFeedback model is cached")
     parser.add_argument("--out", default="bench-results/exact_milp.md", help="markdown table to write (default: %(default)s)")
     args = parser.parse_args(argv)
@@ -223,7 +234,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         parser.error(str(error))
     torch.set_num_threads(1)
     queries: list[Query] = []
-    if not args.no_blog:
+    if not args.no_blog and _wanted("blog-axp-t0.1", args.only):
         try:
             queries.extend(blog_queries(Path(args.workdir), args.blog_inputs))
         except InputError as error:
@@ -232,6 +243,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         queries.extend(box_queries(n, radius, args.inputs))
     for n in CUBE_FEATURES:
         queries.extend(cube_queries(n, args.cube_inputs))
+    queries = [query for query in queries if _wanted(query.family, args.only)]
+    if not queries:
+        parser.error(f"no family matches --only {' '.join(args.only)}")
     started = time.perf_counter()
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         futures = [pool.submit(run_query, query, args.solver, args.time_limit) for query in queries]
@@ -249,6 +263,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         + ("" if args.quick else f" --blog-inputs {args.blog_inputs}")
         + f" --time-limit {args.time_limit:g} --jobs {args.jobs}"
         + (f" --solver {args.solver}" if args.solver != "exact-milp" else "")
+        + (" --no-blog" if args.no_blog else "")
+        + "".join(f" --only {text}" for text in args.only)
     )
     text = "\n".join(
         [

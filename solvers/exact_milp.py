@@ -54,9 +54,10 @@ Where the size bound k still sought is small (C(n, k) ≤ `SET_QUESTIONS`: k = 1
 features, k ≤ 2 at 16), a CXp search is decided set by set instead: a CXp of size ≤ k exists
 iff some set of exactly k features is one, each set one flip question (`_by_small_sets`).
 
-**AXps of non-monotone networks**: the implicit hitting-set loop (`solvers.hitting`), whose
-hitting-set step is an exact combinatorial branch and bound, with this engine's flip search as
-its oracle: is there a y in the box, equal to x off the free features, that flips the prediction?
+**AXps of non-monotone networks**: covering the free sets level by level (`solvers.covering`;
+the implicit hitting-set loop of `solvers.hitting` past `COVER_FEATURES` features or a level too
+large to cover), with this engine's flip search as the oracle: is there a y in the box, equal to
+x off the free features, that flips the prediction?
 The same branch and bound maximizes τ: a node closes when its safe bound proves τ < 0 there, and
 the search stops at the first point that flips in exact arithmetic. `ExactMilpFlipSearch` asks
 the same question for the exact set oracle (`solvers.oracle`).
@@ -81,6 +82,7 @@ import numpy as np
 from ..problem import Outcome, Problem, Status, stopped
 from .attack import flipping_point
 from .base import BaseSolver
+from .covering import COVER_FEATURES, minimum_by_covering
 from .encode import MilpModel, encode, refusing_unencodable
 from .guard import report_incumbent
 from .highs import highs_lp, new_highs
@@ -638,8 +640,9 @@ class ExactMilpSolver(BaseSolver):
 
     def _hitting_sets(self, problem: Problem, at_most: int | None, started: float, deadline: float) -> Outcome:
         """Minimum AXp of a non-monotone network by implicit hitting sets, the flip search as oracle."""
+        search = minimum_by_covering if problem.n <= COVER_FEATURES else minimum_abductive
         try:
-            result = minimum_abductive(problem, lambda free, until: flip_point(problem, free, until), at_most, deadline)
+            result = search(problem, lambda free, until: flip_point(problem, free, until), at_most, deadline)
         except OpenLeaves as error:
             return self.outcome(Status.ERROR, started, message=f"flip search: {error}")
         message = f"{result.oracle_calls} oracle calls" + (f"; {result.message}" if result.message else "")

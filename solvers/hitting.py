@@ -27,7 +27,7 @@ free, flips the prediction.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,17 +58,31 @@ class HittingResult:
     witness: tuple[float, ...] | None = None  # `minimum_contrastive`: the point that flips [n]
 
 
-def minimum_abductive(problem: Problem, find_flip: FlipOracle, at_most: int | None, deadline: float) -> HittingResult:
-    """Run the implicit-hitting-set loop until a minimum AXp, a bound, or the deadline."""
+def minimum_abductive(
+    problem: Problem,
+    find_flip: FlipOracle,
+    at_most: int | None,
+    deadline: float,
+    known: Sequence[frozenset[int]] = (),
+    best: frozenset[int] | None = None,
+) -> HittingResult:
+    """Run the implicit-hitting-set loop until a minimum AXp, a bound, or the deadline, from
+    contrastive sets `known` and an AXp `best` already proved (`solvers.covering`)."""
     with HittingSets(problem.n) as contrastive_sets:
-        return _abductive_loop(problem, find_flip, at_most, deadline, contrastive_sets)
+        for found in known:
+            contrastive_sets.add(found)
+        return _abductive_loop(problem, find_flip, at_most, deadline, contrastive_sets, best)
 
 
 def _abductive_loop(
-    problem: Problem, find_flip: FlipOracle, at_most: int | None, deadline: float, contrastive_sets: HittingSets
+    problem: Problem,
+    find_flip: FlipOracle,
+    at_most: int | None,
+    deadline: float,
+    contrastive_sets: HittingSets,
+    best: frozenset[int] | None,  # the smallest AXp found
 ) -> HittingResult:
     features = frozenset(range(problem.n))
-    best: frozenset[int] | None = None  # the smallest AXp found
     exact = False  # whether the next candidate must be a minimum hitting set
     calls = 0
     while True:
@@ -188,13 +202,25 @@ def _stopped(best: frozenset[int] | None, at_most: int | None, calls: int) -> Hi
 def shrink_witness(problem: Problem, y: np.ndarray) -> frozenset[int]:
     """Reset changed features of a flipping point y back to x while it still flips (exactly);
     returns the features where the result differs from x."""
-    y = np.array(y, dtype=np.float64)
-    for i in np.flatnonzero(y != problem.x):
-        trial = y.copy()
-        trial[i] = problem.x[i]
-        if problem.flips(trial):
-            y = trial
-    return frozenset(int(i) for i in np.flatnonzero(y != problem.x))
+    shrunk = shrink_points(problem, np.asarray(y, dtype=np.float64)[None, :])[0]
+    return frozenset(int(i) for i in np.flatnonzero(shrunk != problem.x))
+
+
+def shrink_points(problem: Problem, Y: np.ndarray) -> np.ndarray:
+    """`shrink_witness` for many flipping points Y [B, n] at once: feature by feature in index
+    order, each reset to x in every row where the row still flips with it reset (exactly).
+    Returns the shrunk points [B, n]."""
+    Y = np.array(Y, dtype=np.float64)
+    for i in range(problem.n):
+        rows = np.flatnonzero(Y[:, i] != problem.x[i])
+        if not len(rows):
+            continue
+        trial = Y[rows].copy()
+        trial[:, i] = problem.x[i]
+        predicted = problem.predictions(trial)
+        still = rows[(predicted >= 0) & (predicted != problem.prediction)]
+        Y[still, i] = problem.x[i]
+    return Y
 
 
 def minimum_hitting_set(sets: list[frozenset[int]], limit: int | None = None) -> frozenset[int] | None:

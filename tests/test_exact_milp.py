@@ -22,6 +22,7 @@ from cardinal.problem import Problem, Status
 
 pytest.importorskip("highspy")
 exact_milp = pytest.importorskip("cardinal.solvers.exact_milp")
+covering = pytest.importorskip("cardinal.solvers.covering")
 
 PROOFS = (Status.OPTIMAL, Status.NONE_EXISTS, Status.NONE_WITHIN)  # what claims "nothing smaller"
 
@@ -78,6 +79,16 @@ def _size(outcome) -> int | None:
     return outcome.size if outcome.status == Status.OPTIMAL else None
 
 
+def _no_gradient_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Neither the flip search's gradient search nor the covering's batched one finds anything."""
+    monkeypatch.setattr(exact_milp, "flipping_point", lambda problem, free, seed=0: None)
+
+    def nothing(problem: Problem, movable: np.ndarray, starts: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        return np.repeat(problem.x[None, :], len(movable), axis=0), np.zeros(len(movable), dtype=bool)
+
+    monkeypatch.setattr(covering, "flipping_points", nothing)
+
+
 @pytest.mark.parametrize("vertices", [True, False], ids=["vertices", "branch-and-bound"])
 @pytest.mark.parametrize("monotone", [True, False])
 @pytest.mark.parametrize("kind", ["contrastive", "abductive"])
@@ -104,7 +115,7 @@ def test_k_class_minimum_on_the_boolean_cube_equals_brute_force(kind: str, verti
     if not vertices:
         monkeypatch.setattr(exact_milp, "VERTEX_FEATURES", 0)
         monkeypatch.setattr(exact_milp, "SET_QUESTIONS", 0)
-        monkeypatch.setattr(exact_milp, "flipping_point", lambda problem, free, seed=0: None)
+        _no_gradient_search(monkeypatch)
     classes = set()
     for seed in range(9):
         problem = _classifier_problem(300 + seed, True, kind)
@@ -219,7 +230,7 @@ def test_a_wrong_float_lp_gives_no_wrong_proof(kind: str, binary: bool, classes:
     real_new = exact_milp.new_highs
     monkeypatch.setattr(exact_milp, "new_highs", lambda: _WrongHighs(real_new(), rng))
     monkeypatch.setattr(exact_milp, "optimize", lambda model, seconds: SimpleNamespace(values=rng.random(model.shape[1])))
-    monkeypatch.setattr(exact_milp, "flipping_point", lambda problem, free, seed=0: None)  # no gradient help
+    _no_gradient_search(monkeypatch)
     proofs = 0
     for seed in range(6):
         if classes == 1:

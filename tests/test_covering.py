@@ -1,0 +1,144 @@
+"""Minimum AXps by covering the free sets (`solvers.covering`): the colex ranks of k-subsets and
+the marking of every k-subset containing a set, against itertools; the minimum against brute force
+on Boolean cubes (an exact vertex oracle), with levels small enough to cover and with every level
+sent to the implicit hitting-set loop; `at_most`; an oracle point that does not flip gives no
+verdict; questions put off (out of their share of time) are asked again; the batched gradient
+search and shrinking agree with their one-point forms."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+
+import numpy as np
+import pytest
+from cardinal.solvers import covering
+from cardinal.solvers.attack import flipping_point, flipping_points
+from cardinal.solvers.covering import _Level, minimum_by_covering, rank, unrank
+from cardinal.solvers.hitting import OracleTimeout, shrink_points, shrink_witness
+from cardinal.verify.generate import median_threshold, random_network
+
+from cardinal.domain import Domain
+from cardinal.problem import Problem, Status
+
+
+def test_ranks_are_the_colex_order_and_marking_covers_exactly_the_supersets() -> None:
+    rng = np.random.default_rng(3)
+    for n in range(0, 11):
+        for k in range(n + 1):
+            subsets = [sum(1 << i for i in c) for c in itertools.combinations(range(n), k)]
+            colex = sorted(subsets, key=lambda m: sorted((i for i in range(n) if m >> i & 1), reverse=True))
+            assert unrank(np.arange(math.comb(n, k)), n, k).tolist() == colex
+            assert rank(np.array(colex, dtype=np.int64), n, k).tolist() == list(range(len(colex)))
+            level = _Level(n, k)
+            marked = [int(m) for m in rng.integers(0, 1 << n, size=3)] if n else [0]
+            for d in marked:
+                level.mark(d)
+            expected = [any(m & d == d for d in marked) for m in colex]
+            assert (~level.open).tolist() == expected, (n, k, marked)
+
+
+def _cube(seed: int, n: int) -> Problem:
+    rng = np.random.default_rng(seed)
+    net = random_network(rng, n, (8, 6), "relu", monotone=False)
+    X = (rng.random((8, n)) < 0.5).astype(float)
+    return Problem.make(net, X[seed % 8], "abductive", Domain.boolean(n), median_threshold(net, X))
+
+
+def _vertices(problem: Problem) -> tuple[np.ndarray, np.ndarray]:
+    """Every vertex [2^n, n] of the cube and whether it flips exactly [2^n]."""
+    vertices = np.array(list(itertools.product((0.0, 1.0), repeat=problem.n)))
+    return vertices, problem.predictions(vertices) != problem.prediction
+
+
+def _vertex_oracle(problem: Problem):
+    """The exact flip oracle by brute force: a flipping vertex that moves only free features."""
+    vertices, flips = _vertices(problem)
+    moved = vertices != problem.x
+
+    def find_flip(free: frozenset[int], deadline: float) -> np.ndarray | None:
+        fixed = np.array([i not in free for i in range(problem.n)])
+        inside = flips & ~(moved & fixed).any(axis=1)
+        return vertices[int(np.argmax(inside))] if inside.any() else None
+
+    return find_flip
+
+
+def _brute_minimum(problem: Problem) -> int:
+    vertices, flips = _vertices(problem)
+    changed = [frozenset(np.flatnonzero(v != problem.x).tolist()) for v in vertices[flips]]
+    return next(k for k in range(problem.n + 1) for s in itertools.combinations(range(problem.n), k) if all(c & set(s) for c in changed))
+
+
+@pytest.mark.parametrize("cover", [True, False], ids=["covered", "loop"])
+def test_minimum_by_covering_equals_brute_force_on_cubes(cover: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Small enough to cover every level, and with every level too large (the loop takes over
+    from the first maximal non-flipping set)."""
+    if not cover:
+        monkeypatch.setattr(covering, "COVER_SETS", 0)
+    for seed in range(12):
+        problem = _cube(seed, 6 + seed % 4)
+        result = minimum_by_covering(problem, _vertex_oracle(problem), None, math.inf)
+        assert result.status == Status.OPTIMAL, result
+        minimum = _brute_minimum(problem)
+        assert result.solution is not None and len(result.solution) == minimum, (seed, result)
+        assert _vertex_oracle(problem)(frozenset(range(problem.n)) - set(result.solution), math.inf) is None  # an AXp
+        if minimum > 0:
+            below = minimum_by_covering(problem, _vertex_oracle(problem), minimum - 1, math.inf)
+            assert below.status == Status.NONE_WITHIN, (seed, below)
+
+
+def _slow_on_0(problem: Problem, deadline: float, asked: list[tuple[bool, bool]]):
+    """The vertex oracle, except that any question about a set holding feature 0 runs out of a
+    share of time shorter than the whole (`until` < `deadline`)."""
+    exact = _vertex_oracle(problem)
+
+    def find_flip(free: frozenset[int], until: float) -> np.ndarray | None:
+        asked.append((0 in free, until < deadline))
+        if 0 in free and until < deadline:
+            raise OracleTimeout
+        return exact(free, until)
+
+    return find_flip
+
+
+def test_questions_put_off_are_asked_again_and_the_minimum_holds() -> None:
+    """Growing leaves feature 0 out; covering asks the subsets holding it again, without a limit."""
+    for seed in range(6):
+        problem, asked = _cube(seed, 7), []
+        deadline = time.perf_counter() + 3600.0
+        result = minimum_by_covering(problem, _slow_on_0(problem, deadline, asked), None, deadline)
+        assert result.status == Status.OPTIMAL and len(result.solution) == _brute_minimum(problem), (seed, result)
+        assert (True, True) in asked  # some question was put off
+
+
+def test_an_oracle_point_that_does_not_flip_gives_no_verdict() -> None:
+    problem = _cube(1, 6)
+    result = minimum_by_covering(problem, lambda free, deadline: problem.x.copy(), None, math.inf)
+    assert result.status == Status.ERROR and result.solution is None, result
+
+
+def test_batched_search_and_shrinking_agree_with_one_point() -> None:
+    problem = Problem.make(*_box(5))
+    rng = np.random.default_rng(9)
+    movable = rng.random((40, problem.n)) < 0.5
+    points, found = flipping_points(problem, movable, 16)
+    assert found.any() and not found.all()
+    for row, free in enumerate(movable):
+        assert ((points[row] == problem.x) | free).all()
+        assert bool(problem.flips(points[row])) == bool(found[row])
+    first = flipping_point(problem, frozenset(np.flatnonzero(movable[0]).tolist()))  # the same random starts
+    assert (first is None and not found[0]) or (first == points[0]).all()
+    shrunk = shrink_points(problem, points[found])
+    for y, small in zip(points[found], shrunk, strict=True):
+        assert frozenset(np.flatnonzero(small != problem.x).tolist()) == shrink_witness(problem, y)
+        assert problem.flips(small)
+
+
+def _box(seed: int) -> tuple:
+    rng = np.random.default_rng(seed)
+    net = random_network(rng, 10, (16, 16), "relu", monotone=False)
+    X = rng.random((8, 10))
+    x = X[0]
+    return net, x, "abductive", Domain(np.maximum(0, x - 0.2), np.minimum(1, x + 0.2)), median_threshold(net, X)
