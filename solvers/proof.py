@@ -66,6 +66,11 @@ FORMAT = "cardinal.proof/1"
 # set costs the checker an exact evaluation, so a split that closes with a few leaves is cheaper
 # (measured on the quick suite's trained networks: 4 gave the least checking time of 1, 4, 16, 64).
 ALL_SETS = 4
+# With the shortcut, the tree and shortcut-lp take turns within budgets of this many seconds, then
+# 4 times more each round (restarting, so at most about a third is spent on searches given up):
+# each is fast where it applies (measured: 0.001–0.6 s) and slow or failing elsewhere, and a fixed
+# share of a long limit (a quarter of 60 s) wasted 15 s per claim on the quick suite's trained AXps.
+FIRST_BUDGET = 0.5
 # The checker's rational enclosures of sigmoid, tanh and softplus are this wide (relative) at most;
 # the float bound widens every smooth unit by it (softplus's is 2^-40·(1 + value)).
 _SMOOTH_SLACK = 2.0**-36
@@ -93,8 +98,8 @@ def prove(problem: Problem, k: int, deadline: float = math.inf) -> dict[str, Any
 
 def search(problem: Problem, k: int, deadline: float = math.inf, oracle: SetOracle | None = None) -> Proof:
     """`prove`, with the reason when there is no certificate. With the monotone shortcut:
-    `shortcut_tree`, then `shortcut_lp` where it applies (first where k ≥ n/3; the first of the
-    two gets a quarter of the time), then `shortcut_hitting`; the reason names each one's.
+    `shortcut_tree` and `shortcut_lp` where it applies (first where k ≥ n/3) in turns of growing
+    budgets (`FIRST_BUDGET`), then `shortcut_hitting`; the reason names each one's.
     Without the monotone shortcut an AXp claim is proved by witness lemmas
     (`solvers.proof_hitting`, which asks `oracle`, the exact set oracle: None, this process's lent
     one), a CXp claim on a piecewise-linear network (any K; identity, relu, leaky_relu of slope
@@ -111,22 +116,28 @@ def search(problem: Problem, k: int, deadline: float = math.inf, oracle: SetOrac
         bounded = proof_lp.search_lp(problem, k, deadline) if proof_lp.applies(problem) else search_box(problem, k, deadline)
         document = None if bounded.proof is None else _document(problem, k, bounded.proof)
         return Proof(document, bounded.reason, bounded.nodes, time.perf_counter() - started, bounded.counterexample)
-    methods = [shortcut_tree, shortcut_hitting]
+    racing = [shortcut_tree]
     if problem.net.is_piecewise_linear and proof_lp.applies(_line(problem)):  # else shortcut_lp gives none at once
         # measured on the standard suite's relu and leaky_relu records: where k ≥ n/3 (its AXps)
         # LP bounds mostly close the root at once (0.02–0.2 s) and the tree takes seconds or
         # fails; where k < n/3 (its CXps) the tree takes 0.001–0.6 s and LP bounds seconds or fail.
-        # The first of the two gets a quarter of the time, the second the rest.
-        methods.insert(0 if 3 * k >= problem.n else 1, shortcut_lp)
-    reasons, nodes = [], 0
-    for number, method in enumerate(methods):
-        share = started + (deadline - started) / 4 if number == 0 and len(methods) == 3 else deadline
-        found = method(problem, k, share)
-        if found.certificate is not None or found.counterexample is not None:
-            return dataclasses.replace(found, seconds=time.perf_counter() - started)
-        reasons.append(f"{method.__name__.replace('_', '-')}: {found.reason}")
-        nodes += found.nodes
-    return Proof(None, "; ".join(reasons), nodes, time.perf_counter() - started)
+        racing.insert(0 if 3 * k >= problem.n else 1, shortcut_lp)
+    reasons: dict[str, str] = {}
+    nodes, budget = 0, FIRST_BUDGET
+    while racing:  # each in turn, within a budget that grows 4-fold per round; the last one left gets all the time
+        for method in list(racing):
+            found = method(problem, k, deadline if len(racing) == 1 else min(deadline, time.perf_counter() + budget))
+            if found.certificate is not None or found.counterexample is not None:
+                return dataclasses.replace(found, seconds=time.perf_counter() - started)
+            reasons[method.__name__.replace("_", "-")], nodes = found.reason, nodes + found.nodes
+            if found.reason != "deadline" or time.perf_counter() >= deadline:
+                racing.remove(method)  # it failed for good, or the time is up
+        budget *= 4
+    found = shortcut_hitting(problem, k, deadline)  # measured slower than both everywhere: last
+    if found.certificate is not None or found.counterexample is not None:
+        return dataclasses.replace(found, seconds=time.perf_counter() - started)
+    reasons["shortcut-hitting"], nodes = found.reason, nodes + found.nodes
+    return Proof(None, "; ".join(f"{name}: {reason}" for name, reason in reasons.items()), nodes, time.perf_counter() - started)
 
 
 def shortcut_tree(problem: Problem, k: int, deadline: float = math.inf) -> Proof:
