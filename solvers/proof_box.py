@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import itertools
 import time
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -33,24 +32,14 @@ import torch
 
 from .. import checker
 from ..problem import Problem
+from .proof_stop import Searched
 from .proof_stop import Stopped as _Stop
 
 _SLACK = 2.0**-30  # the float screen passes a node its float enclosure misses by this (relative): the exact one decides
 _FEW_STEPS = 2  # a node with at most this many step units across their breakpoint splits on one before cutting a range
 
 
-@dataclass(frozen=True)
-class BoxProof:
-    """What `search_box` gave: the certificate's `proof` object, or None and why (`reason`); the
-    nodes searched; `counterexample`: a CXp of at most k features (the claim is false)."""
-
-    proof: dict[str, Any] | None
-    reason: str
-    nodes: int
-    counterexample: tuple[int, ...] | None = None
-
-
-def search_box(problem: Problem, k: int, deadline: float) -> BoxProof:
+def search_box(problem: Problem, k: int, deadline: float) -> Searched:
     """The `proof` object of a "box-tree" certificate that no CXp of `problem` has at most k
     features, or None and why."""
     search = _Search(problem, k, deadline)
@@ -58,10 +47,10 @@ def search_box(problem: Problem, k: int, deadline: float) -> BoxProof:
     try:
         root = search.node(checker.BoxNode(everything, everything, problem.domain.lower.copy(), problem.domain.upper.copy(), {}))
     except _Stop as stop:
-        return BoxProof(None, str(stop), search.nodes, stop.counterexample)
+        return Searched(None, str(stop), search.nodes, stop.counterexample)
     except RecursionError:
-        return BoxProof(None, "the tree is too deep for this generator", search.nodes)
-    return BoxProof({"method": "box-tree", "root": root}, "proved", search.nodes)
+        return Searched(None, "the tree is too deep for this generator", search.nodes)
+    return Searched({"method": "box-tree", "root": root}, "proved", search.nodes)
 
 
 class _Search:

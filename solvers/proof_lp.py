@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -36,6 +35,7 @@ import scipy.sparse as sp
 
 from .. import checker
 from ..problem import Problem
+from .proof_stop import Searched
 from .proof_stop import Stopped as _Stop
 from .quiet_highs import new_highs
 
@@ -43,17 +43,6 @@ _OPTIONS: dict[str, float | bool | str] = {"output_flag": False, "presolve": "of
 _VIOLATION = 1e-7  # an LP value this far from the ReLU's value (or from an integer) counts for branching
 _ROUNDED = (8, 16, 24, 32)  # the duals also rounded to these many fractional bits: a tie's exact duals are often dyadic
 _Highs = highspy.HighsModelStatus
-
-
-@dataclass(frozen=True)
-class LpProof:
-    """What `search_lp` gave: the certificate's `proof` object, or None and why (`reason`); the
-    nodes searched; `counterexample`: a CXp of at most k features (the claim is false)."""
-
-    proof: dict[str, Any] | None
-    reason: str
-    nodes: int
-    counterexample: tuple[int, ...] | None = None
 
 
 def applies(problem: Problem) -> bool:
@@ -66,7 +55,7 @@ def applies(problem: Problem) -> bool:
     )
 
 
-def search_lp(problem: Problem, k: int, deadline: float) -> LpProof:
+def search_lp(problem: Problem, k: int, deadline: float) -> Searched:
     """The `proof` object of an "lp-tree" certificate that no CXp of `problem` has at most k
     features, or None and why."""
     domain = problem.domain
@@ -80,16 +69,16 @@ def search_lp(problem: Problem, k: int, deadline: float) -> LpProof:
         try:
             trees[rival] = search.node({}, {})
         except _Stop as stop:
-            return LpProof(None, str(stop), nodes + search.nodes, stop.counterexample)
+            return Searched(None, str(stop), nodes + search.nodes, stop.counterexample)
         except RecursionError:
-            return LpProof(None, "the tree is too deep for this generator", nodes + search.nodes)
+            return Searched(None, "the tree is too deep for this generator", nodes + search.nodes)
         finally:
             search.highs.clear()
         nodes += search.nodes
     if problem.classes == 1:
-        return LpProof({"method": "lp-tree", "root": trees[relaxation.rivals[0]]}, "proved", nodes)
+        return Searched({"method": "lp-tree", "root": trees[relaxation.rivals[0]]}, "proved", nodes)
     rivals = [trees.get(j) for j in range(problem.classes)]  # null at p(x)
-    return LpProof({"method": "lp-tree", "root": {"rivals": rivals}}, "proved", nodes)
+    return Searched({"method": "lp-tree", "root": {"rivals": rivals}}, "proved", nodes)
 
 
 class _Search:
