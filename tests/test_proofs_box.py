@@ -170,6 +170,19 @@ def test_smooth_certificates_on_a_real_box_are_accepted_and_every_tampering_is_r
     assert _rejected(abductive, network)
 
 
+def _certify_cube(cube: Problem, tmp_path: Path, folder: Path, capsys: pytest.CaptureFixture) -> dict:
+    """`cardinal certify --binary --kind contrastive --proof FOLDER` on the cube problem's network
+    and its one input; the result line (the command must exit 0)."""
+    network, inputs, out = tmp_path / "net.json", tmp_path / "x.csv", tmp_path / "out.jsonl"
+    network.write_text(json.dumps(cube.net.to_json()))
+    inputs.write_text(",".join(map(str, cube.x)) + "\n")
+    code = main(["certify", str(network), "--inputs", str(inputs), "--binary", "--kind", "contrastive",
+                 "--proof", str(folder), "--out", str(out)])  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    (line,) = [json.loads(text) for text in out.read_text().splitlines()]
+    return line
+
+
 def test_solve_minimum_and_certify_write_box_certificates(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     """End to end: the exact engine's minimum of a K = 3 step network on a real box, and
     `cardinal certify --proof` on a tanh network's Boolean cube (minimum 2), carry box-tree certificates
@@ -179,14 +192,8 @@ def test_solve_minimum_and_certify_write_box_certificates(tmp_path: Path, capsys
     assert outcome.status == "optimal" and "certificate:" in outcome.message, outcome.message
     assert json.loads((tmp_path / "one.json").read_text())["proof"]["method"] == "box-tree"
     assert main(["proof", "check", str(tmp_path / "one.json")]) == 0
-    cube = _cube(0, 3, "tanh", (6,))
-    network, inputs, folder = tmp_path / "net.json", tmp_path / "x.csv", tmp_path / "proofs"
-    network.write_text(json.dumps(cube.net.to_json()))
-    inputs.write_text(",".join(map(str, cube.x)) + "\n")
-    code = main(["certify", str(network), "--inputs", str(inputs), "--binary", "--kind", "contrastive",
-                 "--proof", str(folder), "--out", str(tmp_path / "out.jsonl")])  # fmt: skip
-    assert code == 0, capsys.readouterr().err
-    (line,) = [json.loads(text) for text in (tmp_path / "out.jsonl").read_text().splitlines()]
+    folder = tmp_path / "proofs"
+    line = _certify_cube(_cube(0, 3, "tanh", (6,)), tmp_path, folder, capsys)
     assert line["minimum_proved"] and line["proof"]["accepted"], line
     assert json.loads((folder / line["proof"]["file"]).read_text())["proof"]["method"] == "box-tree"
     assert main(["proof", "check", str(folder / line["proof"]["file"])]) == 0
@@ -198,13 +205,7 @@ def test_certify_proves_none_exists_on_a_network_without_the_shortcut(tmp_path: 
     'nothing smaller' claim" before)."""
     cube = _cube(2, 3, "sigmoid", (6,))
     assert vertex_minimum(cube) is None
-    network, inputs, folder = tmp_path / "net.json", tmp_path / "x.csv", tmp_path / "proofs"
-    network.write_text(json.dumps(cube.net.to_json()))
-    inputs.write_text(",".join(map(str, cube.x)) + "\n")
-    code = main(["certify", str(network), "--inputs", str(inputs), "--binary", "--kind", "contrastive",
-                 "--proof", str(folder), "--out", str(tmp_path / "out.jsonl")])  # fmt: skip
-    assert code == 0, capsys.readouterr().err
-    (line,) = [json.loads(text) for text in (tmp_path / "out.jsonl").read_text().splitlines()]
+    line = _certify_cube(cube, tmp_path, tmp_path / "proofs", capsys)
     assert line["verdict"] == "exact_only" and line["certified"] and line["minimum"] is None
     assert line["proof"]["claim"] == {"none_exists": True} and line["proof"]["accepted"], line
     assert "1 certificate(s)" in capsys.readouterr().err
