@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from .. import checker
 from ..domain import Domain
 from ..io import write_atomic
 from ..network import Network
@@ -71,6 +72,8 @@ ALL_SETS = 4
 # each is fast where it applies (measured: 0.001–0.6 s) and slow or failing elsewhere, and a fixed
 # share of a long limit (a quarter of 60 s) wasted 15 s per claim on the quick suite's trained AXps.
 FIRST_BUDGET = 0.5
+# The layers of networks whose tree nodes the checker's linear bound may close (leaf "linear").
+LINEAR_LAYERS = ("identity", "relu", "leaky_relu", "hardtanh")
 # The checker's rational enclosures of sigmoid, tanh and softplus are this wide (relative) at most;
 # the float bound widens every smooth unit by it (softplus's is 2^-40·(1 + value)).
 _SMOOTH_SLACK = 2.0**-36
@@ -306,6 +309,17 @@ class _Tree:
         for layer in reversed(problem.net.layers[1:]):
             sensitivity = sensitivity @ np.abs(layer.weight)
         self.shares = sensitivity @ np.abs(self.bound.moves)
+        self.linear = _linear_bound(problem, k)
+
+    def closes(self, chosen: np.ndarray, open_: np.ndarray, budget: int) -> dict[str, Any] | None:
+        """A leaf "bound" or "linear" when that bound closes the node, else None."""
+        if self.bound.closes(chosen, open_, budget):
+            return {"leaf": "bound"}
+        if self.linear is None:
+            return None
+        if self.linear.linear_closes(frozenset(np.flatnonzero(chosen).tolist()), np.flatnonzero(open_).tolist()):
+            return {"leaf": "linear"}
+        return None
 
     def valid_sets(self, masks: np.ndarray) -> np.ndarray:
         """masks [B, n] bool → [B] bool: each set an explanation, judged exactly; a valid set of at
@@ -333,8 +347,8 @@ class _Tree:
         allowed = ~excluded
         if not self.valid_sets(allowed[None, :])[0]:
             return _invalid(allowed)
-        if self.bound.closes(chosen, allowed & ~chosen, budget):
-            return {"leaf": "bound"}
+        if (leaf := self.closes(chosen, allowed & ~chosen, budget)) is not None:
+            return leaf
         free = np.flatnonzero(allowed & ~chosen)
         probes = np.repeat(allowed[None, :], len(free) + 1, axis=0)
         probes[np.arange(1, len(free) + 1), free] = False
@@ -357,8 +371,8 @@ class _Tree:
         known not to close): a bound leaf, a leaf "all" when small, else a split on the open
         feature of largest share."""
         open_ = ~excluded & ~chosen
-        if not bounded and self.bound.closes(chosen, open_, budget):
-            return {"leaf": "bound"}
+        if not bounded and (leaf := self.closes(chosen, open_, budget)) is not None:
+            return leaf
         free = np.flatnonzero(open_)
         size = min(budget, len(free))
         count = math.comb(len(free), size)
@@ -373,6 +387,15 @@ class _Tree:
         inside[feature] = True
         outside[feature] = True
         return {"split": feature, "in": self.node(inside, excluded), "out": self.node(chosen, outside)}
+
+
+def _linear_bound(problem: Problem, k: int) -> checker.Shortcut | None:
+    """The checker's own shortcut, whose exact linear bound closes leaves "linear", on networks
+    of identity, relu, leaky_relu and hardtanh layers (else None)."""
+    if not all(layer.activation.name in LINEAR_LAYERS for layer in problem.net.layers):
+        return None
+    threshold = float(problem.threshold)
+    return checker.Shortcut.of(problem.net.to_json(), problem.base.tolist(), problem.target.tolist(), problem.goal, threshold, k)
 
 
 # ---------------------------------------------------------------------------- invalid sets, hitting tree

@@ -263,3 +263,69 @@ def test_malformed_certificates_are_errors_not_rejections() -> None:
     good = json.loads(json.dumps({"format": "x"}))
     with pytest.raises(checker.CertificateError):
         checker.check(good)
+
+
+def _sign_monotone_case(seed: int, activation: str | dict) -> tuple[Network, Problem, int]:
+    """A sign-monotone network of 7 features (two hidden layers, 5 and 4 units; the first two
+    features decreasing), an input, a kind, and the true minimum size minus one (brute force)."""
+    rng = np.random.default_rng(seed)
+    n = 7
+    first = rng.uniform(0, 1, (5, n)) * np.where(np.arange(n) < 2, -1.0, 1.0)
+    net = _net(
+        [first.round(3).tolist(), rng.uniform(0, 1, (4, 5)).round(3).tolist(), rng.uniform(0, 1, (1, 4)).round(3).tolist()],
+        [rng.uniform(-1, 0.5, 5).round(3).tolist(), rng.uniform(-1, 0.5, 4).round(3).tolist(), [0.0]],
+        activation,
+    )
+    x = rng.uniform(0, 1, n).round(3)
+    output = float(net.forward(x))
+    kind = "contrastive" if seed % 2 else "abductive"
+    problem = Problem.make(net, x, kind, Domain.unit(n), output - 0.2 if seed % 3 else output + 0.2)
+    sizes = [len(s) for s in _valid_sets(problem)]
+    return net, problem, (min(sizes) if sizes else n + 1) - 1
+
+
+LINEAR_ACTIVATIONS = ["relu", {"name": "leaky_relu", "slope": 0.25}, {"name": "hardtanh", "min": -1.0, "max": 0.75}]
+
+
+@pytest.mark.parametrize("activation", LINEAR_ACTIVATIONS, ids=["relu", "leaky_relu", "hardtanh"])
+def test_the_linear_bound_closes_no_node_that_holds_an_explanation(activation: str | dict) -> None:
+    """Against brute force (every set of at most k features judged by `cardinal.exact`): on random
+    nodes of sign-monotone networks, the leaf "linear" closes only nodes without an explanation,
+    and it closes many of the others, more than the interval bound."""
+    closed = interval = 0
+    for seed in range(6):
+        net, problem, _ = _sign_monotone_case(seed, activation)
+        valid = _valid_sets(problem)
+        rng = np.random.default_rng(seed)
+        for k in range(problem.n):
+            shortcut = checker.Shortcut.of(net.to_json(), problem.base.tolist(), problem.target.tolist(), problem.goal, problem.threshold, k)
+            for _ in range(4):
+                order = rng.permutation(problem.n).tolist()
+                cut, stop = int(rng.integers(0, min(k, 2) + 1)), int(rng.integers(0, 3))
+                chosen, excluded = order[:cut], order[cut : cut + stop]
+                allowed = frozenset(range(problem.n)) - set(excluded)
+                holds = any(s >= set(chosen) and s <= allowed and len(s) <= k for s in valid)
+                open_ = sorted(allowed - set(chosen))
+                if shortcut.linear_closes(frozenset(chosen), open_):
+                    assert not holds, (seed, k, chosen, excluded)
+                    closed += 1
+                    interval += shortcut.bound_closes(frozenset(chosen), open_)
+    assert closed >= 40 and interval < closed, (closed, interval)
+
+
+@pytest.mark.parametrize("activation", LINEAR_ACTIVATIONS, ids=["relu", "leaky_relu", "hardtanh"])
+def test_a_linear_leaf_proves_true_claims_and_a_raised_claim_is_rejected_naming_the_node(activation: str | dict) -> None:
+    """A certificate whose tree is one leaf "linear": accepted only for true claims (brute force),
+    for some of them at least; with the claim raised to the true minimum, rejected at that leaf."""
+    accepted = 0
+    for seed in range(12):
+        net, problem, k = _sign_monotone_case(seed, activation)
+        if k < 0:
+            continue
+        certificate = _certificate(net, problem, k, {"leaf": "linear"})
+        accepted += checker.check(certificate).accepted  # true claims: may be accepted (the bound is not complete)
+        if k + 1 <= problem.n:
+            certificate["claim"] = {"no_explanation_within": k + 1}
+            report = checker.check(certificate)
+            assert not report.accepted and "the node with in [], out []: leaf 'linear'" in report.message, report.message
+    assert accepted >= 3

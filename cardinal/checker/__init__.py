@@ -45,7 +45,7 @@ from .exact import (
 )
 from .hitting import _hitting
 from .lp import LpRelaxation
-from .shortcut import MAX_ALL_SETS, check_shortcut
+from .shortcut import MAX_ALL_SETS, Shortcut, check_shortcut
 
 __all__ = [
     "FORMAT",
@@ -56,6 +56,7 @@ __all__ = [
     "CertificateError",
     "LpRelaxation",
     "Report",
+    "Shortcut",
     "check",
     "network_sha256",
 ]

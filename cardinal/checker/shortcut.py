@@ -11,8 +11,9 @@ import math
 from fractions import Fraction
 from typing import Any
 
-from .exact import CertificateError, _index, _Layer, _Net, _predict, _Rejected, _scaled
+from .exact import CertificateError, _index, _Layer, _Net, _predict, _Rejected, _scaled, network_sha256
 from .hitting import _walk_hitting
+from .linear import LinearBound
 from .lp import LpRelaxation
 
 MAX_ALL_SETS = 4096  # a leaf "all" evaluates at most this many sets
@@ -42,7 +43,7 @@ def check_shortcut(
     ends = zip(x, directions, towards_low, lower, upper, strict=True)
     counter = [x_i if d == 0 else lo if down else hi for x_i, d, down, lo, hi in ends]
     base, target, goal = (x, counter, 1 - prediction) if kind == "contrastive" else (counter, x, prediction)
-    state = _Problem(net, base, target, goal, threshold, k)
+    state = Shortcut(net, base, target, goal, threshold, k)
     if method == "shortcut-hitting":
         leaves = _walk_hitting(_invalid_sets(state, proof.get("lemmas"), n), proof.get("root"), k)
     elif method == "shortcut-lp":
@@ -73,7 +74,7 @@ def _sign(value: Fraction) -> int:
     return 1 if value > 0 else -1
 
 
-class _Problem:
+class Shortcut:
     """The shortcut of one certificate: base, target and goal (docs/proofs.md), and the first
     layer's moves d_ji = W₁[j,i]·(target_i − base_i) kept as integers for the node bounds."""
 
@@ -87,6 +88,20 @@ class _Problem:
         self.moves = [flat[j * n : (j + 1) * n] for j in range(len(moves))]  # [unit][feature] × 2^-shift
         rows = zip(layer.weight, layer.bias, strict=True)
         self.centres = [bias + sum(w * b for w, b in zip(row, base, strict=True) if w) for row, bias in rows]
+        self._linear: LinearBound | None = None
+
+    @classmethod
+    def of(cls, network: Any, base: list[float], target: list[float], goal: int, threshold: float, k: int) -> Shortcut:
+        """The shortcut of a problem given as doubles (as `BoxTree.of`): what cardinal's generator
+        closes its leaves "linear" with."""
+        exact = [[Fraction(v) for v in values] for values in (base, target)]
+        return cls(_Net(network_sha256(network)[1]), *exact, goal, Fraction(threshold), k)
+
+    def linear_closes(self, chosen: frozenset[int], open_: list[int]) -> bool:
+        """The budgeted linear bound (`linear`): no set of the node reaches the goal."""
+        if self._linear is None:
+            self._linear = LinearBound(self.net, self.centres, self.moves, self.shift, self.goal, self.threshold)
+        return self._linear.closes(chosen, open_, self.k - len(chosen))
 
     def valid(self, chosen: frozenset[int]) -> bool:
         """Whether y(chosen) is an explanation (rejects when its enclosure straddles t)."""
@@ -109,7 +124,7 @@ class _Problem:
         return f_high[0] <= self.threshold if self.goal == 1 else f_low[0] > self.threshold
 
 
-def _walk(state: _Problem, root: Any, n: int) -> int:
+def _walk(state: Shortcut, root: Any, n: int) -> int:
     """Check every leaf of the tree (iteratively: trees may be deep); returns the leaf count."""
     stack: list[tuple[Any, frozenset[int], frozenset[int]]] = [(root, frozenset(), frozenset())]
     leaves = 0
@@ -146,6 +161,9 @@ def _walk(state: _Problem, root: Any, n: int) -> int:
         elif leaf == "bound":
             if not state.bound_closes(chosen, open_):
                 raise _Rejected(f"{where}: leaf 'bound', but the interval bound does not close it")
+        elif leaf == "linear":
+            if len(chosen) > state.k or not state.linear_closes(chosen, open_):
+                raise _Rejected(f"{where}: leaf 'linear', but the linear bound does not close it")
         elif leaf == "all":
             size = min(state.k - len(chosen), len(open_))
             if size < 0 or math.comb(len(open_), size) > MAX_ALL_SETS:
@@ -158,7 +176,7 @@ def _walk(state: _Problem, root: Any, n: int) -> int:
     return leaves
 
 
-def _invalid_sets(state: _Problem, lemmas: Any, n: int) -> list[frozenset[int]]:
+def _invalid_sets(state: Shortcut, lemmas: Any, n: int) -> list[frozenset[int]]:
     """Method "shortcut-hitting": each lemma is a set T that is no explanation along the shortcut
     (one exact evaluation of y(T)); validity is closed upwards, so every explanation has a feature
     outside T. Returns those complements D = [n] − T, for the hitting tree."""
@@ -174,7 +192,7 @@ def _invalid_sets(state: _Problem, lemmas: Any, n: int) -> list[frozenset[int]]:
     return sets
 
 
-def _shortcut_lp(state: _Problem, root: Any) -> int:
+def _shortcut_lp(state: Shortcut, root: Any) -> int:
     """Method "shortcut-lp": the points y(S) are the binary box with ends base_i and target_i, and S
     is an explanation iff y(S) is predicted `goal`; with p(base) ≠ goal, that makes S a CXp of base
     in that box, which an lp-tree from base rules out within k. Returns the leaf count."""
