@@ -311,15 +311,21 @@ class _Tree:
         self.shares = sensitivity @ np.abs(self.bound.moves)
         self.linear = _linear_bound(problem, k)
 
-    def closes(self, chosen: np.ndarray, open_: np.ndarray, budget: int) -> dict[str, Any] | None:
-        """A leaf "bound" or "linear" when that bound closes the node, else None."""
+    def closes(self, chosen: np.ndarray, open_: np.ndarray, budget: int) -> tuple[dict[str, Any] | None, np.ndarray]:
+        """A leaf "bound" or "linear" when that bound closes the node (else None), and the open
+        features' shares [n] to split on: where the linear bound applies, each one's coefficient
+        in the output's form that failed to close (how far it can carry f towards the goal), else
+        the static `shares`."""
         if self.bound.closes(chosen, open_, budget):
-            return {"leaf": "bound"}
+            return {"leaf": "bound"}, self.shares
         if self.linear is None:
-            return None
-        if self.linear.linear_closes(frozenset(np.flatnonzero(chosen).tolist()), np.flatnonzero(open_).tolist()):
-            return {"leaf": "linear"}
-        return None
+            return None, self.shares
+        closed, form = self.linear.linear_bound(frozenset(np.flatnonzero(chosen).tolist()), np.flatnonzero(open_).tolist())
+        if closed:
+            return {"leaf": "linear"}, self.shares
+        shares = np.zeros(self.problem.n)
+        shares[open_] = np.array([float(c) for c in form]) * (1.0 if self.problem.goal == 1 else -1.0)
+        return None, shares
 
     def valid_sets(self, masks: np.ndarray) -> np.ndarray:
         """masks [B, n] bool → [B] bool: each set an explanation, judged exactly; a valid set of at
@@ -347,32 +353,35 @@ class _Tree:
         allowed = ~excluded
         if not self.valid_sets(allowed[None, :])[0]:
             return _invalid(allowed)
-        if (leaf := self.closes(chosen, allowed & ~chosen, budget)) is not None:
+        leaf, shares = self.closes(chosen, allowed & ~chosen, budget)
+        if leaf is not None:
             return leaf
         free = np.flatnonzero(allowed & ~chosen)
         probes = np.repeat(allowed[None, :], len(free) + 1, axis=0)
         probes[np.arange(1, len(free) + 1), free] = False
         forced = free[~self.valid_sets(probes)[1:]].tolist()[: budget + 1]
         if not forced:
-            return self._rest(chosen, excluded, budget)
+            return self._rest(chosen, excluded, budget, shares)
         # a chain of splits on the forced features, each out-child invalid; a size leaf at its end
         # when they exceed the budget, else the node with them all in (the same allowed set)
         inside = chosen.copy()
         inside[forced] = True
-        tail = {"leaf": "size"} if len(forced) > budget else self._rest(inside, excluded, budget - len(forced), bounded=False)
+        tail = {"leaf": "size"} if len(forced) > budget else self._rest(inside, excluded, budget - len(forced))
         for feature in reversed(forced):
             out = allowed.copy()
             out[feature] = False
             tail = {"split": feature, "in": tail, "out": _invalid(out)}
         return tail
 
-    def _rest(self, chosen: np.ndarray, excluded: np.ndarray, budget: int, bounded: bool = True) -> dict[str, Any]:
-        """A node whose allowed set is valid and has no forced feature (`bounded`: its bound is
-        known not to close): a bound leaf, a leaf "all" when small, else a split on the open
-        feature of largest share."""
+    def _rest(self, chosen: np.ndarray, excluded: np.ndarray, budget: int, shares: np.ndarray | None = None) -> dict[str, Any]:
+        """A node whose allowed set is valid and has no forced feature (`shares`: its bounds are
+        known not to close, and these are its shares from `closes`): a bound leaf, a leaf "all"
+        when small, else a split on the open feature of largest share."""
         open_ = ~excluded & ~chosen
-        if not bounded and (leaf := self.closes(chosen, open_, budget)) is not None:
-            return leaf
+        if shares is None:
+            leaf, shares = self.closes(chosen, open_, budget)
+            if leaf is not None:
+                return leaf
         free = np.flatnonzero(open_)
         size = min(budget, len(free))
         count = math.comb(len(free), size)
@@ -382,7 +391,7 @@ class _Tree:
                 sets[row, list(subset)] = True
             self.valid_sets(sets)  # a valid one ends the search
             return {"leaf": "all"}
-        feature = int(free[np.argmax(self.shares[free])])
+        feature = int(free[np.argmax(shares[free])])
         inside, outside = chosen.copy(), excluded.copy()
         inside[feature] = True
         outside[feature] = True

@@ -110,8 +110,8 @@ def test_true_claims_get_accepted_certificates_and_false_ones_none(activation: A
 
 
 def _rich() -> tuple[Problem, dict[str, Any]]:
-    """A generated certificate with splits and every kind of leaf (its seed found by a search over
-    networks built as `_network` builds them, then fixed)."""
+    """A generated certificate with splits (its seed found by a search over networks built as
+    `_network` builds them, then fixed; relu units: every method applies)."""
     rng = np.random.default_rng(95)
     net = _network(rng, 10, (6, 4), "relu")
     problem = Problem.make(net, rng.uniform(0, 1, 10).round(3), "abductive", Domain.unit(10), 0.489)
@@ -120,8 +120,20 @@ def _rich() -> tuple[Problem, dict[str, Any]]:
     return problem, certificate
 
 
+def _rich_tree() -> tuple[Problem, dict[str, Any]]:
+    """A generated certificate with splits and every kind of leaf but "linear" (sigmoid units,
+    which it does not take; found as `_rich` was): no CXp within 6, minimum 7."""
+    rng = np.random.default_rng(137)
+    net = _network(rng, 10, (6, 4), "sigmoid")
+    x = rng.uniform(0, 1, 10).round(3)
+    problem = Problem.make(net, x, "contrastive", Domain.unit(10), round(float(rng.uniform(0.2, 0.8)), 3))
+    certificate = shortcut_tree(problem, 6).certificate
+    assert certificate is not None
+    return problem, certificate
+
+
 def test_the_generated_trees_use_every_kind_of_step() -> None:
-    problem, certificate = _rich()
+    problem, certificate = _rich_tree()
     assert _minimum(problem) == 7
     kinds = collections.Counter(leaf["leaf"] for leaf in _leaves(certificate["proof"]["root"]))
     assert set(kinds) == {"size", "invalid", "bound", "all"}
@@ -133,7 +145,7 @@ def _splits(node: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def test_every_tampering_of_a_generated_certificate_is_rejected() -> None:
-    problem, certificate = _rich()
+    problem, certificate = _rich_tree()
     document = problem.net.to_json()
 
     def rejected(change, network: dict[str, Any] | None = None) -> bool:
@@ -158,11 +170,11 @@ def test_every_tampering_of_a_generated_certificate_is_rejected() -> None:
     for kind in ("size", "bound"):  # a leaf claimed where it does not hold (a root "all" would be a proof: 210 sets)
         assert rejected(lambda c, kind=kind: c["proof"].update(root={"leaf": kind}))
     # the same certificate held against another input, threshold, box or network
-    assert rejected(lambda c: c["problem"].update(x=[min(1.0, v + 0.3) for v in c["problem"]["x"]]))
-    assert rejected(lambda c: c["problem"].update(threshold=0.2))
+    assert rejected(lambda c: c["problem"].update(x=[max(0.0, v - 0.3) for v in c["problem"]["x"]]))
+    assert rejected(lambda c: c["problem"].update(threshold=0.55))
     assert rejected(lambda c: c["problem"].update(upper=[0.5] * problem.n))
     other = copy.deepcopy(document)
-    other["layers"][0]["weight"][0][0] += 0.5
+    other["layers"][-1]["bias"][0] -= 0.1
     assert rejected(lambda c: None, other)  # its SHA-256 differs
     assert rejected(lambda c: c["problem"].update(network_sha256=checker.network_sha256(other)[0]), other)
 
@@ -480,3 +492,56 @@ def test_proof_time_limit_bounds_each_certificate_search(tmp_path: Path, capsys:
     assert code == 0 and not list(folder.glob("*.proof.json"))
     assert main(["certify", str(network), "--inputs", str(inputs), "--proof", str(folder), "--proof-time-limit", "0"]) == 2
     assert "--proof-time-limit" in capsys.readouterr().err
+
+
+def test_a_generator_that_lies_about_linear_leaves_gets_no_false_certificate_past_the_checker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A generator whose every node claims the leaf "linear" (a deliberately wrong decision): on
+    false claims (an explanation of at most k features exists, brute force) it writes certificates,
+    and the checker rejects every one, at a leaf "linear"; on true ones it accepts only what holds."""
+    from cardinal.solvers import proof
+
+    monkeypatch.setattr(proof._Tree, "closes", lambda self, chosen, open_, budget: ({"leaf": "linear"}, self.shares))
+    written = 0
+    for seed in range(8):
+        for activation in ("relu", {"name": "leaky_relu", "slope": 0.2}, {"name": "hardtanh", "min": 0.0, "max": 0.8}):
+            problem = _case(seed, activation, seed % 2 == 0)
+            m = _minimum(problem)
+            for k in range(problem.n + 1):
+                certificate = shortcut_tree(problem, k).certificate
+                if certificate is None:
+                    continue
+                written += 1
+                report = checker.check(certificate, problem.net.to_json())
+                if m is not None and k >= m:  # false: rejected, at a leaf "linear"
+                    assert not report.accepted and "leaf 'linear'" in report.message, report.message
+    assert written > 50
+
+
+def test_every_tampering_of_a_certificate_with_linear_leaves_is_rejected() -> None:
+    """A relu network's tree with leaves "linear" (no CXp within 3, minimum 4; found as `_rich`)."""
+    rng = np.random.default_rng(0)
+    net = _network(rng, 10, (6, 4), "relu")
+    x = rng.uniform(0, 1, 10).round(3)
+    problem = Problem.make(net, x, "contrastive", Domain.unit(10), round(float(rng.uniform(0.2, 0.8)), 3))
+    assert _minimum(problem) == 4
+    certificate = shortcut_tree(problem, 3).certificate
+    assert certificate is not None
+    document = net.to_json()
+    assert checker.check(certificate, document).accepted
+    linear = [leaf for leaf in _leaves(certificate["proof"]["root"]) if leaf["leaf"] == "linear"]
+    assert linear and "split" in certificate["proof"]["root"]
+
+    def rejection(change, network: dict[str, Any] | None = None) -> str:
+        tampered = copy.deepcopy(certificate)
+        change(tampered)
+        report = checker.check(tampered, network or document)
+        assert not report.accepted
+        return report.message
+
+    assert "the node with in" in rejection(lambda c: c["claim"].update(no_explanation_within=4))  # raised by one
+    assert "the node with in [], out []: leaf 'linear'" in rejection(lambda c: c["proof"].update(root={"leaf": "linear"}))
+    first = next(i for i, leaf in enumerate(_leaves(certificate["proof"]["root"])) if leaf["leaf"] == "linear")
+    assert "leaf 'bound'" in rejection(lambda c: _leaves(c["proof"]["root"])[first].update(leaf="bound"))  # the interval bound does not close it
+    other = copy.deepcopy(document)
+    other["layers"][-1]["bias"][0] -= 0.2  # f lower: a CXp of fewer features
+    assert "the node with in" in rejection(lambda c: c["problem"].update(network_sha256=checker.network_sha256(other)[0]), other)

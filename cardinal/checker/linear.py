@@ -45,81 +45,103 @@ def _grid(value: Fraction, upward: bool) -> int:
 
 
 class LinearBound:
-    """The bound of one shortcut: `centres` [w₀] (the first layer at base, exact) and `moves`
-    [w₀][n] (d_ji = W₁[j,i]·(target_i − base_i), integers × 2^-`shift`)."""
+    """The bound along one shortcut: `base`, `target` [n]; `moves` [w₀][n] (d_ji = W₁[j,i]·(target_i
+    − base_i), integers × 2^-`shift`); `monotone` [layer][unit]: +1 where the unit's pre-activation
+    is non-decreasing in each s_i along the shortcut, −1 non-increasing, 0 neither (the sign analysis)."""
 
     def __init__(
-        self, net: _Net, centres: list[Fraction], moves: list[list[int]], shift: int, goal: int, threshold: Fraction
-    ) -> None:
+        self, net: _Net, base: list[Fraction], target: list[Fraction], moves: list[list[int]], shift: int,
+        monotone: list[list[int]],
+    ) -> None:  # fmt: skip
         for number, layer in enumerate(net.layers):
             if layer.name not in _KINKS:
                 raise _Rejected(f"leaf 'linear': layer {number} is {layer.name}, not identity, relu, leaky_relu or hardtanh")
-        self.net, self.centres, self.moves, self.shift = net, centres, moves, shift
-        self.goal, self.threshold = goal, threshold
+        self.net, self.base, self.target, self.moves, self.shift, self.monotone = net, base, target, moves, shift, monotone
 
-    def closes(self, chosen: frozenset[int], open_: list[int], budget: int) -> bool:
-        """Whether no set of in = `chosen` plus `budget` (or all, if fewer) of `open_` reaches the goal."""
+    def bound(self, chosen: frozenset[int], open_: list[int], budget: int, goal: int, threshold: Fraction) -> tuple[bool, Form]:
+        """Whether no set of in = `chosen` plus `budget` (or all, if fewer) of `open_` reaches `goal`
+        (f > `threshold` for goal 1, f ≤ it for 0), and the coefficients of the output's form that
+        decides it (upper for goal 1, lower for goal 0) [open], × 2^-BITS."""
         r = min(budget, len(open_))
-        upper, lower = self._first(chosen, open_)
+        floor = self._pre_activations(chosen)  # each unit between its values at y(in) and y(in ∪ open)
+        ceiling = self._pre_activations(chosen | frozenset(open_))
+        upper, lower = self._first(floor[0], open_)
         lines: list[Lines] = []  # the previous layer's units' lines
         for number, layer in enumerate(self.net.layers):
             if number:
                 upper, lower = self._affine(number, lines, upper, lower)
             lows = [form[-1] + sum(sorted(form[:-1])[:r]) for form in lower]
             highs = [form[-1] + sum(sorted(form[:-1], reverse=True)[:r]) for form in upper]
+            for unit, direction in enumerate(self.monotone[number]):
+                if direction:
+                    ends = sorted((floor[number][unit], ceiling[number][unit]))
+                    lows[unit], highs[unit] = max(lows[unit], _grid(ends[0], False)), min(highs[unit], _grid(ends[1], True))
             if number == len(self.net.layers) - 1:
                 break
             kinks = [Fraction(0) if name == "zero" else layer.params[name] for name in _KINKS[layer.name]]
             lines = [_lines(self.net, number, kinks, low, high) for low, high in zip(lows, highs, strict=True)]
         scale = Fraction(1, 1 << BITS)
-        if self.goal == 1:  # an explanation needs f > t
-            return self.net.activate(number, [], [scale * highs[0]])[1][0] <= self.threshold
-        return self.net.activate(number, [scale * lows[0]], [])[0][0] > self.threshold
+        if goal == 1:  # an explanation needs f > t
+            return self.net.activate(number, [], [scale * highs[0]])[1][0] <= threshold, upper[0][:-1]
+        return self.net.activate(number, [scale * lows[0]], [])[0][0] > threshold, lower[0][:-1]
 
-    def _first(self, chosen: frozenset[int], open_: list[int]) -> tuple[list[Form], list[Form]]:
-        """The first layer's pre-activations as forms over s: exact, then rounded outwards."""
+    def _pre_activations(self, chosen: frozenset[int]) -> list[list[Fraction]]:
+        """Every layer's pre-activations [layer][unit] at y(chosen), exact."""
+        z = [t if i in chosen else b for i, (b, t) in enumerate(zip(self.base, self.target, strict=True))]
+        every = []
+        for number in range(len(self.net.layers)):
+            h = self.net.affine(number, z, z)[0]
+            every.append(h)
+            z = self.net.activate(number, h, h)[0]
+        return every
+
+    def _first(self, centres: list[Fraction], open_: list[int]) -> tuple[list[Form], list[Form]]:
+        """The first layer's pre-activations as forms over s: `centres` (its values at y(in)) plus
+        the open features' moves, exact, then rounded outwards."""
         upper, lower = [], []
         grow = BITS - self.shift
-        for centre, moves in zip(self.centres, self.moves, strict=True):
-            fixed = centre + Fraction(sum(moves[i] for i in chosen), 1 << self.shift)
+        for centre, moves in zip(centres, self.moves, strict=True):
             coefficients = [moves[i] << grow if grow >= 0 else moves[i] for i in open_]
             if grow >= 0:
-                upper.append([*coefficients, _grid(fixed, True)])
-                lower.append([*coefficients, _grid(fixed, False)])
+                upper.append([*coefficients, _grid(centre, True)])
+                lower.append([*coefficients, _grid(centre, False)])
             else:
-                upper.append([*(_up(c, -grow) for c in coefficients), _grid(fixed, True)])
-                lower.append([*(_down(c, -grow) for c in coefficients), _grid(fixed, False)])
+                upper.append([*(_up(c, -grow) for c in coefficients), _grid(centre, True)])
+                lower.append([*(_down(c, -grow) for c in coefficients), _grid(centre, False)])
         return upper, lower
 
     def _affine(self, number: int, lines: list[Lines], upper: list[Form], lower: list[Form]) -> tuple[list[Form], list[Form]]:
-        """Layer `number`'s pre-activations as forms, from the previous layer's forms and the lines
-        (upper slope, upper offset, lower slope, lower offset) of its units."""
+        """Layer `number`'s pre-activations as forms, from the previous layer's forms and its units'
+        lines: u′ = W⁺·(a ⊙ u + β) + W⁻·(a′ ⊙ l + β′) + b, l′ = W⁺·(a′ ⊙ l + β′) + W⁻·(a ⊙ u + β) + b."""
         positive, negative, shift = self.net.scaled[number]
-        bias = self.net.layers[number].bias
-        upper_columns = list(zip(*upper, strict=True))
-        lower_columns = list(zip(*lower, strict=True))
+        a_up, b_up, a_low, b_low = (list(column) for column in zip(*lines, strict=True))
+        up_columns, low_columns = list(zip(*upper, strict=True)), list(zip(*lower, strict=True))
+        scale = BITS + shift  # a weight × a slope × a coefficient is × 2^-(2·BITS + shift)
         new_upper, new_lower = [], []
-        total = 2 * BITS + shift  # a weight × a slope × a coefficient
-        for p_row, q_row, b in zip(positive, negative, bias, strict=True):
-            # z ≤ a·form + c with a ≥ 0: the upper form of z is a·(upper form) + c, the lower one likewise
-            up_z = [p * a_up for p, (a_up, _, _, _) in zip(p_row, lines, strict=True)]
-            low_z = [q * a_low for q, (_, _, a_low, _) in zip(q_row, lines, strict=True)]
-            up_rows = [(p * a_low) for p, (_, _, a_low, _) in zip(p_row, lines, strict=True)]
-            low_rows = [(q * a_up) for q, (a_up, _, _, _) in zip(q_row, lines, strict=True)]
-            high = [_dot(up_z, u) + _dot(low_z, v) for u, v in zip(upper_columns, lower_columns, strict=True)]
-            low = [_dot(up_rows, v) + _dot(low_rows, u) for u, v in zip(upper_columns, lower_columns, strict=True)]
-            high_offset = sum(p * c_up for p, (_, c_up, _, _) in zip(p_row, lines, strict=True) if p)
-            high_offset += sum(q * c_low for q, (_, _, _, c_low) in zip(q_row, lines, strict=True) if q)
-            low_offset = sum(p * c_low for p, (_, _, _, c_low) in zip(p_row, lines, strict=True) if p)
-            low_offset += sum(q * c_up for q, (_, c_up, _, _) in zip(q_row, lines, strict=True) if q)
-            high[-1] += high_offset << BITS
-            low[-1] += low_offset << BITS
-            new_upper.append([_up(v, total - BITS) for v in high[:-1]] + [_up(high[-1], total - BITS) + _grid(b, True)])
-            new_lower.append([_down(v, total - BITS) for v in low[:-1]] + [_down(low[-1], total - BITS) + _grid(b, False)])
+        for p, q, bias in zip(positive, negative, self.net.layers[number].bias, strict=True):
+            high = _combine(_times(p, a_up), up_columns, _times(q, a_low), low_columns)
+            low = _combine(_times(p, a_low), low_columns, _times(q, a_up), up_columns)
+            high[-1] += (_dot(p, b_up) + _dot(q, b_low)) << BITS
+            low[-1] += (_dot(p, b_low) + _dot(q, b_up)) << BITS
+            new_upper.append([_up(v, scale) for v in high])
+            new_upper[-1][-1] += _grid(bias, True)
+            new_lower.append([_down(v, scale) for v in low])
+            new_lower[-1][-1] += _grid(bias, False)
         return new_upper, new_lower
 
 
-def _dot(row: list[int], values: tuple[int, ...]) -> int:
+def _times(row: list[int], slopes: list[int]) -> list[int]:
+    return [w * a for w, a in zip(row, slopes, strict=True)]
+
+
+def _combine(first: list[int], columns: list[tuple[int, ...]], second: list[int], others: list[tuple[int, ...]]) -> list[int]:
+    """Per column i: first · columns[i] + second · others[i] (the second left out when all zero)."""
+    if not any(second):
+        return [_dot(first, column) for column in columns]
+    return [_dot(first, column) + _dot(second, other) for column, other in zip(columns, others, strict=True)]
+
+
+def _dot(row: list[int], values: tuple[int, ...] | list[int]) -> int:
     return sum(w * v for w, v in zip(row, values, strict=True) if w)
 
 

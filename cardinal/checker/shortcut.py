@@ -54,10 +54,17 @@ def check_shortcut(
 
 
 def _directions(layers: list[_Layer]) -> list[int]:
-    """Each input's sign at the output: +1, −1, 0 (no influence), or 2 (mixed), by propagating the
-    signs of the weights through non-decreasing activations."""
+    """Each input's sign at the output: +1, −1, 0 (no influence), or 2 (mixed)."""
+    return _signs(layers)[-1][0]
+
+
+def _signs(layers: list[_Layer]) -> list[list[list[int]]]:
+    """Per layer, each unit's pre-activation's sign in each input [unit][input]: +1, −1, 0 (no
+    influence), or 2 (mixed), by propagating the signs of the weights through non-decreasing
+    activations."""
     n = len(layers[0].weight[0])
     signs = [[1 if i == j else 0 for j in range(n)] for i in range(n)]  # [unit][input]
+    every = []
     for layer in layers:
         new = []
         for row in layer.weight:
@@ -67,11 +74,19 @@ def _directions(layers: list[_Layer]) -> list[int]:
                 unit.append(0 if not seen else 2 if 2 in seen or seen == {1, -1} else seen.pop())
             new.append(unit)
         signs = new
-    return signs[0]
+        every.append(signs)
+    return every
 
 
 def _sign(value: Fraction) -> int:
     return 1 if value > 0 else -1
+
+
+def _monotone(signs: list[int], moving: list[int]) -> int:
+    """A unit's direction along the shortcut from its signs [input] and the moves' signs: +1
+    non-decreasing in each selection s_i, −1 non-increasing, 0 neither (or unknown)."""
+    effects = {2 if sign == 2 else sign * move for sign, move in zip(signs, moving, strict=True) if sign and move}
+    return -1 if effects == {-1} else 0 if effects - {1} else 1
 
 
 class Shortcut:
@@ -99,9 +114,15 @@ class Shortcut:
 
     def linear_closes(self, chosen: frozenset[int], open_: list[int]) -> bool:
         """The budgeted linear bound (`linear`): no set of the node reaches the goal."""
+        return self.linear_bound(chosen, open_)[0]
+
+    def linear_bound(self, chosen: frozenset[int], open_: list[int]) -> tuple[bool, list[int]]:
+        """`linear_closes`, and the output's form over the open features (`LinearBound.bound`)."""
         if self._linear is None:
-            self._linear = LinearBound(self.net, self.centres, self.moves, self.shift, self.goal, self.threshold)
-        return self._linear.closes(chosen, open_, self.k - len(chosen))
+            moving = [_sign(t - b) if t != b else 0 for b, t in zip(self.base, self.target, strict=True)]
+            monotone = [[_monotone(unit, moving) for unit in layer] for layer in _signs(self.net.layers)]
+            self._linear = LinearBound(self.net, self.base, self.target, self.moves, self.shift, monotone)
+        return self._linear.bound(chosen, open_, self.k - len(chosen), self.goal, self.threshold)
 
     def valid(self, chosen: frozenset[int]) -> bool:
         """Whether y(chosen) is an explanation (rejects when its enclosure straddles t)."""
