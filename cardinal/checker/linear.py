@@ -147,19 +147,23 @@ def _dot(row: list[int], values: tuple[int, ...] | list[int]) -> int:
 
 def _lines(net: _Net, number: int, kinks: list[Fraction], low: int, high: int) -> Lines:
     """The lines of one unit of layer `number` over its range [low, high] (× 2^-BITS): (upper
-    slope, upper offset, lower slope, lower offset), each × 2^-BITS. Upper slope: the chord's;
-    lower slope: that of σ's piece at the range's middle; both rounded down onto the grid (any
-    slope ≥ 0 is valid). Offsets: max (min) of σ(p) − a·p over the ends and the kinks inside."""
+    slope, upper offset, lower slope, lower offset), each × 2^-BITS. Each slope is the chord's or
+    that of σ's piece at the range's middle, rounded down onto the grid (any slope ≥ 0 is
+    valid), with the offset that makes its line valid: max (upper) or min (lower) of σ(p) − a·p
+    over the ends and the kinks inside; of the two lines, the one nearer σ at the middle."""
     scale = Fraction(1, 1 << BITS)
     points = sorted({scale * low, scale * high, *(c for c in kinks if scale * low < c < scale * high)})
     values = net.activate(number, points, points)[0]  # piecewise linear: exact
     if len(points) == 1:
         return 0, _grid(values[0], True), 0, _grid(values[0], False)
-    chord = (values[-1] - values[0]) / (points[-1] - points[0])
     middle = (points[0] + points[-1]) / 2
     piece = next(i for i in range(len(points) - 1) if points[i + 1] >= middle)
-    tangent = (values[piece + 1] - values[piece]) / (points[piece + 1] - points[piece])
-    a_up, a_low = _grid(chord, False), _grid(tangent, False)
-    up_offset = max(v - scale * a_up * p for p, v in zip(points, values, strict=True))
-    low_offset = min(v - scale * a_low * p for p, v in zip(points, values, strict=True))
-    return a_up, _grid(up_offset, True), a_low, _grid(low_offset, False)
+    slopes = [_grid((values[j] - values[i]) / (points[j] - points[i]), False) for i, j in ((0, -1), (piece, piece + 1))]
+
+    def line(upper: bool) -> tuple[int, int]:
+        offsets = [(max if upper else min)(v - scale * a * p for p, v in zip(points, values, strict=True)) for a in slopes]
+        at_middle = [scale * a * middle + b for a, b in zip(slopes, offsets, strict=True)]
+        best = at_middle.index(min(at_middle) if upper else max(at_middle))
+        return slopes[best], _grid(offsets[best], upper)
+
+    return *line(True), *line(False)
