@@ -9,9 +9,10 @@ is exact; through a unit, σ lies below an upper line and above a lower line ove
 inside: valid by construction, as σ is linear between those points); the next layer takes the
 upper form through its positive weights and the lower one through its negative ones. A form's
 range over the sets that matter (|s| = r exactly, below) is its constant plus its r largest (r
-smallest) coefficients. Every number is an integer multiple of 2^-`BITS`, each rounded outwards
-(a form's coefficient up in an upper form, down in a lower one: s ≥ 0), so the integers stay
-small; nothing is a float.
+smallest) coefficients; a unit that the sign analysis finds monotone along the shortcut also lies
+between its exact values at y(in) and y(in ∪ open), which cuts that range. Every number is an
+integer multiple of 2^-`BITS`, each rounded outwards (a form's coefficient up in an upper form,
+down in a lower one: s ≥ 0), so the integers stay small; nothing is a float.
 
 Validity is closed upwards along the shortcut, so a node has a set of at most k features that is
 an explanation iff it has one with min(k − |in|, |open|) open features: the bounds range over
