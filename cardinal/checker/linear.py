@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from .exact import _Net, _Rejected
+from .exact import _Net, _Rejected, _scaled
 
 BITS = 64  # the grid: every bound, slope, offset and coefficient is a multiple of 2^-BITS
 _KINKS = {"identity": (), "relu": ("zero",), "leaky_relu": ("zero",), "hardtanh": ("min", "max")}
@@ -157,14 +157,17 @@ def _lines(net: _Net, number: int, kinks: list[Fraction], low: int, high: int) -
     values = net.activate(number, points, points)[0]  # piecewise linear: exact
     if len(points) == 1:
         return 0, _grid(values[0], True), 0, _grid(values[0], False)
-    middle = (points[0] + points[-1]) / 2
-    piece = next(i for i in range(len(points) - 1) if points[i + 1] >= middle)
-    slopes = [_grid((values[j] - values[i]) / (points[j] - points[i]), False) for i, j in ((0, -1), (piece, piece + 1))]
+    ints, shift = _scaled(points + values)  # every one × 2^-shift, exactly
+    p, v = ints[: len(points)], ints[len(points) :]
+    piece = next(i for i in range(len(p) - 1) if 2 * p[i + 1] >= p[0] + p[-1])
+    slopes = [((v[j] - v[i]) << BITS) // (p[j] - p[i]) for i, j in ((0, -1), (piece, piece + 1))]
+    # σ(p) − a·p per slope and point, × 2^-(shift + BITS)
+    gaps = [[(value << BITS) - a * point for point, value in zip(p, v, strict=True)] for a in slopes]
 
     def line(upper: bool) -> tuple[int, int]:
-        offsets = [(max if upper else min)(v - scale * a * p for p, v in zip(points, values, strict=True)) for a in slopes]
-        at_middle = [scale * a * middle + b for a, b in zip(slopes, offsets, strict=True)]
+        offsets = [max(row) if upper else min(row) for row in gaps]
+        at_middle = [a * (p[0] + p[-1]) + 2 * b for a, b in zip(slopes, offsets, strict=True)]
         best = at_middle.index(min(at_middle) if upper else max(at_middle))
-        return slopes[best], _grid(offsets[best], upper)
+        return slopes[best], _up(offsets[best], shift) if upper else _down(offsets[best], shift)
 
     return *line(True), *line(False)
