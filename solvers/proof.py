@@ -2,9 +2,9 @@
 whose trees `cardinal.checker` checks on its own.
 
 Where the monotone shortcut holds there are three methods; `search` tries the tree and
-`shortcut_lp` in turn (see there). The first, `shortcut_tree`, searches, depth first, a tree over the nodes (in, out) of the
-shortcut's sets (`Problem.base` moved to `Problem.target` on a set S reaches `Problem.goal` iff S
-is an explanation; validity is closed upwards). A node's sets are `in ∪ T`, T ⊆ open, |in ∪ T| ≤ k;
+`shortcut_lp` (see there). The first, `shortcut_tree`, searches, depth first, a tree over the
+nodes (in, out) of the shortcut's sets (`Problem.base` moved to `Problem.target` on a set S
+reaches `Problem.goal` iff S is an explanation; validity is closed upwards). A node's sets are `in ∪ T`, T ⊆ open, |in ∪ T| ≤ k;
 its *allowed* set is `in ∪ open`. Each node closes, in this order, by
 
 1. *size*: more than k features are in;
@@ -106,9 +106,9 @@ def prove(problem: Problem, k: int, deadline: float = math.inf) -> dict[str, Any
 def search(problem: Problem, k: int, deadline: float = math.inf, oracle: SetOracle | None = None) -> Proof:
     """`prove`, with the reason when there is no certificate. With the monotone shortcut:
     `shortcut_tree` for `FIRST_BUDGET` seconds, `shortcut_lp` where it applies for `LP_BUDGET`,
-    then `shortcut_tree` until the deadline; the reason names each one's. (`shortcut_hitting` is not tried: it made no
-    certificate on the quick and standard suites, and the tree's linear leaves close what it
-    was last tried for.)
+    then `shortcut_tree` until the deadline; the reason names each one's. (`shortcut_hitting` is
+    not tried: it made no certificate on the quick and standard suites, and the tree's linear
+    leaves close what it was last tried for.)
     Without the monotone shortcut an AXp claim is proved by witness lemmas
     (`solvers.proof_hitting`, which asks `oracle`, the exact set oracle: None, this process's lent
     one), a CXp claim on a piecewise-linear network (any K; identity, relu, leaky_relu of slope
@@ -127,8 +127,9 @@ def search(problem: Problem, k: int, deadline: float = math.inf, oracle: SetOrac
         return Proof(document, bounded.reason, bounded.nodes, time.perf_counter() - started, bounded.counterexample)
     # measured on 14 standard-suite relu, leaky_relu and hardtanh records of 24–40 features drawn at
     # random: the tree, with its linear leaves, closed all 14 in 0.02–0.56 s, LP bounds 8 (0.01–1.8
-    # s) and reached 10 s on 6; on the 11 claims the last standard run left uncertified the tree
-    # needs 2–40 s and LP bounds close none. So: the tree briefly, LP bounds briefly, the tree again.
+    # s) and reached 10 s on 6; the 11 claims the last standard run left uncertified (LP bounds
+    # reached 60 s on each) the tree closes in 1.5–15 s. So: the tree briefly, LP bounds briefly,
+    # the tree again.
     turns: list[tuple[Callable[[Problem, int, float], Proof], float]] = [(shortcut_tree, FIRST_BUDGET)]
     if problem.net.is_piecewise_linear and proof_lp.applies(_line(problem)):  # else shortcut_lp gives none at once
         turns.append((shortcut_lp, LP_BUDGET))
