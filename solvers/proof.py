@@ -1,8 +1,8 @@
 """Certificates of "no explanation within k": the generator of `cardinal.proof/1` (docs/proofs.md),
 whose trees `cardinal.checker` checks on its own.
 
-Where the monotone shortcut holds there are three methods; `search` tries the tree and
-`shortcut_lp` (see there). The first, `shortcut_tree`, searches, depth first, a tree over the
+Where the monotone shortcut holds there are two methods; `search` tries both (see there). The
+first, `shortcut_tree`, searches, depth first, a tree over the
 nodes (in, out) of the shortcut's sets (`Problem.base` moved to `Problem.target` on a set S
 reaches `Problem.goal` iff S is an explanation; validity is closed upwards). A node's sets are `in ∪ T`, T ⊆ open, |in ∪ T| ≤ k;
 its *allowed* set is `in ∪ open`. Each node closes, in this order, by
@@ -23,14 +23,8 @@ bound's output form at the node, where that bound applies, else `_Tree.shares` (
 Every judgement is exact (`Problem.predictions`, via `BoundedForward.decide`); a set of at most k
 features found valid ends the search (the claim is false), and so does an undecided judgement (a
 smooth enclosure straddling t) and the deadline: `search` says which, `prove` returns None. The
-other two:
-
-- `shortcut_hitting`: the implicit hitting-set loop over the shortcut (`_invalid_sets`): a minimum
-  hitting set of at most k features of the sets D found so far (`hitting.HittingSets`), judged
-  exactly — valid ends the search (the claim is false) — and grown to a maximal invalid set T
-  (`_grown`), whose complement D = [n] − T every explanation meets; then `hitting_tree`.
-- `shortcut_lp`: the lp-tree of `solvers.proof_lp` for the shortcut as a CXp problem (`_line`:
-  base in the binary box of base and target).
+other, `shortcut_lp`, is the lp-tree of `solvers.proof_lp` for the shortcut as a CXp problem
+(`_line`: base in the binary box of base and target).
 
 `certificate_file` and `write_certificate` name and write a certificate and its network
 (`networks/SHA256.json`, once per folder) through `cardinal.io`'s safe writers.
@@ -59,10 +53,9 @@ from ..network import Network
 from ..problem import Kind, Problem
 from ..rounding import SAFETY, TINY, UNIT_ROUNDOFF, gamma
 from . import proof_lp
-from .hitting import HittingSets
 from .oracle import SetOracle
 from .proof_box import search_box
-from .proof_hitting import hitting_tree, search_hitting
+from .proof_hitting import search_hitting
 from .proof_stop import Stopped as _Stop
 
 FORMAT = "cardinal.proof/1"
@@ -106,9 +99,7 @@ def prove(problem: Problem, k: int, deadline: float = math.inf) -> dict[str, Any
 def search(problem: Problem, k: int, deadline: float = math.inf, oracle: SetOracle | None = None) -> Proof:
     """`prove`, with the reason when there is no certificate. With the monotone shortcut:
     `shortcut_tree` for `FIRST_BUDGET` seconds, `shortcut_lp` where it applies for `LP_BUDGET`,
-    then `shortcut_tree` until the deadline; the reason names each one's. (`shortcut_hitting` is
-    not tried: it made no certificate on the quick and standard suites, and the tree's linear
-    leaves close what it was last tried for.)
+    then `shortcut_tree` until the deadline; the reason names each one's.
     Without the monotone shortcut an AXp claim is proved by witness lemmas
     (`solvers.proof_hitting`, which asks `oracle`, the exact set oracle: None, this process's lent
     one), a CXp claim on a piecewise-linear network (any K; identity, relu, leaky_relu of slope
@@ -161,20 +152,6 @@ def shortcut_tree(problem: Problem, k: int, deadline: float = math.inf) -> Proof
         return Proof(None, str(stop), tree.nodes, time.perf_counter() - started, stop.counterexample)
     document = _document(problem, k, {"method": "shortcut-tree", "root": root})
     return Proof(document, "proved", tree.nodes, time.perf_counter() - started)
-
-
-def shortcut_hitting(problem: Problem, k: int, deadline: float = math.inf) -> Proof:
-    """A "shortcut-hitting" certificate (the monotone shortcut holds), or none and why; `nodes`:
-    the lemmas found."""
-    started = time.perf_counter()
-    tree = _Tree(problem, k, deadline)  # its exact judgements and share hint
-    try:
-        lemmas, sets = _invalid_sets(tree)
-        root = hitting_tree(sets, k, deadline)
-    except _Stop as stop:
-        return Proof(None, str(stop), tree.nodes, time.perf_counter() - started, stop.counterexample)
-    document = _document(problem, k, {"method": "shortcut-hitting", "lemmas": lemmas, "root": root})
-    return Proof(document, "proved", len(lemmas), time.perf_counter() - started)
 
 
 def shortcut_lp(problem: Problem, k: int, deadline: float = math.inf) -> Proof:
@@ -409,52 +386,6 @@ def _linear_bound(problem: Problem, k: int) -> checker.Shortcut | None:
         return None
     threshold = float(problem.threshold)
     return checker.Shortcut.of(problem.net.to_json(), problem.base.tolist(), problem.target.tolist(), problem.goal, threshold, k)
-
-
-# ---------------------------------------------------------------------------- invalid sets, hitting tree
-def _invalid_sets(tree: _Tree) -> tuple[list[list[int]], list[frozenset[int]]]:
-    """The lemmas of a "shortcut-hitting" certificate: invalid sets T [features], and their
-    complements D = [n] − T [features], which every explanation meets, until no set of at most k
-    features meets every D (the implicit hitting-set loop of the module docstring). Raises `_Stop`
-    (the claim is false: a valid hitting set of at most k features; undecided; the deadline)."""
-    n, k = tree.problem.n, tree.k
-    order = np.argsort(tree.shares, kind="stable")  # the smallest share first: the least likely to make T valid
-    lemmas: list[list[int]] = []
-    complements: list[frozenset[int]] = []
-    with HittingSets(n) as found:
-        while (candidate := found.minimum(k)) is not None:
-            if time.perf_counter() > tree.deadline:
-                raise _Stop("deadline")
-            tree.nodes += 1
-            invalid = _grown(tree, np.isin(np.arange(n), sorted(candidate)), order)
-            lemmas.append(np.flatnonzero(invalid).tolist())
-            complements.append(frozenset(np.flatnonzero(~invalid).tolist()))
-            if invalid.all():  # D = ∅: nothing is an explanation; no clause for the MaxSAT solver
-                break
-            found.add(complements[-1])
-    return lemmas, complements
-
-
-def _grown(tree: _Tree, chosen: np.ndarray, order: np.ndarray) -> np.ndarray:
-    """A maximal invalid set [n] bool containing `chosen` (a hitting set of at most k features,
-    judged here: valid ends the search): first every feature that alone makes `chosen` valid is
-    dropped (validity is closed upwards, so it stays so), then, in `order`, the longest prefix of
-    the rest that keeps the set invalid is added and the feature after it dropped, until none is
-    left. Each round is one batch of exact judgements."""
-    rest = order[~chosen[order]]
-    probes = np.repeat(chosen[None, :], len(rest) + 1, axis=0)
-    probes[np.arange(1, len(rest) + 1), rest] = True
-    rest = rest[~tree.valid_sets(probes)[1:]]
-    invalid = chosen.copy()
-    while len(rest):
-        probes = np.repeat(invalid[None, :], len(rest), axis=0)
-        rows, columns = np.tril_indices(len(rest))
-        probes[rows, rest[columns]] = True  # row j: the first j + 1 of the rest added
-        valid = tree.valid_sets(probes)
-        kept = int(np.argmax(valid)) if valid.any() else len(rest)  # validity rises along the prefixes
-        invalid[rest[:kept]] = True
-        rest = rest[kept + 1 :]
-    return invalid
 
 
 def _invalid(allowed: np.ndarray) -> dict[str, Any]:

@@ -6,17 +6,16 @@ cardinal, only Python's standard library and its own files, and evaluates the ne
 own exact arithmetic. What it trusts: Python (integers, `fractions`, `json`, `hashlib`), the network it is
 given (checked against the certificate's SHA-256), and the argument written in docs/proofs.md,
 one per method: "shortcut-tree", the monotone shortcut on a sign-monotone network (which it checks
-itself) and interval arithmetic; "shortcut-hitting", the same shortcut's invalid sets and a
-hitting-set tree; "shortcut-lp", the same shortcut and an lp-tree over the box of its points;
-"witness-hitting" (AXps of any network), points that change the prediction and a hitting-set
-tree; "lp-tree" (CXps of relu, leaky_relu and hardtanh networks,
-K ≥ 1), its own LP relaxation (`LpRelaxation`, the reference encoding) and weak duality, in
+itself), interval arithmetic and layer-by-layer linear bounds; "shortcut-lp", the same shortcut
+and an lp-tree over the box of its points; "witness-hitting" (AXps of any network), points that
+change the prediction and a hitting-set tree; "lp-tree" (CXps of relu, leaky_relu and hardtanh
+networks, K ≥ 1), its own LP relaxation (`LpRelaxation`, the reference encoding) and weak duality, in
 rationals; "box-tree" (CXps of any network, K ≥ 1), interval evaluation over boxes of the input
 (`BoxTree`).
 
 Files: `exact` (the network, its exact evaluation and enclosures, the prediction rule — every
-method rests on it), then one file per method family: `shortcut` (shortcut-tree, -hitting, -lp),
-`hitting` (witness-hitting and the hitting tree), `lp` (lp-tree), `box` (box-tree). To audit one
+method rests on it), then one file per method family: `shortcut` (shortcut-tree, shortcut-lp; with `linear`, the tree's
+leaf "linear"), `hitting` (witness-hitting and the hitting tree), `lp` (lp-tree), `box` (box-tree). To audit one
 certificate, read this file, `exact` and its method's file.
 
 `check(certificate, network)` returns a `Report` (accepted or the first step that fails, with the
@@ -103,7 +102,7 @@ def _check(problem: dict, claim: dict, proof: dict, digest: str, layers: list[_L
         k = claim["no_explanation_within"]
     else:
         raise CertificateError("claim must be {'no_explanation_within': k} (0 ≤ k ≤ n) or, contrastive, {'none_exists': true}")
-    if proof.get("method") not in ("shortcut-tree", "shortcut-hitting", "shortcut-lp", "witness-hitting", "lp-tree", "box-tree"):
+    if proof.get("method") not in ("shortcut-tree", "shortcut-lp", "witness-hitting", "lp-tree", "box-tree"):
         raise CertificateError(f"unknown proof method {proof.get('method')!r}")
     if problem.get("network_sha256") != digest:
         raise _Rejected(f"the network's SHA-256 is {digest}, the certificate is about {problem.get('network_sha256')!r}")

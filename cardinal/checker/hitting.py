@@ -1,5 +1,5 @@
-"""Method "witness-hitting" (AXps of any network the checker evaluates) and the hitting-set tree
-that "shortcut-hitting" shares: points that change the prediction, and counting."""
+"""Method "witness-hitting" (AXps of any network the checker evaluates) and its hitting-set tree:
+points that change the prediction, and counting."""
 
 from __future__ import annotations
 

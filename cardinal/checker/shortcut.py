@@ -1,8 +1,8 @@
-"""Methods "shortcut-tree", "shortcut-hitting" and "shortcut-lp" (docs/proofs.md): either kind
+"""Methods "shortcut-tree" and "shortcut-lp" (docs/proofs.md): either kind
 on a sign-monotone network with one output. The checker's own sign analysis finds each
 feature's direction; along the shortcut, base moved to target on a set S reaches the goal iff S is
-an explanation, and validity is closed upwards. Trusts `exact` (evaluation), `hitting` (the hitting
-tree) and `lp` (LP bounds over the shortcut's binary box)."""
+an explanation, and validity is closed upwards. Trusts `exact` (evaluation), `linear` (the leaf
+"linear") and `lp` (LP bounds over the shortcut's binary box)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from fractions import Fraction
 from typing import Any
 
 from .exact import CertificateError, _index, _Layer, _Net, _predict, _Rejected, _scaled, network_sha256
-from .hitting import _walk_hitting
 from .linear import LinearBound
 from .lp import LpRelaxation
 
@@ -30,7 +29,7 @@ def check_shortcut(
     k: int,
     proof: dict,
 ) -> tuple[int, int]:
-    """Methods "shortcut-tree", "shortcut-hitting" and "shortcut-lp": the network must be
+    """Methods "shortcut-tree" and "shortcut-lp": the network must be
     sign-monotone with one output (its own sign analysis). Returns (leaves, evaluations)."""
     lower, upper, _ = box
     n = len(x)
@@ -44,9 +43,7 @@ def check_shortcut(
     counter = [x_i if d == 0 else lo if down else hi for x_i, d, down, lo, hi in ends]
     base, target, goal = (x, counter, 1 - prediction) if kind == "contrastive" else (counter, x, prediction)
     state = Shortcut(net, base, target, goal, threshold, k)
-    if method == "shortcut-hitting":
-        leaves = _walk_hitting(_invalid_sets(state, proof.get("lemmas"), n), proof.get("root"), k)
-    elif method == "shortcut-lp":
+    if method == "shortcut-lp":
         leaves = _shortcut_lp(state, proof.get("root"))
     else:
         leaves = _walk(state, proof.get("root"), n)
@@ -195,22 +192,6 @@ def _walk(state: Shortcut, root: Any, n: int) -> int:
         else:
             raise CertificateError(f"{where}: unknown leaf {leaf!r}")
     return leaves
-
-
-def _invalid_sets(state: Shortcut, lemmas: Any, n: int) -> list[frozenset[int]]:
-    """Method "shortcut-hitting": each lemma is a set T that is no explanation along the shortcut
-    (one exact evaluation of y(T)); validity is closed upwards, so every explanation has a feature
-    outside T. Returns those complements D = [n] − T, for the hitting tree."""
-    if not isinstance(lemmas, list):
-        raise CertificateError("proof.lemmas must be a list")
-    sets = []
-    for number, lemma in enumerate(lemmas):
-        if not isinstance(lemma, list) or not all(_index(i, n) for i in lemma):
-            raise CertificateError(f"lemma {number}: must be a list of feature indices")
-        if state.valid(frozenset(lemma)):
-            raise _Rejected(f"lemma {number}: {sorted(lemma)} is an explanation, not an invalid set")
-        sets.append(frozenset(range(n)) - frozenset(lemma))
-    return sets
 
 
 def _shortcut_lp(state: Shortcut, root: Any) -> int:
