@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -32,23 +30,14 @@ from .attack import flipping_point
 from .guard import lent
 from .hitting import HittingSets, shrink_witness
 from .oracle import SetOracle
+from .proof_stop import Searched
 from .proof_stop import Stopped as _Stop
 
 
-@dataclass(frozen=True)
-class Hitting:
-    """What `search_hitting` gave: the certificate's `proof` object, or None and why (`reason`);
-    the number of lemmas found; `counterexample`: an AXp of at most k features (the claim is false)."""
-
-    proof: dict[str, Any] | None
-    reason: str
-    lemmas: int
-    counterexample: tuple[int, ...] | None = None
-
-
-def search_hitting(problem: Problem, k: int, deadline: float, oracle: SetOracle | None = None) -> Hitting:
+def search_hitting(problem: Problem, k: int, deadline: float, oracle: SetOracle | None = None) -> Searched:
     """The `proof` object of a "witness-hitting" certificate that no AXp of `problem` has at most k
-    features, or None and why. `oracle`: the exact set oracle to ask (None: this process's lent one)."""
+    features, or None and why; its `nodes`: the lemmas found. `oracle`: the exact set oracle to ask
+    (None: this process's lent one)."""
     sets: list[frozenset[int]] = []
     lemmas: list[list[list[float]]] = []  # each: the [feature, value] pairs where its point leaves x
     try:
@@ -65,8 +54,8 @@ def search_hitting(problem: Problem, k: int, deadline: float, oracle: SetOracle 
                 lemmas.append([[i, float(y[i])] for i in sorted(changed)])
         root = hitting_tree(sets, k, deadline)
     except _Stop as stop:
-        return Hitting(None, str(stop), len(sets), stop.counterexample)
-    return Hitting({"method": "witness-hitting", "lemmas": lemmas, "root": root}, "proved", len(sets))
+        return Searched(None, str(stop), len(sets), stop.counterexample)
+    return Searched({"method": "witness-hitting", "lemmas": lemmas, "root": root}, "proved", len(sets))
 
 
 def _flip(problem: Problem, free: frozenset[int], deadline: float, oracle: SetOracle) -> np.ndarray | None:

@@ -19,8 +19,9 @@ class Stopped(Exception):
 
 @dataclass(frozen=True)
 class Searched:
-    """What a tree search gave: the certificate's `proof` object, or None and why (`reason`); the
-    nodes searched; `counterexample`: an explanation of at most k features (the claim is false)."""
+    """What a search gave: the certificate's `proof` object, or None and why (`reason`); the
+    nodes searched (witness-hitting: the lemmas found); `counterexample`: an explanation of at most
+    k features (the claim is false)."""
 
     proof: dict[str, Any] | None
     reason: str
