@@ -7,7 +7,7 @@ exactly:
 
 - *Interval pass* (float64, every bound rounded outwards with a rigorous error term, the
   convention of `cardinal.bounds`): each unit's pre-activation h over the box lies in [h_lo,
-  h_hi], and each *keep score* s_r (below) in [s_lo, s_hi]. A box whose every s_hi is on the keep
+  h_hi], and each *keep score* s_r (below) is at most s_hi. A box whose every s_hi is on the keep
   side holds no flip: closed.
 - *Affine boxes*: where every hidden unit is stable (h_lo ≥ 0 or h_hi ≤ 0), the network is one
   affine map on the box, so each score is affine there and is largest at the vertex that the
@@ -15,19 +15,20 @@ exactly:
   coordinate whose sign that bound leaves open takes both ends). Those vertices are judged in
   exact arithmetic (`Problem.predictions`): one that flips is the answer; none closes the box.
 - Otherwise the box is cut in two at the midpoint of the free feature of largest width × share
-  (its first-layer weights through |W_L|···|W_2|); the centre of each open box is tried first
-  (float score, then exact judgement).
+  (its first-layer weights through |W_L|···|W_2|, a float hint that orders the search); the
+  centre of each box left open is judged exactly first.
 
 The keep scores say what p(y) = p(x) = c means: K = 1, c = 0: f − t ≤ 0; c = 1: t − f < 0;
 K ≥ 2: f_j − f_c < 0 for j < c and ≤ 0 for j > c (ties go to the lowest index), one row per
 rival j.
 
 So "no flip" rests on rigorous bounds and exact judgements of vertices, and a flip on an exact
-judgement of its point; nothing a float computation got wrong can close a box that holds a flip
-(a wrong bound could only be larger). The work grows with the number of linear regions the box
-meets, exponentially with the free features: made for the 1–3 features of a small CXp's
-subsets (`solvers.levels`), where the exact MILP's flip search spends most of its time building
-its model.
+judgement of its point; the one float hint, the shares, only orders the search. The work grows
+with the number of linear regions the box meets, exponentially with the free features: made for
+the 1–4 features of a small CXp's subsets (`solvers.levels`: the 3,276 3-feature subsets of a
+28-feature 32 × 32 network at radius 0.2 in 0.65 s, searched together, where the exact MILP's
+flip search takes 0.13 s per subset). From 5 free features on, the same network's
+questions ran past 100,000 boxes where the MILP answered in 0.2–1.5 s.
 """
 
 from __future__ import annotations
@@ -161,12 +162,11 @@ class BoxSplitter:
             points[affine[hits]], flipped[affine[hits]] = vertices[hits], True
             open_rows[affine[closed | hits]] = False
         rows = np.flatnonzero(open_rows)
-        if len(rows):  # the centres of the boxes left: a float hint, judged exactly
+        if len(rows):  # the centres of the boxes left open, judged exactly: a flip found early
             centres = np.clip(lo[rows] + (hi[rows] - lo[rows]) / 2, lo[rows], hi[rows])
             predicted = self.problem.predictions(centres)
-            hits = rows[(predicted >= 0) & (predicted != self.problem.prediction)]
-            points[hits], flipped[hits] = centres[(predicted >= 0) & (predicted != self.problem.prediction)], True
-            open_rows[hits] = False
+            at = (predicted >= 0) & (predicted != self.problem.prediction)
+            points[rows[at]], flipped[rows[at]], open_rows[rows[at]] = centres[at], True, False
         return points, flipped, open_rows
 
     def _interval(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
