@@ -53,10 +53,10 @@ proves NONE_EXISTS (measured: 0.5 s where the search for a minimum, seeded by a 
 Where the size bound k still sought is small (C(n, k) ≤ `SET_QUESTIONS`: k = 1 at 28
 features, k ≤ 2 at 16), a CXp search is decided set by set instead: a CXp of size ≤ k exists
 iff some set of exactly k features is one, each set one flip question (`_by_small_sets`).
-On ReLU networks over a continuous box, after the float MILP's seed, the levels below the
-cutoff are asked bottom up, each subset by input splitting (`solvers.levels`, `_by_levels`):
-a level that flips gives the minimum, and the levels proved become the search's *floor*, so the
-branch and bound stops once its incumbent is one feature above it.
+On ReLU networks over a continuous box, after the float MILP's seed, the levels below a small
+cutoff (at most 3) are asked bottom up, each subset by input splitting (`solvers.levels`, `_by_levels`):
+a level that flips gives the minimum (the levels proved below it are the search's *floor*), and
+every level proved up to the cutoff proves the incumbent.
 
 **AXps of non-monotone networks**: covering the free sets level by level (`solvers.covering`;
 the implicit hitting-set loop of `solvers.hitting` past `COVER_FEATURES` features or a level too
@@ -93,6 +93,7 @@ from .highs import highs_lp, new_highs
 from .highs import optimize as highs_optimize
 from .hitting import OracleTimeout, minimum_abductive, shrink_witness
 from .levels import Unproved, by_levels
+from .levels import fits as levels_fit
 from .milp import MilpRun, RunState
 from .safe_bound import SafeBounds
 from .split import applies as split_applies
@@ -709,10 +710,12 @@ def _by_small_sets(problem: Problem, search: _Minimum, deadline: float) -> bool:
 
 def _by_levels(problem: Problem, search: _Minimum, deadline: float) -> bool:
     """Decide a CXp search on a ReLU network over a continuous box level by level below its
-    cutoff (`solvers.levels`): True when every level up to the cutoff is proved or one flips
-    (its point the new incumbent, the levels below it the search's floor); else the levels
-    proved become the floor of the branch and bound, which stops once its incumbent is one
-    feature above it."""
+    cutoff (`solvers.levels`), where every level up to the cutoff is small enough to ask
+    (`levels.fits`): True when every level is proved or one flips (its point the new incumbent,
+    the levels below it the search's floor, which ends the search); False where the levels do
+    not fit or a question left regions open (the branch and bound goes on)."""
+    if not levels_fit(problem.n, search.cutoff + 1):
+        return False
     try:
         levels = by_levels(problem, lambda free, until: flip_point(problem, free, until), search.cutoff + 1, deadline)
     except OpenLeaves:

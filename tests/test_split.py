@@ -104,8 +104,10 @@ def _no_oracle(free: frozenset[int], deadline: float) -> np.ndarray | None:
     raise AssertionError("the splitting search decides every subset here")
 
 
-def test_levels_find_the_minimum_of_z3s_full_encoding() -> None:
-    """Levels below the minimum are proved, the minimum's level gives a shrunk point of that size."""
+def test_levels_find_the_minimum_of_z3s_full_encoding(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Levels below the minimum are proved, the minimum's level gives a shrunk point of that size
+    (every level asked here: 5 features)."""
+    monkeypatch.setattr(levels, "LEVEL_MOST", 5)
     for seed in range(4):
         problem = _problem(seed, 1 + 2 * (seed % 2), n=5, radius=0.25)
         minimum = _minimum_by_z3(problem)
@@ -130,6 +132,7 @@ def test_subsets_the_splitting_leaves_go_to_the_oracle_and_a_wrong_point_gives_n
     """One box per subset: the exact oracle decides the rest (the same minimum); an oracle whose
     point does not flip (x itself) or moves a feature outside its subset ends in `Unproved`."""
     monkeypatch.setattr(levels, "SPLIT_NODES", 1)
+    monkeypatch.setattr(levels, "LEVEL_MOST", 5)
     asked = refused = 0
     for seed in range(4):
         problem = _problem(seed, n=5, radius=0.25)
@@ -154,3 +157,9 @@ def test_subsets_the_splitting_leaves_go_to_the_oracle_and_a_wrong_point_gives_n
                 continue
             assert misled.proved == result.proved  # the splitting search decided every subset the oracle was not asked
     assert asked and refused
+
+
+def test_levels_are_asked_only_where_they_decide() -> None:
+    """Up to level 3 (an incumbent of at most 4 features), and only where each level is small."""
+    assert levels.fits(28, 4) and not levels.fits(28, 5) and not levels.fits(16, 6)
+    assert levels.fits(3, 4) and not levels.fits(200, 4)  # C(200, 3) > LEVEL_SETS
