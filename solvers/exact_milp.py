@@ -53,6 +53,10 @@ proves NONE_EXISTS (measured: 0.5 s where the search for a minimum, seeded by a 
 Where the size bound k still sought is small (C(n, k) ≤ `SET_QUESTIONS`: k = 1 at 28
 features, k ≤ 2 at 16), a CXp search is decided set by set instead: a CXp of size ≤ k exists
 iff some set of exactly k features is one, each set one flip question (`_by_small_sets`).
+On ReLU networks over a continuous box, after the float MILP's seed, the levels below a small
+cutoff (at most 3) are asked bottom up, each subset by input splitting (`solvers.levels`, `_by_levels`):
+a level that flips gives the minimum (the levels proved below it are the search's *floor*), and
+every level proved up to the cutoff proves the incumbent.
 
 **AXps of non-monotone networks**: covering the free sets level by level (`solvers.covering`;
 the implicit hitting-set loop of `solvers.hitting` past `COVER_FEATURES` features or a level too
@@ -88,8 +92,11 @@ from .guard import report_incumbent
 from .highs import highs_lp, new_highs
 from .highs import optimize as highs_optimize
 from .hitting import OracleTimeout, minimum_abductive, shrink_witness
+from .levels import Unproved, by_levels
+from .levels import fits as levels_fit
 from .milp import MilpRun, RunState
 from .safe_bound import SafeBounds
+from .split import applies as split_applies
 
 VERTEX_FEATURES = 14  # on a binary box, a question over at most this many free features is decided at its 2^k vertices
 SET_QUESTIONS = 128  # a CXp bound k is decided set by set (flip questions) while C(n, k) is at most this
@@ -341,6 +348,7 @@ class _Minimum(_Search):
         self.offered: set[tuple[int, ...]] = set()
         self.attacked: set[frozenset[int]] = set()
         self.cutoff = min(cutoff, n)
+        self.floor = 0  # proved: no explanation of `floor` features or fewer (the empty set is none)
         self.best: tuple[int, ...] | None = None
         self.witness: tuple[float, ...] | None = None
 
@@ -444,7 +452,7 @@ class _Minimum(_Search):
             self.best, self.witness = features, witness
             report_incumbent(features, witness)
             self.cutoff = min(self.cutoff, len(features) - 1)
-            if self.cutoff < 1:
+            if self.cutoff <= self.floor:  # no CXp of `floor` features or fewer: nothing smaller is left
                 self.done = True
             else:
                 self.relaxation.row_bounds(self.size_row, 1.0, float(self.cutoff))
@@ -540,7 +548,6 @@ def _snapped(problem: Problem, raw: np.ndarray) -> np.ndarray:
     return np.where(y - lower < upper - y, lower, upper) if problem.domain.binary else y
 
 
-
 class ExactMilpSolver(BaseSolver):
     """The exact MILP engine (module docstring)."""
 
@@ -583,7 +590,10 @@ class ExactMilpSolver(BaseSolver):
                 by_sets = not problem.monotone and _by_small_sets(problem, search, deadline)
                 if not search.done and not by_sets:
                     search.seed(SEED_SHARE * time_limit)  # its incumbent may bring the bound within reach of the sets
-                    by_sets = not problem.monotone and _by_small_sets(problem, search, deadline)
+                    by_sets = not problem.monotone and split_applies(problem) and _by_levels(problem, search, deadline)
+                    by_sets = by_sets or (not problem.monotone and _by_small_sets(problem, search, deadline))
+            except Unproved as error:
+                return self.outcome(Status.ERROR, started, message=str(error))
             except OracleTimeout:
                 status, kept = stopped(search.best, at_most)
                 return self.outcome(status, started, solution=kept, witness=search.witness if kept else None)
@@ -591,6 +601,8 @@ class ExactMilpSolver(BaseSolver):
         finally:
             search.close()
         message = "decided set by set" if by_sets else f"{search.nodes} nodes"
+        if search.floor:
+            message += f"; levels 1 to {search.floor} proved by splitting"
         best, witness = search.best, search.witness
         if not finished:
             status, kept = stopped(best, at_most)
@@ -694,6 +706,24 @@ def _by_small_sets(problem: Problem, search: _Minimum, deadline: float) -> bool:
     except OpenLeaves:
         return False
     return search.done
+
+
+def _by_levels(problem: Problem, search: _Minimum, deadline: float) -> bool:
+    """Decide a CXp search on a ReLU network over a continuous box level by level below its
+    cutoff (`solvers.levels`), where every level up to the cutoff is small enough to ask
+    (`levels.fits`): True when every level is proved or one flips (its point the new incumbent,
+    the levels below it the search's floor, which ends the search); False where the levels do
+    not fit or a question left regions open (the branch and bound goes on)."""
+    if not levels_fit(problem.n, search.cutoff + 1):
+        return False
+    try:
+        levels = by_levels(problem, lambda free, until: flip_point(problem, free, until), search.cutoff + 1, deadline)
+    except OpenLeaves:
+        return False
+    search.floor = levels.proved
+    if levels.point is not None:
+        search.examine_point(levels.point)
+    return levels.point is not None or levels.proved >= search.cutoff
 
 
 def _vertices(problem: Problem, free: frozenset[int]) -> tuple[np.ndarray, np.ndarray | None]:

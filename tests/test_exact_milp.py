@@ -23,6 +23,7 @@ from cardinal.problem import Problem, Status
 pytest.importorskip("highspy")
 exact_milp = pytest.importorskip("cardinal.solvers.exact_milp")
 covering = pytest.importorskip("cardinal.solvers.covering")
+levels = pytest.importorskip("cardinal.solvers.levels")
 
 PROOFS = (Status.OPTIMAL, Status.NONE_EXISTS, Status.NONE_WITHIN)  # what claims "nothing smaller"
 
@@ -97,6 +98,7 @@ def test_minimum_on_the_boolean_cube_equals_brute_force(monotone: bool, kind: st
     if not vertices:
         monkeypatch.setattr(exact_milp, "VERTEX_FEATURES", 0)
         monkeypatch.setattr(exact_milp, "SET_QUESTIONS", 0)
+        monkeypatch.setattr(levels, "LEVEL_SETS", 0)  # and no levels: the branch and bound alone
     for seed in range(8):
         problem = _problem(seed, monotone, True, kind)
         outcome = _solve(problem)
@@ -115,6 +117,7 @@ def test_k_class_minimum_on_the_boolean_cube_equals_brute_force(kind: str, verti
     if not vertices:
         monkeypatch.setattr(exact_milp, "VERTEX_FEATURES", 0)
         monkeypatch.setattr(exact_milp, "SET_QUESTIONS", 0)
+        monkeypatch.setattr(levels, "LEVEL_SETS", 0)  # and no levels: the branch and bound alone
         _no_gradient_search(monkeypatch)
     classes = set()
     for seed in range(9):
@@ -135,6 +138,7 @@ def test_k_class_minimum_on_a_tiny_box_equals_z3s_full_encoding(kind: str, by_se
     """K = 3 classifiers on [0, 1]^n, n ≤ 6: the same minimum as z3's exact full encoding."""
     if not by_sets:
         monkeypatch.setattr(exact_milp, "SET_QUESTIONS", 0)
+        monkeypatch.setattr(levels, "LEVEL_SETS", 0)  # and no levels: the branch and bound alone
     classes = set()
     for seed in range(6):
         problem = _classifier_problem(400 + seed, False, kind)
@@ -167,6 +171,7 @@ def test_minimum_on_a_tiny_box_equals_z3s_full_encoding(monotone: bool, kind: st
     """Non-monotone CXps with small bounds decided set by set, and without (the branch and bound)."""
     if not by_sets:
         monkeypatch.setattr(exact_milp, "SET_QUESTIONS", 0)
+        monkeypatch.setattr(levels, "LEVEL_SETS", 0)  # and no levels: the branch and bound alone
     for seed in range(6):
         problem = _problem(50 + seed, monotone, False, kind)
         ours, reference = _solve(problem), _solve(problem, "z3")
@@ -226,6 +231,7 @@ def test_a_wrong_float_lp_gives_no_wrong_proof(kind: str, binary: bool, classes:
     output and on K = 3 classes (the argmax disjunction)."""
     monkeypatch.setattr(exact_milp, "VERTEX_FEATURES", 0)  # the branch and bound on binary boxes too
     monkeypatch.setattr(exact_milp, "SET_QUESTIONS", 0)  # and on every CXp bound
+    monkeypatch.setattr(levels, "LEVEL_SETS", 0)  # the branch and bound, not levels, on real boxes
     rng = np.random.default_rng(7)
     real_new = exact_milp.new_highs
     monkeypatch.setattr(exact_milp, "new_highs", lambda: _WrongHighs(real_new(), rng))
