@@ -86,10 +86,17 @@ def _random_case(seed: int, activation: str | dict = "relu") -> tuple[Network, P
         [rng.uniform(-1, 0, 4).round(3).tolist(), [0.0]],
         activation,
     )
+    return _case(net, rng, seed, 0.05)
+
+
+def _case(net: Network, rng: np.random.Generator, seed: int, margin: float) -> tuple[Network, Problem, int]:
+    """`net`, an input drawn from `rng`, a kind (by `seed`'s parity), a threshold `margin` below or
+    above the output, and the true minimum size minus one (brute force)."""
+    n = net.n_inputs
     x = rng.uniform(0, 1, n).round(3)
     output = float(net.forward(x))
     kind = "contrastive" if seed % 2 else "abductive"
-    problem = Problem.make(net, x, kind, Domain.unit(n), output - 0.05 if seed % 3 else output + 0.05)
+    problem = Problem.make(net, x, kind, Domain.unit(n), output - margin if seed % 3 else output + margin)
     sizes = [len(s) for s in _valid_sets(problem)]
     return net, problem, (min(sizes) if sizes else n + 1) - 1
 
@@ -276,12 +283,7 @@ def _sign_monotone_case(seed: int, activation: str | dict) -> tuple[Network, Pro
         [rng.uniform(-1, 0.5, 5).round(3).tolist(), rng.uniform(-1, 0.5, 4).round(3).tolist(), [0.0]],
         activation,
     )
-    x = rng.uniform(0, 1, n).round(3)
-    output = float(net.forward(x))
-    kind = "contrastive" if seed % 2 else "abductive"
-    problem = Problem.make(net, x, kind, Domain.unit(n), output - 0.2 if seed % 3 else output + 0.2)
-    sizes = [len(s) for s in _valid_sets(problem)]
-    return net, problem, (min(sizes) if sizes else n + 1) - 1
+    return _case(net, rng, seed, 0.2)
 
 
 LINEAR_ACTIVATIONS = ["relu", {"name": "leaky_relu", "slope": 0.25}, {"name": "hardtanh", "min": -1.0, "max": 0.75}]
