@@ -11,7 +11,7 @@ its *allowed* set is `in ∪ open`. Each node closes, in this order, by
 2. *invalid*: `allowed` is no explanation (one exact evaluation), so neither is any set of the node;
 3. *bound*: the checker's budgeted interval bound, computed here in float64 and rounded outwards
    (`IntervalBound`), so that whenever it closes a node the checker's exact bound, which is
-   tighter, closes it too; else, on networks of `LINEAR_LAYERS`, *linear*: the checker's own
+   tighter, closes it too; else, on networks of `checker.LINEAR_LAYERS`, *linear*: the checker's own
    budgeted linear bound (`checker.Shortcut.linear_bound`, exact, so every such leaf passes);
 4. *forced features*: an open feature i without which `allowed` is invalid is in every
    explanation of the node — a split on i whose out-child is an invalid leaf; more forced features
@@ -69,8 +69,6 @@ ALL_SETS = 4
 # loses what it had done.
 FIRST_BUDGET = 0.5
 LP_BUDGET = 2.0
-# The layers of networks whose tree nodes the checker's linear bound may close (leaf "linear").
-LINEAR_LAYERS = ("identity", "relu", "leaky_relu", "hardtanh")
 # The checker's rational enclosures of sigmoid, tanh and softplus are this wide (relative) at most;
 # the float bound widens every smooth unit by it (softplus's is 2^-40·(1 + value)).
 _SMOOTH_SLACK = 2.0**-36
@@ -381,7 +379,7 @@ class _Tree:
 def _linear_bound(problem: Problem, k: int) -> checker.Shortcut | None:
     """The checker's own shortcut, whose exact linear bound closes leaves "linear", on networks
     of identity, relu, leaky_relu and hardtanh layers (else None)."""
-    if not all(layer.activation.name in LINEAR_LAYERS for layer in problem.net.layers):
+    if not all(layer.activation.name in checker.LINEAR_LAYERS for layer in problem.net.layers):
         return None
     threshold = float(problem.threshold)
     return checker.Shortcut.of(problem.net.to_json(), problem.base.tolist(), problem.target.tolist(), problem.goal, threshold, k)

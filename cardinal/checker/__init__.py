@@ -43,11 +43,13 @@ from .exact import (
     network_sha256,
 )
 from .hitting import _hitting
+from .linear import LAYERS as LINEAR_LAYERS
 from .lp import LpRelaxation
 from .shortcut import MAX_ALL_SETS, Shortcut, check_shortcut
 
 __all__ = [
     "FORMAT",
+    "LINEAR_LAYERS",
     "MAX_ALL_SETS",
     "NETWORK_FORMAT",
     "BoxNode",

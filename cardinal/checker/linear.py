@@ -26,6 +26,7 @@ from .exact import _Net, _Rejected, _scaled
 
 BITS = 64  # the grid: every bound, slope, offset and coefficient is a multiple of 2^-BITS
 _KINKS = {"identity": (), "relu": ("zero",), "leaky_relu": ("zero",), "hardtanh": ("min", "max")}
+LAYERS = tuple(_KINKS)  # the activations whose networks the leaf "linear" takes
 Form = list[int]  # coefficients over the open features, then the constant; × 2^-BITS
 Lines = tuple[int, int, int, int]  # a unit's upper slope, upper offset, lower slope, lower offset; × 2^-BITS
 
