@@ -366,3 +366,18 @@ def test_numbers_beyond_what_a_float_lp_resolves_are_unsupported_not_errors() ->
     assert not problem.monotone
     outcome = ExactMilpSolver().solve(problem, None, 10.0)
     assert outcome.status == Status.UNSUPPORTED and "beyond what a float MILP resolves" in outcome.message, outcome
+
+
+@pytest.mark.skipif("z3" not in available_solvers(), reason="needs z3")
+def test_minimum_cxps_decided_by_levels_equal_z3s_full_encoding(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Non-monotone CXps on tiny continuous boxes with set-by-set questions off, so that the levels
+    (`solvers.levels`, input splitting) decide them after the seed: the same minima as z3's full
+    encoding, and the levels do prove some of them."""
+    monkeypatch.setattr(exact_milp, "SET_QUESTIONS", 0)
+    by_levels = 0
+    for seed in range(8):  # seed 56's minimum has 2 features: level 1 proved by splitting
+        problem = _problem(50 + seed, False, False, "contrastive", n=8, hidden=(6, 4))
+        ours, reference = _solve(problem), _solve(problem, "z3")
+        assert _size(ours) == _size(reference), (seed, ours, reference)
+        by_levels += "proved by splitting" in ours.message
+    assert by_levels > 0
