@@ -590,8 +590,10 @@ class ExactMilpSolver(BaseSolver):
                 by_sets = not problem.monotone and _by_small_sets(problem, search, deadline)
                 if not search.done and not by_sets:
                     search.seed(SEED_SHARE * time_limit)  # its incumbent may bring the bound within reach of the sets
-                    by_sets = not problem.monotone and split_applies(problem) and _by_levels(problem, search, deadline)
-                    by_sets = by_sets or (not problem.monotone and _by_small_sets(problem, search, deadline))
+                    by_sets = not problem.monotone and (
+                        (split_applies(problem) and _by_levels(problem, search, deadline))
+                        or _by_small_sets(problem, search, deadline)
+                    )
             except Unproved as error:
                 return self.outcome(Status.ERROR, started, message=str(error))
             except OracleTimeout:
