@@ -59,8 +59,8 @@ a level that flips gives the minimum (the levels proved below it are the search'
 every level proved up to the cutoff proves the incumbent.
 
 **AXps of non-monotone networks**: covering the free sets level by level (`solvers.covering`;
-the implicit hitting-set loop of `solvers.hitting` past `COVER_FEATURES` features or a level too
-large to cover), with this engine's flip search as the oracle: is there a y in the box, equal to
+the implicit hitting-set loop of `solvers.hitting` past `COVER_FEATURES` features),
+with this engine's flip search as the oracle: is there a y in the box, equal to
 x off the free features, that flips the prediction?
 The same branch and bound maximizes τ: a node closes when its safe bound proves τ < 0 there, and
 the search stops at the first point that flips in exact arithmetic. `ExactMilpFlipSearch` asks
@@ -86,12 +86,12 @@ import numpy as np
 from ..problem import Outcome, Problem, Status, stopped
 from .attack import flipping_point
 from .base import BaseSolver
-from .covering import COVER_FEATURES, minimum_by_covering
+from .covering import minimum_by_covering
 from .encode import MilpModel, encode, refusing_unencodable
 from .guard import report_incumbent
 from .highs import highs_lp, new_highs
 from .highs import optimize as highs_optimize
-from .hitting import OracleTimeout, minimum_abductive, shrink_witness
+from .hitting import OracleTimeout, shrink_witness
 from .levels import Unproved, by_levels
 from .levels import fits as levels_fit
 from .milp import MilpRun, RunState
@@ -654,9 +654,8 @@ class ExactMilpSolver(BaseSolver):
 
     def _hitting_sets(self, problem: Problem, at_most: int | None, started: float, deadline: float) -> Outcome:
         """Minimum AXp of a non-monotone network by implicit hitting sets, the flip search as oracle."""
-        search = minimum_by_covering if problem.n <= COVER_FEATURES else minimum_abductive
         try:
-            result = search(problem, lambda free, until: flip_point(problem, free, until), at_most, deadline)
+            result = minimum_by_covering(problem, lambda free, until: flip_point(problem, free, until), at_most, deadline)
         except OpenLeaves as error:
             return self.outcome(Status.ERROR, started, message=f"flip search: {error}")
         message = f"{result.oracle_calls} oracle calls" + (f"; {result.message}" if result.message else "")

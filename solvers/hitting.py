@@ -27,7 +27,7 @@ free, flips the prediction.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,15 +63,10 @@ def minimum_abductive(
     find_flip: FlipOracle,
     at_most: int | None,
     deadline: float,
-    known: Sequence[frozenset[int]] = (),
-    best: frozenset[int] | None = None,
 ) -> HittingResult:
-    """Run the implicit-hitting-set loop until a minimum AXp, a bound, or the deadline, from
-    contrastive sets `known` and an AXp `best` already proved (`solvers.covering`)."""
+    """Run the implicit-hitting-set loop until a minimum AXp, a bound, or the deadline."""
     with HittingSets(problem.n) as contrastive_sets:
-        for found in known:
-            contrastive_sets.add(found)
-        return _abductive_loop(problem, find_flip, at_most, deadline, contrastive_sets, best)
+        return _abductive_loop(problem, find_flip, at_most, deadline, contrastive_sets)
 
 
 def _abductive_loop(
@@ -80,9 +75,9 @@ def _abductive_loop(
     at_most: int | None,
     deadline: float,
     contrastive_sets: HittingSets,
-    best: frozenset[int] | None,  # the smallest AXp found
 ) -> HittingResult:
     features = frozenset(range(problem.n))
+    best: frozenset[int] | None = None  # the smallest AXp found
     exact = False  # whether the next candidate must be a minimum hitting set
     calls = 0
     while True:

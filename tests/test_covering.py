@@ -1,7 +1,7 @@
-"""Minimum AXps by covering the free sets (`solvers.covering`): the colex ranks of k-subsets and
-the marking of every k-subset containing a set, against itertools; the minimum against brute force
-on Boolean cubes (an exact vertex oracle), with levels small enough to cover and with every level
-sent to the implicit hitting-set loop; `at_most`; an oracle point that does not flip gives no
+"""Minimum AXps by covering the free sets (`solvers.covering`): the bits of the sets that contain
+a D (the k-subsets left clear, their count, the test of a few sets), against itertools, folded
+at once or D by D; the minimum against brute force on Boolean cubes (an exact vertex oracle), by
+covering and by the implicit hitting-set loop (past `COVER_FEATURES`); `at_most`; an oracle point that does not flip gives no
 verdict; questions put off (out of their share of time) are asked again; the batched gradient
 search and shrinking agree with their one-point forms."""
 
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from cardinal.solvers import covering
 from cardinal.solvers.attack import flipping_point, flipping_points
-from cardinal.solvers.covering import _Level, minimum_by_covering, rank, unrank
+from cardinal.solvers.covering import _Supersets, minimum_by_covering
 from cardinal.solvers.hitting import OracleTimeout, shrink_points, shrink_witness
 from cardinal.verify.generate import median_threshold, random_network
 
@@ -23,20 +23,28 @@ from cardinal.domain import Domain
 from cardinal.problem import Problem, Status
 
 
-def test_ranks_are_the_colex_order_and_marking_covers_exactly_the_supersets() -> None:
+@pytest.mark.parametrize("fold", [1, 1024], ids=["each-folded", "kept-aside"])
+def test_clear_subsets_are_exactly_those_containing_no_d(fold: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every n up to 11 (less than a word, a word, several), every level: the k-subsets listed
+    clear and their count equal itertools', with the D's folded into the bits or kept aside; a
+    set tested after more D's came is judged by all of them."""
+    monkeypatch.setattr(covering, "FOLD", fold)
     rng = np.random.default_rng(3)
-    for n in range(0, 11):
-        for k in range(n + 1):
-            subsets = [sum(1 << i for i in c) for c in itertools.combinations(range(n), k)]
-            colex = sorted(subsets, key=lambda m: sorted((i for i in range(n) if m >> i & 1), reverse=True))
-            assert unrank(np.arange(math.comb(n, k)), n, k).tolist() == colex
-            assert rank(np.array(colex, dtype=np.int64), n, k).tolist() == list(range(len(colex)))
-            level = _Level(n, k)
-            marked = [int(m) for m in rng.integers(0, 1 << n, size=3)] if n else [0]
-            for d in marked:
-                level.mark(d)
-            expected = [any(m & d == d for d in marked) for m in colex]
-            assert (~level.open).tolist() == expected, (n, k, marked)
+    for n in range(0, 12):
+        for _ in range(3):
+            sets = _Supersets(n)
+            found = [int(m) for m in rng.integers(0, 1 << n, size=int(rng.integers(0, 6)))] if n else []
+            sets.add(np.array(found[:2], dtype=np.int64))
+            stamp = sets.stamp()
+            sets.add(np.array(found[2:], dtype=np.int64))
+            for k in range(n + 2):
+                subsets = [sum(1 << i for i in c) for c in itertools.combinations(range(n), k)]
+                expected = [m for m in subsets if not any(m & d == d for d in found)]
+                assert sorted(int(m) for chunk in sets.clear(k) for m in chunk) == sorted(expected), (n, k, found)
+                assert sets.count(k) == len(expected)
+                before = [m for m in subsets if not any(m & d == d for d in found[:2])]
+                clear = sets.clear_of(np.array(before, dtype=np.int64), stamp)
+                assert [m for m, c in zip(before, clear.tolist(), strict=True) if c] == expected
 
 
 def _cube(seed: int, n: int) -> Problem:
@@ -73,10 +81,9 @@ def _brute_minimum(problem: Problem) -> int:
 
 @pytest.mark.parametrize("cover", [True, False], ids=["covered", "loop"])
 def test_minimum_by_covering_equals_brute_force_on_cubes(cover: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Small enough to cover every level, and with every level too large (the loop takes over
-    from the first maximal non-flipping set)."""
+    """By covering, and by the loop (past `COVER_FEATURES`)."""
     if not cover:
-        monkeypatch.setattr(covering, "COVER_SETS", 0)
+        monkeypatch.setattr(covering, "COVER_FEATURES", 0)
     for seed in range(12):
         problem = _cube(seed, 6 + seed % 4)
         result = minimum_by_covering(problem, _vertex_oracle(problem), None, math.inf)
