@@ -381,3 +381,32 @@ def test_minimum_cxps_decided_by_levels_equal_z3s_full_encoding(monkeypatch: pyt
         assert _size(ours) == _size(reference), (seed, ours, reference)
         by_levels += "proved by splitting" in ours.message
     assert by_levels > 0
+
+
+@pytest.mark.skipif("z3" not in available_solvers(), reason="needs z3")
+def test_flips_to_the_closed_side_leave_no_region_open_and_equal_z3() -> None:
+    """Where the flip is f ≤ t (one output, p(x) = 1), the flip search minimizes f: its LP points
+    lie inside the flipping region, not on f = t where floats flip and exact arithmetic may not
+    (maximizing τ, which f ≤ t does not hold, left such leaves open in one of these 12 questions).
+    Every answer equals that of z3's exact flip search."""
+    import time
+
+    asked = flipped = 0
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        net = random_network(rng, 8, (8, 6), "relu", monotone=False)
+        X = rng.random((8, 8))
+        threshold = median_threshold(net, X)
+        for x in X:
+            problem = Problem.make(net, x, "abductive", Domain(np.maximum(0, x - 0.2), np.minimum(1, x + 0.2)), threshold)
+            if problem.prediction != 1 or asked == 12:
+                continue
+            free = frozenset(rng.choice(8, 2 + asked % 3, replace=False).tolist())
+            search = exact_milp._Flip(problem, free, time.perf_counter() + 30.0)
+            assert search.run() and search.open == 0, (seed, sorted(free))
+            search.close()
+            z3_point = exact_milp._z3_flip(problem, free, time.perf_counter() + 30.0, "asked by the test")
+            assert (search.point is None) == (z3_point is None), (seed, sorted(free))
+            assert search.point is None or problem.flips(search.point)
+            asked, flipped = asked + 1, flipped + (search.point is not None)
+    assert asked == 12 and 0 < flipped < 12
