@@ -31,10 +31,11 @@ count are small ones found inside the subsets left, not the large ones that the 
 a large free set (on the 28-feature 32 × 32 ReLU networks of `bench.exact_milp` the loop's lower
 bounds stayed at 5–6 with thousands of sets; covering proves minima of 6 to 24 features there).
 
-The bits cost nothing per D: the closure takes 0.3 s at 28 features (4 M words) however many D's
-it folds in, where marking each D's supersets among the level's C(n, k) ranks took 40 of a query's
-60 s (27,000 D's). D's found since the last closure (at most `FOLD`) are tested against the
-subsets directly. Problems of more than `COVER_FEATURES` features go to the loop
+The bits cost nothing per D: a closure takes 0.15–0.3 s at 28 features (4 M words) however many
+D's it folds in, where marking each D's supersets among the level's C(n, k) ranks took 40 of a
+query's 60 s (27,000 D's). D's found since the last closure (at most `FOLD`) are tested against
+the subsets directly until those tests have cost about a closure (2^n set–D pairs). Problems of
+more than `COVER_FEATURES` features go to the loop
 (`hitting.minimum_abductive`).
 """
 
@@ -51,7 +52,7 @@ from .attack import flipping_points
 from .hitting import FlipOracle, HittingResult, OracleTimeout, minimum_abductive, shrink_points
 
 COVER_FEATURES = 30  # a bit for each of the 2^n free sets: 128 MB at 30 features
-FOLD = 1024  # D's kept aside (tested one by one) before they are folded into the bits
+FOLD = 4096  # D's kept aside (tested set by set) before they are folded into the bits
 CHUNK_WORDS = 1 << 12  # words (64 sets each) whose clear k-subsets are listed at once
 BATCH = 256  # subsets attacked at once
 STARTS = 4  # gradient-search starts per subset (x, the centre, random points)
@@ -210,6 +211,7 @@ class _Supersets:
         self.words = np.zeros(max(1, 1 << max(n - 6, 0)), dtype=np.uint64)
         self.recent = np.zeros(0, dtype=np.int64)
         self.folded = 0  # the stamp of the first D not folded into the bits
+        self.tested = 0  # (set, recent D) pairs tested since the last closure: it folds when they reach 2^n
         valid = np.uint64((1 << (1 << n)) - 1) if n < 6 else np.uint64(2**64 - 1)  # bits of real sets in a word
         self.low = np.zeros(7, dtype=np.uint64)  # the bits of a word whose sets have j elements in the low 6 bits
         for bit in range(64):
@@ -230,6 +232,8 @@ class _Supersets:
         """Set the recent D's bits and close the bits under supersets: for each feature i, every
         set without i passes its bit to the set with i (within a word for the low 6 features,
         word to word above)."""
+        if not len(self.recent):
+            return
         np.bitwise_or.at(self.words, self.recent >> 6, np.uint64(1) << (self.recent & 63).astype(np.uint64))
         for i in range(min(self.n, 6)):
             without = np.uint64(sum(1 << bit for bit in range(64) if not bit >> i & 1))
@@ -239,14 +243,18 @@ class _Supersets:
             pairs[:, 1, :] |= pairs[:, 0, :]
         self.folded += len(self.recent)
         self.recent = np.zeros(0, dtype=np.int64)
+        self.tested = 0
 
     def clear_of(self, masks: np.ndarray, stamp: int) -> np.ndarray:
         """[B] bool: which sets (masks [B], known to contain no D stamped before `stamp`) contain no D."""
         masks = np.asarray(masks, dtype=np.int64)
         clear = np.ones(len(masks), dtype=bool)
+        if self.tested + len(masks) * len(self.recent) > 1 << self.n:  # the tests would cost more than a closure
+            self._fold()
         if stamp < self.folded:  # D's folded since: read the bits
             clear = (self.words[masks >> 6] >> (masks & 63).astype(np.uint64)) & np.uint64(1) == 0
         recent = self.recent[max(stamp - self.folded, 0) :]
+        self.tested += len(masks) * len(recent)
         for start in range(0, len(recent), 64):  # [B, 64] at a time
             block = recent[start : start + 64]
             clear &= ~((masks[:, None] & block[None, :]) == block[None, :]).any(axis=1)
