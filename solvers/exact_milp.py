@@ -21,7 +21,8 @@ asked:
   still sought (`at_most`, then the incumbent's size − 1);
 - Σ s − λ·τ (non-monotone CXps): a real point has τ > 0, so its value is < Σ s ≤ the node's
   largest Σ s and ≤ the cutoff: the node closes when bound ≥ the smaller of the two;
-- −τ (the flip oracle): bound ≥ 0.
+- −τ (the flip oracle): bound ≥ 0; where its flip is f ≤ t (one output, p(x) = 1: a closed side,
+  which τ does not enter), f: bound > t (`_Flip`).
 
 A wrong float LP (bad duals, a wrong "infeasible") can only leave a node open — more nodes, more
 time — never close one that holds a solution.
