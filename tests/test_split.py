@@ -163,3 +163,19 @@ def test_levels_are_asked_only_where_they_decide() -> None:
     """Up to level 3 (an incumbent of at most 4 features), and only where each level is small."""
     assert levels.fits(28, 4) and not levels.fits(28, 5) and not levels.fits(16, 6)
     assert levels.fits(3, 4) and not levels.fits(200, 4)  # C(200, 3) > LEVEL_SETS
+
+
+def test_a_level_answered_in_full_is_proved_even_when_the_clock_has_passed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every subset answered "none" (here by a splitting that ignores the clock) proves the level,
+    whenever the answers came: the deadline stops questions, not what they proved."""
+
+    class Answered:
+        def __init__(self, problem: Problem) -> None:
+            pass
+
+        def flips(self, sets, deadline, nodes=None, first=False):
+            return [None] * len(sets)
+
+    monkeypatch.setattr(levels, "BoxSplitter", Answered)
+    result = levels.by_levels(_problem(0), _no_oracle, 3, time.perf_counter() - 1.0)
+    assert result.proved == 2 and result.point is None
