@@ -6,6 +6,7 @@ gives no proof, never a wrong one; its hitting-set step against brute force; `au
 from __future__ import annotations
 
 import itertools
+import time
 from types import SimpleNamespace
 
 import numpy as np
@@ -253,6 +254,43 @@ def test_a_wrong_float_lp_gives_no_wrong_proof(kind: str, binary: bool, classes:
         else:
             assert outcome.status in (Status.FEASIBLE, Status.TIMEOUT, Status.ERROR), outcome
     assert proofs >= 1  # wrong duals slow it down; the safe bounds of the rest still prove
+
+
+@pytest.mark.skipif("z3" not in available_solvers(), reason="needs z3")
+@pytest.mark.parametrize("wrong", [False, True])
+def test_the_flip_search_equals_z3s_full_encoding_on_tiny_boxes(wrong: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The flip oracle's branch and bound (no gradient search) on random free sets of small
+    continuous boxes, one output and K = 3: each answer equals z3's exact one, flips and "none"
+    both met; with every LP answer corrupted (`_WrongHighs`) an answer is still either z3's or
+    none at all (a timeout or open regions), never a wrong "none"."""
+    import z3
+    from cardinal.solvers.hitting import OracleTimeout
+    from cardinal.solvers.smt import _Encoding
+
+    if wrong:
+        rng = np.random.default_rng(11)
+        real_new = exact_milp.new_highs
+        monkeypatch.setattr(exact_milp, "new_highs", lambda: _WrongHighs(real_new(), rng))
+    monkeypatch.setattr(exact_milp, "flipping_point", lambda problem, free, seed=0: None)
+    draws = np.random.default_rng(3)
+    answers, unanswered = set(), 0
+    for seed in range(8):
+        problem = _problem(700 + seed, False, False, "abductive", n=5) if seed % 2 else _classifier_problem(800 + seed, False, "abductive", n=5)
+        for _ in range(3):
+            free = frozenset(np.flatnonzero(draws.random(problem.n) < 0.5).tolist())
+            reference = _Encoding(problem, z3.Context()).find_flip(free, time.perf_counter() + 30)
+            try:
+                y = exact_milp.flip_point(problem, free, time.perf_counter() + 8)
+            except (OracleTimeout, exact_milp.OpenLeaves):
+                assert wrong, (seed, sorted(free))
+                unanswered += 1
+                continue
+            assert (y is None) == (reference is None), (seed, sorted(free), y, reference)
+            if y is not None:
+                assert problem.flips(y) and all(y[i] == problem.x[i] for i in range(problem.n) if i not in free)
+            answers.add(y is None)
+    assert answers == {True, False}, answers  # both answers were asked
+    assert unanswered < 24
 
 
 def test_the_seed_comes_from_gurobi_where_its_licence_takes_the_model(monkeypatch: pytest.MonkeyPatch) -> None:
