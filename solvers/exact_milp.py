@@ -63,8 +63,9 @@ every level proved up to the cutoff proves the incumbent.
 the implicit hitting-set loop of `solvers.hitting` past `COVER_FEATURES` features),
 with this engine's flip search as the oracle: is there a y in the box, equal to
 x off the free features, that flips the prediction?
-The same branch and bound maximizes τ: a node closes when its safe bound proves τ < 0 there, and
-the search stops at the first point that flips in exact arithmetic. `ExactMilpFlipSearch` asks
+The same branch and bound maximizes τ (or minimizes f where the flip is f ≤ t): a node closes
+when its safe bound proves τ ≤ 0 (f > t) there, and the search stops at the first point that flips
+in exact arithmetic. `ExactMilpFlipSearch` asks
 the same question for the exact set oracle (`solvers.oracle`).
 
 **Branching**: depth first, on the last fractional integer column (the deepest layer's first, which
@@ -523,6 +524,8 @@ class _Flip(_Search):
         objective[model.output if self.closed else model.slack] = 1.0 if self.closed else -1.0
         super().__init__(problem, model, objective, deadline)
         self.strict = not self.closed  # f ≤ t: real points have f ≤ the limit
+        if self.closed:  # τ still closes the strict rows of step units: real points have τ > 0 there
+            self.restrict(model.slack, 0.0, 1.0)
         self.free = free
         self.point: np.ndarray | None = None
 
@@ -675,7 +678,8 @@ class ExactMilpSolver(BaseSolver):
         return self.outcome(Status.FEASIBLE, started, solution=best, witness=witness, message=message)
 
     def _hitting_sets(self, problem: Problem, at_most: int | None, started: float, deadline: float) -> Outcome:
-        """Minimum AXp of a non-monotone network by implicit hitting sets, the flip search as oracle."""
+        """Minimum AXp of a non-monotone network by covering (`solvers.covering`; past its features,
+        implicit hitting sets), the flip search as the oracle."""
         try:
             result = minimum_by_covering(problem, lambda free, until: flip_point(problem, free, until), at_most, deadline)
         except OpenLeaves as error:

@@ -47,6 +47,29 @@ def test_clear_subsets_are_exactly_those_containing_no_d(fold: int, monkeypatch:
                 assert [m for m, c in zip(before, clear.tolist(), strict=True) if c] == expected
 
 
+def test_clear_lists_each_chunk_as_it_stands_when_d_come_between_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One word per chunk and a D added after each chunk (folded at once or kept aside): every
+    listed subset was clear when listed, in increasing order, and every subset still clear at the
+    end was listed (covering's lower bound rests on that)."""
+    monkeypatch.setattr(covering, "CHUNK_WORDS", 1)
+    rng = np.random.default_rng(5)
+    for fold in (1, 1024):
+        monkeypatch.setattr(covering, "FOLD", fold)
+        for n in (6, 8, 10, 12):
+            sets, found = _Supersets(n), []
+            k = n // 2
+            listed: list[int] = []
+            for chunk in sets.clear(k):
+                assert all(not any(m & d == d for d in found) for m in chunk.tolist())
+                listed.extend(chunk.tolist())
+                d = int(rng.choice([sum(1 << int(i) for i in rng.choice(n, 3, replace=False)), int(rng.integers(1, 1 << n))]))
+                found.append(d)
+                sets.add(np.array([d], dtype=np.int64))
+            assert listed == sorted(listed) and len(found) >= (1 if n == 6 else 2)  # D's came between chunks
+            still = [sum(1 << i for i in c) for c in itertools.combinations(range(n), k)]
+            assert set(m for m in still if not any(m & d == d for d in found)) <= set(listed), (fold, n)
+
+
 def _cube(seed: int, n: int) -> Problem:
     rng = np.random.default_rng(seed)
     net = random_network(rng, n, (8, 6), "relu", monotone=False)
@@ -149,3 +172,14 @@ def _box(seed: int) -> tuple:
     X = rng.random((8, 10))
     x = X[0]
     return net, x, "abductive", Domain(np.maximum(0, x - 0.2), np.minimum(1, x + 0.2)), median_threshold(net, X)
+
+
+def test_an_oracle_point_that_moves_a_fixed_feature_gives_no_verdict() -> None:
+    """An oracle that answers with a flipping vertex moving features outside the free set (a
+    broken contract) ends in ERROR, never in a level covered by that point."""
+    problem = _cube(2, 6)
+    vertices, flips = _vertices(problem)
+    anywhere = vertices[int(np.argmax(flips & ((vertices != problem.x).sum(axis=1) == problem.n)))]
+    assert problem.flips(anywhere)
+    result = minimum_by_covering(problem, lambda free, deadline: anywhere.copy(), None, math.inf)
+    assert result.status == Status.ERROR and result.solution is None, result
