@@ -26,6 +26,7 @@ import numpy as np
 
 from ..problem import Problem
 from .hitting import FlipOracle, shrink_points
+from .oracle import check_witness
 from .split import BoxSplitter, OutOfNodes
 
 LEVEL_MOST = 3  # the largest level asked (a 4-feature level took 34 s at 28 features, and minutes at 16)
@@ -62,7 +63,7 @@ def by_levels(problem: Problem, find_flip: FlipOracle, below: int, deadline: flo
     splitter = BoxSplitter(problem)
     proved = 0
     for j in range(1, below):
-        if j > LEVEL_MOST or math.comb(problem.n, j) > LEVEL_SETS:
+        if not fits(problem.n, j + 1):
             break
         point = _level(problem, j, splitter, find_flip, deadline)
         if point is not None:
@@ -72,22 +73,19 @@ def by_levels(problem: Problem, find_flip: FlipOracle, below: int, deadline: flo
 
 
 def _level(problem: Problem, j: int, splitter: BoxSplitter, find_flip: FlipOracle, deadline: float) -> np.ndarray | None:
-    """A point that flips with at most j features moved (shrunk), or None: no j-subset flips."""
+    """A point that flips with at most j features moved (shrunk), or None: no j-subset flips. The
+    splitting's points are judged exactly there; the oracle's are checked here (`check_witness`)."""
     subsets = [frozenset(chosen) for chosen in itertools.combinations(range(problem.n), j)]
     for start in range(0, len(subsets), CHUNK):
         chunk = subsets[start : start + CHUNK]
         answers = splitter.flips(chunk, deadline, nodes=SPLIT_NODES, first=True)
-        found = [(free, y) for free, y in zip(chunk, answers, strict=True) if isinstance(y, np.ndarray)]
-        left = (free for free, y in zip(chunk, answers, strict=True) if isinstance(y, OutOfNodes))
-        for free, y in itertools.chain(found, ((free, find_flip(free, deadline)) for free in left)):
-            if y is not None:
-                if not _flips_within(problem, y, free):
-                    raise Unproved("a flip oracle's point does not flip the prediction within its subset in exact arithmetic")
+        for y in answers:
+            if isinstance(y, np.ndarray):
+                return shrink_points(problem, y[None, :])[0]
+        for free in (free for free, y in zip(chunk, answers, strict=True) if isinstance(y, OutOfNodes)):
+            if (y := find_flip(free, deadline)) is not None:
+                valid, reason = check_witness(problem, free, tuple(y.tolist()))
+                if not valid:
+                    raise Unproved(f"a flip oracle's point {reason}")
                 return shrink_points(problem, y[None, :])[0]
     return None  # every subset answered (the splitting and the oracle raise `OracleTimeout` at the deadline)
-
-
-def _flips_within(problem: Problem, y: np.ndarray, free: frozenset[int]) -> bool:
-    """Whether y [n] moves only `free` features and flips the prediction in exact arithmetic."""
-    fixed = np.array([i not in free for i in range(problem.n)])
-    return not (y[fixed] != problem.x[fixed]).any() and bool(problem.flips(y))
