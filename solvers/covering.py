@@ -50,6 +50,7 @@ import numpy as np
 from ..problem import Problem, Status, stopped
 from .attack import flipping_points
 from .hitting import FlipOracle, HittingResult, OracleTimeout, minimum_abductive, shrink_points
+from .oracle import check_witness
 
 COVER_FEATURES = 30  # a bit for each of the 2^n free sets: 128 MB at 30 features (a closure 1.35 s)
 FOLD = 4096  # D's kept aside (tested set by set) before they are folded into the bits
@@ -126,25 +127,24 @@ class _Covering:
             if until < self.deadline:
                 raise _PutOff from None
             raise
-        if y is not None and ((y != self.problem.x) & ~np.isin(np.arange(self.problem.n), sorted(free))).any():
-            raise _Unproved("the flip oracle's point moves a feature outside the free set")
-        if y is not None and not self.problem.flips(y):
-            raise _Unproved("the flip oracle's point does not flip the prediction in exact arithmetic")
+        if y is not None:
+            valid, reason = check_witness(self.problem, free, tuple(y.tolist()))
+            if not valid:
+                raise _Unproved(f"the flip oracle's point {reason}")
         return y
 
     def add(self, Y: np.ndarray) -> None:
         """Shrink flipping points Y [B, n] into D's and keep them."""
         moved = shrink_points(self.problem, Y) != self.problem.x
         masks = (moved.astype(np.int64) << np.arange(self.problem.n, dtype=np.int64)).sum(axis=1)
-        self.found.extend(int(m) for m in dict.fromkeys(masks.tolist()))
-        self.sets.add(masks)
+        new = list(dict.fromkeys(masks.tolist()))
+        self.found.extend(new)
+        self.sets.add(np.array(new, dtype=np.int64))
 
     def grow(self, free: frozenset[int]) -> frozenset[int]:
         """Grow a non-flipping set feature by feature (those in the fewest D's first) while the
         exact oracle finds no flip; keeps every flip's D. Returns the maximal set."""
-        counts = np.zeros(self.problem.n, dtype=np.int64)
-        for d in self.found:
-            counts += (d >> np.arange(self.problem.n)) & 1
+        counts = ((np.array(self.found, dtype=np.int64)[:, None] >> np.arange(self.problem.n)) & 1).sum(axis=0)
         self.free = free
         for i in sorted(set(range(self.problem.n)) - free, key=lambda i: (counts[i], i)):
             try:
