@@ -7,7 +7,9 @@ only the end points matter; on other networks they differ.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, Union
 
 import numpy as np
@@ -166,14 +168,19 @@ class Domain:
         return vector
 
     def ball(self, x: np.ndarray, radius: Radius, source: str = "radius") -> Domain:
-        """The box of input x [n] at `radius` (one number or one per feature): feature i ranges
-        over [max(l_i, x_i − r_i), min(u_i, x_i + r_i)], the ε-ball of x in the max norm clipped
-        to this box. x must lie in this box; a binary box is refused (it has no ball)."""
+        """The box of input x [n] at `radius` (one number or one per feature): the largest box of
+        doubles inside the exact ε-ball of x in the max norm, clipped to this box. Feature i ranges
+        over [max(l_i, lo_i), min(u_i, hi_i)], lo_i the smallest double ≥ x_i − r_i and hi_i the
+        largest double ≤ x_i + r_i, both computed exactly (the doubles read as rationals): every
+        point of the box lies within exact distance r_i of x_i, and every double that does (in
+        this box) lies in it. The one place a ball is built. x must lie in this box; a binary box is
+        refused (it has no ball)."""
         if self.binary:
             raise InputError(f"{source}: a binary domain has no ball around an input; drop --binary or the radius")
         r = self.radius(radius, source)
         x = self.check(np.asarray(x, dtype=np.float64).reshape(1, -1), source="the ball's centre")[0]
-        return Domain(np.maximum(self.lower, x - r), np.minimum(self.upper, x + r))
+        low, high = _towards(x, -r, math.inf), _towards(x, r, -math.inf)
+        return Domain(np.maximum(self.lower, low), np.minimum(self.upper, high))
 
     def counterpoint(self, predictions: np.ndarray, directions: np.ndarray | None = None) -> np.ndarray:
         """x' of the monotone shortcut per row: each feature at the end of the box that moves the
@@ -187,3 +194,26 @@ class Domain:
         decreasing = np.zeros(self.n, dtype=bool) if directions is None else np.asarray(directions) == -1
         at_low = np.asarray(predictions, dtype=bool)[:, None] != decreasing[None, :]
         return np.where(at_low, self.lower[None, :], self.upper[None, :])
+
+
+# Knuth's TwoSum is exact below this magnitude (no intermediate overflows); larger entries go to Fractions.
+_TWO_SUM_LIMIT = 2.0**1000
+
+
+def _towards(x: np.ndarray, r: np.ndarray, side: float) -> np.ndarray:
+    """The double nearest the exact x + r [n] on the side of `side` (+inf: the smallest double ≥ it;
+    −inf: the largest ≤ it), or ±inf where fl(x + r) overflows (a box's bound then decides). fl(x + r)
+    is the nearest double to x + r, so one step towards `side` is enough when it lies on the wrong
+    side; which side it lies on is the sign of its rounding error e = (x + r) − fl(x + r), exact by
+    Knuth's TwoSum (vectorised), or by Fractions for entries of magnitude ≥ 2^1000."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = x + r
+        back = total - r
+        error = (x - back) + (r - (total - back))
+    wrong = error > 0 if side > 0 else error < 0
+    large = (np.abs(x) >= _TWO_SUM_LIMIT) | (np.abs(r) >= _TWO_SUM_LIMIT) | ~np.isfinite(total)
+    for i in np.flatnonzero(large):
+        excess = Fraction(float(total[i])) - Fraction(float(x[i])) - Fraction(float(r[i])) if math.isfinite(total[i]) else 0
+        wrong[i] = excess < 0 if side > 0 else excess > 0  # excess: fl(x + r) − (x + r)
+    return np.where(wrong, np.nextafter(total, side), total)
+

@@ -24,7 +24,9 @@ INSTALLED = available_solvers()
 def test_a_ball_is_clipped_to_the_box_feature_by_feature() -> None:
     box = Domain.broadcast([0.0, 0.0, -1.0], [1.0, 2.0, 1.0], 3)
     ball = box.ball(np.array([0.05, 1.0, 0.95]), [0.1, 0.5, 0.2])
-    assert ball.lower.tolist() == [0.0, 0.5, 0.75] and ball.upper.tolist() == [0.15000000000000002, 1.5, 1.0]
+    # 0.05 + 0.1 is exactly 0.15000000000000000832…: the largest double at most that is 0.15 (the
+    # float sum rounds up to 0.15000000000000002, outside the ball)
+    assert ball.lower.tolist() == [0.0, 0.5, 0.75] and ball.upper.tolist() == [0.15, 1.5, 1.0]
     assert box.ball(np.array([0.5, 0.5, 0.5]), 10.0).same_as(box)  # a radius beyond the box: the box
 
 
