@@ -98,8 +98,8 @@ class Result:
 
 
 def ball(x: np.ndarray, radius: float) -> Domain:
-    """The max-norm ball of x [n] at `radius`, clipped to [0, 1]^n."""
-    return Domain(np.maximum(0.0, x - radius), np.minimum(1.0, x + radius))
+    """The max-norm ball of x [n] at `radius`, clipped to [0, 1]^n (`Domain.ball`)."""
+    return Domain.unit(len(x)).ball(x, radius)
 
 
 def blog_queries(workdir: Path, inputs: int) -> Iterator[Query]:

@@ -171,7 +171,7 @@ def _box(seed: int) -> tuple:
     net = random_network(rng, 10, (16, 16), "relu", monotone=False)
     X = rng.random((8, 10))
     x = X[0]
-    return net, x, "abductive", Domain(np.maximum(0, x - 0.2), np.minimum(1, x + 0.2)), median_threshold(net, X)
+    return net, x, "abductive", Domain.unit(10).ball(x, 0.2), median_threshold(net, X)
 
 
 def test_an_oracle_point_that_moves_a_fixed_feature_gives_no_verdict() -> None:

@@ -443,7 +443,7 @@ def test_flips_to_the_closed_side_leave_no_region_open_and_equal_z3() -> None:
         X = rng.random((8, 8))
         threshold = median_threshold(net, X)
         for x in X:
-            problem = Problem.make(net, x, "abductive", Domain(np.maximum(0, x - 0.2), np.minimum(1, x + 0.2)), threshold)
+            problem = Problem.make(net, x, "abductive", Domain.unit(8).ball(x, 0.2), threshold)
             if problem.prediction != 1 or asked == 12:
                 continue
             free = frozenset(rng.choice(8, 2 + asked % 3, replace=False).tolist())

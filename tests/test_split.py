@@ -30,7 +30,7 @@ def _problem(seed: int, classes: int = 1, n: int = 5, radius: float = 0.3) -> Pr
     net = random_network(rng, n, (6, 5), "relu", monotone=False, outputs=classes)
     X = rng.random((8, n))
     x = X[seed % 8]
-    domain = Domain(np.maximum(0.0, x - radius), np.minimum(1.0, x + radius))
+    domain = Domain.unit(n).ball(x, radius)
     if classes == 1:
         return Problem.make(net, x, "contrastive", domain, median_threshold(net, X))
     assert ExactNetwork(net).predictions(x[None, :], None)[0] >= 0
