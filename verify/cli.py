@@ -126,7 +126,8 @@ def _problem_flags(
     parent.add_argument(
         "--radius",
         type=number_list,
-        help="each input ranges over its own box, the domain clipped to [x - R, x + R] (an epsilon-ball): R one number "
+        help="each input ranges over its own box, the largest box of doubles in the domain within exact distance R of x "
+        "(an epsilon-ball): R one number "
         "> 0 or n comma-separated ones; recorded as 'radius' on every line (default: none, or for check the radius the "
         "explanations file records)",
     )
@@ -1220,7 +1221,8 @@ def _add_crosscheck(commands: argparse._SubParsersAction, problem: argparse.Argu
     crosscheck.add_argument(
         "--radius",
         type=positive_number,
-        help="every row of every instance ranges over its own box, the instance's box clipped to [x - R, x + R]; "
+        help="every row of every instance ranges over its own box, the largest box of doubles in the instance's box "
+        "within exact distance R of x; "
         "instance names get '@rR' (default: each instance's own, the whole box for all but the classifiers suite)",
     )
     crosscheck.add_argument(

@@ -12,10 +12,11 @@
 4. the default: threshold 0, the box [0, 1]^n.
 
 **A radius.** `--radius R` (one number, or one per feature as a comma list) gives every input
-its own box, the ball `Domain.ball(x, R)`: the box above clipped to `[x − R, x + R]`. For `check`
+its own box, the ball `Domain.ball(x, R)`: the largest box of doubles inside the box above and
+the exact `[x − R, x + R]` (docs/semantics.md). For `check`
 it may also come from the explanations file (explain records `radius` on every line); a flag that
 differs from it is obeyed with a warning. Records carry the box above as `domain` and `radius`
-beside it: a row's box is the ball.
+beside it: a row's box is the ball, which that rule gives exactly from x, `domain` and `radius`.
 
 `--binary` makes whichever box binary. The command says on stderr which threshold and box it used
 whenever they came from the explanations file or the metadata, and all three commands record both
