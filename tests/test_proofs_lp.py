@@ -230,7 +230,7 @@ def _ball(seed: int) -> Problem:
     rng = np.random.default_rng(seed)
     net = _network(rng, 8, (8, 6), 3)
     x = rng.uniform(0, 1, 8).round(3)
-    return Problem.make(net, x, "contrastive", Domain.broadcast(list(x - 0.5), list(x + 0.5), 8))
+    return Problem.make(net, x, "contrastive", Domain.broadcast(-1.0, 2.0, 8).ball(x, 0.5))
 
 
 @pytest.mark.parametrize("seed", [0, 1])

@@ -81,7 +81,7 @@ def _real_box_case() -> tuple[Problem, int]:
     rng = np.random.default_rng(3)
     net = _network(rng, 6, 8, 1)
     x = rng.uniform(0, 1, 6).round(3)
-    problem = Problem.make(net, x, "abductive", Domain.broadcast(list(x - 0.4), list(x + 0.4), 6), float(net.forward(x)) - 0.05)
+    problem = Problem.make(net, x, "abductive", Domain.broadcast(-1.0, 2.0, 6).ball(x, 0.4), float(net.forward(x)) - 0.05)
     for k in range(problem.n + 1):
         found = search(problem, k)
         if found.certificate is None:
