@@ -47,7 +47,7 @@ def test_the_proved_minimum_is_the_oracles(seed: int, kind: str) -> None:
     maybe, sure = oracle.sizes(kind)
     assert maybe == sure  # the oracle decides every set of these networks
     if sure is None:  # no CXp at all
-        assert (e.features, e.exists, e.verdict, e.proved) == (None, False, "none_exists", True)
+        assert (e.features, e.exists, e.none_exists, e.proved) == (None, False, True, True)
         return
     assert e.proved and e.lower == e.upper == len(e.features) == sure
     assert oracle.valid(kind, e.features) is True

@@ -20,6 +20,7 @@ from ..errors import InputError
 from ..validate import (
     count,
     finite_number,
+    input_shape,
     number_list,
     output_directory,
     output_file,
@@ -71,6 +72,16 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(self.prog, f"{message} (see {self.prog} --help)")
 
 
+def _input_shape_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--input-shape",
+        type=input_shape,
+        metavar="DIMS",
+        help="for a whole torch module with Conv2d layers: the input's dims without the batch axis, e.g. 1,28,28 "
+        "(ONNX and JSON files declare their own)",
+    )
+
+
 def _problem_flags(
     required: bool = True, out: str = "write JSON lines here instead of stdout (written whole, or not at all)"
 ) -> argparse.ArgumentParser:
@@ -88,6 +99,7 @@ def _problem_flags(
         help="for a torch state_dict: one activation per Linear layer, e.g. relu,relu,identity "
         "(with parameters: leaky_relu:0.1, hardtanh:0:1, step:0.5)",
     )
+    _input_shape_argument(parent)
     parent.add_argument(
         "--inputs", required=required, help="CSV of inputs, one per row (a header row is allowed); - reads standard input"
     )
@@ -147,7 +159,7 @@ def _load_problem(args: argparse.Namespace):
 def _network(args: argparse.Namespace):
     from ..network import Network
 
-    return Network.load(args.network, activations=args.activations)
+    return Network.load(args.network, activations=args.activations, input_shape=args.input_shape)
 
 
 def _inputs(args: argparse.Namespace, net):
@@ -453,7 +465,7 @@ def _info(args: argparse.Namespace) -> int:
     from ..network import Network
     from .info import summary, text
 
-    document = summary(Network.load(args.network, activations=args.activations), args.network)
+    document = summary(Network.load(args.network, activations=args.activations, input_shape=args.input_shape), args.network)
     sys.stdout.write(json.dumps(document) + "\n" if args.json else text(document))
     return 0
 
@@ -467,7 +479,7 @@ def _convert(args: argparse.Namespace) -> int:
 
     format_for_output(args.output)  # fail on the extension and the path before reading anything
     output_file(args.output, "OUT")
-    net = Network.load(args.input, activations=args.activations)
+    net = Network.load(args.input, activations=args.activations, input_shape=args.input_shape)
     net.save(args.output, float32=args.float32, state_dict=args.state_dict)
     print(f"{args.input} → {args.output}: {net}", file=sys.stderr)
     for note in net.metadata.dropped or ():
@@ -822,7 +834,7 @@ def _proof(args: argparse.Namespace) -> int:
     rejected = 0
     for path in args.files:
         started = time.perf_counter()
-        report = check_file(path, args.network, args.activations)
+        report = check_file(path, args.network, args.activations, args.input_shape)
         seconds = time.perf_counter() - started
         if report.accepted:
             print(f"{path}: {report.message} ({report.leaves} leaves, {report.evaluations} exact evaluations, {seconds:.2f} s)")
@@ -1006,6 +1018,7 @@ def _add_info(commands: argparse._SubParsersAction, problem: argparse.ArgumentPa
     )
     info.add_argument("network", help="network file: .json, .onnx, .pt/.pth")
     info.add_argument("--activations", help="for a state_dict file: one activation per Linear layer, e.g. relu,identity")
+    _input_shape_argument(info)
     info.add_argument("--json", action="store_true", help="one JSON object instead of text")
     info.set_defaults(handler=_info)
 
@@ -1021,6 +1034,7 @@ def _add_convert(commands: argparse._SubParsersAction, problem: argparse.Argumen
     convert.add_argument("input", help="network file to read")
     convert.add_argument("output", help="file to write: .json, .onnx, .pt or .pth")
     convert.add_argument("--activations", help="for a state_dict input: one activation per Linear layer, e.g. relu,identity")
+    _input_shape_argument(convert)
     convert.add_argument("--float32", action="store_true", help="ONNX/torch output in float32 (rounds the weights; warns)")
     convert.add_argument(
         "--state-dict", action="store_true", help="torch output as a state_dict (prints the --activations to load it)"
@@ -1241,6 +1255,7 @@ def _add_proof(commands: argparse._SubParsersAction, problem: argparse.ArgumentP
     proof.add_argument("files", nargs="+", metavar="FILE", help="certificate files")
     proof.add_argument("--network", help="the network: JSON (cardinal.network/1), ONNX, or torch")
     proof.add_argument("--activations", help="for a torch state_dict: one activation per Linear layer, e.g. relu,identity")
+    _input_shape_argument(proof)
     proof.set_defaults(handler=_proof)
 
 

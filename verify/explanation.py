@@ -28,11 +28,11 @@ import numpy as np
 from ..domain import Domain, Radius
 from ..errors import InputError
 from ..network import Network
-from ..problem import DEFAULT_EPSILON, KINDS, Verdict
+from ..problem import DEFAULT_EPSILON, KINDS
 from .certify import SolverPool, certify_input, explainer_answers, proving_solvers
 from .explaining import explain_lines
 from .proofs import ProofFolder, check_file, claim_of, make
-from .record import annotated
+from .record import annotated, proves_none
 from .settings import Flags, resolve
 
 if TYPE_CHECKING:
@@ -73,7 +73,8 @@ class Explanation:
     decided (`verdict` says which). `method`: what found it (greedy, deletion, or minimum: the
     exact solvers). `witness` [n]: for a contrastive set, a point of the box that differs from x
     only on `features` and flips the prediction. `lower`, `upper`: exact bounds on the size of a
-    minimum explanation (None where unknown or none exists). `verdict`: the explainer's verdict
+    minimum explanation (None where unknown or none exists). `none_exists`: exact evidence shows
+    that no contrastive explanation exists. `verdict`: the explainer's verdict
     (`cardinal.Verdict`; None without `prove`). `certificate`: the `Proof` of "nothing smaller",
     None with `certificate_reason`. `timings`: seconds per stage.
     """
@@ -86,6 +87,7 @@ class Explanation:
     lower: int | None
     upper: int | None
     verdict: str | None
+    none_exists: bool = False
     witness: tuple[float, ...] | None = None
     certificate: Proof | None = None
     certificate_reason: str = ""
@@ -97,7 +99,7 @@ class Explanation:
         """Whether an explanation exists: False only where exact evidence shows no CXp."""
         if self.features is not None:
             return True
-        return False if self.verdict == Verdict.NONE_EXISTS else None
+        return False if self.none_exists else None
 
     def to_dict(self) -> dict[str, Any]:
         """The record the CLI writes for the same question (`certify`, or `explain` without `prove`)."""
@@ -218,11 +220,12 @@ def _proved(net: Network, settings: Any, X: np.ndarray, kind: str, explainer: st
             found_by = "minimum"
             if answer is not None and answer.features is not None and answer.features == features:
                 found_by = answer.method
-            proved = judged.minimum_proved or (judged.verdict == Verdict.NONE_EXISTS and judged.certified)
+            none = proves_none(judged.verdict, judged.certified, judged.minimum)
+            proved = judged.minimum_proved or none
             upper = None if features is None else len(features)
             lower = upper if judged.minimum_proved else judged.minimum_lower
             out.append(Explanation(
-                kind, judged.prediction, features, found_by, proved, lower, upper, judged.verdict.value,
+                kind, judged.prediction, features, found_by, proved, lower, upper, judged.verdict.value, none,
                 judged.minimum_witness, proof, "" if proof is not None else reason,
                 {"explain": explained, "solve": solved, "certificate": time.perf_counter() - started}, record,
             ))
@@ -272,7 +275,7 @@ def _unproved(net: Network, settings: Any, X: np.ndarray, kind: str, explainer: 
         witness = tuple(line["witness"]) if "witness" in line else None
         size = None if features is None else len(features)
         out.append(Explanation(
-            kind, line["prediction"], features, line["method"], False, None, size, None, witness, None,
+            kind, line["prediction"], features, line["method"], False, None, size, None, line["exists"] is False, witness, None,
             "prove=False", {"explain": seconds}, line,
         ))
     return out
