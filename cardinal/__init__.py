@@ -7,6 +7,9 @@ in `cardinal.solvers` (backends behind one front, imported lazily by name, so `i
 needs none of their libraries), and the application in `cardinal.verify` (certify, check,
 campaigns, reports, the `cardinal` command).
 
+`cardinal.explain(model, x, kind)` is the front door: it explains and proves in one call
+(`cardinal.verify.explanation`); the batched greedy explainer alone is `cardinal.greedy.explain`.
+
 The public names are imported on first use (PEP 562), so `import cardinal` and `cardinal --help`
 import neither numpy's users nor torch; the core itself loads torch on its first float
 computation (`cardinal.lazy`), so that a small `cardinal explain`, answered in exact arithmetic
@@ -25,8 +28,8 @@ _PUBLIC = {  # public name → the module that defines it
     "Domain": "domain",
     "InputError": "errors",
     "ExplainResult": "greedy",
-    "explain": "greedy",
-    "explain_reference": "greedy",
+    "Explanation": "verify.explanation",
+    "explain": "verify.explanation",
     "Layer": "network",
     "Network": "network",
     "Kind": "problem",

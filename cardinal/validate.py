@@ -25,6 +25,7 @@ from .errors import InputError
 from .io import link_refused
 
 MAX_SECONDS = 1e7  # about 116 days: a longer time limit is a typo
+MAX_INPUT_VALUES = 2**24  # --input-shape: values in one input, as the Conv unrolling caps it
 
 
 # ---------------------------------------------------------------------------- command-line values
@@ -53,6 +54,19 @@ def seconds(text: str) -> float:
     if value > MAX_SECONDS:
         raise argparse.ArgumentTypeError(f"{text!r} seconds is more than the {MAX_SECONDS:.0e} allowed")
     return value
+
+
+def input_shape(text: str) -> tuple[int, ...]:
+    """argparse type of `--input-shape`: the model input's dims without the batch axis, comma- or
+    x-separated (`1,28,28` or `1x28x28`), each a positive integer."""
+    parts = text.replace("x", ",").split(",")
+    try:
+        dims = tuple(int(part) for part in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of dims such as 1,28,28") from None
+    if not dims or any(d < 1 for d in dims) or math.prod(dims) > MAX_INPUT_VALUES:
+        raise argparse.ArgumentTypeError(f"{text!r}: dims must be positive, at most {MAX_INPUT_VALUES:,} values in all")
+    return dims
 
 
 def number_list(text: str) -> float | list[float]:

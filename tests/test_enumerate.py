@@ -9,10 +9,11 @@ from bruteforce import monotone_minimum, random_network, vertex_minimum
 from cardinal.solvers.base import solve_problem
 from cardinal.solvers.enumerate import MAX_TABLE_FEATURES, EnumerateSolver, Evaluator, combinations
 
-from cardinal import Domain, Layer, Network, explain
+from cardinal import Domain, Layer, Network
 from cardinal.activations import Activation
 from cardinal.bounds import _activate
 from cardinal.errors import InputError
+from cardinal.greedy import explain
 from cardinal.problem import Problem, Status
 
 MONOTONE_ACTIVATIONS = [

@@ -233,13 +233,13 @@ def test_cli_explain_reports_the_exact_answer(tmp_path, capsys: pytest.CaptureFi
     network, inputs = tmp_path / "net.json", tmp_path / "x.csv"
     rounding_tie_network().save(network)
     inputs.write_text("0.5,0.5,0.1,0,0\n")
-    from cardinal.verify import cli
+    from cardinal.verify import explaining
 
     command = ["explain", str(network), "--inputs", str(inputs), "--threshold", "1.601", "--kind", "abductive"]
     assert main(command) == 0  # a small input: Algorithm 1 in exact arithmetic alone
     line = json.loads(capsys.readouterr().out)
     assert (line["features"], line["check"]) == ([2, 3], "exact")
-    monkeypatch.setattr(cli, "EXACT_WORK", 0)  # as on a larger input: batched float greedy, re-checked
+    monkeypatch.setattr(explaining, "EXACT_WORK", 0)  # as on a larger input: batched float greedy, re-checked
     assert main(command) == 0
     line = json.loads(capsys.readouterr().out)
     assert (line["features"], line["check"]) == ([2, 3], "repaired")

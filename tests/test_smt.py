@@ -13,9 +13,10 @@ from cardinal.solvers.base import solve_problem
 from cardinal.solvers.enumerate import EnumerateSolver
 from cardinal.verify import generate
 
-from cardinal import Domain, Layer, Network, explain
+from cardinal import Domain, Layer, Network
 from cardinal.activations import Activation
 from cardinal.errors import InputError
+from cardinal.greedy import explain
 from cardinal.problem import Problem, Status
 
 pytest.importorskip("z3")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import re
 import sys
@@ -21,6 +20,7 @@ from ..errors import InputError
 from ..validate import (
     count,
     finite_number,
+    input_shape,
     number_list,
     output_directory,
     output_file,
@@ -29,6 +29,7 @@ from ..validate import (
     seconds,
 )
 from .executors import EXECUTORS, sigterm_interrupts
+from .record import annotated
 
 if TYPE_CHECKING:
     from ..domain import Domain
@@ -71,6 +72,16 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(self.prog, f"{message} (see {self.prog} --help)")
 
 
+def _input_shape_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--input-shape",
+        type=input_shape,
+        metavar="DIMS",
+        help="for a whole torch module with Conv2d layers: the input's dims without the batch axis, e.g. 1,28,28 "
+        "(ONNX and JSON files declare their own)",
+    )
+
+
 def _problem_flags(
     required: bool = True, out: str = "write JSON lines here instead of stdout (written whole, or not at all)"
 ) -> argparse.ArgumentParser:
@@ -88,6 +99,7 @@ def _problem_flags(
         help="for a torch state_dict: one activation per Linear layer, e.g. relu,relu,identity "
         "(with parameters: leaky_relu:0.1, hardtanh:0:1, step:0.5)",
     )
+    _input_shape_argument(parent)
     parent.add_argument(
         "--inputs", required=required, help="CSV of inputs, one per row (a header row is allowed); - reads standard input"
     )
@@ -148,7 +160,7 @@ def _load_problem(args: argparse.Namespace):
 def _network(args: argparse.Namespace):
     from ..network import Network
 
-    return Network.load(args.network, activations=args.activations)
+    return Network.load(args.network, activations=args.activations, input_shape=args.input_shape)
 
 
 def _inputs(args: argparse.Namespace, net):
@@ -182,43 +194,8 @@ def _rows(args: argparse.Namespace, count: int) -> tuple[int, ...]:
     return args.rows
 
 
-def _annotated(lines: list[dict[str, Any]], net, settings) -> list[dict[str, Any]]:
-    """Output lines with the settings they were computed under (`threshold`, `domain`), the
-    settings' notes first in `notes`, and the feature names (`_named`)."""
-    for line in lines:
-        line.update(settings.to_json())
-        line["notes"] = [*settings.notes, *line.get("notes", ())]
-    return _named(lines, net)
-
-
 def _kinds(args: argparse.Namespace) -> tuple[str, ...]:
     return ("contrastive", "abductive") if args.kind == "both" else (args.kind,)
-
-
-def _named(lines: list[dict[str, Any]], net) -> list[dict[str, Any]]:
-    """Output lines with the names of the network's metadata beside the indices: the feature
-    names as "names" for "features", "minimum_names" for "minimum", and "names" inside "greedy";
-    the class names (K ≥ 2) as "prediction_name" for a decided "prediction"."""
-    classes = net.metadata.class_names
-    if classes is not None:
-        for line in lines:
-            if line.get("prediction", -1) >= 0:
-                line["prediction_name"] = classes[line["prediction"]]
-    names = net.metadata.feature_names
-    if names is None:
-        return lines
-
-    def named(indices: Any) -> list[str] | None:
-        return None if indices is None else [names[i] for i in indices]
-
-    for line in lines:
-        if "features" in line:
-            line["names"] = named(line["features"])
-        if "minimum" in line:
-            line["minimum_names"] = named(line["minimum"])
-        if isinstance(line.get("greedy"), dict):
-            line["greedy"]["names"] = named(line["greedy"]["features"])
-    return lines
 
 
 def _emit(lines: list[dict[str, Any]], out: str | None) -> None:
@@ -233,126 +210,16 @@ def _emit(lines: list[dict[str, Any]], out: str | None) -> None:
 
 # ---------------------------------------------------------------------------- explain
 def _explain(args: argparse.Namespace) -> int:
-    from .. import signs
+    from .explaining import explain_lines
 
     if args.out is not None:
         output_file(args.out, "--out")
     net, settings, X, rows = _load_problem(args)
-    if args.method == "deletion" or (args.method is None and not net.is_sign_monotone):
-        lines = _explain_by_deletion(args, net, settings, X, rows)
-        _emit(_annotated(lines, net, settings), args.out)
-        return 0
-    directions = signs.to_json(net.directions, net.output_directions)
-    answers = _greedy_answers(args, net, settings, X)
-    lines = []
-    for (index, position), (prediction, output, features, check, witness) in sorted(answers.items()):
-        line = {
-            "row": rows[index],
-            "kind": _kinds(args)[position],
-            "prediction": prediction,
-            "output": output if math.isfinite(output) else None,  # f(x) in float64; null where it overflows
-            "exists": features is not None,
-            "features": None if features is None else list(features),
-            "size": None if features is None else len(features),
-            "method": "greedy",
-        }
-        if check is not None:
-            line["check"] = check
-        if witness is not None:
-            line["witness"] = list(witness)
-        line["directions"] = directions
-        lines.append(line)
-    _emit(_annotated(lines, net, settings), args.out)
-    return 0
-
-
-# Rational multiply-adds (`algorithm1.exact_work`) below which explain answers in exact arithmetic
-# alone (`algorithm1.explain_exactly`, about 0.1 s at this size) instead of running the batched
-# float greedy and re-checking it exactly: the same answers, without loading torch (1.9 s of CPU).
-EXACT_WORK = 100_000
-
-
-def _greedy_answers(args: argparse.Namespace, net, settings, X) -> dict[tuple[int, int], tuple]:
-    """(index of the row in X [B, n], kind's position in `_kinds`) → (prediction, output, features
-    or None, check or None, witness or None)."""
-    from ..algorithm1 import exact_work, explain_exactly
-
-    kinds = _kinds(args)
-    exact = (
-        not args.no_verify
-        and args.device in ("auto", "cpu")
-        and net.is_piecewise_linear
-        and exact_work(net, len(X) * len(kinds)) <= EXACT_WORK
+    lines = explain_lines(
+        net, settings, X, rows, _kinds(args), args.method, args.time_limit, device=args.device, verify=not args.no_verify
     )
-    # blocks of rows sharing a box: all rows, or one ε-ball per input
-    if settings.radius is None:
-        blocks = [(range(len(X)), settings.domain)]
-    else:
-        blocks = [(range(i, i + 1), settings.box(x)) for i, x in enumerate(X)]
-    answers = {}
-    for position, kind in enumerate(kinds):
-        for indices, box in blocks:
-            if exact:
-                for i, a in zip(indices, explain_exactly(net, X[indices], kind, box, settings.threshold), strict=True):
-                    answers[(i, position)] = (a.prediction, a.output, a.features, "exact", a.witness)
-                continue
-            from ..greedy import explain
-
-            result = explain(
-                net, X[indices], kind, box, settings.threshold, device=args.device, verify=not args.no_verify
-            )
-            for offset, i in enumerate(indices):
-                check = None if result.checks is None else result.checks[offset]
-                witness = result.witness(offset, X[i], box)
-                answers[(i, position)] = (
-                    int(result.predictions[offset]), float(result.outputs[offset]), result.features(offset), check, witness
-                )
-    return answers
-
-
-def _explain_by_deletion(args: argparse.Namespace, net, settings, X, rows) -> list[dict[str, Any]]:
-    """explain's lines from the deletion explainer (`solvers.deletion`), one row at a time, each
-    oracle question limited to --time-limit: "check" exact (a subset-minimal answer, or none
-    exists) or undecided (a step no engine decided: no set, "exists" null, the reason in notes)."""
-    from ..solvers.oracle import SetOracle
-    from .certify import deletion_answers
-
-    outputs = net.forward(X).numpy().reshape(len(X), -1)  # [B, K]
-    with SetOracle() as oracle:
-        runs = {
-            kind: deletion_answers(net, X, kind, settings.domain, settings.threshold, oracle, args.time_limit, settings.radius)[0]
-            for kind in _kinds(args)
-        }
-    lines = []
-    for index, row in enumerate(rows):
-        for kind in _kinds(args):
-            run = runs[kind][index]
-            decided = run is not None and run.status != "unknown"
-            line = {
-                "row": row,
-                "kind": kind,
-                "prediction": -1 if run is None else run.prediction,
-                "output": _finite(outputs[index][0]) if net.n_outputs == 1 else [_finite(v) for v in outputs[index]],
-                "exists": (run.features is not None) if decided else None,
-                "features": None if run is None or run.features is None else list(run.features),
-                "size": None if run is None or run.features is None else len(run.features),
-                "method": "deletion",
-                "check": "exact" if decided else "undecided",
-                "queries": 0 if run is None else run.queries,
-            }
-            if run is not None and run.witness is not None:
-                line["witness"] = list(run.witness)
-            if run is None:
-                line["notes"] = ["the prediction of x is undecided in exact arithmetic (smooth network)"]
-            elif run.note:
-                line["notes"] = [run.note]
-            lines.append(line)
-    return lines
-
-
-def _finite(value: float) -> float | None:
-    """A float64 output, or None where it overflows."""
-    return float(value) if math.isfinite(value) else None
+    _emit(lines, args.out)
+    return 0
 
 
 # ---------------------------------------------------------------------------- certify
@@ -398,7 +265,7 @@ def _certify(args: argparse.Namespace) -> int:
                     progress.write(f"!!! SOLVER DISAGREEMENT on {where} — case saved to {saved[-1]}")
                 progress.update()
     failed = _ci_report(lines, "certify", _kinds(args), fail_on, baseline, args.diff_out)
-    _emit(_annotated(lines, net, settings), args.out)
+    _emit(annotated(lines, net, settings), args.out)
     verdicts = Counter((c.kind, c.verdict.value) for c in certificates)
     table = [[kind, verdict, count] for (kind, verdict), count in sorted(verdicts.items())]
     print(tabulate(table, headers=["kind", "verdict", "count"], tablefmt="simple"), file=sys.stderr)
@@ -479,7 +346,7 @@ def _check(args: argparse.Namespace) -> int:
     failed += _ci_report(lines, "check", _kinds(args), fail_on, baseline, args.diff_out)
     if proofs is not None:
         failed += _proof_report([j.proof for j in judgements if j.proof is not None], proofs.folder)
-    _emit(_annotated(lines, net, settings), args.out)
+    _emit(annotated(lines, net, settings), args.out)
     verdicts = Counter((j.claim.kind, j.verdict) for j in judgements)
     table = [[kind, verdict, count] for (kind, verdict), count in sorted(verdicts.items())]
     print(tabulate(table, headers=["kind", "verdict", "count"], tablefmt="simple"), file=sys.stderr)
@@ -599,7 +466,7 @@ def _info(args: argparse.Namespace) -> int:
     from ..network import Network
     from .info import summary, text
 
-    document = summary(Network.load(args.network, activations=args.activations), args.network)
+    document = summary(Network.load(args.network, activations=args.activations, input_shape=args.input_shape), args.network)
     sys.stdout.write(json.dumps(document) + "\n" if args.json else text(document))
     return 0
 
@@ -613,7 +480,7 @@ def _convert(args: argparse.Namespace) -> int:
 
     format_for_output(args.output)  # fail on the extension and the path before reading anything
     output_file(args.output, "OUT")
-    net = Network.load(args.input, activations=args.activations)
+    net = Network.load(args.input, activations=args.activations, input_shape=args.input_shape)
     net.save(args.output, float32=args.float32, state_dict=args.state_dict)
     print(f"{args.input} → {args.output}: {net}", file=sys.stderr)
     for note in net.metadata.dropped or ():
@@ -968,7 +835,7 @@ def _proof(args: argparse.Namespace) -> int:
     rejected = 0
     for path in args.files:
         started = time.perf_counter()
-        report = check_file(path, args.network, args.activations)
+        report = check_file(path, args.network, args.activations, args.input_shape)
         seconds = time.perf_counter() - started
         if report.accepted:
             print(f"{path}: {report.message} ({report.leaves} leaves, {report.evaluations} exact evaluations, {seconds:.2f} s)")
@@ -1152,6 +1019,7 @@ def _add_info(commands: argparse._SubParsersAction, problem: argparse.ArgumentPa
     )
     info.add_argument("network", help="network file: .json, .onnx, .pt/.pth")
     info.add_argument("--activations", help="for a state_dict file: one activation per Linear layer, e.g. relu,identity")
+    _input_shape_argument(info)
     info.add_argument("--json", action="store_true", help="one JSON object instead of text")
     info.set_defaults(handler=_info)
 
@@ -1167,6 +1035,7 @@ def _add_convert(commands: argparse._SubParsersAction, problem: argparse.Argumen
     convert.add_argument("input", help="network file to read")
     convert.add_argument("output", help="file to write: .json, .onnx, .pt or .pth")
     convert.add_argument("--activations", help="for a state_dict input: one activation per Linear layer, e.g. relu,identity")
+    _input_shape_argument(convert)
     convert.add_argument("--float32", action="store_true", help="ONNX/torch output in float32 (rounds the weights; warns)")
     convert.add_argument(
         "--state-dict", action="store_true", help="torch output as a state_dict (prints the --activations to load it)"
@@ -1388,6 +1257,7 @@ def _add_proof(commands: argparse._SubParsersAction, problem: argparse.ArgumentP
     proof.add_argument("files", nargs="+", metavar="FILE", help="certificate files")
     proof.add_argument("--network", help="the network: JSON (cardinal.network/1), ONNX, or torch")
     proof.add_argument("--activations", help="for a torch state_dict: one activation per Linear layer, e.g. relu,identity")
+    _input_shape_argument(proof)
     proof.set_defaults(handler=_proof)
 
 

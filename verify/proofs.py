@@ -104,7 +104,12 @@ class ProofFolder:
 
 
 # ---------------------------------------------------------------------------- cardinal proof check
-def check_file(path: str | Path, network: str | Path | None = None, activations: str | None = None) -> checker.Report:
+def check_file(
+    path: str | Path,
+    network: str | Path | None = None,
+    activations: str | None = None,
+    input_shape: tuple[int, ...] | None = None,
+) -> checker.Report:
     """Check one certificate file against `network` (cardinal JSON, read by the checker itself; an
     ONNX or torch file, read by `cardinal.formats` into cardinal's JSON), else the network it
     embeds, else `networks/SHA256.json` beside it. InputError: a file or certificate that is not
@@ -113,7 +118,7 @@ def check_file(path: str | Path, network: str | Path | None = None, activations:
     certificate = read_json(path, "certificate", MAX_NETWORK_BYTES)
     document = None
     if network is not None:
-        document = _network_document(network, activations)
+        document = _network_document(network, activations, input_shape)
     elif isinstance(certificate, dict) and certificate.get("network") is None:
         problem = certificate.get("problem")
         digest = problem.get("network_sha256") if isinstance(problem, dict) else None
@@ -128,11 +133,11 @@ def check_file(path: str | Path, network: str | Path | None = None, activations:
         raise InputError(f"{path}: {error}") from None
 
 
-def _network_document(path: str | Path, activations: str | None) -> Any:
+def _network_document(path: str | Path, activations: str | None, input_shape: tuple[int, ...] | None = None) -> Any:
     """The cardinal.network/1 document of a network file: JSON as written, others converted."""
     from ..formats.loaders import read_model
 
-    document, chain, _ = read_model(path, activations)
+    document, chain, _ = read_model(path, activations, input_shape)
     if document is not None:
         return document
     return Network.from_chain(chain).to_json()

@@ -371,3 +371,38 @@ def _outcome(solver: str, document: Any, where: str) -> Outcome:
         message=str(document.get("message", "")),
         claimed=None if claimed is None else Status(claimed),
     )
+
+
+def annotated(lines: list[dict[str, Any]], net: Any, settings: Any) -> list[dict[str, Any]]:
+    """Output lines with the settings they were computed under (`threshold`, `domain`), the
+    settings' notes first in `notes`, and the feature names (`named`)."""
+    for line in lines:
+        line.update(settings.to_json())
+        line["notes"] = [*settings.notes, *line.get("notes", ())]
+    return named(lines, net)
+
+
+def named(lines: list[dict[str, Any]], net: Any) -> list[dict[str, Any]]:
+    """Output lines with the names of the network's metadata beside the indices: the feature
+    names as "names" for "features", "minimum_names" for "minimum", and "names" inside "greedy";
+    the class names (K ≥ 2) as "prediction_name" for a decided "prediction"."""
+    classes = net.metadata.class_names
+    if classes is not None:
+        for line in lines:
+            if line.get("prediction", -1) >= 0:
+                line["prediction_name"] = classes[line["prediction"]]
+    names = net.metadata.feature_names
+    if names is None:
+        return lines
+
+    def named(indices: Any) -> list[str] | None:
+        return None if indices is None else [names[i] for i in indices]
+
+    for line in lines:
+        if "features" in line:
+            line["names"] = named(line["features"])
+        if "minimum" in line:
+            line["minimum_names"] = named(line["minimum"])
+        if isinstance(line.get("greedy"), dict):
+            line["greedy"]["names"] = named(line["greedy"]["features"])
+    return lines

@@ -135,8 +135,8 @@ class ChainBuilder:
         if self.index is None:
             raise InputError(
                 f"{where}: {needs} needs the input's shape, which the model does not give: declare the input's dims "
-                "in the ONNX graph, or for torch pass input_shape (batch axis aside) to Network.from_torch or "
-                "Network.load, e.g. input_shape=(1, 28, 28)"
+                "in the ONNX graph, or for torch give --input-shape C,H,W on the command line (batch axis aside), "
+                "input_shape=(1, 28, 28) to cardinal.explain, Network.load or Network.from_torch"
             )
         return self.index.shape
 

@@ -43,7 +43,7 @@ import numpy as np
 
 from ..activations import Activation
 from ..errors import InputError, interrupted_import
-from ..io import parse_json
+from ..io import MAX_NETWORK_BYTES, parse_json
 from .chain import ADVICE, RUNTIME_SHAPE, ChainBuilder, ChainStep
 
 OPSET = 17
@@ -87,6 +87,7 @@ def load_onnx(data: bytes, path: Path) -> tuple[list[ChainStep], Any]:
     except Exception as error:  # protobuf's DecodeError (truncated or foreign bytes), nested too deeply
         reason = " ".join(str(error).split()) or type(error).__name__
         raise InputError(f"{path}: not a readable ONNX model ({reason})") from None
+    _inline_external_data(model, path)
     opset = max((entry.version for entry in model.opset_import if entry.domain in ("", "ai.onnx")), default=OPSET)
     try:
         chain = _GraphReader(model.graph, opset).chain()
@@ -99,6 +100,50 @@ def load_onnx(data: bytes, path: Path) -> tuple[list[ChainStep], Any]:
     where = f"{path}: metadata_props {METADATA_KEY}"
     document = parse_json(props[METADATA_KEY], where)
     return chain.steps, _merged(document, found, where)
+
+
+def _inline_external_data(model: Any, path: Path) -> None:
+    """Read the external data of the model's initializers into them (`torch.onnx.export` writes
+    the weights of a larger model to `MODEL.onnx.data` beside it): only from files inside the
+    model's folder (a location that is absolute, climbs out with `..`, or is a link leading out is
+    refused), each range inside its file, `MAX_NETWORK_BYTES` in all."""
+    from onnx import TensorProto
+
+    folder = path.resolve().parent
+    total = 0
+    for tensor in model.graph.initializer:
+        if tensor.data_location != TensorProto.EXTERNAL:
+            continue
+        where = f"{path}: initializer {tensor.name}"
+        info = {entry.key: entry.value for entry in tensor.external_data}
+        location = info.get("location", "")
+        relative = Path(location)
+        if not location or relative.is_absolute() or ".." in relative.parts:
+            raise InputError(f"{where} keeps its data in {location!r}, not a file beside the model; cardinal reads external "
+                             "data only from the model's folder")
+        file = path.parent / relative
+        if not file.is_file():
+            raise InputError(f"{where} keeps its data in {file}, which is missing: copy it beside the model, as "
+                             "torch.onnx.export wrote it")
+        if not file.resolve().is_relative_to(folder):
+            raise InputError(f"{where} keeps its data in {file}, a link out of the model's folder; copy the file there")
+        size = file.stat().st_size
+        try:
+            offset = int(info.get("offset", 0))
+            length = int(info["length"]) if "length" in info else size - offset
+        except ValueError:
+            raise InputError(f"{where}: external data offset {info.get('offset')!r} or length {info.get('length')!r} "
+                             "is not an integer") from None
+        if offset < 0 or length < 0 or offset + length > size:
+            raise InputError(f"{where}: external data bytes {offset}..{offset + length} lie outside {file} ({size} bytes)")
+        total += length
+        if total > MAX_NETWORK_BYTES:
+            raise InputError(f"{where}: external data past {MAX_NETWORK_BYTES // 2**20} MiB in all")
+        with open(file, "rb") as handle:
+            handle.seek(offset)
+            tensor.raw_data = handle.read(length)
+        del tensor.external_data[:]
+        tensor.data_location = TensorProto.DEFAULT
 
 
 def _merged(document: Any, found: dict[str, Any], where: str) -> Any:

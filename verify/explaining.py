@@ -1,0 +1,145 @@
+"""The lines of `cardinal explain` (and of `cardinal.explain(..., prove=False)`): an explainer's
+answers, each checked in exact arithmetic, without a minimality proof.
+
+Greedy (Algorithm 1) on a sign-monotone network — in exact arithmetic alone on small inputs
+(`algorithm1.explain_exactly`), else batched in floats and re-checked exactly — and sequential
+deletion (`solvers.deletion`, subset-minimal) on any network or when asked.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import signs
+from ..network import Network
+from .record import annotated
+from .settings import Settings
+
+# Rational multiply-adds (`algorithm1.exact_work`) below which explain answers in exact arithmetic
+# alone (`algorithm1.explain_exactly`, about 0.1 s at this size) instead of running the batched
+# float greedy and re-checking it exactly: the same answers, without loading torch (1.9 s of CPU).
+EXACT_WORK = 100_000
+
+
+def explain_lines(
+    net: Network,
+    settings: Settings,
+    X: np.ndarray,
+    rows: Sequence[int],
+    kinds: Sequence[str],
+    method: str | None,
+    time_limit: float,
+    device: str = "auto",
+    verify: bool = True,
+) -> list[dict[str, Any]]:
+    """explain's output lines for X [B, n] (its row numbers `rows` [B]) and each of `kinds`:
+    deletion where `method` says so or (None) the network is not sign-monotone, else greedy;
+    annotated with the settings and names (`record.annotated`)."""
+    if method == "deletion" or (method is None and not net.is_sign_monotone):
+        return annotated(_deletion_lines(net, settings, X, rows, kinds, time_limit), net, settings)
+    directions = signs.to_json(net.directions, net.output_directions)
+    answers = _greedy_answers(net, settings, X, kinds, device, verify)
+    lines = []
+    for (index, position), (prediction, output, features, check, witness) in sorted(answers.items()):
+        line = {
+            "row": rows[index],
+            "kind": kinds[position],
+            "prediction": prediction,
+            "output": output if math.isfinite(output) else None,  # f(x) in float64; null where it overflows
+            "exists": features is not None,
+            "features": None if features is None else list(features),
+            "size": None if features is None else len(features),
+            "method": "greedy",
+        }
+        if check is not None:
+            line["check"] = check
+        if witness is not None:
+            line["witness"] = list(witness)
+        line["directions"] = directions
+        lines.append(line)
+    return annotated(lines, net, settings)
+
+
+def _greedy_answers(
+    net: Network, settings: Settings, X: np.ndarray, kinds: Sequence[str], device: str, verify: bool
+) -> dict[tuple[int, int], tuple]:
+    """(index of the row in X [B, n], kind's position in `kinds`) → (prediction, output, features
+    or None, check or None, witness or None)."""
+    from ..algorithm1 import exact_work, explain_exactly
+
+    exact = (
+        verify and device in ("auto", "cpu") and net.is_piecewise_linear and exact_work(net, len(X) * len(kinds)) <= EXACT_WORK
+    )
+    # blocks of rows sharing a box: all rows, or one ε-ball per input
+    if settings.radius is None:
+        blocks = [(range(len(X)), settings.domain)]
+    else:
+        blocks = [(range(i, i + 1), settings.box(x)) for i, x in enumerate(X)]
+    answers = {}
+    for position, kind in enumerate(kinds):
+        for indices, box in blocks:
+            if exact:
+                for i, a in zip(indices, explain_exactly(net, X[indices], kind, box, settings.threshold), strict=True):
+                    answers[(i, position)] = (a.prediction, a.output, a.features, "exact", a.witness)
+                continue
+            from ..greedy import explain
+
+            result = explain(net, X[indices], kind, box, settings.threshold, device=device, verify=verify)
+            for offset, i in enumerate(indices):
+                check = None if result.checks is None else result.checks[offset]
+                witness = result.witness(offset, X[i], box)
+                answers[(i, position)] = (
+                    int(result.predictions[offset]), float(result.outputs[offset]), result.features(offset), check, witness
+                )
+    return answers
+
+
+def _deletion_lines(
+    net: Network, settings: Settings, X: np.ndarray, rows: Sequence[int], kinds: Sequence[str], time_limit: float
+) -> list[dict[str, Any]]:
+    """explain's lines from the deletion explainer (`solvers.deletion`), one row at a time, each
+    oracle question limited to `time_limit`: "check" exact (a subset-minimal answer, or none
+    exists) or undecided (a step no engine decided: no set, "exists" null, the reason in notes)."""
+    from ..solvers.oracle import SetOracle
+    from .certify import deletion_answers
+
+    outputs = net.forward(X).numpy().reshape(len(X), -1)  # [B, K]
+    with SetOracle() as oracle:
+        runs = {
+            kind: deletion_answers(net, X, kind, settings.domain, settings.threshold, oracle, time_limit, settings.radius)[0]
+            for kind in kinds
+        }
+    lines = []
+    for index, row in enumerate(rows):
+        for kind in kinds:
+            run = runs[kind][index]
+            decided = run is not None and run.status != "unknown"
+            line = {
+                "row": row,
+                "kind": kind,
+                "prediction": -1 if run is None else run.prediction,
+                "output": finite(outputs[index][0]) if net.n_outputs == 1 else [finite(v) for v in outputs[index]],
+                "exists": (run.features is not None) if decided else None,
+                "features": None if run is None or run.features is None else list(run.features),
+                "size": None if run is None or run.features is None else len(run.features),
+                "method": "deletion",
+                "check": "exact" if decided else "undecided",
+                "queries": 0 if run is None else run.queries,
+            }
+            if run is not None and run.witness is not None:
+                line["witness"] = list(run.witness)
+            if run is None:
+                line["notes"] = ["the prediction of x is undecided in exact arithmetic (smooth network)"]
+            elif run.note:
+                line["notes"] = [run.note]
+            lines.append(line)
+    return lines
+
+
+def finite(value: float) -> float | None:
+    """A float64 output, or None where it overflows."""
+    return float(value) if math.isfinite(value) else None

@@ -1,0 +1,281 @@
+"""`cardinal.explain`: explain a model's prediction and prove the answer minimal, in one call.
+
+    import cardinal
+    e = cardinal.explain("model.onnx", x, kind="abductive")
+    e.features, e.proved, e.certificate.check()
+
+One call runs what `cardinal certify --proof` runs on the command line: an explainer (greedy on a
+sign-monotone network, deletion on any other), then, with `prove` (the default), the exact
+solvers that ask for anything smaller, and a certificate of every exact "nothing smaller" that the
+independent checker accepts. The answer is an `Explanation`; its `to_dict()` is the record the
+CLI writes for the same question (`certify` with `prove`, `explain` without), timings aside.
+
+Exact by default: `proved` is True only where an exact proof (or a certificate) backs the claim
+that nothing smaller exists; `lower` and `upper` bound the minimum's size exactly.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..domain import Domain, Radius
+from ..errors import InputError
+from ..network import Network
+from ..problem import DEFAULT_EPSILON, KINDS
+from .certify import SolverPool, certify_input, explainer_answers, proving_solvers
+from .explaining import explain_lines
+from .proofs import ProofFolder, check_file, claim_of, make
+from .record import annotated, proves_none
+from .settings import Flags, resolve
+
+if TYPE_CHECKING:
+    import torch
+
+METHODS = ("auto", "greedy", "deletion", "minimum")
+DEFAULT_TIME_LIMIT = 60.0  # seconds per solver call and per certificate search, as the CLI's default
+
+
+@dataclass(frozen=True)
+class Proof:
+    """The certificate (`cardinal.proof/1`, docs/proofs.md) of an explanation's "nothing smaller":
+    `claim` (the certificate's claim), `accepted` (by the independent checker when it was made),
+    `path` (the file under `proof_dir`; None when it is held in memory, network embedded) and its
+    JSON `text`. `check()` runs the checker again, on the file or the text."""
+
+    claim: dict[str, Any]
+    accepted: bool
+    text: str = field(repr=False)
+    path: Path | None = None
+
+    def check(self) -> bool:
+        """True when `cardinal.checker` accepts the certificate now (the file when written)."""
+        if self.path is not None:
+            return check_file(self.path).accepted
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "certificate.json"
+            path.write_text(self.text)
+            return check_file(path).accepted
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """One explanation of one input.
+
+    `features`: the explanation (sorted feature indices) — the smallest exactly valid set known
+    (the minimum where `proved`); None where no contrastive explanation exists or nothing was
+    decided (`verdict` says which). `method`: what found it (greedy, deletion, or minimum: the
+    exact solvers). `witness` [n]: for a contrastive set, a point of the box that differs from x
+    only on `features` and flips the prediction. `lower`, `upper`: exact bounds on the size of a
+    minimum explanation (None where unknown or none exists). `none_exists`: exact evidence shows
+    that no contrastive explanation exists. `verdict`: the explainer's verdict
+    (`cardinal.Verdict`; None without `prove`). `certificate`: the `Proof` of "nothing smaller",
+    None with `certificate_reason`. `timings`: seconds per stage.
+    """
+
+    kind: str
+    prediction: int
+    features: tuple[int, ...] | None
+    method: str
+    proved: bool
+    lower: int | None
+    upper: int | None
+    verdict: str | None
+    none_exists: bool = False
+    witness: tuple[float, ...] | None = None
+    certificate: Proof | None = None
+    certificate_reason: str = ""
+    timings: dict[str, float] = field(default_factory=dict)
+    record: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def exists(self) -> bool | None:
+        """Whether an explanation exists: False only where exact evidence shows no CXp."""
+        if self.features is not None:
+            return True
+        return False if self.none_exists else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record the CLI writes for the same question (`certify`, or `explain` without `prove`)."""
+        return dict(self.record)
+
+
+def explain(
+    model: str | Path | Network | torch.nn.Module,
+    x: Sequence[float] | np.ndarray,
+    kind: str = "contrastive",
+    *,
+    method: str = "auto",
+    radius: Radius | None = None,
+    threshold: float | None = None,
+    domain: Domain | None = None,
+    prove: bool = True,
+    proof_dir: str | Path | None = None,
+    time_limit: float | None = None,
+    input_shape: Sequence[int] | None = None,
+) -> Explanation | list[Explanation]:
+    """Explain the prediction of `model` at `x` and, with `prove`, prove the answer minimal.
+
+    `model`: a path (cardinal JSON, ONNX, a torch file read with `weights_only`), a `Network`, or a
+    torch module (`input_shape` without the batch axis where it has Conv2d layers). `x`: one input
+    [n] (→ one `Explanation`) or a 2-D array [B, n] (→ a list, with a progress bar on a terminal).
+    `kind`: "contrastive" or "abductive". `method`: "auto" (greedy on a sign-monotone network,
+    deletion on any other; then the exact minimum where `prove`), "greedy", "deletion", or
+    "minimum" (the exact solvers alone). `radius`: explain inside the ball of x (docs/semantics.md);
+    `threshold`, `domain`: as the CLI's flags (default: the model's metadata, else 0 and [0, 1]^n).
+    `proof_dir`: write certificates (and the network once) there; None keeps them in memory.
+    `time_limit`: seconds per solver call and per certificate search (default 60).
+    """
+    if kind not in KINDS:
+        raise InputError(f"kind {kind!r}: choose contrastive or abductive")
+    if method not in METHODS:
+        raise InputError(f"method {method!r}: choose one of {', '.join(METHODS)}")
+    if method == "minimum" and not prove:
+        raise InputError("method 'minimum' is the exact solvers' answer: it needs prove=True")
+    limit = DEFAULT_TIME_LIMIT if time_limit is None else float(time_limit)
+    net, name = _network(model, input_shape)
+    settings = resolve(net, name, Flags(threshold, domain, False, radius))
+    single = np.ndim(x) == 1
+    X = settings.domain.check(np.atleast_2d(np.asarray(x, dtype=np.float64)), source="x")
+    explainer = _explainer(method, net)
+    rows = range(len(X))
+    if prove:
+        explanations = _proved(net, settings, X, kind, explainer, limit, proof_dir, _bar(rows, len(X)))
+    else:
+        explanations = _unproved(net, settings, X, kind, explainer, limit)
+    return explanations[0] if single else explanations
+
+
+def _network(model: Any, input_shape: Sequence[int] | None) -> tuple[Network, str]:
+    """The network of `model` and a name for messages."""
+    if isinstance(model, Network):
+        return model, "the network"
+    if isinstance(model, (str, Path)):
+        return Network.load(model, input_shape=input_shape), str(model)
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is a dependency
+        torch = None
+    if torch is not None and isinstance(model, torch.nn.Module):
+        return Network.from_torch(model, input_shape), "the torch module"
+    raise InputError(f"model: a path, a cardinal.Network or a torch module, not {type(model).__name__}")
+
+
+def _explainer(method: str, net: Network) -> str | None:
+    """The explainer to run (None: the solvers alone)."""
+    if method == "minimum":
+        return None
+    if method == "auto":
+        return "greedy" if net.is_sign_monotone else "deletion"
+    if method == "greedy" and not net.is_sign_monotone:
+        raise InputError("method 'greedy' needs a sign-monotone network (cardinal info says); use 'auto' or 'deletion'")
+    return method
+
+
+def _bar(rows: range, total: int) -> Any:
+    """The rows, with a progress bar on a terminal when there are several."""
+    if total > 1 and sys.stderr.isatty():
+        from tqdm import tqdm
+
+        return tqdm(rows, desc="cardinal.explain", unit="input", file=sys.stderr)
+    return rows
+
+
+def _proved(net: Network, settings: Any, X: np.ndarray, kind: str, explainer: str | None, limit: float,
+            proof_dir: str | Path | None, rows: Any) -> list[Explanation]:
+    """`certify --proof` on X [B, n]: the explainer, the solvers, the certificates."""
+    import time
+
+    folder = None if proof_dir is None else ProofFolder(proof_dir, net, limit)
+    out = []
+    with SolverPool(proving_solvers(net, settings.domain), first_proof=True) as pool:
+        started = time.perf_counter()
+        if explainer is None:
+            answers: list[Any] = [None] * len(X)
+        else:
+            answers = explainer_answers(explainer, pool, net, X, kind, settings.domain, settings.threshold, limit,
+                                        settings.radius)
+        explained = (time.perf_counter() - started) / max(1, len(X))
+        for row in rows:
+            x, answer = X[row], answers[row]
+            started = time.perf_counter()
+            problem, (judged,) = certify_input(pool, net, x, kind, settings.box(x), settings.threshold, (answer,), limit, row,
+                                               DEFAULT_EPSILON)
+            solved = time.perf_counter() - started
+            proof, reason = None, "no exact 'nothing smaller' claim"
+            started = time.perf_counter()
+            if problem is not None:
+                claim = claim_of(problem, judged.verdict, judged.minimum, judged.minimum_proved, judged.certified)
+                proof, reason = _proof(problem, claim, row, kind, folder, limit)
+            record = annotated([judged.to_json()], net, settings)[0]
+            if proof is not None or folder is not None:
+                record["proof"] = _entry(proof, reason, folder)
+            features = judged.minimum
+            found_by = "minimum"
+            if answer is not None and answer.features is not None and answer.features == features:
+                found_by = answer.method
+            none = proves_none(judged.verdict, judged.certified, judged.minimum)
+            proved = judged.minimum_proved or none
+            upper = None if features is None else len(features)
+            lower = upper if judged.minimum_proved else judged.minimum_lower
+            out.append(Explanation(
+                kind, judged.prediction, features, found_by, proved, lower, upper, judged.verdict.value, none,
+                judged.minimum_witness, proof, "" if proof is not None else reason,
+                {"explain": explained, "solve": solved, "certificate": time.perf_counter() - started}, record,
+            ))
+    return out
+
+
+def _proof(problem: Any, claim: tuple[int | None, str], row: int, kind: str, folder: ProofFolder | None,
+           limit: float) -> tuple[Proof | None, str]:
+    """The certificate of one result's claim (`claim_of`), written into `folder` or kept in memory."""
+    from ..solvers.proof import certificate_file
+
+    name = certificate_file(f"row{row}-{kind}")
+    written = make(problem, *claim, name, limit, embed=folder is None)
+    if written.text is None:
+        return None, written.entry["reason"]
+    path = None
+    if folder is not None:
+        from .proofs import save
+
+        save(folder.folder, written, folder.network)
+        path = folder.folder / name
+    entry = written.entry
+    return Proof(entry["claim"], bool(entry["accepted"]), written.text, path), ""
+
+
+def _entry(proof: Proof | None, reason: str, folder: ProofFolder | None) -> dict[str, Any]:
+    """The record's `proof` entry, as `certify --proof` writes it (file relative to the folder)."""
+    if proof is None:
+        return {"file": None, "reason": reason}
+    entry: dict[str, Any] = {"file": None if proof.path is None else proof.path.name, "claim": proof.claim,
+                             "accepted": proof.accepted}
+    return entry
+
+
+def _unproved(net: Network, settings: Any, X: np.ndarray, kind: str, explainer: str | None,
+              limit: float) -> list[Explanation]:
+    """The explainer alone on X [B, n], as `cardinal explain` runs it (`explaining.explain_lines`):
+    each answer checked exactly, no minimality proof."""
+    import time
+
+    started = time.perf_counter()
+    lines = explain_lines(net, settings, X, range(len(X)), (kind,), explainer, limit)
+    seconds = (time.perf_counter() - started) / max(1, len(X))
+    out = []
+    for line in lines:
+        features = None if line["features"] is None else tuple(line["features"])
+        witness = tuple(line["witness"]) if "witness" in line else None
+        size = None if features is None else len(features)
+        out.append(Explanation(
+            kind, line["prediction"], features, line["method"], False, None, size, None, line["exists"] is False, witness, None,
+            "prove=False", {"explain": seconds}, line,
+        ))
+    return out
