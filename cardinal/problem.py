@@ -1,4 +1,5 @@
-"""The explanation problem and what answers to it: `Kind`, `Status`, `Verdict`, `Outcome`,
+"""The explanation problem and what answers to it: `Kind`, `Status` (with `Termination` and
+`Evidence`, the two questions a status answers at once), `Verdict`, `Outcome`,
 `Problem` (with the monotone shortcut computed once), defined here for every layer above.
 
 `Problem` holds one input x [n] of a network, the kind, the box and the threshold (K = 1; None for
@@ -91,6 +92,38 @@ class Status(StrEnum):
     ERROR = "error"
 
 
+class Termination(StrEnum):
+    """How a backend's call ended, apart from what its answer is worth (`Evidence`): MathOpt's
+    split of termination reason and proof."""
+
+    OPTIMAL = "optimal"  # it answered with a set it claims minimum
+    INFEASIBLE = "infeasible"  # it claims that no set within the bound (or none at all) exists
+    LIMIT = "limit"  # a time, licence or memory limit stopped it (perhaps with a set: FEASIBLE)
+    UNSUPPORTED = "unsupported"  # the backend cannot encode the network
+    ERROR = "error"
+
+
+class Evidence(StrEnum):
+    """What a call's answer is worth: only EXACT decides anything (`Outcome.proved`)."""
+
+    EXACT = "exact"  # checked in exact arithmetic: an exact backend's proof, or a set replayed exactly
+    FLOAT_CLAIM = "float_claim"  # a float solver's claim that exact arithmetic did not re-check: no proof
+    REFUTED = "refuted"  # exact evidence contradicts the claim
+    NONE = "none"  # no claim (a limit, an error, an unconfirmed set)
+
+
+_TERMINATION = {
+    Status.OPTIMAL: Termination.OPTIMAL,
+    Status.FEASIBLE: Termination.LIMIT,
+    Status.NONE_WITHIN: Termination.INFEASIBLE,
+    Status.NONE_EXISTS: Termination.INFEASIBLE,
+    Status.TIMEOUT: Termination.LIMIT,
+    Status.SIZE_LIMIT: Termination.LIMIT,
+    Status.UNSUPPORTED: Termination.UNSUPPORTED,
+    Status.ERROR: Termination.ERROR,
+}
+
+
 def stopped(solution: tuple[int, ...] | None, at_most: int | None) -> tuple[Status, tuple[int, ...] | None]:
     """What a call stopped by a limit reports, the same for every backend: FEASIBLE with the best
     set it found when that set lies within `at_most` (any found set when there is no bound), else
@@ -149,6 +182,32 @@ class Outcome:
 
     def _demoted(self, status: Status, reason: str) -> Outcome:
         return replace(self.noted(reason), status=status, claimed=self.status)
+
+    @property
+    def termination(self) -> Termination:
+        """How the call ended (`Termination`); for a refuted or unconfirmed claim, how the claim ended."""
+        return _TERMINATION[self.claimed if self.claimed is not None else self.status]
+
+    @property
+    def proved(self) -> bool:
+        """Whether this outcome is an exact proof of what it claims: an exact backend's none_within
+        or none_exists, or its optimal with the set replayed in exact arithmetic. A float MILP's
+        claim never is, whatever it says."""
+        if not self.exact:
+            return False
+        return self.status in (Status.NONE_WITHIN, Status.NONE_EXISTS) or (self.status == Status.OPTIMAL and self.replayed)
+
+    @property
+    def evidence(self) -> Evidence:
+        """What the answer is worth (`Evidence`): EXACT where it is `proved` or its set was replayed
+        exactly, FLOAT_CLAIM where a float solver claimed something exact arithmetic did not check."""
+        if self.status == Status.REFUTED:
+            return Evidence.REFUTED
+        if self.proved or (self.status in (Status.OPTIMAL, Status.FEASIBLE, Status.NONE_EXISTS) and self.replayed):
+            return Evidence.EXACT
+        if self.status in (Status.OPTIMAL, Status.FEASIBLE, Status.NONE_WITHIN, Status.NONE_EXISTS):
+            return Evidence.FLOAT_CLAIM
+        return Evidence.NONE
 
     @property
     def features(self) -> tuple[int, ...]:

@@ -162,14 +162,6 @@ def proving_solvers(net: Network, domain: Domain) -> tuple[str, ...]:
     return tuple(name for name in installed if applies(name))
 
 
-def proves(outcome: Outcome) -> bool:
-    """Whether an outcome is an exact proof of what it claims: an exact backend's none_within,
-    none_exists or optimal (its set replayed)."""
-    if not outcome.exact:
-        return False
-    return outcome.status in (Status.NONE_WITHIN, Status.NONE_EXISTS) or (outcome.status == Status.OPTIMAL and outcome.replayed)
-
-
 class SolverPool:
     """Open backends by name, reused across calls and closed together; runs HiGHS in place of
     Gurobi when Gurobi's licence is too small for a model (`fallback=True`). Each backend runs
@@ -180,7 +172,7 @@ class SolverPool:
 
     `first_proof` (`certify`'s default set, `proving_solvers`): the backends take turns, the one
     that `solvers.base.auto_solver` picks for the problem first, until one gives an exact proof
-    (`proves`); named backends (`first_proof` False) all run, so that they cross-check."""
+    (`Outcome.proved`); named backends (`first_proof` False) all run, so that they cross-check."""
 
     def __init__(self, names: Iterable[str], fallback: bool = True, first_proof: bool = False) -> None:
         self.names = tuple(dict.fromkeys(names))
@@ -206,7 +198,7 @@ class SolverPool:
             order.sort(key=lambda name: name != first)
         for name in order:
             backend = self.backends[name]
-            if self.first_proof and any(proves(outcome) for outcome in outcomes.values()):
+            if self.first_proof and any(outcome.proved for outcome in outcomes.values()):
                 break
             outcomes[name] = solve_problem(backend, problem, at_most, time_limit, self.oracle)
             if name == "gurobi" and outcomes[name].status == Status.SIZE_LIMIT and self.fallback:
