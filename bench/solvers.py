@@ -27,7 +27,7 @@ minimum CXp at 80% on 28 features against the peer), and a cactus plot.
 gurobi-machinelearning): the same question put to the MILP a user builds with a standard encoder
 library — gurobi-ml's `add_predictor_constr` on the torch `nn.Sequential`, with the library's and
 Gurobi's defaults (no bounds, no tightening; one thread and the time limit, as for every backend),
-plus the cardinality selector and the monotone shortcut (DESIGN §4); on a non-monotone network a
+plus the cardinality selector and the monotone shortcut (docs/design.md §4); on a non-monotone network a
 CXp's input is free in the box where s_i = 1 (an AXp there has no single-MILP form). The library
 encodes each ReLU as Gurobi's max general constraint on unbounded hidden variables; Gurobi's
 presolve derives what bounds it can. Per call, timed from building to the exact replay of its

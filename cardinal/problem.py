@@ -4,7 +4,7 @@
 
 `Problem` holds one input x [n] of a network, the kind, the box and the threshold (K = 1; None for
 a network of K ≥ 2 outputs, predicted by argmax); its `prediction` is p(x) decided exactly by the
-rule of `cardinal.prediction`. On a monotone network the shortcut of DESIGN §1 is a
+rule of `cardinal.prediction`. On a monotone network the shortcut of docs/design.md §1 is a
 property of the problem: `counterpoint` x', and the line from `base` to `target` along which a
 set S is moved (`base` with S set to `target` reaches `goal` iff S is an explanation).
 """
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 
 class Kind(StrEnum):
-    """The two kinds of explanation (DESIGN §1)."""
+    """The two kinds of explanation (docs/design.md §1)."""
 
     CONTRASTIVE = "contrastive"
     ABDUCTIVE = "abductive"
@@ -53,7 +53,7 @@ DEFAULT_EPSILON = 1e-6
 
 
 def shortcut(kind: str, x: Any, counterpoint: Any, prediction: Any) -> tuple[Any, Any, Any]:
-    """The monotone shortcut (DESIGN §1) for one input or a batch, numpy or torch, broadcasting:
+    """The monotone shortcut (docs/design.md §1) for one input or a batch, numpy or torch, broadcasting:
     (base, target, goal). S is an explanation iff `base` with S set to `target` predicts `goal`:
     CXp base x, target x', goal 1 − p(x); AXp base x', target x, goal p(x). `prediction` may be
     an int, an int array or a bool tensor; the goal has its type."""
@@ -78,7 +78,7 @@ class Verdict(StrEnum):
 
 
 class Status(StrEnum):
-    """How a backend's call ended (the table in README "Statuses and verdicts")."""
+    """How a backend's call ended (the table in docs/statuses.md)."""
 
     OPTIMAL = "optimal"  # `features` is a minimum explanation
     FEASIBLE = "feasible"  # `features` is an explanation of size ≤ at_most (any size without a bound); minimality not proved

@@ -1,4 +1,4 @@
-"""One backend-neutral MILP for explanation problems (DESIGN §4), translated by `solvers.gurobi`
+"""One backend-neutral MILP for explanation problems (docs/design.md §4), translated by `solvers.gurobi`
 and `solvers.highs`.
 
 Variables: `s_i ∈ {0,1}` (feature i is in the set), the input point `y` [n], and per layer the

@@ -1,4 +1,4 @@
-"""Minimum abductive explanations of any network by implicit hitting sets (DESIGN §4).
+"""Minimum abductive explanations of any network by implicit hitting sets (docs/design.md §4).
 
 Every AXp hits every CXp. The loop keeps the contrastive sets found so far, takes a hitting set
 S of them, and asks the backend's *flip oracle* for a point y of the box that agrees with x on S

@@ -1,4 +1,4 @@
-"""Shared fixtures: the DESIGN §3 two-unit network and small helpers."""
+"""Shared fixtures: the docs/design.md §3 two-unit network and small helpers."""
 
 from __future__ import annotations
 

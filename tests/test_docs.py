@@ -1,21 +1,27 @@
-"""The README and docs/ stand alone: every relative link resolves inside the repository, and
-every #anchor names a heading of its target file."""
+"""The README and docs/ stand alone: every relative link resolves inside the repository, every
+#anchor names a heading of its target file, every Python block of the README and the quickstart
+runs, and the README stays a front door (at most 300 lines, CI's test command in it)."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+RUN = [ROOT / "README.md", ROOT / "docs" / "quickstart.md"]  # pages whose every Python block the tests run
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+PYTHON = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 
 
 def _slug(heading: str) -> str:
-    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
-    text = re.sub(r"[`*_]", "", heading.strip().lower())
+    """GitHub's anchor for a heading: lower case, punctuation but `_` dropped, spaces to hyphens."""
+    text = re.sub(r"[`*]", "", heading.strip().lower())  # underscores are word characters, kept as GitHub keeps them
     return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
 
 
@@ -62,3 +68,30 @@ def test_the_checker_catches_links_outside_the_repository_or_to_nothing(tmp_path
     assert _slug(" Greedy: batched vs the paper's loop (`bench/results/greedy.md`)") == (
         "greedy-batched-vs-the-papers-loop-benchresultsgreedymd"
     )
+    assert _slug(" The exact MILP (`bench/results/exact_milp.md`)") == "the-exact-milp-benchresultsexact_milpmd"
+
+
+@pytest.mark.parametrize("document", RUN, ids=lambda path: path.name)
+def test_every_python_block_runs(document: Path, tmp_path: Path) -> None:
+    """The page's Python blocks, in order, as one program from the repository root (later blocks
+    use the names of earlier ones); their asserts state the exact outcomes."""
+    blocks = PYTHON.findall(document.read_text())
+    assert blocks, f"{document.name} has no Python block"
+    script = tmp_path / "blocks.py"
+    script.write_text("\n".join(blocks))
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    done = subprocess.run([sys.executable, str(script)], cwd=ROOT, capture_output=True, text=True, env=env, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+def test_python_blocks_are_found_as_the_site_renders_them() -> None:
+    text = "x\n```python\na = 1\n```\n```\nnot python\n```\n```python\nb = a\n```\n"
+    assert PYTHON.findall(text) == ["a = 1\n", "b = a\n"]
+
+
+def test_the_readme_is_a_front_door_with_cis_test_command() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 300
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    command = ci[ci.index("# README test command:") + 1]
+    assert f"    {command}\n" in readme

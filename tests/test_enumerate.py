@@ -68,7 +68,7 @@ def test_non_monotone_binary_matches_vertex_brute_force(activation: Activation, 
 
 
 def test_design_example_beats_greedy(design_network: Network) -> None:
-    """DESIGN §3's network at x = (1, 1, 1), t = 0.5: greedy's CXp has 3 features, the minimum 2."""
+    """docs/design.md §3's network at x = (1, 1, 1), t = 0.5: greedy's CXp has 3 features, the minimum 2."""
     net = design_network
     x = np.ones(3)
     assert explain(net, x, kind="contrastive", threshold=0.5, device="cpu").features(0) == (0, 1, 2)

@@ -953,7 +953,7 @@ def _add_certify(commands: argparse._SubParsersAction, problem: argparse.Argumen
     certify.add_argument(
         "--solvers",
         help="comma-separated: exact-milp,z3,enumerate,gurobi,highs, or all (every installed one); default: every installed "
-        "exact backend that applies to the network (README, Statuses and verdicts)",
+        "exact backend that applies to the network (docs/statuses.md)",
     )
     certify.add_argument("--time-limit", type=seconds, default=60.0, help="seconds per solver call (default 60)")
     certify.add_argument(

@@ -1,6 +1,6 @@
 """Counterexample hunting: instances where the greedy explanation is not minimum.
 
-Three sources (DESIGN §5):
+Three sources (docs/design.md §5):
 
 * the paper's SET-COVER reduction (Theorems 1 and 2): sets E_1..E_m over {0..u−1} give a
   two-layer monotone network with m inputs; a CXp of x = 0 (an AXp of x = 1) is exactly a set

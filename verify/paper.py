@@ -243,7 +243,7 @@ def _models_section(models: list[PaperModel], stats: list[dict[str, Any]]) -> li
         "paper",
     ]
     return [
-        "Regenerate with `cardinal crosscheck --suite paper` (needs the data files, see README \"Data\"). Models: fully "
+        "Regenerate with `cardinal crosscheck --suite paper` (needs the data files, see docs/data.md). Models: fully "
         f"monotone ReLU networks {' × '.join(map(str, HIDDEN))}, {EPOCHS} epochs, Adam, negative weights clamped to 0 "
         "after every step (the paper's recipe), seed 0. Greedy over each whole test set; times per explanation: batched "
         "(`verify.explain`, whole test set, CPU) and one model call at a time (`explain_reference`, "
