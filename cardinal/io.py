@@ -112,15 +112,46 @@ def read_input(path: str | Path, what: str, limit: int) -> bytes:
 
 
 def read_stdin(what: str, limit: int) -> bytes:
-    """The bytes of standard input (`-` in place of a file name), refused past `limit` bytes."""
-    stream = sys.stdin.buffer
-    parts: list[bytes] = []
-    total = 0
-    while total <= limit and (part := stream.read(1 << 16)):
-        parts.append(part)
-        total += len(part)
-    check_size(Path("<standard input>"), what, total, limit)
-    return b"".join(parts)
+    """The bytes of standard input (`-` in place of a file name), which must be text: refused in
+    one line, before or while reading, when it is closed, a device other than a terminal
+    (`< /dev/zero`), a regular file over `limit` bytes, holds a NUL byte (`cat /dev/zero |`: at
+    its first block), or passes `limit` bytes."""
+    where = "standard input"
+    stream = sys.stdin
+    closed = InputError(f"cannot read {what} from {where}: it is closed")
+    if stream is None:  # Python found descriptor 0 closed at startup (`<&-`)
+        raise closed
+    try:
+        descriptor = stream.fileno()
+    except io.UnsupportedOperation:
+        descriptor = None  # a stream in memory (a test's): nothing to check before reading
+    except ValueError:
+        raise closed from None
+    if descriptor is not None:
+        try:
+            status = os.fstat(descriptor)
+        except OSError:
+            raise closed from None
+        if stat.S_ISREG(status.st_mode):
+            check_size(Path(f"<{where}>"), what, status.st_size, limit)
+        elif not (stat.S_ISFIFO(status.st_mode) or stat.S_ISSOCK(status.st_mode) or os.isatty(descriptor)):
+            kind = next((name for test, name in _NOT_REGULAR if test(status.st_mode)), "not a plain file")
+            raise InputError(f"{what} on {where}: it is {kind}, not a file, a pipe or a terminal")
+    data = bytearray()
+    while len(data) <= limit:
+        try:
+            part = stream.buffer.read(1 << 16)
+        except OSError as error:
+            raise InputError(f"cannot read {what} from {where}: {error.strerror}") from None
+        except ValueError:  # closed meanwhile
+            raise closed from None
+        if b"\0" in part:
+            raise InputError(f"{what} on {where} holds a NUL byte at offset {len(data) + part.index(0)}: not text")
+        if not part:
+            break
+        data += part
+    check_size(Path(f"<{where}>"), what, len(data), limit)
+    return bytes(data)
 
 
 # ---------------------------------------------------------------------------- JSON

@@ -83,23 +83,33 @@ def number_list(text: str) -> float | list[float]:
     return values
 
 
-MAX_ROW_RANGE = 10_000_000  # rows one range of --rows may span: more is a typo
-
-
-def row_selection(text: str) -> tuple[int, ...]:
+def row_selection(text: str) -> tuple[tuple[int, int], ...]:
     """argparse type of `--rows`: row numbers (from 0) and inclusive ranges, e.g. `3,5-9` →
-    (3, 5, 6, 7, 8, 9); sorted, each once."""
-    rows: set[int] = set()
+    ((3, 3), (5, 9)): the ranges as given, never expanded here (`rows_chosen` checks them against
+    the file's rows and lists them)."""
+    ranges = []
     for part in text.split(","):
         low, dash, high = part.strip().partition("-")
         try:
             first, last = int(low), int(high if dash else low)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r}: {part.strip()!r} is not a row number (from 0) or a range A-B") from None
-        if first < 0 or last < first or last - first >= MAX_ROW_RANGE:
+        if first < 0 or last < first:
             raise argparse.ArgumentTypeError(f"{text!r}: {part.strip()!r} is not a range A-B with 0 ≤ A ≤ B")
-        rows.update(range(first, last + 1))
-    return tuple(sorted(rows))
+        ranges.append((first, last))
+    return tuple(ranges)
+
+
+def rows_chosen(ranges: tuple[tuple[int, int], ...], count: int, source: str) -> tuple[int, ...]:
+    """The rows `ranges` (from `row_selection`) choose, sorted, each once; every one must be
+    below `count` (the rows of the file `source`), checked before any list is made."""
+    if any(last >= count for _, last in ranges):
+        first = min(max(first, count) for first, last in ranges if last >= count)  # the first row beyond
+        raise InputError(f"--rows {first}: {source} has {count} input row(s), numbered 0 to {count - 1}")
+    chosen = np.zeros(count, dtype=bool)
+    for first, last in ranges:
+        chosen[first : last + 1] = True
+    return tuple(int(row) for row in np.flatnonzero(chosen))
 
 
 def count(low: int, high: int | None = None) -> Callable[[str], int]:

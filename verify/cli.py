@@ -26,6 +26,7 @@ from ..validate import (
     output_file,
     positive_number,
     row_selection,
+    rows_chosen,
     seconds,
 )
 from .executors import EXECUTORS, sigterm_interrupts
@@ -188,10 +189,7 @@ def _rows(args: argparse.Namespace, count: int) -> tuple[int, ...]:
     """The row numbers `--rows` chooses (all when not given), each < count."""
     if args.rows is None:
         return tuple(range(count))
-    beyond = [row for row in args.rows if row >= count]
-    if beyond:
-        raise InputError(f"--rows {beyond[0]}: {args.inputs} has {count} input row(s), numbered 0 to {count - 1}")
-    return args.rows
+    return rows_chosen(args.rows, count, args.inputs)
 
 
 def _kinds(args: argparse.Namespace) -> tuple[str, ...]:

@@ -28,6 +28,8 @@ from ..activations import Activation
 from ..errors import InputError
 
 MAX_UNROLLED_ENTRIES = 1 << 24  # a Conv unrolls to a dense matrix of at most 2^24 entries (128 MiB of doubles)
+MAX_CONV_PRODUCTS = 1 << 24  # a Conv's (output element, input channel, kernel offset) triples, visited to unroll it
+MAX_TENSOR_ELEMENTS = 1 << 24  # the input and every tensor on the data path (batch axis aside), checked before it is indexed
 _POOLING = "replace pooling with a strided Conv (pooling is not an affine map cardinal unrolls)"
 RUNTIME_SHAPE = (
     "a shape computed at run time: simplify the graph (python -m onnxsim in.onnx out.onnx) so that Reshape takes a constant"
@@ -116,9 +118,11 @@ class ChainBuilder:
     index: np.ndarray | None = None
     open_bias: bool = False  # the last operation is an affine map with no bias yet: an Add may set it
     probabilities: str | None = None  # the Softmax/LogSoftmax read as the last operation, by name
+    source: str = "the input"  # names the input in messages, e.g. "the graph input x"
 
     def __post_init__(self) -> None:
         if self.input_shape is not None:
+            _check_elements(list(self.input_shape), self.source)
             self.index = np.arange(math.prod(self.input_shape)).reshape(self.input_shape)
 
     # ------------------------------------------------------------------ shape
@@ -150,6 +154,7 @@ class ChainBuilder:
             if len(shape) > 1:
                 self.known_shape(where, f"a reshape to {shape}")
             if shape != [-1]:
+                _check_elements(shape, where)
                 self.index = np.arange(shape[0])
             self.open_bias = False
             return
@@ -252,8 +257,9 @@ class ChainBuilder:
         """A 2-D convolution (group 1, zero padding) on the current tensor [C, H, W], unrolled
         into the dense layer it is: `kernel` [M, C, kh, kw], `bias` [M] or None, `strides` and
         `dilations` (height, width), `pads` (top, left, bottom, right). The output is [M, Ho, Wo];
-        each entry of the dense matrix is one kernel weight or zero. Refused beyond
-        `MAX_UNROLLED_ENTRIES`."""
+        each entry of the dense matrix is one kernel weight or zero. Refused, before anything is
+        allocated, beyond `MAX_UNROLLED_ENTRIES` (the dense matrix, rows × columns) or
+        `MAX_CONV_PRODUCTS` (output elements × channels × kh × kw, the work of unrolling)."""
         shape = self.known_shape(where, "a Conv")
         self._after_softmax(where)
         if len(shape) != 3 or kernel.ndim != 4 or kernel.shape[1] != shape[0]:
@@ -277,17 +283,23 @@ class ChainBuilder:
                 f"{where}: unrolled into a dense layer it would hold {rows} × {cols} = {rows * cols:,} entries, over "
                 f"cardinal's cap of {MAX_UNROLLED_ENTRIES:,} (2^24): use fewer channels, a larger stride or a smaller input"
             )
-        # Every (output position, input channel, kernel offset) pairs one input element with one weight.
-        oy, ox, c, i, j = np.meshgrid(
-            np.arange(out_h), np.arange(out_w), np.arange(channels), np.arange(kh), np.arange(kw), indexing="ij"
-        )
-        y = oy * strides[0] - pads[0] + i * dilations[0]
-        x = ox * strides[1] - pads[1] + j * dilations[1]
-        inside = (y >= 0) & (y < height) & (x >= 0) & (x < width)
-        position = (oy * out_w + ox)[inside]
-        column = self.index[c[inside], y[inside], x[inside]]
+        products = rows * channels * kh * kw
+        if products > MAX_CONV_PRODUCTS:
+            raise InputError(
+                f"{where}: unrolling it visits {rows:,} outputs × {channels * kh * kw:,} kernel weights = {products:,} products, "
+                f"over cardinal's cap of {MAX_CONV_PRODUCTS:,} (2^24): use a smaller kernel or less padding"
+            )
         dense = np.zeros((count, out_h * out_w, cols))
-        dense[:, position, column] = kernel[:, c[inside], i[inside], j[inside]]
+        # One kernel row i at a time: every (output position, kernel column j) inside the input pairs, for each
+        # input channel c, one input element with the weight kernel[:, c, i, j] (memory: products / kh).
+        x = np.arange(out_w)[:, None] * strides[1] - pads[1] + np.arange(kw)[None, :] * dilations[1]  # [out_w, kw]
+        x_inside = (x >= 0) & (x < width)
+        for i in range(kh):
+            y = np.arange(out_h) * strides[0] - pads[0] + i * dilations[0]  # [out_h]
+            oy, ox, j = np.nonzero(((y >= 0) & (y < height))[:, None, None] & x_inside[None, :, :])
+            if oy.size:
+                column = self.index[:, y[oy], x[ox, j]]  # [channels, pairs]
+                dense[:, (oy * out_w + ox)[None, :], column] = kernel[:, :, i, j]  # [count, channels, pairs]
         spread = None if bias is None else np.repeat(bias, out_h * out_w)
         self._layer(where, dense.reshape(rows, cols), spread, np.arange(rows).reshape(count, out_h, out_w))
 
@@ -357,3 +369,13 @@ class ChainBuilder:
                 f"{where} follows {self.probabilities}: a Softmax is read only as the network's last operation "
                 "(where the argmax ignores it); export the logits instead"
             )
+
+
+def _check_elements(shape: Sequence[int], where: str) -> None:
+    """Refuse a tensor of `shape` (batch axis aside) beyond `MAX_TENSOR_ELEMENTS`, before it is indexed."""
+    elements = math.prod(shape)
+    if elements > MAX_TENSOR_ELEMENTS:
+        raise InputError(
+            f"{where}: a tensor of shape [batch, {', '.join(map(str, shape))}] has {elements:,} elements, over cardinal's "
+            f"cap of {MAX_TENSOR_ELEMENTS:,} (2^24) per tensor"
+        )

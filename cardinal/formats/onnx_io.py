@@ -13,10 +13,14 @@ Reading follows the graph's one data path from its single input (a float tensor 
   `Squeeze`/`Unsqueeze` of other axes (see `ChainBuilder`: a feature is one element of the input
   tensor, row-major, and a relabelling becomes a permutation of the next layer's columns);
 * inference no-ops: `Identity`, `Dropout`, a `Cast` between float types;
-* the end: the graph output; a last `Softmax`/`LogSoftmax` is dropped (argmax unchanged), and a
-  classifier head (`ArgMax`, `ZipMap`, `ArrayFeatureExtractor`, the label output, as skl2onnx
-  writes it) is dropped with the `Sigmoid` or `Softmax` before it: the network's outputs are the
-  logits. Each drop is noted in the metadata (`dropped`).
+* the end: the graph output; a last `Softmax`/`LogSoftmax` over the class axis of [batch, classes]
+  is dropped (argmax unchanged; over another axis it is refused), and a classifier head (`ArgMax`,
+  `ZipMap`, `ArrayFeatureExtractor`, the label output, as skl2onnx writes it) is dropped with the
+  `Sigmoid` or `Softmax` before it when it picks the class cardinal's rule picks (`_check_head`):
+  the network's outputs are the logits. Each drop is noted in the metadata (`dropped`).
+Every attribute that changes what an op computes is honoured or refused; a constant operand of an
+elementwise op must broadcast to the data tensor's shape. Sizes are checked before anything is
+allocated (`cardinal.formats.chain`: MAX_TENSOR_ELEMENTS, MAX_UNROLLED_ENTRIES, MAX_CONV_PRODUCTS).
 Anything else is refused with the node's name and op type and what to do instead. Constants are
 initializers or `Constant` nodes, read when used. Weights are read exactly as doubles; alpha·B and
 beta·C must be exact in float64 (always so for float32 models). A float attribute (alpha, beta,
@@ -237,6 +241,23 @@ class _GraphReader:
             raise InputError(f"{where}: operand {position} must be a constant")
         return self.constant(node.input[position])
 
+    def _operand(self, node: Any, position: int, where: str) -> np.ndarray:
+        """A constant operand of an elementwise op, which must broadcast to the data tensor's own
+        shape (a larger one would add axes or repeat the batch; onnxruntime would compute another tensor)."""
+        value = self._const(node, position, where)
+        shape = self.builder.shape
+        if shape is None:
+            fits = value.size == 1 and value.ndim <= 2
+        else:
+            try:
+                fits = np.broadcast_shapes((1, *shape), value.shape) == (1, *shape)
+            except ValueError:
+                fits = False
+        if not fits:
+            data = "?" if shape is None else ", ".join(map(str, shape))
+            raise InputError(f"{where}: operand {position} of shape {list(value.shape)} does not broadcast to [batch, {data}]")
+        return value
+
     def _ints(self, node: Any, position: int, where: str) -> list[int]:
         """A constant operand of integers, e.g. a Reshape's shape."""
         value = self._const(node, position, where)
@@ -259,7 +280,7 @@ class _GraphReader:
                 f"the graph input {start.name} has element type {_type_name(self.element)}; cardinal's inputs are real "
                 "numbers: export with a float input (e.g. skl2onnx's to_onnx(model, X.astype(np.float32)))"
             )
-        self.builder = ChainBuilder(self._input_shape(start))
+        self.builder = ChainBuilder(self._input_shape(start), source=f"the graph input {start.name}")
         self.pending: tuple[str, float] | None = None  # a GreaterOrEqual awaiting its Cast
         self.current = start.name
         on_path = {start.name}
@@ -282,11 +303,14 @@ class _GraphReader:
         return self.builder.finish(f"the graph's output {self.current!r}")
 
     def _input_shape(self, value: Any) -> tuple[int, ...] | None:
-        """The input's shape, batch axis aside; None when its dims are not all declared."""
+        """The input's shape, batch axis aside; None when its dims are not all declared (then
+        `loose_rank` is its number of axes, batch axis included; None when not declared either)."""
         tensor = value.type.tensor_type
+        self.loose_rank: int | None = None
         if not tensor.HasField("shape"):
             return None
         dims = [dim.dim_value if dim.HasField("dim_value") else None for dim in tensor.shape.dim]
+        self.loose_rank = len(dims)
         if len(dims) < 2:
             raise InputError(
                 f"the graph input {value.name} has {len(dims)} axes; cardinal reads a batch axis first ([batch, ...])"
@@ -330,10 +354,81 @@ class _GraphReader:
             )
         if end not in outputs and not head:
             raise InputError(f"the graph's data path ends at {end!r}, which is not a graph output")
+        if head:
+            self._check_head(head)
         stray = [name for name in outputs if name not in past]
         if stray:
             raise InputError(f"the graph's output {stray[0]!r} is not the end {end!r} of its chain or of its classifier head")
         return ops
+
+    def _check_head(self, head: list[tuple[int, Any]]) -> None:
+        """A classifier head picks the class cardinal's prediction rule picks: it reads a vector of
+        scores [batch, K]; each Softmax, LogSoftmax, Concat and ArgMax in it acts on the class axis
+        (1 or -1), the ArgMax takes the first of tied scores (as cardinal does), and what lies
+        between the chain's end and the ArgMax keeps the order of the scores: Softmax, LogSoftmax,
+        Sigmoid, Identity, a Cast between float types, or, for one score that is a sigmoid's
+        probability p, skl2onnx's Concat([1 − p, p]) (class 1 iff p > 1/2 iff the logit > 0)."""
+        shape = self.builder.shape
+        if shape is not None and len(shape) != 1:
+            index, node = head[0]
+            raise InputError(
+                f"{self._where(node, index)}: a classifier head reads a vector of class scores, not a tensor of shape "
+                f"[batch, {', '.join(map(str, shape))}]; export the logits"
+            )
+        producers = {name: (index, node) for index, node in head for name in node.output if name}
+        for index, node in head:
+            where, attributes = self._where(node, index), self._attributes(node)
+            default = {"ArgMax": 0, "Softmax": 1 if self.opset < 13 else -1, "LogSoftmax": 1 if self.opset < 13 else -1}
+            if node.op_type in (*default, "Concat") and attributes.get("axis", default.get(node.op_type)) not in (1, -1):
+                raise InputError(
+                    f"{where}: axis {attributes.get('axis', default.get(node.op_type))} is not the class axis of "
+                    "[batch, classes] (1 or -1); cardinal reads a classifier head over the classes"
+                )
+            if node.op_type == "ArgMax":
+                if attributes.get("select_last_index", 0):
+                    raise InputError(f"{where}: select_last_index = 1 breaks ties to the last class; cardinal's to the first")
+                self._scores_kept(node.input[0] if node.input else "", producers, where)
+
+    def _scores_kept(self, name: str, producers: dict[str, tuple[int, Any]], argmax: str) -> None:
+        """Check that the tensor `name` an ArgMax (`argmax`) reads is the chain's end through
+        order-keeping steps only (`_check_head`)."""
+        end = self.current
+        while name != end:
+            if name not in producers:
+                raise InputError(f"{argmax} does not read the chain's end {end!r}")
+            index, node = producers[name]
+            where, op = self._where(node, index), node.op_type
+            if op == "Concat" and self._probability_pair(node):
+                return
+            if op == "Cast" and _type_name(self._attributes(node).get("to", 0)) not in _FLOATS:
+                raise InputError(f"{where}: a Cast to {_type_name(self._attributes(node).get('to', 0))} before {argmax}")
+            if op not in ("Softmax", "LogSoftmax", "Sigmoid", "Identity", "Cast"):
+                raise InputError(
+                    f"{where} lies between the chain's end {end!r} and {argmax} and may change the class it picks; "
+                    "export the logits"
+                )
+            name = node.input[0] if node.input else ""
+        if self.builder.size == 1:
+            raise InputError(f"{argmax} over one score always picks class 0; export the logit")
+
+    def _probability_pair(self, node: Any) -> bool:
+        """Whether `node` is Concat([Sub(1, p), p]) with p the chain's end, a sigmoid's probability
+        (as skl2onnx writes a binary classifier); refused when it is a Concat of another form."""
+        where, end = self._where(node), self.current
+        last = self.builder.steps[-1] if self.builder.steps else None
+        inputs = list(node.input)
+        subtract = next((other for other in self.graph.node if inputs[:1] and other.output[:1] == inputs[:1]), None)
+        if (
+            len(inputs) == 2 and inputs[1] == end and self.builder.size == 1
+            and last is not None and last.activation is not None and last.activation.name == "sigmoid"
+            and subtract is not None and subtract.op_type == "Sub" and list(subtract.input)[1:] == [end]
+            and subtract.input[0] in self.sources and np.array_equal(self.constant(subtract.input[0]).reshape(-1), [1.0])
+        ):  # fmt: skip
+            return True
+        raise InputError(
+            f"{where}: a Concat in a classifier head is read only as [1 − p, p] of one sigmoid probability p (skl2onnx's "
+            "binary classifier); export the logits"
+        )
 
     def _read(self, node: Any, where: str) -> None:
         """One node on the data path, given to the builder."""
@@ -350,6 +445,12 @@ class _GraphReader:
         if self.pending is not None and op != "Cast":
             raise InputError(f"{where}: a GreaterOrEqual must be followed by Cast (cardinal's step)")
         builder, attributes = self.builder, self._attributes(node)
+        if op in ("Gemm", "MatMul") and builder.shape is None and self.loose_rank != 2:
+            axes = "an undeclared number of" if self.loose_rank is None else str(self.loose_rank)
+            raise InputError(
+                f"{where}: its input has {axes} axes whose dims the graph does not declare (a MatMul over more than two "
+                "axes is batched); declare the graph input's shape, or Flatten it first"
+            )
         if op == "Gemm":
             weight, bias = self._gemm(node, attributes, where)
             builder.affine(weight, bias, where)
@@ -363,7 +464,7 @@ class _GraphReader:
         elif op == "Add":
             builder.add_bias(self.constant(node.input[1] if node.input[0] == self.current else node.input[0]), where)
         elif op == "GreaterOrEqual":
-            at = np.unique(self._const(node, 1, where))
+            at = np.unique(self._operand(node, 1, where))
             if at.size != 1:
                 raise InputError(f"{where}: the step's threshold must be one number")
             self.pending = (where, float(at[0]))  # finite: constants are checked when read
@@ -375,8 +476,9 @@ class _GraphReader:
             builder.no_op()
         elif op in _SHAPING:
             self._shaping(node, attributes, where)
+            self.loose_rank = 2 if builder.shape is None else None  # a Flatten or Reshape to [batch, -1] of unknown width
         elif op in ("Softmax", "LogSoftmax"):
-            builder.softmax(where, self._axis(attributes.get("axis", 1 if self.opset < 13 else -1), where) - 1)
+            builder.softmax(where, self._class_axis(attributes.get("axis", 1 if self.opset < 13 else -1), where) - 1)
         else:
             builder.activation(self._activation(node, attributes, where), where)
         self.element = attributes["to"] if op == "Cast" else self.element
@@ -469,11 +571,28 @@ class _GraphReader:
         )
 
     def _axis(self, axis: int, where: str) -> int:
-        """An axis of the current tensor, batch axis included (0), as a non-negative number."""
-        rank = len(self.builder.shape) + 1 if self.builder.shape is not None else 2
+        """An axis of the current tensor, batch axis included (0), as a non-negative number. While
+        the tensor's dims are unknown its rank may be unknown too: then only axis 1 is read."""
+        rank = len(self.builder.shape) + 1 if self.builder.shape is not None else self.loose_rank
+        if rank is None:
+            if axis != 1:
+                raise InputError(f"{where}: axis {axis} of a tensor whose axes the graph does not declare; declare its shape")
+            return 1
         if not -rank <= axis < rank:
             raise InputError(f"{where}: axis {axis} is out of range for a tensor of {rank} axes")
         return axis % rank
+
+    def _class_axis(self, axis: int, where: str) -> int:
+        """The axis of a Softmax or LogSoftmax, which must be the class axis: the last of a tensor
+        [batch, classes] (in every opset: before 13 the tensor is coerced to 2-D at the axis, so
+        only the last axis of a 2-D tensor means the same)."""
+        shape = self.builder.known_shape(where, "a Softmax")
+        if len(shape) != 1 or self._axis(axis, where) != 1:
+            raise InputError(
+                f"{where}: axis {axis} of a tensor of shape [batch, {', '.join(map(str, shape))}] is not the class axis; "
+                "cardinal reads a Softmax over the last axis of [batch, classes] (axis 1 or -1)"
+            )
+        return 1
 
     def _shaping(self, node: Any, attributes: dict[str, Any], where: str) -> None:
         """Flatten, Reshape, Transpose, Squeeze, Unsqueeze: the batch axis must stay first, alone."""
@@ -527,7 +646,7 @@ class _GraphReader:
         if op == "LeakyRelu":
             name, params = "leaky_relu", {"slope": _number(attributes, "alpha", 0.01, where)}
         elif op == "PRelu":
-            slopes = np.unique(self._const(node, 1, where))
+            slopes = np.unique(self._operand(node, 1, where))
             if slopes.size != 1:
                 raise InputError(f"{where}: one slope for every unit is supported")
             name, params = "leaky_relu", {"slope": float(slopes[0])}
@@ -547,13 +666,15 @@ class _GraphReader:
 
     def _optional(self, node: Any, position: int, where: str, attribute: float | None) -> float | None:
         if len(node.input) > position and node.input[position]:
-            value = self._const(node, position, where)
+            value = self._operand(node, position, where)
             if value.size != 1:
                 raise InputError(f"{where}: operand {position} must be a scalar")
             return float(value.reshape(-1)[0])
         return None if attribute is None else float(attribute)
 
     def _check_dropout(self, node: Any, where: str) -> None:
+        if self._attributes(node).get("is_test", 1) == 0:  # opsets 1 and 6
+            raise InputError(f"{where}: is_test = 0 (training mode), so it is not a no-op")
         if len(node.input) > 2 and node.input[2] and self._const(node, 2, where).any():
             raise InputError(f"{where}: training_mode is on, so it is not a no-op")
         if len(node.output) > 1 and node.output[1] and self.consumers.get(node.output[1]):
