@@ -133,8 +133,8 @@ def test_missing_backend_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_float_solver_alone_certifies_only_size_one() -> None:
     """HiGHS's "no smaller" is a float claim: it certifies nothing. A greedy answer of size 1 is
-    minimal by exact evidence alone (the empty set is no CXp); one of size 2 keeps the float
-    verdict, uncertified, and no proved minimum."""
+    minimal by exact evidence alone (the empty set is no CXp); one of size 2 is `unknown` (never
+    `greedy_minimal` on a float claim), uncertified, with no proved minimum."""
     pytest.importorskip("highspy")
     import numpy as np
     from cardinal.verify.certify import certify
@@ -148,7 +148,8 @@ def test_float_solver_alone_certifies_only_size_one() -> None:
     assert size_one.minimum_proved and size_one.minimum == size_one.greedy.features
     both = Network([Layer(np.array([[1.0, 1.0]]), np.array([0.0]), Activation.make("identity"))])
     (size_two,) = certify(both, np.ones(2), "contrastive", threshold=0.5, solvers=("highs",))
-    assert size_two.verdict == "greedy_minimal" and size_two.greedy.size == 2 and not size_two.certified
-    assert not size_two.minimum_proved and any("float MILP" in note for note in size_two.notes)
+    assert size_two.verdict == "unknown" and size_two.greedy.size == 2 and not size_two.certified
+    assert size_two.solvers["highs"].status == "none_within"
+    assert not size_two.minimum_proved and any("only a float MILP (highs)" in note for note in size_two.notes)
     (by_enumeration,) = certify(both, np.ones(2), "contrastive", threshold=0.5, solvers=("highs", "enumerate"))
     assert by_enumeration.certified and by_enumeration.minimum_proved
