@@ -153,3 +153,17 @@ def test_float_solver_alone_certifies_only_size_one() -> None:
     assert not size_two.minimum_proved and any("only a float MILP (highs)" in note for note in size_two.notes)
     (by_enumeration,) = certify(both, np.ones(2), "contrastive", threshold=0.5, solvers=("highs", "enumerate"))
     assert by_enumeration.certified and by_enumeration.minimum_proved
+
+
+def test_progress_counts_what_happened(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    """certify's progress line counts the outcomes: 4 done, 2 of them certified and 2 unknown, is
+    never 'certified 4 of 4'."""
+    from cardinal.verify import cli
+
+    clock = [0.0]
+    monkeypatch.setattr(cli.time, "monotonic", lambda: clock[0])
+    with cli._Progress(4, "certify", "done") as progress:
+        for now, outcome in ((1.0, "certified"), (2.0, "unknown"), (3.0, "unknown"), (12.0, "certified")):
+            clock[0] = now
+            progress.update(outcome)
+    assert capsys.readouterr().err == "cardinal certify: 4 of 4 explanation(s) done: 2 certified, 2 unknown\n"

@@ -13,6 +13,7 @@ import os
 import re
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -376,7 +377,7 @@ def _certify(args: argparse.Namespace) -> int:
     proofs = _proof_folder(args, net)
     lines, certificates, saved = [], [], []
     pool = SolverPool(names, first_proof=args.solvers is None)  # the default set: until the first exact proof
-    with pool, _Progress(len(X) * len(_kinds(args)), "certify", "certified") as progress:
+    with pool, _Progress(len(X) * len(_kinds(args)), "certify", "done") as progress:
         for kind in _kinds(args):
             answers = explainer_answers(args.method, pool, net, X, kind, domain, threshold, args.time_limit, settings.radius)
             for row, x, answer in zip(rows, X, answers, strict=True):
@@ -395,7 +396,7 @@ def _certify(args: argparse.Namespace) -> int:
                 if certificate.verdict == Verdict.SOLVER_DISAGREEMENT:
                     where = f"row {row} ({kind}): {_statuses(certificate)}"
                     progress.write(f"!!! SOLVER DISAGREEMENT on {where} — case saved to {saved[-1]}")
-                progress.update()
+                progress.update("certified" if certificate.certified else certificate.verdict.value)
     failed = _ci_report(lines, "certify", _kinds(args), fail_on, baseline, args.diff_out)
     _emit(_annotated(lines, net, settings), args.out)
     verdicts = Counter((c.kind, c.verdict.value) for c in certificates)
@@ -751,16 +752,27 @@ class _Progress:
 
             self.bar = tqdm(total=total, desc=f"{command}: {verb}", unit="expl", file=sys.stderr, delay=1.0)
 
-    def update(self) -> None:
+    def update(self, outcome: str | None = None) -> None:
+        """One more explanation done; `outcome`: what became of it (counted in the line)."""
         self.done += 1
+        if outcome is not None:
+            self.outcomes[outcome] += 1
         if self.bar is not None:
+            if self.outcomes:
+                self.bar.set_postfix_str(self.counts(), refresh=False)
             self.bar.update(1)
         elif time.monotonic() - self.last >= 10.0:
             print(f"cardinal {self.command}: {self.line()}", file=sys.stderr, flush=True)
             self.last = time.monotonic()
 
     def line(self) -> str:
+        if self.outcomes:
+            return f"{self.done} of {self.total} explanation(s) done: {self.counts()}"
         return f"{self.verb} {self.done} of {self.total} explanation(s)"
+
+    def counts(self) -> str:
+        """'2 certified, 2 unknown': the outcomes so far, most frequent first."""
+        return ", ".join(f"{count} {outcome}" for outcome, count in self.outcomes.most_common())
 
     def write(self, message: str) -> None:
         """A message that does not break the bar."""
@@ -794,7 +806,7 @@ def _progress(label: str):
 
     def plain(done: int, total: int, key: str) -> None:
         if done == total or done >= step[0]:
-            print(f"{label}: certified {done} of {total} explanation(s) (last: {key})", file=sys.stderr, flush=True)
+            print(f"{label}: {done} of {total} explanation(s) done (last: {key})", file=sys.stderr, flush=True)
             step[0] = done + max(1, total // 20)
 
     return None, plain
