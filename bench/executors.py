@@ -75,8 +75,11 @@ def certify(executor: str, workers: int, instances: list, solvers: tuple[str, ..
         "quick", out, solvers, time_limit, workers, instances=instances, announce=announce, progress=progress, executor=executor
     )
     records = JsonLines(out / "records.jsonl").read()
-    if result.failed or result.interrupted:
-        raise SystemExit(f"{executor} with {workers} worker(s): {result.failed} failed unit(s), interrupted={result.interrupted}")
+    if result.failed or result.lost or result.interrupted:
+        raise SystemExit(
+            f"{executor} with {workers} worker(s): {result.failed} failed unit(s), {result.lost} lost, "
+            f"interrupted={result.interrupted}"
+        )
     return marks["end"] - marks["start"], result.new, without_timings(records)
 
 

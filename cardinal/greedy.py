@@ -18,8 +18,9 @@ How `explain` batches, for inputs X [B, n] and first-layer weights W1 [d1, n]:
   the prefix length finds the first change with ⌈log2(n+1)⌉ batched forward passes.
 
 Ties in the scores break by lower feature index. Decisions are taken in the chosen float dtype;
-`verify=True` re-checks each answer exactly (see `cardinal.exact`) and recomputes a row with exact
-arithmetic where float rounding decided differently.
+`verify=True` (the default, as on the command line) re-checks each answer exactly (see
+`cardinal.exact`) and recomputes a row with exact arithmetic where float rounding decided
+differently; `verify=False` leaves the float decisions as they are (faster; no exact claim).
 """
 
 from __future__ import annotations
@@ -118,7 +119,7 @@ def explain(
     threshold: float | None = None,
     device: str | torch.device = "auto",
     dtype: torch.dtype = torch.float64,
-    verify: bool = False,
+    verify: bool = True,
 ) -> ExplainResult:
     """Greedy explanations for inputs X [B, n] (or [n]) of a sign-monotone network (threshold
     None: 0; a K = 2 network takes none).

@@ -162,7 +162,7 @@ def _large_minimum(problem: Problem) -> bool:
 
 def _greedy_size(problem: Problem) -> int:
     """The size of greedy's answer (floats: it only picks a backend), n when there is none."""
-    result = explain(problem.net, problem.x[None, :], problem.kind, problem.domain, problem.threshold, device="cpu")
+    result = explain(problem.net, problem.x[None, :], problem.kind, problem.domain, problem.threshold, device="cpu", verify=False)
     return int(result.sizes[0]) if bool(result.exists[0]) else problem.n
 
 

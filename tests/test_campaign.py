@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cardinal.verify.campaign import run_campaign
+from cardinal.verify.campaign import certify_unit, run_campaign
 from cardinal.verify.cases import Case, replay
 from cardinal.verify.cli import main
 from cardinal.verify.generate import (
@@ -248,3 +248,43 @@ def test_crosscheck_exits_1_on_conflicting_exact_evidence(
     assert records["contrastive"]["verdict"] == "solver_disagreement" and not records["contrastive"]["certified"]
     assert list((out / "cases").glob("solver_disagreement-*.json"))
     assert "design:0:contrastive" in (out / "summary.md").read_text().split("## Conflicting exact evidence")[1]
+
+
+KILL_ONCE = "CARDINAL_TEST_KILL_ONCE"  # a file: `killing_certify` kills its worker while it is absent
+
+
+def killing_certify(unit, pool=None):  # the signature of campaign.certify_unit (imported before it is patched)
+    """`certify_unit`, except that the DESIGN network's contrastive unit kills its own worker
+    process (os._exit) the first time it runs."""
+    marker = Path(os.environ[KILL_ONCE])
+    if unit.instance == "design" and unit.kind == "contrastive" and not marker.exists():
+        marker.touch()
+        os._exit(1)
+    return certify_unit(unit, pool)
+
+
+def test_a_dead_pool_worker_loses_its_units_and_resume_redoes_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """A unit that kills its worker breaks the local pool: it and every unit not finished get no
+    record, crosscheck exits 1 with one line saying how many were lost and that --resume redoes
+    them; --resume then gives the records of an uninterrupted run."""
+    from cardinal.verify import campaign, suites
+
+    monkeypatch.setenv(KILL_ONCE, str(tmp_path / "killed"))
+    monkeypatch.setattr(campaign, "certify_unit", killing_certify)
+    monkeypatch.setitem(suites.SUITES, "quick", lambda out: tiny_instances()[2:])  # the DESIGN network
+    out = tmp_path / "run"
+    arguments = ["crosscheck", "--out", str(out), "--solvers", "enumerate", "--workers", "2"]
+    code, err = main(arguments), capsys.readouterr().err
+    assert code == 1, err
+    [lost] = [line for line in err.splitlines() if "lost" in line]
+    finished = JsonLines(out / "records.jsonl").read()
+    assert "design:0:contrastive" not in {r["key"] for r in finished}
+    assert f"{2 - len(finished)} unit(s) lost" in lost and "BrokenProcessPool" in lost and "--resume" in lost
+    assert main([*arguments, "--resume"]) == 0, capsys.readouterr().err
+    monkeypatch.undo()
+    run_campaign("design", tmp_path / "whole", ("enumerate",), 30.0, instances=tiny_instances()[2:])
+    resumed = sorted(without_timings(JsonLines(out / "records.jsonl").read()), key=lambda r: r["key"])
+    whole = sorted(without_timings(JsonLines(tmp_path / "whole" / "records.jsonl").read()), key=lambda r: r["key"])
+    assert resumed == whole and whole[1]["verdict"] == "greedy_suboptimal"

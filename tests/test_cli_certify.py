@@ -133,8 +133,8 @@ def test_missing_backend_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_float_solver_alone_certifies_only_size_one() -> None:
     """HiGHS's "no smaller" is a float claim: it certifies nothing. A greedy answer of size 1 is
-    minimal by exact evidence alone (the empty set is no CXp); one of size 2 keeps the float
-    verdict, uncertified, and no proved minimum."""
+    minimal by exact evidence alone (the empty set is no CXp); one of size 2 is `unknown` (never
+    `greedy_minimal` on a float claim), uncertified, with no proved minimum."""
     pytest.importorskip("highspy")
     import numpy as np
     from cardinal.verify.certify import certify
@@ -148,7 +148,22 @@ def test_float_solver_alone_certifies_only_size_one() -> None:
     assert size_one.minimum_proved and size_one.minimum == size_one.greedy.features
     both = Network([Layer(np.array([[1.0, 1.0]]), np.array([0.0]), Activation.make("identity"))])
     (size_two,) = certify(both, np.ones(2), "contrastive", threshold=0.5, solvers=("highs",))
-    assert size_two.verdict == "greedy_minimal" and size_two.greedy.size == 2 and not size_two.certified
-    assert not size_two.minimum_proved and any("float MILP" in note for note in size_two.notes)
+    assert size_two.verdict == "unknown" and size_two.greedy.size == 2 and not size_two.certified
+    assert size_two.solvers["highs"].status == "none_within"
+    assert not size_two.minimum_proved and any("only a float MILP (highs)" in note for note in size_two.notes)
     (by_enumeration,) = certify(both, np.ones(2), "contrastive", threshold=0.5, solvers=("highs", "enumerate"))
     assert by_enumeration.certified and by_enumeration.minimum_proved
+
+
+def test_progress_counts_what_happened(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    """certify's progress line counts the outcomes: 4 done, 2 of them certified and 2 unknown, is
+    never 'certified 4 of 4'."""
+    from cardinal.verify import cli
+
+    clock = [0.0]
+    monkeypatch.setattr(cli.time, "monotonic", lambda: clock[0])
+    with cli._Progress(4, "certify", "done") as progress:
+        for now, outcome in ((1.0, "certified"), (2.0, "unknown"), (3.0, "unknown"), (12.0, "certified")):
+            clock[0] = now
+            progress.update(outcome)
+    assert capsys.readouterr().err == "cardinal certify: 4 of 4 explanation(s) done: 2 certified, 2 unknown\n"

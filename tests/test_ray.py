@@ -60,13 +60,14 @@ def ray_instance(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def dying_certify(unit: campaign.Unit, pool: object = None) -> tuple[dict, dict | None]:
-    """`certify_unit`, except that on a Ray worker it kills its own process: always for the
-    DESIGN network's contrastive unit, on the first try only for its abductive one."""
+    """`certify_unit`, except that on a Ray worker it kills its own process: on each of the first
+    1 + RETRIES tries of the DESIGN network's contrastive unit (so a run loses it and the next
+    run certifies it), on the first try only of its abductive one."""
     if pool is None and unit.instance == "design":
         folder = Path(os.environ[ATTEMPTS])
         tries = len(list(folder.glob(f"{unit.kind}.*")))
         (folder / f"{unit.kind}.{tries}").touch()
-        if unit.kind == "contrastive" or tries == 0:
+        if tries == 0 or (unit.kind == "contrastive" and tries <= RETRIES):
             os.kill(os.getpid(), signal.SIGKILL)
     return certify_unit(unit, pool)
 
@@ -159,51 +160,47 @@ def _command(pid: int) -> str:
 
 
 @pytest.mark.filterwarnings("ignore:Data has no positive values")  # every call of the run took 0 s
-def test_a_unit_whose_worker_keeps_dying_is_recorded_as_failed(
+def test_a_unit_whose_worker_keeps_dying_is_lost_then_resumed(
     tmp_path: Path, ray_instance: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
-    """A unit that kills its worker process on every try is run 1 + RETRIES times, then gets an
-    error record; one that kills it once is retried and certified as usual; the campaign ends
-    and says how many units failed."""
+    """A unit that kills its worker process on every try is run 1 + RETRIES times, then lost: no
+    record, exit 1, one line saying so and that --resume redoes it; one that kills it once is
+    retried and certified as usual. --resume then certifies the lost unit: the records of a local run."""
     from cardinal.verify import suites
 
     monkeypatch.setattr(campaign, "certify_unit", dying_certify)
     monkeypatch.setitem(suites.SUITES, "quick", lambda out: tiny_instances()[2:])  # the DESIGN network
     out = tmp_path / "run"
-    code = main(["crosscheck", "--out", str(out), "--solvers", "enumerate", "--executor", "ray", "--workers", "2"])
-    assert code == 0
-    assert "1 unit(s) failed" in capsys.readouterr().err
+    arguments = ["crosscheck", "--out", str(out), "--solvers", "enumerate", "--executor", "ray", "--workers", "2"]
+    assert main(arguments) == 1
+    [lost] = [line for line in capsys.readouterr().err.splitlines() if "lost" in line]
+    assert "1 unit(s) lost" in lost and "worker process died" in lost and "--resume" in lost
     attempts = Path(os.environ[ATTEMPTS])
     assert len(list(attempts.glob("contrastive.*"))) == 1 + RETRIES
     assert len(list(attempts.glob("abductive.*"))) == 2
-    records = {r["kind"]: r for r in JsonLines(out / "records.jsonl").read()}
-    failed = records["contrastive"]
-    assert failed["verdict"] == "unknown" and failed["certified"] is False
-    assert failed["solvers"]["enumerate"]["status"] == "error"
-    assert "worker process died" in failed["solvers"]["enumerate"]["message"]
+    assert [r["kind"] for r in JsonLines(out / "records.jsonl").read()] == ["abductive"]
+    assert main([*arguments, "--resume"]) == 0
+    assert len(list(attempts.glob("contrastive.*"))) == 2 + RETRIES
     monkeypatch.undo()
     run_campaign("design", tmp_path / "local", ("enumerate",), 30.0, instances=tiny_instances()[2:])
-    local = {r["kind"]: r for r in JsonLines(tmp_path / "local" / "records.jsonl").read()}
-    assert without_timings([records["abductive"]]) == without_timings([local["abductive"]])
-    assert local["contrastive"]["verdict"] == "greedy_suboptimal"  # what the failed unit would have said
+    resumed = sorted(without_timings(JsonLines(out / "records.jsonl").read()), key=lambda r: r["key"])
+    local = sorted(without_timings(JsonLines(tmp_path / "local" / "records.jsonl").read()), key=lambda r: r["key"])
+    assert resumed == local and local[1]["verdict"] == "greedy_suboptimal"  # design:0:contrastive
 
 
 @pytest.mark.filterwarnings("ignore:Data has no positive values")
-def test_a_solver_missing_on_a_worker_gives_an_error_record(
-    tmp_path: Path, ray_instance: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The driver knows a backend that the workers do not: each unit's record says so, and the
-    campaign ends."""
+def test_a_solver_missing_on_a_worker_loses_the_units(tmp_path: Path, ray_instance: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The driver knows a backend that the workers do not: no unit gives a result, none is recorded,
+    and the campaign ends saying why."""
     import cardinal.solvers.base as base
 
     monkeypatch.setitem(base._REGISTRY, "exact_liar", ("tests.test_cli_certify", "ExactLiarSolver", None))
     result = run_campaign(
         "design", tmp_path, ("enumerate", "exact_liar"), 30.0, workers=2, instances=tiny_instances()[2:], executor="ray"
     )
-    assert result.records == 2 and result.failed == 2
-    for record in JsonLines(tmp_path / "records.jsonl").read():
-        assert {name: o["status"] for name, o in record["solvers"].items()} == {"enumerate": "error", "exact_liar": "error"}
-        assert "unknown solver 'exact_liar'" in record["solvers"]["exact_liar"]["message"]
+    assert result.records == 0 and result.lost == 2
+    assert "unknown solver 'exact_liar'" in result.lost_reason
+    assert JsonLines(tmp_path / "records.jsonl").read() == []
 
 
 def test_ray_flags_refused_before_any_work(

@@ -17,13 +17,16 @@ import pytest
 from cardinal.verify.paper import certification_rows
 from cardinal.verify.record import Record, read_records
 from cardinal.verify.report import (
+    VERDICT_COLUMNS,
     cactus_figure,
     claim_summary,
     count_notes,
+    counted,
     gap_figure,
     share,
     size_figure,
     time_figure,
+    verdict_table,
     write_report,
 )
 from matplotlib.colors import to_hex
@@ -260,6 +263,24 @@ def test_undecided_rows_are_named_in_the_summary_and_counted_in_the_paper_table(
     (row,) = certification_rows([undecided])
     columns = [name.strip() for name in headers.strip("|").split("|")]
     assert row[columns.index("undecided")] == 1 and row[columns.index("unknown")] == 0
+
+
+def test_an_uncertified_minimal_verdict_is_counted_as_unknown(records: list[Record]) -> None:
+    """A record holding `greedy_minimal` with `certified` false (a float MILP's "nothing smaller"
+    alone, as earlier versions wrote it) is never counted as greedy minimal: the verdict table,
+    the claim summary and the paper table count it as unknown."""
+    document = records[6].to_json()  # random-sigmoid-n4-h8:0:contrastive
+    document.update(family="paper:heart", verdict="greedy_minimal", certified=False, minimum_proved=False)
+    claimed = Record.from_json(document)
+    assert counted(claimed) == Verdict.UNKNOWN and counted(records[6]) == records[6].verdict
+    (row,) = verdict_table([claimed])
+    assert row[4 + VERDICT_COLUMNS.index("greedy_minimal")] == 0 and row[4 + VERDICT_COLUMNS.index("unknown")] == 1
+    (summary,) = claim_summary([claimed])
+    assert "0 decided by the solvers; 1 unknown (" in summary
+    (headers,) = _paper_table_lines([claimed])
+    (paper_row,) = certification_rows([claimed])
+    columns = [name.strip() for name in headers.strip("|").split("|")]
+    assert paper_row[columns.index("unknown")] == 1 and paper_row[columns.index("greedy minimal")] == 0
 
 
 def _paper_table_lines(records: list[Record]) -> list[str]:

@@ -12,8 +12,11 @@ record), greedy-suboptimal and disagreeing instances to `DIR/cases/`, and `DIR/s
 Each record is `verify.certify`'s certificate with the instance's data around it: the verdict,
 `certified`, `minimum` and `minimum_proved` rest on exact evidence alone, and a solver claim the
 exact check refutes is logged under its solver. With `workers > 1` the solver calls run in worker
-processes, or on Ray with `executor="ray"` (`executors`: a unit whose worker kept dying gets a
-record whose every solver call ended in `error`, counted in `CampaignResult.failed`); the records
+processes, or on Ray with `executor="ray"`. A failure of the executor is not a result: a unit
+that gave none (`executors.Failed`: its task raised, its worker died — on Ray after retries —, or
+the pool or Ray itself broke, whereupon every unit not finished is lost) gets no record, is
+counted in `CampaignResult.lost`, and `--resume` redoes it; `cardinal crosscheck` then exits 1.
+A solver's own error inside a unit is a result (its call's status `error`). The records
 are the same as with one worker, and as in any other run of the suite (only their order in the
 file and the measured seconds differ), unless a call reaches its time limit. A record with
 conflicting exact evidence (`solver_disagreement`) is counted in `CampaignResult.disagreements`,
@@ -49,7 +52,7 @@ import numpy as np
 from ..errors import InputError
 from ..io import JsonLines, open_folder, open_regular, writing
 from ..network import Network
-from ..problem import Kind, Method, Outcome, Problem, Status, Verdict
+from ..problem import Kind, Method, Status, Verdict
 from ..solvers.guard import start_zygote
 from ..validate import output_directory, output_file
 from .executors import Failed, execute, sigterm_interrupts
@@ -204,7 +207,7 @@ _POOL = None
 Certified = tuple[Record, dict[str, Any] | None, str | None]  # a record, its case document, its certificate's text
 
 
-def certify_unit(unit: Unit, pool: SolverPool | _FailedCalls | None = None) -> list[Certified]:
+def certify_unit(unit: Unit, pool: SolverPool | None = None) -> list[Certified]:
     """Certify one unit: per explainer of `unit.methods` (one entry without any), its record,
     its case file document when it is worth keeping, and with `unit.proof` the JSON text of its
     certificate when one was made (the record's `proof` entry names its file; records of the unit
@@ -229,11 +232,8 @@ def certify_unit(unit: Unit, pool: SolverPool | _FailedCalls | None = None) -> l
     answers: list[GreedyAnswer | None] = []
     for method in unit.methods or (None,):
         if method == Method.DELETION:
-            if isinstance(pool, SolverPool):
-                x = np.array(unit.x)[None, :]
-                answers.append(deletion_answers(net, x, unit.kind, domain, unit.threshold, pool.oracle, unit.time_limit)[1][0])
-            else:  # a failed unit (`_FailedCalls`) has no oracle: no answer, no evidence
-                answers.append(GreedyAnswer(None, 0.0, "undecided", method=Method.DELETION.value))
+            x = np.array(unit.x)[None, :]
+            answers.append(deletion_answers(net, x, unit.kind, domain, unit.threshold, pool.oracle, unit.time_limit)[1][0])
         else:
             answers.append(unit.greedy if method == Method.GREEDY else None)
     problem, certificates = certify_input(
@@ -300,8 +300,10 @@ class CampaignResult:
     seconds: float
     interrupted: bool
     disagreements: int = 0  # records whose exact evidence conflicts (a bug: the command exits non-zero)
-    failed: int = 0  # records whose every solver call ended in `error` (e.g. a unit whose worker kept dying)
+    failed: int = 0  # records whose every solver call ended in `error` (the solvers' own errors: results)
     rejected_proofs: int = 0  # certificates the checker rejected (a bug of the generator: the command exits non-zero)
+    lost: int = 0  # units of this run that gave no result (`executors.Failed`): no record, --resume redoes them
+    lost_reason: str = ""  # the first lost unit's reason, in one line
 
 
 @sigterm_interrupts()  # from the start: SIGTERM during greedy ends as Ctrl-C does
@@ -400,26 +402,32 @@ def _run(
     total = sum(len(unit.keys) for unit in units)
     if announce is not None:
         announce(total)
-    new = cases = 0
+    new = cases = lost = 0
+    lost_reason = ""
     interrupted = False
     try:
-        for unit, results in _execute(units, workers, executor, address):
-            for record, case, certificate in results:
-                # The certificate and case files first: a record in the log is finished work that --resume skips.
-                if certificate is not None and proof is not None and record.proof is not None:
-                    from ..solvers.proof import write_certificate
+        with contextlib.closing(execute(certify_unit, units, workers, executor, address)) as finished:
+            for unit, results in finished:
+                if isinstance(results, Failed):  # no result: no record (module docstring)
+                    lost += 1
+                    lost_reason = lost_reason or " ".join(results.message.split())
+                    continue
+                for record, case, certificate in results:
+                    # The certificate and case files first: a record in the log is finished work that --resume skips.
+                    if certificate is not None and proof is not None and record.proof is not None:
+                        from ..solvers.proof import write_certificate
 
-                    network = networks.setdefault(unit.instance, Network.from_json(unit.network))
-                    write_certificate(certificate, proof / record.proof["file"], None if proof_embed else network, root=proof)
-                if case is not None:
-                    from .cases import Case
+                        network = networks.setdefault(unit.instance, Network.from_json(unit.network))
+                        write_certificate(certificate, proof / record.proof["file"], None if proof_embed else network, root=proof)
+                    if case is not None:
+                        from .cases import Case
 
-                    Case.from_json(case).save(out / "cases", root=out)
-                    cases += 1
-                log.append(record.to_json())
-                new += 1
-                if progress is not None:
-                    progress(new, total, record.key)
+                        Case.from_json(case).save(out / "cases", root=out)
+                        cases += 1
+                    log.append(record.to_json())
+                    new += 1
+                    if progress is not None:
+                        progress(new, total, record.key)
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the summary of what is finished, then out
         interrupted = True
     from .report import write_report
@@ -430,7 +438,7 @@ def _run(
     failed = sum(bool(r.solvers) and all(o.status == Status.ERROR for o in r.solvers.values()) for r in records)
     rejected = sum(r.proof is not None and r.proof["file"] is not None and not r.proof["accepted"] for r in records)
     seconds = time.perf_counter() - started
-    return CampaignResult(out, len(records), new, cases, seconds, interrupted, disagreements, failed, rejected)
+    return CampaignResult(out, len(records), new, cases, seconds, interrupted, disagreements, failed, rejected, lost, lost_reason)
 
 
 def _check_folder(out: Path) -> None:
@@ -524,25 +532,6 @@ def _close_pool() -> None:
     if _POOL is not None:
         _POOL.close()
         _POOL = None
-
-
-def _execute(units: list[Unit], workers: int, executor: str = "local", address: str | None = None):
-    """Yield (unit, `certify_unit`'s results) as units finish (`executors.execute`): in order
-    with one local worker, as completed otherwise. A unit whose task failed (`Failed`: it raised, or on Ray its worker
-    died on every try) gets the records of a certification in which every solver call ended in
-    `error` with the reason, built here in the driver."""
-    for unit, result in execute(certify_unit, units, workers, executor, address):
-        yield unit, certify_unit(unit, _FailedCalls(unit.solvers, result.message)) if isinstance(result, Failed) else result
-
-
-class _FailedCalls:
-    """Stands in for a `SolverPool` whose every call failed for one reason."""
-
-    def __init__(self, names: tuple[str, ...], message: str) -> None:
-        self.names, self.message = names, message
-
-    def solve(self, problem: Problem, at_most: int | None, time_limit: float) -> tuple[dict[str, Outcome], list[str]]:
-        return {name: Outcome(Status.ERROR, name, 0.0, message=self.message) for name in self.names}, []
 
 
 def default_solvers() -> tuple[str, ...]:

@@ -10,13 +10,13 @@ then answers two separate questions (the verdicts below are greedy's; a deletion
 * **The greedy verdict**, from exact evidence alone: sets replayed in exact arithmetic (greedy's
   and the solvers'), "nothing smaller" proofs of the exact backends (exact-milp, z3, enumerate), exact
   none-exists checks. `greedy_suboptimal`: a smaller set holds exactly. `greedy_minimal`: an exact
-  proof that nothing smaller exists (`certified`), or only a float MILP's "nothing smaller"
-  (verdict kept, `certified` false). `none_exists`: no contrastive explanation (greedy's exact
-  check). `unknown`: nothing decided. `exact_only`: the network is not monotone (a network of
-  K ≥ 2 outputs never is), the solvers give the minimum. `undecided`: exact arithmetic cannot
-  decide p(x) (`certify_input`: no solver runs) or greedy's answer (its check is undecided: it is
-  no evidence, and the solvers are asked for the minimum). `solver_disagreement`: exact evidence
-  conflicts — a bug, never a float error.
+  proof that nothing smaller exists (always `certified`). `none_exists`: no contrastive
+  explanation (greedy's exact check). `unknown`: nothing decided — also where only a float
+  MILP says "nothing smaller" (a note names it; its claim stays in its outcome). `exact_only`:
+  the network is not monotone (a network of K ≥ 2 outputs never is), the solvers give the
+  minimum. `undecided`: exact arithmetic cannot decide p(x) (`certify_input`: no solver runs)
+  or greedy's answer (its check is undecided: it is no evidence, and the solvers are asked for
+  the minimum). `solver_disagreement`: exact evidence conflicts — a bug, never a float error.
 * **Solver agreement**: a claim that fails the exact check is REFUTED under its solver
   (`Outcome.refuted`, its claim kept): a set that is no explanation (the replay, `solvers.base`),
   or a "nothing smaller" (none_within, none_exists, optimal's minimality) contradicted by a
@@ -469,10 +469,10 @@ def judge(
         verdict, certified = suboptimal, True
     elif floor >= size:
         verdict, certified = minimal, True
-    elif any(o.status == Status.NONE_WITHIN for o in outcomes.values()):
-        verdict, certified = minimal, False
-        notes.append("only a float MILP says nothing smaller exists: not certified")
-    else:
+    else:  # a float MILP's "nothing smaller" is a claim to replay, never a verdict (its status stays in `outcomes`)
+        claimed = [name for name, o in outcomes.items() if o.status == Status.NONE_WITHIN]
+        if claimed:
+            notes.append(f"only a float MILP ({', '.join(claimed)}) says nothing smaller exists: a claim, not proved")
         return Judgement(Verdict.UNKNOWN, False, None, False, outcomes, tuple(notes), bound)
     return Judgement(verdict, certified, smallest, proved, outcomes, tuple(notes), bound)
 

@@ -437,6 +437,4 @@ class _Judge:
         proved = certificate.verdict == "greedy_minimal" if monotone else certificate.minimum_proved
         if proved and certificate.certified and smallest is not None and len(smallest) == len(features):
             return "minimum", None, None, True, certificate.solvers, notes
-        if proved:
-            notes.append("only a float MILP says nothing smaller exists: not exact evidence")
         return "undecided", None, None, False, certificate.solvers, notes

@@ -12,6 +12,7 @@ import os
 import re
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -242,7 +243,7 @@ def _certify(args: argparse.Namespace) -> int:
     proofs = _proof_folder(args, net)
     lines, certificates, saved = [], [], []
     pool = SolverPool(names, first_proof=args.solvers is None)  # the default set: until the first exact proof
-    with pool, _Progress(len(X) * len(_kinds(args)), "certify", "certified") as progress:
+    with pool, _Progress(len(X) * len(_kinds(args)), "certify", "done") as progress:
         for kind in _kinds(args):
             answers = explainer_answers(args.method, pool, net, X, kind, domain, threshold, args.time_limit, settings.radius)
             for row, x, answer in zip(rows, X, answers, strict=True):
@@ -261,7 +262,7 @@ def _certify(args: argparse.Namespace) -> int:
                 if certificate.verdict == Verdict.SOLVER_DISAGREEMENT:
                     where = f"row {row} ({kind}): {_statuses(certificate)}"
                     progress.write(f"!!! SOLVER DISAGREEMENT on {where} — case saved to {saved[-1]}")
-                progress.update()
+                progress.update("certified" if certificate.certified else certificate.verdict.value)
     failed = _ci_report(lines, "certify", _kinds(args), fail_on, baseline, args.diff_out)
     _emit(annotated(lines, net, settings), args.out)
     verdicts = Counter((c.kind, c.verdict.value) for c in certificates)
@@ -600,16 +601,25 @@ def _crosscheck(args: argparse.Namespace) -> int:
         )
     if result.rejected_proofs:
         print(f"!!! {result.rejected_proofs} certificate(s) rejected by the checker (a bug): see the summary", file=sys.stderr)
-    return 130 if result.interrupted else 1 if result.disagreements or result.rejected_proofs else 0
+    if result.lost:
+        print(
+            f"!!! {result.lost} unit(s) lost to a failure of the executor or its workers, not recorded "
+            f"({result.lost_reason}): run again with --resume to redo them",
+            file=sys.stderr,
+        )
+    return 130 if result.interrupted else 1 if result.disagreements or result.rejected_proofs or result.lost else 0
 
 
 class _Progress:
     """Progress of a run of known length on stderr, shown only once the run lasts more than a
     moment: a tqdm bar on a terminal (after 1 s), else a plain line every 10 s that says what it
-    counts (`cardinal check: judged 2 of 4 explanations`: done so far, not passed)."""
+    counts (`cardinal check: judged 2 of 4 explanations`: done so far, not passed). With an
+    outcome per explanation (`update(outcome)`), the line counts what happened instead
+    (`cardinal certify: 4 of 4 explanation(s) done: 2 certified, 2 unknown`)."""
 
     def __init__(self, total: int, command: str, verb: str) -> None:
         self.total, self.command, self.verb, self.done = total, command, verb, 0
+        self.outcomes: Counter[str] = Counter()
         self.last = time.monotonic()
         self.bar = None
         if sys.stderr.isatty():
@@ -617,16 +627,27 @@ class _Progress:
 
             self.bar = tqdm(total=total, desc=f"{command}: {verb}", unit="expl", file=sys.stderr, delay=1.0)
 
-    def update(self) -> None:
+    def update(self, outcome: str | None = None) -> None:
+        """One more explanation done; `outcome`: what became of it (counted in the line)."""
         self.done += 1
+        if outcome is not None:
+            self.outcomes[outcome] += 1
         if self.bar is not None:
+            if self.outcomes:
+                self.bar.set_postfix_str(self.counts(), refresh=False)
             self.bar.update(1)
         elif time.monotonic() - self.last >= 10.0:
             print(f"cardinal {self.command}: {self.line()}", file=sys.stderr, flush=True)
             self.last = time.monotonic()
 
     def line(self) -> str:
+        if self.outcomes:
+            return f"{self.done} of {self.total} explanation(s) done: {self.counts()}"
         return f"{self.verb} {self.done} of {self.total} explanation(s)"
+
+    def counts(self) -> str:
+        """'2 certified, 2 unknown': the outcomes so far, most frequent first."""
+        return ", ".join(f"{count} {outcome}" for outcome, count in self.outcomes.most_common())
 
     def write(self, message: str) -> None:
         """A message that does not break the bar."""
@@ -660,7 +681,7 @@ def _progress(label: str):
 
     def plain(done: int, total: int, key: str) -> None:
         if done == total or done >= step[0]:
-            print(f"{label}: certified {done} of {total} explanation(s) (last: {key})", file=sys.stderr, flush=True)
+            print(f"{label}: {done} of {total} explanation(s) done (last: {key})", file=sys.stderr, flush=True)
             step[0] = done + max(1, total // 20)
 
     return None, plain

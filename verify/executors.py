@@ -13,11 +13,14 @@ local pool's workers, which ignore Ctrl-C, end on SIGTERM in order (`SystemExit`
 processes are stopped and reaped), and the driver stops them so when it is interrupted, waits for
 them, and kills those that do not end in `WORKER_GRACE` seconds.
 
-A task that raises yields `Failed` with the exception's message instead of a result (a solver
-missing on a Ray worker, say), on every executor. On Ray, a worker process that dies mid-call
-(killed, out of memory, its node lost) is retried up to `RETRIES` times, then yields `Failed`
-too; the campaign goes on. In the local pool a dead worker still stops the run
-(`concurrent.futures.process.BrokenProcessPool`), as before.
+An item that gives no result yields `Failed` with the reason in one line instead, on every
+executor: the task raised (a solver missing on a Ray worker, say), its worker process died (on
+Ray after `RETRIES` retries: killed, out of memory, its node lost), or the executor itself broke.
+A broken executor — a local pool whose worker died (`BrokenProcessPool`), a Ray instance whose
+raylet or GCS is gone (`LocalRayletDiedError`, `RaySystemError`) — runs nothing more: every item
+not finished yields `Failed` at once. A `Failed` is never a result: the caller records nothing
+for it (a campaign leaves the unit for `--resume`), and a solver's own error inside a task is
+the task's result, not a `Failed`.
 
 Ray is optional (`pip install 'cardinal[ray]'`). A Ray instance started here listens on the
 loopback interface only (127.0.0.1): it serves this machine alone.
@@ -25,12 +28,14 @@ loopback interface only (127.0.0.1): it serves this machine alone.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -46,7 +51,8 @@ Item = TypeVar("Item")
 
 @dataclass(frozen=True)
 class Failed:
-    """A task that raised, or whose worker process died on every try: why, in one line."""
+    """No result for an item (module docstring): the task raised, its worker process died, or
+    the executor broke; why, in one line."""
 
     message: str
 
@@ -121,10 +127,20 @@ def _in_pool(task: Callable[[Item], Any], items: list[Item], workers: int) -> It
         while pending:
             finished, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
-                yield pending.pop(future), future.result()
+                item = pending.pop(future)
+                try:
+                    result = future.result()
+                except BrokenProcessPool:  # a worker died: the pool runs nothing more
+                    yield from _broken([item, *pending.values(), *queue])
+                    return
+                yield item, result
                 following = next(queue, None)
                 if following is not None:
-                    pending[executor.submit(_attempt, task, following)] = following
+                    try:
+                        pending[executor.submit(_attempt, task, following)] = following
+                    except BrokenProcessPool:
+                        yield from _broken([*pending.values(), following, *queue])
+                        return
         finished_all = True
     finally:
         if finished_all:
@@ -141,6 +157,13 @@ def _in_pool(task: Callable[[Item], Any], items: list[Item], workers: int) -> It
                     process.join()
 
 
+def _broken(items: list[Item]) -> Iterator[tuple[Item, Failed]]:
+    """(item, Failed) for every item a broken local pool leaves unfinished."""
+    reason = Failed("BrokenProcessPool: a worker process of the pool died (killed, or out of memory)")
+    for item in items:
+        yield item, reason
+
+
 # ---------------------------------------------------------------------------- Ray
 def _on_worker(task: Callable[[Item], Any], item: Item) -> Any:
     """The Ray task: `_attempt` with one torch thread (Ray gives each task one CPU)."""
@@ -153,12 +176,12 @@ def _on_worker(task: Callable[[Item], Any], item: Item) -> Any:
 def _on_ray(task: Callable[[Item], Any], items: list[Item], workers: int, address: str | None) -> Iterator[tuple[Item, Any]]:
     ray = import_ray(local=address is None)
     started = not ray.is_initialized()
-    if started:
-        _start_ray(ray, workers, address)
-    remote = ray.remote(_on_worker).options(num_cpus=1, max_retries=RETRIES, retry_exceptions=False)
-    window = 2 * max(1, int(ray.cluster_resources().get("CPU", workers)))  # calls queued at once
     pending: dict[Any, Item] = {}
     try:
+        if started:
+            _start_ray(ray, workers, address)
+        remote = ray.remote(_on_worker).options(num_cpus=1, max_retries=RETRIES, retry_exceptions=False)
+        window = 2 * max(1, int(ray.cluster_resources().get("CPU", workers)))  # calls queued at once
         queue = iter(items)
         for item in queue:
             pending[remote.remote(task, item)] = item
@@ -171,6 +194,12 @@ def _on_ray(task: Callable[[Item], Any], items: list[Item], workers: int, addres
                 result = ray.get(ready)
             except ray.exceptions.WorkerCrashedError:
                 result = Failed(f"the worker process died {RETRIES + 1} times running it (killed, or out of memory)")
+            except (ray.exceptions.LocalRayletDiedError, ray.exceptions.RaySystemError) as error:  # Ray itself is gone
+                reason = Failed(_last_line(error))
+                for lost in [item, *pending.values(), *queue]:
+                    yield lost, reason
+                pending.clear()
+                return
             except ray.exceptions.RayError as error:  # its node lost, its function not loadable there, ...
                 result = Failed(_last_line(error))
             yield item, result
@@ -179,9 +208,10 @@ def _on_ray(task: Callable[[Item], Any], items: list[Item], workers: int, addres
                 pending[remote.remote(task, following)] = following
     finally:
         for reference in pending:  # interrupted: stop the calls in flight
-            ray.cancel(reference, force=True)
+            with contextlib.suppress(Exception):  # Ray may be gone already
+                ray.cancel(reference, force=True)
         if started:
-            ray.shutdown()
+            ray.shutdown()  # after a normal end, an error, an interruption or Ray's own failure
 
 
 def _last_line(error: Exception) -> str:

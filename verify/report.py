@@ -32,8 +32,8 @@ ADMISSIBLE = set(CONTINUOUS)  # every activation is monotone; admissible ones ar
 
 # What each verdict and status means, for the glossary that opens `summary.md`.
 VERDICT_MEANING = {
-    Verdict.GREEDY_MINIMAL: "no explanation smaller than greedy's exists (proved in exact arithmetic when `certified`, "
-    "else only by a float MILP's claim)",
+    Verdict.GREEDY_MINIMAL: "no explanation smaller than greedy's exists, proved in exact arithmetic (counted only where "
+    "`certified`; a float MILP's 'nothing smaller' alone is `unknown`)",
     Verdict.GREEDY_SUBOPTIMAL: "a smaller explanation than greedy's holds in exact arithmetic: greedy was not minimal",
     Verdict.DELETION_MINIMAL: "no explanation smaller than the deletion explainer's (subset-minimal) answer exists "
     "(`method` deletion; certified as greedy_minimal is)",
@@ -42,7 +42,7 @@ VERDICT_MEANING = {
     Verdict.NONE_EXISTS: "no contrastive explanation exists at all (no change of features flips the prediction); "
     "there is nothing to compare",
     Verdict.SOLVER_DISAGREEMENT: "exact evidence conflicts (a bug, never a float error)",
-    Verdict.UNKNOWN: "no evidence decided it (limits were reached)",
+    Verdict.UNKNOWN: "no evidence decided it (limits were reached, or only a float MILP said 'nothing smaller')",
     Verdict.EXACT_ONLY: "the network is not monotone, so greedy does not apply; the solvers give the minimum alone",
     Verdict.UNDECIDED: "exact arithmetic cannot decide p(x) or greedy's answer (a smooth network's enclosures leave "
     "a prediction or a score order open); nothing about greedy is certified",
@@ -84,12 +84,21 @@ def solver_calls(records: list[Record]) -> list[Record]:
     return [record for record in records if record.solvers_from is None]
 
 
+def counted(record: Record) -> Verdict:
+    """The verdict a report counts: `greedy_minimal` or `deletion_minimal` only where `certified`,
+    else `unknown` (records written before a float MILP's lone "nothing smaller" gave `unknown`
+    hold such a verdict uncertified)."""
+    if record.verdict in (Verdict.GREEDY_MINIMAL, Verdict.DELETION_MINIMAL) and not record.certified:
+        return Verdict.UNKNOWN
+    return record.verdict
+
+
 def verdict_table(records: list[Record]) -> list[list[Any]]:
     groups: dict[tuple[str, str, str], Counter] = defaultdict(Counter)
     certified: Counter = Counter()
     for record in records:
         key = (record.family, record.activation, record.kind.value)
-        groups[key][record.verdict.value] += 1
+        groups[key][counted(record).value] += 1
         certified[key] += record.certified
     rows = []
     for key in sorted(groups):
@@ -274,24 +283,17 @@ def claim_summary(records: list[Record]) -> list[str]:
     lines = []
     for label, admissible in (("admissible (continuous activations)", True), ("step (not admissible)", False)):
         chosen = [r for r in records if r.method == "greedy" and is_admissible(r) == admissible]
-        decided = [r for r in chosen if r.verdict in (Verdict.GREEDY_MINIMAL, Verdict.GREEDY_SUBOPTIMAL)]
+        decided = [r for r in chosen if counted(r) in (Verdict.GREEDY_MINIMAL, Verdict.GREEDY_SUBOPTIMAL)]
         suboptimal = [r for r in decided if r.verdict == Verdict.GREEDY_SUBOPTIMAL]
-        certified = [r for r in decided if r.certified]
         if not chosen:
             continue
         robust = sum(r.tie_decided is False for r in suboptimal)
         rescued = sum(r.tie_decided is True for r in suboptimal)
-        rest = Counter(r.verdict.value for r in chosen if r.verdict not in (Verdict.GREEDY_MINIMAL, Verdict.GREEDY_SUBOPTIMAL))
+        rest = Counter(counted(r).value for r in chosen if counted(r) not in (Verdict.GREEDY_MINIMAL, Verdict.GREEDY_SUBOPTIMAL))
         others = "".join(f"; {count} {verdict}" for verdict, count in sorted(rest.items()))
         lines.append(
             f"- {label}: {len(chosen)} greedy explanations, {len(decided)} decided by the solvers{others} "
-            f"({len(certified)} certified in exact arithmetic"
-            + (
-                f"; {len(decided) - len(certified)} on a float MILP's 'nothing smaller' alone"
-                if len(certified) < len(decided)
-                else ""
-            )
-            + f"); greedy was **not minimal in {len(suboptimal)}**"
+            f"(each decided one certified in exact arithmetic); greedy was **not minimal in {len(suboptimal)}**"
             + (
                 f" (largest gap {max(r.gap for r in suboptimal if r.gap is not None)}). Ties in the scores: in {robust} "
                 f"of them no way of breaking ties would have given greedy a smaller answer, in {rescued} another tie "
@@ -329,7 +331,7 @@ def glossary() -> list[str]:
 
 def count_notes(records: list[Record]) -> list[str]:
     """How the summary's counts relate, one bullet per count that does not add up to another."""
-    verdicts = Counter(record.verdict.value for record in records)
+    verdicts = Counter(counted(record).value for record in records)
     columns = f"the sum of the verdict columns ({', '.join(f'{verdict} {count}' for verdict, count in verdicts.most_common())})"
     methods = Counter(record.method or "no explainer" for record in records)
     if set(methods) <= {"greedy", "no explainer"}:
