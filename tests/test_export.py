@@ -307,3 +307,24 @@ def test_an_undecided_prediction_is_one_line(tmp_path: Path, capsys: pytest.Capt
     error = capsys.readouterr().err
     assert "row 0: the prediction of x is undecided" in error and error.count("\n") == 1
     assert not out.exists()
+
+
+def test_export_rows_names_files_and_index_rows_by_their_row_in_the_file(tmp_path: Path, design_network: Network) -> None:
+    """`--rows 2,5` exports rows 2 and 5 of the file: the files are row2-… and row5-…, the index
+    says rows 2 and 5, and each file asks about its own input."""
+    design_network.save(tmp_path / "net.json")
+    X = np.array([[0, 0, 0], [1, 1, 1], [1, 0, 1], [0, 1, 0], [0, 0, 1], [1, 1, 0]], dtype=float)
+    np.savetxt(tmp_path / "x.csv", X, delimiter=",", fmt="%g")
+    out = tmp_path / "out"
+    argv = ["export", str(tmp_path / "net.json"), "--inputs", str(tmp_path / "x.csv"), "--threshold", "0.5"]
+    assert main([*argv, "--kind", "contrastive", "--format", "smt2", "--at-most", "1", "--rows", "2,5", "--out", str(out)]) == 0
+    with open(out / "index.csv") as handle:
+        index = list(csv.DictReader(handle))
+    assert [(row["file"], row["row"]) for row in index] == [("row2-contrastive.smt2", "2"), ("row5-contrastive.smt2", "5")]
+    assert sorted(path.name for path in out.iterdir()) == ["index.csv", "row2-contrastive.smt2", "row5-contrastive.smt2"]
+    for row in (2, 5):
+        alone = export_inputs(
+            design_network, X[row : row + 1], ["contrastive"], Domain.unit(3), 0.5, "smt2", tmp_path / str(row), 1, source="net.json"
+        )
+        expected = (tmp_path / str(row) / alone[0].file).read_text().replace("row 0,", f"row {row},")
+        assert (out / f"row{row}-contrastive.smt2").read_text() == expected

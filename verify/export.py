@@ -45,7 +45,7 @@ from ..io import write_atomic
 from ..network import Network
 from ..problem import DEFAULT_EPSILON, Problem, Verdict
 from ..solvers import smtlib
-from ..validate import output_directory
+from ..validate import output_directory, output_file
 
 FORMATS = ("mps", "lp", "smt2", "vnnlib")
 SUITE_FORMATS = ("mps", "smt2", "vnnlib")
@@ -222,10 +222,16 @@ def export_inputs(
     features: Sequence[int] | None = None,
     epsilon: float = DEFAULT_EPSILON,
     source: str = "network",
+    rows: Sequence[int] | None = None,
 ) -> list[Entry]:
     """One file per input X [B, n] and kind into `out` (module docstring), `network.onnx` beside
-    the VNN-LIB files, and `index.csv` listing them (no answers). smt2 without `at_most` asks
-    greedy's size − 1 (monotone networks). Every question is checked before a file is written."""
+    the VNN-LIB files, and `index.csv` listing them (no answers). `rows` [B]: the inputs' row
+    numbers in their file (`--rows`), which name the files and the index rows (default 0..B−1).
+    smt2 without `at_most` asks greedy's size − 1 (monotone networks). Every question and every
+    file name is checked before a file is written (`_write_files`)."""
+    rows = range(len(X)) if rows is None else rows
+    if len(rows) != len(X):
+        raise ValueError(f"{len(rows)} row numbers for {len(X)} inputs")
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r} (use {', '.join(FORMATS)})")
     if (fmt == "vnnlib") != (features is not None):
@@ -235,7 +241,7 @@ def export_inputs(
     jobs = []
     for kind in kinds:
         bounds = _greedy_bounds(net, X, kind, domain, threshold) if fmt == "smt2" and at_most is None else None
-        for row, x in enumerate(X):
+        for index, (row, x) in enumerate(zip(rows, X, strict=True)):
             try:
                 problem = Problem.make(net, x, kind, domain, threshold, epsilon)
             except UndecidedPrediction as error:
@@ -243,22 +249,41 @@ def export_inputs(
             reason = refusal(problem, fmt)
             if reason is not None:
                 raise InputError(f"row {row} ({kind}): {reason}")
-            bound = at_most if bounds is None else bounds[row]
+            bound = at_most if bounds is None else bounds[index]
             if fmt == "smt2" and bound is None:
                 raise InputError(
                     f"row {row} ({kind}): greedy gives no question to ask (no explanation, or the empty one): give --at-most"
                 )
             jobs.append((problem, row, bound))
     output_directory(out, "--out")
-    if fmt == "vnnlib":
-        net.save(out / NETWORK_FILE, root=out)
+    files: list[tuple[Path, str | bytes]] = [(out / NETWORK_FILE, onnx_data(net))] if fmt == "vnnlib" else []
     entries = []
     for problem, row, bound in jobs:
         name, text, question = _files(problem, row, fmt, f"row{row}-{problem.kind}", bound, features, source)
-        write_atomic(out / name, text, root=out)
+        files.append((out / name, text))
         entries.append(Entry(name, fmt, source, row, problem.kind, problem.prediction, question))
-    write_index(out, entries)
+    _write_files(out, [*files, (out / INDEX, index_text(entries))])
     return entries
+
+
+def onnx_data(net: Network) -> bytes:
+    """The network as `network.onnx` holds it (float64: the same network exactly)."""
+    from ..formats.onnx_io import onnx_bytes
+
+    shape = net.metadata.input_shape or (net.n_inputs,)
+    return onnx_bytes(net.chain(), shape, net.n_outputs, False, net.metadata.to_json() or None)
+
+
+def _write_files(out: Path, files: Sequence[tuple[Path, str | bytes]]) -> None:
+    """Write each file (path below `out`, content) whole, into `out`, the folder the user named.
+    Every path is checked before the first write (`validate.output_file`: no symbolic link below
+    `out`, a folder or regular file where one goes, names the file system takes), so a refusal
+    leaves nothing written; a link planted between the checks and a write is still refused by the
+    write itself (`io.write_atomic`)."""
+    for path, _ in files:
+        output_file(path, "--out", root=out)
+    for path, data in files:
+        write_atomic(path, data, root=out)
 
 
 def _greedy_bounds(net: Network, X: np.ndarray, kind: str, domain: Domain, threshold: float) -> list[int | None]:
@@ -271,12 +296,13 @@ def _greedy_bounds(net: Network, X: np.ndarray, kind: str, domain: Domain, thres
     return [None if a.size is None or a.size == 0 else a.size - 1 for a in answers]
 
 
-def write_index(out: Path, entries: Sequence[Entry]) -> None:
+def index_text(entries: Sequence[Entry]) -> str:
+    """The text of `index.csv`: a header (`COLUMNS`), then one line per entry."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(COLUMNS)
     writer.writerows(entry.cells() for entry in entries)
-    write_atomic(out / INDEX, buffer.getvalue(), root=out)
+    return buffer.getvalue()
 
 
 # ---------------------------------------------------------------------------- whole suites
@@ -295,7 +321,13 @@ def export_suite(
     in `campaign` (default `out/campaign/`), run (or resumed) here with `solvers` (default: the
     campaign's) before any file is written. A campaign record with conflicting exact evidence
     (`solver_disagreement`) gets no answer in the index; `cardinal export` then exits 1, as
-    `cardinal crosscheck` does."""
+    `cardinal crosscheck` does.
+
+    Everything cardinal makes below `out` (the default campaign folder and all in it, the
+    instance folders and their files) is checked before any work and written without following
+    a symbolic link (`io.write_atomic`): a planted link is refused with one line and nothing is
+    written; the export's files are all made in memory and checked before the first is written
+    (`_write_files`)."""
     from .campaign import default_solvers, run_campaign
     from .record import read_records
     from .suites import SUITES
@@ -306,8 +338,14 @@ def export_suite(
     if unknown or not formats:
         raise InputError(f"unknown suite format {unknown[0] if unknown else '(none)'!r} (use {', '.join(SUITE_FORMATS)})")
     out = output_directory(out, "--out")
-    folder = campaign if campaign is not None else out / "campaign"
+    folder, root = (campaign, None) if campaign is not None else (out / "campaign", out)
     instances = list(SUITES[suite](folder))
+    wheres = {instance.id: re.sub(r"[^A-Za-z0-9._-]", "_", instance.id) for instance in instances}
+    for instance in instances:  # before the campaign: a link planted there refuses the export before any work
+        output_directory(out / wheres[instance.id], "--out", root=out)
+        for name in _suite_names(instance, formats):
+            output_file(out / wheres[instance.id] / name, "--out", root=out)
+    output_file(out / INDEX, "--out", root=out)
     log = folder / "records.jsonl"
     result = run_campaign(
         suite,
@@ -318,17 +356,18 @@ def export_suite(
         resume=log.exists(),
         progress=progress,
         instances=instances,
+        root=root,
     )
     if result.interrupted:  # the finished records stay: the next export resumes
         raise KeyboardInterrupt
     records = {record.key: record for record in read_records(log)}
     entries: list[Entry] = []
+    files: list[tuple[Path, str | bytes]] = []
     for instance in instances:
-        where = re.sub(r"[^A-Za-z0-9._-]", "_", instance.id)
+        where = wheres[instance.id]
         target = out / where
-        output_directory(target, "--out", root=out)
         if "vnnlib" in formats:
-            instance.net.save(target / NETWORK_FILE, root=out)
+            files.append((target / NETWORK_FILE, onnx_data(instance.net)))
         for kind in instance.kinds:
             for row, x in enumerate(instance.X):
                 record = records.get(f"{instance.id}:{row}:{kind}")
@@ -342,13 +381,28 @@ def export_suite(
                     continue  # p(x) undecided: no question
                 problem = Problem.make(instance.net, x, kind, instance.domain, instance.threshold)
                 for fmt in formats:
-                    entries += _suite_entries(problem, record, fmt, target, where, out)
-    write_index(out, entries)
+                    for name, text, entry in _suite_entries(problem, record, fmt, where):
+                        files.append((target / name, text))
+                        entries.append(entry)
+    _write_files(out, [*files, (out / INDEX, index_text(entries))])
     return entries
 
 
-def _suite_entries(problem: Problem, record, fmt: str, target: Path, where: str, out: Path) -> list[Entry]:
-    """The instances of one record in one format, written, with their answers."""
+def _suite_names(instance, formats: Sequence[str]) -> Iterable[str]:
+    """Every file name `_suite_entries` may write for the instance (a superset: which are written
+    depends on the campaign's answers), and the network's."""
+    if "vnnlib" in formats:
+        yield NETWORK_FILE
+    for kind in instance.kinds:
+        for row in range(len(instance.X)):
+            for fmt in formats:
+                stem = f"row{row}-{kind}"
+                yield from [f"{stem}-set0.{fmt}", f"{stem}-set1.{fmt}"] if fmt == "vnnlib" else [f"{stem}.{fmt}"]
+
+
+def _suite_entries(problem: Problem, record, fmt: str, where: str) -> list[tuple[str, str, Entry]]:
+    """The instances of one record in one format: (file name, text, index entry) each, with
+    their answers."""
     if refusal(problem, fmt) is not None:
         return []
     questions: list[tuple[int | None, Sequence[int] | None, str, bool, str]] = []  # at_most, set, answer, certified, evidence
@@ -384,20 +438,9 @@ def _suite_entries(problem: Problem, record, fmt: str, target: Path, where: str,
         stem = f"row{record.row}-{record.kind.value}" + (f"-set{number}" if chosen is not None else "")
         status = answer if fmt == "smt2" and answer else None
         name, text, question = _files(problem, record.row, fmt, stem, at_most, chosen, record.instance, status)
-        write_atomic(target / name, text, root=out)
-        kind = record.kind.value
-        entries.append(
-            Entry(
-                f"{where}/{name}",
-                fmt,
-                record.instance,
-                record.row,
-                kind,
-                record.prediction,
-                question,
-                answer,
-                certified,
-                evidence,
-            )
-        )
+        entry = Entry(
+            f"{where}/{name}", fmt, record.instance, record.row, record.kind.value, record.prediction, question, answer,
+            certified, evidence,
+        )  # fmt: skip
+        entries.append((name, text, entry))
     return entries
