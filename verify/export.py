@@ -4,7 +4,13 @@ Per input and kind, one file asks one question (docs/formats.md, *Export*):
 
 - **mps**, **lp** (MILP solvers): the neutral MILP of `solvers.encode` written by HiGHS —
   `min Σ s_i` (the minimum explanation), or with `at_most=k` also `Σ s_i ≤ k` (feasible iff an
-  explanation of size ≤ k exists). Float semantics as cardinal's MILPs: class 1 is `f ≥ t + ε`.
+  explanation of size ≤ k exists). Its sides carry margins (`milp_margins`): a strict side is μ
+  off (class 1 is `f ≥ t + μ`, a step's 0 is `h ≤ at − μ`), a closed side is opened by γ = μ/10
+  (class 0 is `f ≤ t + γ`, a step's 1 is `h ≥ at − γ`). μ is 100 times the default feasibility
+  tolerance of HiGHS and SCIP (10⁻⁶, SCIP's relative beyond magnitude 1): a point on a strict
+  boundary (a tie f = t, a step at its breakpoint) is not taken for the other side, and one
+  reached exactly on a closed side is not lost, at their default settings. The file's answer is
+  the exact one unless it rests on a value within μ of a boundary (docs/formats.md).
 - **smt2** (SMT solvers): `solvers.smtlib.question`, QF_LRA with exact rationals: sat iff an
   explanation of size ≤ k exists. Without `at_most`, k is greedy's size − 1, certify's question
   (monotone networks).
@@ -31,7 +37,7 @@ import io
 import re
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
@@ -91,13 +97,31 @@ def refusal(problem: Problem, fmt: str) -> str | None:
     return None
 
 
+MILP_MARGIN = 1e-4
+"""μ of the MPS and LP files at magnitude ≤ 1 (`milp_margins`): 100 × the default feasibility
+tolerance 10⁻⁶ of HiGHS (`mip_feasibility_tolerance`) and SCIP (`numerics/feastol`); the closed
+sides are opened by a tenth of it (10 × the tolerance: HiGHS's presolve, asked for f ≤ t at a
+point with f = t exactly, answered infeasible with an opening of 10⁻⁷ and found it with 10⁻⁶)."""
+
+
+def milp_margins(problem: Problem) -> tuple[float, float]:
+    """(μ, γ) of an MPS or LP file: μ the margin of the strict sides, `MILP_MARGIN` times the
+    largest of 1, |t| and every step's |at| (SCIP's tolerance is relative beyond 1), never below
+    the problem's ε; γ = μ/10 the opening of the closed sides."""
+    stages = [stage for layer in problem.net.layers for stage in layer.activation.stages()]
+    offsets = [abs(float(stage.offset)) for stage in stages if stage.op == "step"]
+    mu = max(problem.epsilon, MILP_MARGIN * max(1.0, abs(problem.threshold or 0.0), *offsets))
+    return mu, mu / 10
+
+
 def milp_text(problem: Problem, at_most: int | None, fmt: str, comments: Sequence[str]) -> str:
-    """The MPS or LP file of the problem (module docstring), opened by `comments` (`*` lines in
-    MPS, `\\` lines in LP)."""
+    """The MPS or LP file of the problem (module docstring: its margins `milp_margins`), opened
+    by `comments` (`*` lines in MPS, `\\` lines in LP)."""
     from ..solvers.encode import encode
     from ..solvers.highs import write_model
 
-    model = encode(problem, at_most)
+    mu, gamma = milp_margins(problem)
+    model = encode(replace(problem, epsilon=mu), at_most, opening=gamma)
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / f"model.{fmt}"
         write_model(model, str(path), "cardinal")
@@ -202,10 +226,12 @@ def _files(
         comments = _comments(problem, row, f"is there {_kind_phrase(problem.kind)} of size <= {at_most}? (sat: yes)", where)
         return f"{stem}.smt2", smtlib.question(problem, at_most, comments, status), question
     question = "minimum" if at_most is None else f"at_most {at_most}"
+    mu, gamma = milp_margins(problem)
     asked = "the minimum size of" if at_most is None else f"is there, of size <= {at_most},"
     comments = [
         *_comments(problem, row, f"{asked} {_kind_phrase(problem.kind)}? (the objective: its size)", where),
-        f"s{{i}} = 1: feature i in the set; y{{i}}: the input point; f: the output; class 1 is f >= t + {problem.epsilon!r}",
+        f"s{{i}} = 1: feature i in the set; y{{i}}: the input point; f: the output; margins mu = {mu!r}, gamma = {gamma!r}:",
+        "class 1 is f >= t + mu, class 0 f <= t + gamma; a step's 1 is h >= at - gamma, its 0 h <= at - mu",
     ]
     return f"{stem}.{fmt}", milp_text(problem, at_most, fmt, comments), question
 
