@@ -421,8 +421,11 @@ class JsonLines:
     an interrupted run loses no finished record. A torn last line (a kill mid-write) is dropped
     on reading and truncated before the next append."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, root: str | Path | None = None) -> None:
+        """`root`: the folder the user named, an ancestor of the log's folder, below which no
+        link is followed (`open_folder`); None: the log's folder itself."""
         self.path = Path(path)
+        self.root = root
 
     def read(self) -> list[dict[str, Any]]:
         return list(self._records())
@@ -442,11 +445,11 @@ class JsonLines:
         self.append_many([record])
 
     def append_many(self, records: list[dict[str, Any]]) -> None:
-        """Append whole lines, flushed to disk. The folder is made if missing (links to it
-        followed); the log itself is never opened through a link. If the disk fills, the log is
+        """Append whole lines, flushed to disk. The folder is made if missing (links on the way
+        to `root` followed, none below it); the log itself is never opened through a link. If the disk fills, the log is
         cut back to where it was and `InputError` says so: the records before stay intact."""
         text = "".join(json.dumps(record, allow_nan=False) + "\n" for record in records).encode()  # JSON, never Infinity
-        folder = open_folder(self.path.parent)
+        folder = open_folder(self.path.parent, self.root)
         try:
             descriptor = open_regular(folder, self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND)
             try:

@@ -13,7 +13,8 @@ cvc5's arithmetic is exact, so `exact` is true: its "nothing smaller" is a proof
 a real box (non-monotone networks) is exact too but may hold rationals that are no doubles (1/3)
 and sit on the boundary f = t, where rounding to doubles may undo the flip. Such a point is asked
 for once more, for the same set, with the output ε off the threshold (`f ≥ t + ε` or
-`f ≤ t − ε`, ε of the problem, as the MILPs' margins; that query's unsat proves nothing), and its
+`f ≤ t − ε`; with K ≥ 2 outputs, some other class's output ε above that of p(x): ε of the
+problem, as the MILPs' margins; that query's unsat proves nothing), and its
 rounding taken if it flips exactly. Otherwise the rounded point stands: the exact replay
 (`solvers.base.replay`, the exact set oracle) then decides a CXp's set, and in the AXp search a
 point that does not flip ends the search with ERROR (`hitting`).
@@ -149,11 +150,9 @@ class _Query:
         y = self._rounded()
         if self.problem.flips(y) is not False:
             return y
-        goal, t, epsilon = 1 - self.problem.prediction, self.problem.threshold, self.problem.epsilon
-        margin = number(Fraction(t) + Fraction(epsilon) if goal == 1 else Fraction(t) - Fraction(epsilon))
         self.solver.push()
         try:
-            self._run(f"(assert ({'>=' if goal == 1 else '<='} {OUTPUT} {margin}))\n")
+            self._run(self._margin())
             raw = self.raw
             if self._check(self._fixed(free), deadline):
                 second = self._rounded()
@@ -162,6 +161,17 @@ class _Query:
         finally:
             self.solver.pop()
         return y
+
+    def _margin(self) -> str:
+        """The assertion that puts the outputs ε past the boundary, toward a change of class: one
+        output f ≥ t + ε (class 0 at x) or f ≤ t − ε (class 1); K ≥ 2 outputs f0 … f{K−1}, class
+        c at x: some other output f_j ≥ f_c + ε (a tie no longer decides it)."""
+        p, epsilon = self.problem.prediction, Fraction(self.problem.epsilon)
+        if self.problem.classes > 1:
+            beyond = [f"(>= f{j} (+ f{p} {number(epsilon)}))" for j in range(self.problem.classes) if j != p]
+            return f"(assert (or {' '.join(beyond)}))\n" if len(beyond) > 1 else f"(assert {beyond[0]})\n"
+        t = Fraction(self.problem.threshold)
+        return f"(assert (>= {OUTPUT} {number(t + epsilon)}))\n" if p == 0 else f"(assert (<= {OUTPUT} {number(t - epsilon)}))\n"
 
     def _rounded(self) -> np.ndarray:
         """The last model's y [n], each value rounded to the nearest double."""

@@ -240,6 +240,7 @@ def encode(
     margin: bool = False,
     exact: bool = False,
     bounds: Sequence[tuple[np.ndarray, np.ndarray] | None] = (),
+    opening: float = 0.0,
 ) -> MilpModel:
     """The MILP of a problem (the network must be PWL).
 
@@ -251,14 +252,20 @@ def encode(
     never for proofs. `exact`: the exact closure with its strict margin τ (module docstring), for
     proofs. `bounds`: per layer (None or missing: none), float bounds lower, upper [width] of its
     pre-activations that hold at every solution of this model (`exact_milp`'s LP-based
-    tightening); they narrow the interval bounds, and with them the big-M constants.
+    tightening); they narrow the interval bounds, and with them the big-M constants. `opening`
+    (≥ 0): the closed sides moved outward by it (class 0 is `f ≤ t + opening`, a step's 1 is
+    `h ≥ at − opening`, K ≥ 2: `f_j − f_c ≥ −opening` for j < c), the strict ones kept ε off: for
+    the exported files (`verify.export.milp_text`), so that a point reached exactly on a closed side
+    stays inside at a float solver's tolerances; it admits points just past a closed side.
     """
-    if exact and margin:
+    if exact and (margin or opening):
         raise ValueError("the exact closure has no margins")
+    if margin and opening:
+        raise ValueError("margins and an opening are exclusive")
     _check_magnitudes(problem)
     n = problem.n
     builder = _Builder()
-    epsilon = 0.0 if exact else problem.epsilon
+    epsilon = 0.0 if exact else problem.epsilon + opening  # the strict sides: ε + margin, the margin −opening
     tau = builder.variables(np.array([-1.0]), np.array([1.0])) if exact else None
     if free is None:
         selectors = builder.variables(np.zeros(n), np.ones(n), integer=True)
@@ -295,19 +302,19 @@ def encode(
         z = h
         for stage in layer.activation.stages():
             if stage.op == "step":
-                margin = problem.epsilon if continuous else 0.0
+                margin = problem.epsilon if continuous else -opening
                 z, z_low, z_high = _encode_step(builder, stage.offset, z, z_low, z_high, epsilon, margin, tau)
                 continuous = False
             else:
                 z, z_low, z_high = _encode_kink(builder, stage, z, z_low, z_high, hull_only.get(stage.op, False))
-    margin = problem.epsilon if continuous else 0.0
+    margin = problem.epsilon if continuous else -opening
     if problem.classes > 1:
         difference = _difference_bounds(problem.net.layers[-1], inputs_low, inputs_high, z_low, z_high, problem.prediction)
         _leave_class(builder, z, problem.prediction, difference, epsilon, margin, tau)
     elif goal == 1 and tau is not None:
         builder.rows(problem.threshold, math.inf, (z, 1.0), (tau, -1.0))  # f − τ ≥ t
     elif goal == 1:
-        builder.rows(problem.threshold + problem.epsilon + margin, math.inf, (z, 1.0))
+        builder.rows(problem.threshold + epsilon + margin, math.inf, (z, 1.0))
     else:
         builder.rows(-math.inf, problem.threshold - margin, (z, 1.0))
     if at_most is not None and free is None:

@@ -16,12 +16,12 @@ import pytest
 from bruteforce import monotone_minimum, random_network, vertex_minimum
 from cardinal.solvers.smtlib import number
 from cardinal.verify.cli import main
-from cardinal.verify.export import export_inputs, export_suite
+from cardinal.verify.export import export_inputs, export_suite, refusal
 from cardinal.verify.generate import median_threshold
 
 from cardinal.activations import Activation
 from cardinal.domain import Domain
-from cardinal.network import Network
+from cardinal.network import Layer, Network
 from cardinal.problem import Problem
 
 highspy = pytest.importorskip("highspy")
@@ -307,3 +307,128 @@ def test_an_undecided_prediction_is_one_line(tmp_path: Path, capsys: pytest.Capt
     error = capsys.readouterr().err
     assert "row 0: the prediction of x is undecided" in error and error.count("\n") == 1
     assert not out.exists()
+
+
+def test_export_rows_names_files_and_index_rows_by_their_row_in_the_file(tmp_path: Path, design_network: Network) -> None:
+    """`--rows 2,5` exports rows 2 and 5 of the file: the files are row2-… and row5-…, the index
+    says rows 2 and 5, and each file asks about its own input."""
+    design_network.save(tmp_path / "net.json")
+    X = np.array([[0, 0, 0], [1, 1, 1], [1, 0, 1], [0, 1, 0], [0, 0, 1], [1, 1, 0]], dtype=float)
+    np.savetxt(tmp_path / "x.csv", X, delimiter=",", fmt="%g")
+    out = tmp_path / "out"
+    argv = ["export", str(tmp_path / "net.json"), "--inputs", str(tmp_path / "x.csv"), "--threshold", "0.5"]
+    assert main([*argv, "--kind", "contrastive", "--format", "smt2", "--at-most", "1", "--rows", "2,5", "--out", str(out)]) == 0
+    with open(out / "index.csv") as handle:
+        index = list(csv.DictReader(handle))
+    assert [(row["file"], row["row"]) for row in index] == [("row2-contrastive.smt2", "2"), ("row5-contrastive.smt2", "5")]
+    assert sorted(path.name for path in out.iterdir()) == ["index.csv", "row2-contrastive.smt2", "row5-contrastive.smt2"]
+    for row in (2, 5):
+        alone = export_inputs(
+            design_network, X[row : row + 1], ["contrastive"], Domain.unit(3), 0.5, "smt2", tmp_path / str(row), 1, source="net.json"
+        )
+        expected = (tmp_path / str(row) / alone[0].file).read_text().replace("row 0,", f"row {row},")
+        assert (out / f"row{row}-contrastive.smt2").read_text() == expected
+
+
+# ---------------------------------------------------------------------------- margins at the solvers' default tolerances
+STEP, IDENTITY = Activation.make("step"), Activation.make("identity")
+
+
+def _boundary_instances():
+    """(name, network, x, domain, threshold, kind, the exact minimum or None: no explanation),
+    each minimum derived by hand: points exactly on a strict boundary (which must not count as
+    its other side) or reached exactly on a closed one (which must count)."""
+    box = Domain(np.array([0.5, 0.5]), np.array([1.0, 1.0]))
+    low = Domain(np.array([0.0, 0.0]), np.array([0.5, 0.5]))
+    step = Network([Layer(np.array([[1.0, 1.0]]), np.array([-1.0]), STEP), Layer(np.array([[1.0]]), np.array([0.0]), IDENTITY)])
+    total = Network([Layer(np.array([[1.0, 1.0]]), np.array([0.0]), IDENTITY)])
+    relu = Network([Layer(np.eye(2), np.array([-0.5, -0.5]), RELU), Layer(np.array([[1.0, 1.0]]), np.array([0.0]), IDENTITY)])
+    mixed = Network([Layer(np.array([[1.0, -1.0]]), np.array([0.0]), STEP), Layer(np.array([[1.0]]), np.array([0.0]), IDENTITY)])
+    half = Domain(np.array([0.5, 0.0]), np.array([1.0, 0.5]))
+    return [
+        # h = y0 + y1 − 1 = 0 at x: the step is 1 (class 1), and nothing in the box lowers h below 0
+        ("step at its breakpoint", step, np.array([0.5, 0.5]), box, 0.5, "contrastive", None),
+        ("step at its breakpoint (AXp)", step, np.array([0.5, 0.5]), box, 0.5, "abductive", 0),
+        # from h < 0 the step reaches 1 only at the breakpoint itself, y = (1/2, 1/2): both features
+        ("step reached at its breakpoint", step, np.array([0.25, 0.25]), low, 0.5, "contrastive", 2),
+        # f = y0 + y1 = t at x (class 0, a tie); no point of the box has f > t
+        ("tie at x", total, np.array([0.5, 0.5]), low, 1.0, "contrastive", None),
+        # from f = 1.5 the tie f = t = 1 is reached with one feature at its lower end
+        ("tie reached", total, np.array([1.0, 0.5]), box, 1.0, "contrastive", 1),
+        # both ReLUs at 0: f = 0 = t (class 0), and f > 0 needs a y_i > 1/2
+        ("relu at 0", relu, np.array([0.5, 0.5]), low, 0.0, "contrastive", None),
+        ("relu at 0 (AXp)", relu, np.array([0.5, 0.5]), low, 0.0, "abductive", 0),
+        # h = y0 − y1 = 0 (step 1, class 1), a non-monotone network: y0 ≥ 1/2 ≥ y1 keeps h ≥ 0
+        ("signed step at its breakpoint", mixed, np.array([0.5, 0.5]), half, 0.5, "contrastive", None),
+    ]
+
+
+def _random_instances():
+    """Monotone ReLU and step networks with weights on a grid of 2^-2 (ties of units and of the
+    output are common), their minimum by brute force over every subset, exactly."""
+    for seed in range(4):
+        rng = np.random.default_rng(70 + seed)
+        n = 4
+        activation = RELU if seed % 2 else STEP
+        net = random_network(rng, n, (3,), activation, monotone=True, grain=2)
+        X = np.round(rng.random((3, n)) * 4) / 4
+        threshold = float(np.median(net.forward(X).numpy()))
+        for row, x in enumerate(X):
+            for kind in ("contrastive", "abductive"):
+                problem = Problem.make(net, x, kind, Domain.unit(n), threshold)
+                yield f"seed {seed} row {row}", net, x, Domain.unit(n), threshold, kind, monotone_minimum(problem)
+
+
+def default_highs(path: Path) -> float | None:
+    """HiGHS at its default settings: the optimal objective, or None when infeasible."""
+    highs = highspy.Highs()
+    highs.setOptionValue("output_flag", False)
+    assert highs.readModel(str(path)) != highspy.HighsStatus.kError
+    highs.run()
+    status = highs.getModelStatus()
+    if status in (highspy.HighsModelStatus.kInfeasible, highspy.HighsModelStatus.kUnboundedOrInfeasible):
+        return None
+    assert status == highspy.HighsModelStatus.kOptimal, highs.modelStatusToString(status)
+    return highs.getInfo().objective_function_value
+
+
+def default_scip(path: Path) -> float | None:
+    """SCIP at its default settings: the optimal objective, or None when infeasible."""
+    pyscipopt = pytest.importorskip("pyscipopt")
+    model = pyscipopt.Model()
+    model.hideOutput()
+    model.readProblem(str(path))
+    model.optimize()
+    status = model.getStatus()
+    if status == "infeasible":
+        return None
+    assert status == "optimal", status
+    return model.getObjVal()
+
+
+@pytest.mark.parametrize("fmt", ["mps", "lp"])
+def test_default_tolerances_of_highs_and_scip_decide_every_milp_file_as_certified(tmp_path: Path, fmt: str) -> None:
+    """Each file asks the minimum, "≤ m − 1?" and "≤ m?" (m the exact minimum): HiGHS and SCIP at
+    their default tolerances (10⁻⁶, the ε of cardinal) answer m, infeasible and feasible, and
+    "infeasible" where no explanation exists — ties, steps at their breakpoints, ReLUs at 0
+    included (at a margin of ε, both took the tie at x for class 1)."""
+    instances = [*_boundary_instances(), *_random_instances()]
+    decided = 0
+    for index, (name, net, x, domain, threshold, kind, minimum) in enumerate(instances):
+        problem = Problem.make(net, x, kind, domain, threshold)
+        if refusal(problem, fmt) is not None:
+            continue
+        questions = [(None, None if minimum is None else float(minimum))]
+        if minimum:
+            questions += [(minimum - 1, None), (minimum, float(minimum))]
+        for at_most, expected in questions:
+            out = tmp_path / f"{index}-{at_most}"
+            entry = export_inputs(net, x[None, :], [kind], domain, threshold, fmt, out, at_most)[0]
+            for solver, answer in (("highs", default_highs), ("scip", default_scip)):
+                value = answer(out / entry.file)
+                where = f"{name}, {kind}, at most {at_most}: {solver} {value}, certified {expected}"
+                assert (value is None) if expected is None else (value is not None and round(value) == expected), where
+                if at_most is not None and expected is not None:
+                    assert value is not None, where
+            decided += 1
+    assert decided >= 30

@@ -430,3 +430,95 @@ def test_bench_errors_are_one_line_without_the_usage_block(tmp_path: Path, capsy
     with pytest.raises(SystemExit):
         main(["bench", "solvers", "--out", str(tmp_path / "s.md")])
     assert "s.png is a symbolic link" in capsys.readouterr().err and precious.read_text() == ""
+
+
+# ---------------------------------------------------------------------------- folders cardinal makes inside --out
+EXPORT_PLANTED = [
+    ("campaign", "link-to-folder"),  # the default campaign folder
+    ("campaign/records.jsonl", "link-to-file"),
+    ("campaign/cases", "link-to-folder"),
+    ("design", "link-to-folder"),  # an instance's folder
+    ("design/network.onnx", "link-to-file"),
+    ("design/row0-contrastive.mps", "link-to-file"),
+    ("design/row0-contrastive-set1.vnnlib", "link-to-file"),
+    ("index.csv", "link-to-file"),
+]
+
+
+@pytest.mark.parametrize(("name", "kind"), EXPORT_PLANTED)
+@pytest.mark.usefixtures("design_suite")
+def test_export_suite_writes_nothing_through_a_link_planted_in_out(
+    name: str, kind: str, tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`export --suite --out K` with K/campaign -> ../outside (or a link at any folder or file it
+    makes in K): one line, exit 2, before any work; nothing written in K or outside."""
+
+    def tripwire(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the campaign started before the folders were checked")
+
+    monkeypatch.setattr("cardinal.verify.campaign._execute", tripwire)
+    out, outside = tmp_path / "K", tmp_path / "outside"
+    for folder in ("campaign", "design"):  # `design`: the DESIGN instance's folder, named after its id
+        if folder != name:
+            (out / folder).mkdir(parents=True)
+    outside.mkdir()
+    _plant(out / name, outside / Path(name).name, kind)
+    before, elsewhere = _snapshot(out), _snapshot(outside)
+    code = main(["export", "--suite", "quick", "--out", str(out), "--solvers", "enumerate"])
+    _refused(capsys, code, rf"K/{re.escape(name)} is a symbolic link")
+    assert _snapshot(out) == before and _snapshot(outside) == elsewhere
+
+
+def test_a_campaign_made_inside_a_folder_refuses_a_link_planted_after_the_checks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """run_campaign with `root` (as export runs OUT/campaign): the campaign folder itself planted
+    as a link once checked is refused by the lock's opening; nothing is written outside."""
+    out, outside = tmp_path / "K", tmp_path / "outside"
+    out.mkdir()
+    outside.mkdir()
+    checked = campaign._refuse_if_in_use
+
+    def check_then_plant(folder: Path) -> None:
+        checked(folder)
+        (out / "campaign").symlink_to(outside, target_is_directory=True)
+
+    monkeypatch.setattr(campaign, "_refuse_if_in_use", check_then_plant)
+    with pytest.raises(InputError, match=r"K/campaign is a symbolic link"):
+        run_campaign("tiny", out / "campaign", ("enumerate",), 30.0, instances=tiny_instances()[2:], root=out)
+    assert _snapshot(outside) == {}
+
+
+@pytest.mark.parametrize("planted", ["row2-contrastive.mps", "index.csv"])
+def test_export_rows_writes_nothing_when_one_name_is_a_link(planted: str, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """A link at one of the names export writes: refused before the first file is written."""
+    (tmp_path / "net.json").write_text(json.dumps(DESIGN_NETWORK))
+    (tmp_path / "x.csv").write_text("0,0,0\n1,0,1\n1,1,1\n")
+    out, precious = tmp_path / "out", tmp_path / "precious"
+    out.mkdir()
+    precious.write_text("precious\n")
+    (out / planted).symlink_to(precious)
+    argv = ["export", str(tmp_path / "net.json"), "--inputs", str(tmp_path / "x.csv"), "--threshold", "0.5"]
+    code = main([*argv, "--kind", "contrastive", "--format", "mps", "--rows", "1,2", "--out", str(out)])
+    _refused(capsys, code, rf"out/{re.escape(planted)} is a symbolic link")
+    assert [path.name for path in out.iterdir()] == [planted] and precious.read_text() == "precious\n"
+
+
+@pytest.mark.parametrize("command", ["certify", "crosscheck"])
+@pytest.mark.usefixtures("design_suite")
+def test_a_link_at_the_proof_folders_networks_is_refused_before_any_work(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """`--proof DIR` keeps the networks in DIR/networks/, a name of cardinal's: a link there is
+    refused before a certificate is written."""
+    proof, outside = tmp_path / "proof", tmp_path / "outside"
+    proof.mkdir()
+    outside.mkdir()
+    (proof / "networks").symlink_to(outside, target_is_directory=True)
+    argv = {
+        "certify": [*_certify(tmp_path, tmp_path / "cases"), "--proof", str(proof)],
+        "crosscheck": ["crosscheck", "--out", str(tmp_path / "campaign"), "--solvers", "enumerate", "--proof", str(proof)],
+    }[command]
+    _refused(capsys, main(argv), r"proof/networks is a symbolic link")
+    assert _snapshot(proof) == {"networks": None} and _snapshot(outside) == {}
+    assert not (tmp_path / "campaign").exists() and not (tmp_path / "cases").exists()

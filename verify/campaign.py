@@ -324,6 +324,7 @@ def run_campaign(
     methods: tuple[str, ...] | None = None,
     radius: float | None = None,
     proof_time_limit: float = 60.0,
+    root: Path | None = None,
 ) -> CampaignResult:
     """Run a suite (or the given instances) into `out`; see the module docstring. `methods`: the
     explainers whose answers are certified (greedy, deletion, or both: one record each where it
@@ -338,6 +339,11 @@ def run_campaign(
     `radius`: every row of every instance over its own ball of this radius (`Instance.box`), the
     instances renamed `ID@rRADIUS`.
 
+    `root`: the folder the user named when `out` is a folder cardinal makes inside it (as
+    `export --suite` makes `OUT/campaign`): then `out` itself, like everything in it, is never
+    reached through a symbolic link below `root`. None: the user named `out`, and a link there
+    is followed.
+
     `announce(count)` is called with the number of explanations to certify once greedy has run,
     before any solver. `executor`, `address`: where the solver calls run (`executors.execute`).
     Bad input (the folder, its records, the suite's data) raises InputError before any record is
@@ -347,13 +353,14 @@ def run_campaign(
     if suite not in SUITES and instances is None:
         raise InputError(f"unknown suite {suite!r} (use {', '.join(SUITES)})")
     methods = SUITE_METHODS.get(suite, (Method.GREEDY.value,)) if methods is None else methods
-    _check_folder(out)
+    root = out if root is None else root
+    _check_folder(out, root)
     _refuse_if_in_use(out)
-    log = JsonLines(out / "records.jsonl")
+    log = JsonLines(out / "records.jsonl", root)
     _finished(log, resume)  # the checks once before the lock file is made, so a refusal writes nothing
     created = not out.exists()
     try:
-        with _locked(out):
+        with _locked(out, root):
             done = _finished(log, resume)
             try:
                 chosen = instances if instances is not None else SUITES[suite](out)
@@ -361,7 +368,7 @@ def run_campaign(
                     chosen = (replace(i, id=f"{i.id}@r{radius:g}", radius=radius) for i in chosen)
                 return _run(
                     suite, out, log, done, solvers, time_limit, workers, progress, chosen, announce, executor, address,
-                    proof, proof_embed, methods, proof_time_limit,
+                    proof, proof_embed, methods, proof_time_limit, root,
                 )  # fmt: skip
             finally:
                 _close_pool()
@@ -389,6 +396,7 @@ def _run(
     proof_embed: bool = False,
     methods: tuple[str, ...] = ("greedy",),
     proof_time_limit: float = 60.0,
+    root: Path | None = None,
 ) -> CampaignResult:
     started = time.perf_counter()
     if workers <= 1 and executor == "local":
@@ -422,7 +430,7 @@ def _run(
                     if case is not None:
                         from .cases import Case
 
-                        Case.from_json(case).save(out / "cases", root=out)
+                        Case.from_json(case).save(out / "cases", root=root or out)
                         cases += 1
                     log.append(record.to_json())
                     new += 1
@@ -433,7 +441,8 @@ def _run(
     from .report import write_report
 
     records = read_records(log.path)
-    write_report(out, records, suite=suite, solvers=solvers, time_limit=time_limit, seconds=time.perf_counter() - started)
+    elapsed = time.perf_counter() - started
+    write_report(out, records, suite=suite, solvers=solvers, time_limit=time_limit, seconds=elapsed, root=root)
     disagreements = sum(record.verdict == Verdict.SOLVER_DISAGREEMENT for record in records)
     failed = sum(bool(r.solvers) and all(o.status == Status.ERROR for o in r.solvers.values()) for r in records)
     rejected = sum(r.proof is not None and r.proof["file"] is not None and not r.proof["accepted"] for r in records)
@@ -441,22 +450,22 @@ def _run(
     return CampaignResult(out, len(records), new, cases, seconds, interrupted, disagreements, failed, rejected, lost, lost_reason)
 
 
-def _check_folder(out: Path) -> None:
-    """The campaign folder and what goes in it can be written, and nothing in it is a symbolic link
-    (nothing is created here)."""
-    output_directory(out, "campaign folder")
+def _check_folder(out: Path, root: Path) -> None:
+    """The campaign folder and what goes in it can be written, and nothing below `root` (the
+    folder the user named: `out` or an ancestor) is a symbolic link (nothing is created here)."""
+    output_directory(out, "campaign folder", root=root)
     for name in ("cases", "figures"):
-        output_directory(out / name, "campaign folder:", root=out)
+        output_directory(out / name, "campaign folder:", root=root)
     for name in ("records.jsonl", "summary.md", LOCK_FILE):
-        output_file(out / name, "campaign folder:", root=out)
+        output_file(out / name, "campaign folder:", root=root)
 
 
 @contextmanager
-def _locked(out: Path) -> Iterator[None]:
+def _locked(out: Path, root: Path | None = None) -> Iterator[None]:
     """Hold the folder's lock (module docstring) for the duration, and remove the lock file at the
     end; InputError if another process holds it. The lock file keeps the pid of its holder, for
-    the message."""
-    folder = open_folder(out)
+    the message. `out` is opened from `root` without following a link below it."""
+    folder = open_folder(out, root)
     try:
         descriptor = _lock(folder, out, create=True)
         try:

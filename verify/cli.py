@@ -442,9 +442,9 @@ def _proof_folder(args: argparse.Namespace, net):
         if args.proof_embed:
             raise InputError("--proof-embed needs --proof DIR")
         return None
-    from .proofs import ProofFolder
+    from .proofs import ProofFolder, proof_directory
 
-    return ProofFolder(output_directory(args.proof, "--proof"), net, args.proof_time_limit, args.proof_embed)
+    return ProofFolder(proof_directory(args.proof), net, args.proof_time_limit, args.proof_embed)
 
 
 def _proof_report(entries: list[dict[str, Any]], folder: Path) -> list[str]:
@@ -519,7 +519,9 @@ def _crosscheck(args: argparse.Namespace) -> int:
     out = output_directory(args.out, "--out")
     if args.proof_embed and args.proof is None:
         raise InputError("--proof-embed needs --proof DIR")
-    proof = None if args.proof is None else output_directory(args.proof, "--proof")
+    from .proofs import proof_directory
+
+    proof = None if args.proof is None else proof_directory(args.proof)
     if args.suite in ("paper", "classifiers"):  # their models are cached in OUT/models/
         output_directory(out / "models", "--out", root=out)
     if args.suite == "paper":  # its report is OUT/paper.md unless named
@@ -727,14 +729,13 @@ def _export(args: argparse.Namespace) -> int:
         if args.campaign is not None or args.solvers is not None:
             raise InputError("--campaign and --solvers are for --suite")
         features = None if args.set is None else _feature_set(args.set)
-        net, settings, X, _ = _load_problem(args)
+        net, settings, X, rows = _load_problem(args)
         if net.n_outputs > 1:
             classes = net.n_outputs
             raise InputError(f"{args.network}: export asks about one output and a threshold; this network has {classes}")
         entries = export_inputs(
             net, X, _kinds(args), settings.domain, settings.threshold, args.format, Path(args.out), args.at_most, features,
-            args.epsilon,
-            source=Path(args.network).name,
+            args.epsilon, source=Path(args.network).name, rows=rows,
         )  # fmt: skip
     counts = Counter(entry.format for entry in entries)
     listed = ", ".join(f"{count} {fmt}" for fmt, count in sorted(counts.items())) or "no file"

@@ -4,7 +4,13 @@ Per input and kind, one file asks one question (docs/formats.md, *Export*):
 
 - **mps**, **lp** (MILP solvers): the neutral MILP of `solvers.encode` written by HiGHS —
   `min Σ s_i` (the minimum explanation), or with `at_most=k` also `Σ s_i ≤ k` (feasible iff an
-  explanation of size ≤ k exists). Float semantics as cardinal's MILPs: class 1 is `f ≥ t + ε`.
+  explanation of size ≤ k exists). Its sides carry margins (`milp_margins`): a strict side is μ
+  off (class 1 is `f ≥ t + μ`, a step's 0 is `h ≤ at − μ`), a closed side is opened by γ = μ/10
+  (class 0 is `f ≤ t + γ`, a step's 1 is `h ≥ at − γ`). μ is 100 times the default feasibility
+  tolerance of HiGHS and SCIP (10⁻⁶, SCIP's relative beyond magnitude 1): a point on a strict
+  boundary (a tie f = t, a step at its breakpoint) is not taken for the other side, and one
+  reached exactly on a closed side is not lost, at their default settings. The file's answer is
+  the exact one unless it rests on a value within μ of a boundary (docs/formats.md).
 - **smt2** (SMT solvers): `solvers.smtlib.question`, QF_LRA with exact rationals: sat iff an
   explanation of size ≤ k exists. Without `at_most`, k is greedy's size − 1, certify's question
   (monotone networks).
@@ -31,7 +37,7 @@ import io
 import re
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
@@ -45,7 +51,7 @@ from ..io import write_atomic
 from ..network import Network
 from ..problem import DEFAULT_EPSILON, Problem, Verdict
 from ..solvers import smtlib
-from ..validate import output_directory
+from ..validate import output_directory, output_file
 
 FORMATS = ("mps", "lp", "smt2", "vnnlib")
 SUITE_FORMATS = ("mps", "smt2", "vnnlib")
@@ -91,13 +97,31 @@ def refusal(problem: Problem, fmt: str) -> str | None:
     return None
 
 
+MILP_MARGIN = 1e-4
+"""μ of the MPS and LP files at magnitude ≤ 1 (`milp_margins`): 100 × the default feasibility
+tolerance 10⁻⁶ of HiGHS (`mip_feasibility_tolerance`) and SCIP (`numerics/feastol`); the closed
+sides are opened by a tenth of it (10 × the tolerance: HiGHS's presolve, asked for f ≤ t at a
+point with f = t exactly, answered infeasible with an opening of 10⁻⁷ and found it with 10⁻⁶)."""
+
+
+def milp_margins(problem: Problem) -> tuple[float, float]:
+    """(μ, γ) of an MPS or LP file: μ the margin of the strict sides, `MILP_MARGIN` times the
+    largest of 1, |t| and every step's |at| (SCIP's tolerance is relative beyond 1), never below
+    the problem's ε; γ = μ/10 the opening of the closed sides."""
+    stages = [stage for layer in problem.net.layers for stage in layer.activation.stages()]
+    offsets = [abs(float(stage.offset)) for stage in stages if stage.op == "step"]
+    mu = max(problem.epsilon, MILP_MARGIN * max(1.0, abs(problem.threshold or 0.0), *offsets))
+    return mu, mu / 10
+
+
 def milp_text(problem: Problem, at_most: int | None, fmt: str, comments: Sequence[str]) -> str:
-    """The MPS or LP file of the problem (module docstring), opened by `comments` (`*` lines in
-    MPS, `\\` lines in LP)."""
+    """The MPS or LP file of the problem (module docstring: its margins `milp_margins`), opened
+    by `comments` (`*` lines in MPS, `\\` lines in LP)."""
     from ..solvers.encode import encode
     from ..solvers.highs import write_model
 
-    model = encode(problem, at_most)
+    mu, gamma = milp_margins(problem)
+    model = encode(replace(problem, epsilon=mu), at_most, opening=gamma)
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / f"model.{fmt}"
         write_model(model, str(path), "cardinal")
@@ -202,10 +226,12 @@ def _files(
         comments = _comments(problem, row, f"is there {_kind_phrase(problem.kind)} of size <= {at_most}? (sat: yes)", where)
         return f"{stem}.smt2", smtlib.question(problem, at_most, comments, status), question
     question = "minimum" if at_most is None else f"at_most {at_most}"
+    mu, gamma = milp_margins(problem)
     asked = "the minimum size of" if at_most is None else f"is there, of size <= {at_most},"
     comments = [
         *_comments(problem, row, f"{asked} {_kind_phrase(problem.kind)}? (the objective: its size)", where),
-        f"s{{i}} = 1: feature i in the set; y{{i}}: the input point; f: the output; class 1 is f >= t + {problem.epsilon!r}",
+        f"s{{i}} = 1: feature i in the set; y{{i}}: the input point; f: the output; margins mu = {mu!r}, gamma = {gamma!r}:",
+        "class 1 is f >= t + mu, class 0 f <= t + gamma; a step's 1 is h >= at - gamma, its 0 h <= at - mu",
     ]
     return f"{stem}.{fmt}", milp_text(problem, at_most, fmt, comments), question
 
@@ -222,10 +248,16 @@ def export_inputs(
     features: Sequence[int] | None = None,
     epsilon: float = DEFAULT_EPSILON,
     source: str = "network",
+    rows: Sequence[int] | None = None,
 ) -> list[Entry]:
     """One file per input X [B, n] and kind into `out` (module docstring), `network.onnx` beside
-    the VNN-LIB files, and `index.csv` listing them (no answers). smt2 without `at_most` asks
-    greedy's size − 1 (monotone networks). Every question is checked before a file is written."""
+    the VNN-LIB files, and `index.csv` listing them (no answers). `rows` [B]: the inputs' row
+    numbers in their file (`--rows`), which name the files and the index rows (default 0..B−1).
+    smt2 without `at_most` asks greedy's size − 1 (monotone networks). Every question and every
+    file name is checked before a file is written (`_write_files`)."""
+    rows = range(len(X)) if rows is None else rows
+    if len(rows) != len(X):
+        raise ValueError(f"{len(rows)} row numbers for {len(X)} inputs")
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r} (use {', '.join(FORMATS)})")
     if (fmt == "vnnlib") != (features is not None):
@@ -235,7 +267,7 @@ def export_inputs(
     jobs = []
     for kind in kinds:
         bounds = _greedy_bounds(net, X, kind, domain, threshold) if fmt == "smt2" and at_most is None else None
-        for row, x in enumerate(X):
+        for index, (row, x) in enumerate(zip(rows, X, strict=True)):
             try:
                 problem = Problem.make(net, x, kind, domain, threshold, epsilon)
             except UndecidedPrediction as error:
@@ -243,22 +275,41 @@ def export_inputs(
             reason = refusal(problem, fmt)
             if reason is not None:
                 raise InputError(f"row {row} ({kind}): {reason}")
-            bound = at_most if bounds is None else bounds[row]
+            bound = at_most if bounds is None else bounds[index]
             if fmt == "smt2" and bound is None:
                 raise InputError(
                     f"row {row} ({kind}): greedy gives no question to ask (no explanation, or the empty one): give --at-most"
                 )
             jobs.append((problem, row, bound))
     output_directory(out, "--out")
-    if fmt == "vnnlib":
-        net.save(out / NETWORK_FILE, root=out)
+    files: list[tuple[Path, str | bytes]] = [(out / NETWORK_FILE, onnx_data(net))] if fmt == "vnnlib" else []
     entries = []
     for problem, row, bound in jobs:
         name, text, question = _files(problem, row, fmt, f"row{row}-{problem.kind}", bound, features, source)
-        write_atomic(out / name, text, root=out)
+        files.append((out / name, text))
         entries.append(Entry(name, fmt, source, row, problem.kind, problem.prediction, question))
-    write_index(out, entries)
+    _write_files(out, [*files, (out / INDEX, index_text(entries))])
     return entries
+
+
+def onnx_data(net: Network) -> bytes:
+    """The network as `network.onnx` holds it (float64: the same network exactly)."""
+    from ..formats.onnx_io import onnx_bytes
+
+    shape = net.metadata.input_shape or (net.n_inputs,)
+    return onnx_bytes(net.chain(), shape, net.n_outputs, False, net.metadata.to_json() or None)
+
+
+def _write_files(out: Path, files: Sequence[tuple[Path, str | bytes]]) -> None:
+    """Write each file (path below `out`, content) whole, into `out`, the folder the user named.
+    Every path is checked before the first write (`validate.output_file`: no symbolic link below
+    `out`, a folder or regular file where one goes, names the file system takes), so a refusal
+    leaves nothing written; a link planted between the checks and a write is still refused by the
+    write itself (`io.write_atomic`)."""
+    for path, _ in files:
+        output_file(path, "--out", root=out)
+    for path, data in files:
+        write_atomic(path, data, root=out)
 
 
 def _greedy_bounds(net: Network, X: np.ndarray, kind: str, domain: Domain, threshold: float) -> list[int | None]:
@@ -271,12 +322,13 @@ def _greedy_bounds(net: Network, X: np.ndarray, kind: str, domain: Domain, thres
     return [None if a.size is None or a.size == 0 else a.size - 1 for a in answers]
 
 
-def write_index(out: Path, entries: Sequence[Entry]) -> None:
+def index_text(entries: Sequence[Entry]) -> str:
+    """The text of `index.csv`: a header (`COLUMNS`), then one line per entry."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(COLUMNS)
     writer.writerows(entry.cells() for entry in entries)
-    write_atomic(out / INDEX, buffer.getvalue(), root=out)
+    return buffer.getvalue()
 
 
 # ---------------------------------------------------------------------------- whole suites
@@ -295,7 +347,13 @@ def export_suite(
     in `campaign` (default `out/campaign/`), run (or resumed) here with `solvers` (default: the
     campaign's) before any file is written. A campaign record with conflicting exact evidence
     (`solver_disagreement`) gets no answer in the index; `cardinal export` then exits 1, as
-    `cardinal crosscheck` does."""
+    `cardinal crosscheck` does.
+
+    Everything cardinal makes below `out` (the default campaign folder and all in it, the
+    instance folders and their files) is checked before any work and written without following
+    a symbolic link (`io.write_atomic`): a planted link is refused with one line and nothing is
+    written; the export's files are all made in memory and checked before the first is written
+    (`_write_files`)."""
     from .campaign import default_solvers, run_campaign
     from .record import read_records
     from .suites import SUITES
@@ -306,8 +364,14 @@ def export_suite(
     if unknown or not formats:
         raise InputError(f"unknown suite format {unknown[0] if unknown else '(none)'!r} (use {', '.join(SUITE_FORMATS)})")
     out = output_directory(out, "--out")
-    folder = campaign if campaign is not None else out / "campaign"
+    folder, root = (campaign, None) if campaign is not None else (out / "campaign", out)
     instances = list(SUITES[suite](folder))
+    wheres = {instance.id: re.sub(r"[^A-Za-z0-9._-]", "_", instance.id) for instance in instances}
+    for instance in instances:  # before the campaign: a link planted there refuses the export before any work
+        output_directory(out / wheres[instance.id], "--out", root=out)
+        for name in _suite_names(instance, formats):
+            output_file(out / wheres[instance.id] / name, "--out", root=out)
+    output_file(out / INDEX, "--out", root=out)
     log = folder / "records.jsonl"
     result = run_campaign(
         suite,
@@ -318,17 +382,18 @@ def export_suite(
         resume=log.exists(),
         progress=progress,
         instances=instances,
+        root=root,
     )
     if result.interrupted:  # the finished records stay: the next export resumes
         raise KeyboardInterrupt
     records = {record.key: record for record in read_records(log)}
     entries: list[Entry] = []
+    files: list[tuple[Path, str | bytes]] = []
     for instance in instances:
-        where = re.sub(r"[^A-Za-z0-9._-]", "_", instance.id)
+        where = wheres[instance.id]
         target = out / where
-        output_directory(target, "--out", root=out)
         if "vnnlib" in formats:
-            instance.net.save(target / NETWORK_FILE, root=out)
+            files.append((target / NETWORK_FILE, onnx_data(instance.net)))
         for kind in instance.kinds:
             for row, x in enumerate(instance.X):
                 record = records.get(f"{instance.id}:{row}:{kind}")
@@ -342,13 +407,28 @@ def export_suite(
                     continue  # p(x) undecided: no question
                 problem = Problem.make(instance.net, x, kind, instance.domain, instance.threshold)
                 for fmt in formats:
-                    entries += _suite_entries(problem, record, fmt, target, where, out)
-    write_index(out, entries)
+                    for name, text, entry in _suite_entries(problem, record, fmt, where):
+                        files.append((target / name, text))
+                        entries.append(entry)
+    _write_files(out, [*files, (out / INDEX, index_text(entries))])
     return entries
 
 
-def _suite_entries(problem: Problem, record, fmt: str, target: Path, where: str, out: Path) -> list[Entry]:
-    """The instances of one record in one format, written, with their answers."""
+def _suite_names(instance, formats: Sequence[str]) -> Iterable[str]:
+    """Every file name `_suite_entries` may write for the instance (a superset: which are written
+    depends on the campaign's answers), and the network's."""
+    if "vnnlib" in formats:
+        yield NETWORK_FILE
+    for kind in instance.kinds:
+        for row in range(len(instance.X)):
+            for fmt in formats:
+                stem = f"row{row}-{kind}"
+                yield from [f"{stem}-set0.{fmt}", f"{stem}-set1.{fmt}"] if fmt == "vnnlib" else [f"{stem}.{fmt}"]
+
+
+def _suite_entries(problem: Problem, record, fmt: str, where: str) -> list[tuple[str, str, Entry]]:
+    """The instances of one record in one format: (file name, text, index entry) each, with
+    their answers."""
     if refusal(problem, fmt) is not None:
         return []
     questions: list[tuple[int | None, Sequence[int] | None, str, bool, str]] = []  # at_most, set, answer, certified, evidence
@@ -384,20 +464,9 @@ def _suite_entries(problem: Problem, record, fmt: str, target: Path, where: str,
         stem = f"row{record.row}-{record.kind.value}" + (f"-set{number}" if chosen is not None else "")
         status = answer if fmt == "smt2" and answer else None
         name, text, question = _files(problem, record.row, fmt, stem, at_most, chosen, record.instance, status)
-        write_atomic(target / name, text, root=out)
-        kind = record.kind.value
-        entries.append(
-            Entry(
-                f"{where}/{name}",
-                fmt,
-                record.instance,
-                record.row,
-                kind,
-                record.prediction,
-                question,
-                answer,
-                certified,
-                evidence,
-            )
-        )
+        entry = Entry(
+            f"{where}/{name}", fmt, record.instance, record.row, record.kind.value, record.prediction, question, answer,
+            certified, evidence,
+        )  # fmt: skip
+        entries.append((name, text, entry))
     return entries

@@ -29,6 +29,7 @@ from ..io import MAX_NETWORK_BYTES, read_json
 from ..network import Network
 from ..problem import Problem, Verdict
 from ..solvers.proof import certificate_file, network_beside, search, write_certificate
+from ..validate import output_directory
 from .record import proves_none
 
 
@@ -86,6 +87,14 @@ def save(folder: Path, written: Written, network: Network, embed: bool = False) 
     through a link), and unless it embeds the network, the network beside it once."""
     if written.text is not None:
         write_certificate(written.text, folder / written.entry["file"], None if embed else network, root=folder)
+
+
+def proof_directory(path: str | Path, flag: str = "--proof") -> Path:
+    """The `--proof` folder, checked before any work (`validate.output_directory`), and its
+    `networks/` folder, a name of cardinal's: a symbolic link planted there is refused."""
+    folder = output_directory(path, flag)
+    output_directory(folder / "networks", flag, root=folder)
+    return folder
 
 
 class ProofFolder:

@@ -398,11 +398,18 @@ def greedy_records(records: list[Record]) -> list[Record]:
 
 
 def write_report(
-    out: Path, records: list[Record], suite: str, solvers: tuple[str, ...], time_limit: float, seconds: float
+    out: Path,
+    records: list[Record],
+    suite: str,
+    solvers: tuple[str, ...],
+    time_limit: float,
+    seconds: float,
+    root: Path | None = None,
 ) -> None:
     """Write `out/summary.md` and `out/figures/*.png` from the records (never through a link
-    inside `out`: `io.write_atomic`)."""
-    figures = write_figures(out / "figures", records, time_limit, root=out)
+    below `root`, the folder the user named, default `out`: `io.write_atomic`)."""
+    root = out if root is None else root
+    figures = write_figures(out / "figures", records, time_limit, root=root)
     parts = [
         f"# crosscheck — suite `{suite}`",
         "",
@@ -445,7 +452,7 @@ def write_report(
         *[f"![{name}](figures/{name})" for name in figures],
         "",
     ]
-    write_atomic(out / "summary.md", "\n".join(parts), root=out)
+    write_atomic(out / "summary.md", "\n".join(parts), root=root)
 
 
 def _gap_section(records: list[Record]) -> list[str]:
