@@ -577,7 +577,14 @@ def _proof_folder(args: argparse.Namespace, net):
         return None
     from .proofs import ProofFolder
 
-    return ProofFolder(output_directory(args.proof, "--proof"), net, args.proof_time_limit, args.proof_embed)
+    return ProofFolder(_proof_directory(args.proof), net, args.proof_time_limit, args.proof_embed)
+
+
+def _proof_directory(folder: str) -> Path:
+    """The `--proof` folder, checked writable with its `networks/` (never a link: what the
+    certificates are checked against there is what `proof check` reads) before any work."""
+    output_directory(Path(folder) / "networks", "--proof", root=folder)
+    return output_directory(folder, "--proof")
 
 
 def _proof_report(entries: list[dict[str, Any]], folder: Path) -> list[str]:
@@ -652,7 +659,7 @@ def _crosscheck(args: argparse.Namespace) -> int:
     out = output_directory(args.out, "--out")
     if args.proof_embed and args.proof is None:
         raise InputError("--proof-embed needs --proof DIR")
-    proof = None if args.proof is None else output_directory(args.proof, "--proof")
+    proof = None if args.proof is None else _proof_directory(args.proof)
     if args.suite in ("paper", "classifiers"):  # their models are cached in OUT/models/
         output_directory(out / "models", "--out", root=out)
     if args.suite == "paper":  # its report is OUT/paper.md unless named
@@ -961,19 +968,36 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------- proof
-def _proof(args: argparse.Namespace) -> int:
-    from .proofs import check_file
+CHECK_SECONDS = 300.0  # `proof check --time-limit`'s default, per certificate
 
+
+def _proof(args: argparse.Namespace) -> int:
+    from .proofs import against_record, check_file, records_by_file
+
+    records = None if args.records is None else records_by_file(args.records)
     rejected = 0
     for path in args.files:
+        named = None
+        if records is not None:
+            named = records.get(Path(path).name)
+            if named is None:
+                raise InputError(f"{path}: no record of {args.records} names this file")
         started = time.perf_counter()
-        report = check_file(path, args.network, args.activations)
+        checked = check_file(path, args.network, args.activations, args.time_limit)
         seconds = time.perf_counter() - started
-        if report.accepted:
-            print(f"{path}: {report.message} ({report.leaves} leaves, {report.evaluations} exact evaluations, {seconds:.2f} s)")
+        report, message = checked.report, checked.report.message
+        if report.accepted and named is not None:
+            mismatch = against_record(checked, *named)
+            message = message if mismatch is None else mismatch
+        if report.accepted and message == report.message:
+            print(f"{path}: {message} ({report.leaves} leaves, {report.evaluations} exact evaluations, {seconds:.2f} s)")
+            if named is not None:
+                print(f"  record: {named[0]}, certificate sha256 {checked.sha256}")
+            for line in report.statement:
+                print(f"  {line}")
         else:
             rejected += 1
-            print(f"{path}: REJECTED: {report.message}")
+            print(f"{path}: REJECTED: {message}")
     return 1 if rejected else 0
 
 
@@ -1386,6 +1410,20 @@ def _add_proof(commands: argparse._SubParsersAction, problem: argparse.ArgumentP
     proof.add_argument("files", nargs="+", metavar="FILE", help="certificate files")
     proof.add_argument("--network", help="the network: JSON (cardinal.network/1), ONNX, or torch")
     proof.add_argument("--activations", help="for a torch state_dict: one activation per Linear layer, e.g. relu,identity")
+    proof.add_argument(
+        "--records",
+        metavar="RECORDS",
+        help="the JSON lines written with the certificates (certify/check --out, crosscheck's records.jsonl): each FILE must "
+        "be the certificate its record names (its SHA-256) and state that record's problem, claim and kind",
+    )
+    proof.add_argument(
+        "--time-limit",
+        type=seconds,
+        default=CHECK_SECONDS,
+        metavar="S",
+        help=f"seconds for each certificate (default {CHECK_SECONDS:g}); one not checked in time is refused (exit 2), "
+        "never accepted",
+    )
     proof.set_defaults(handler=_proof)
 
 
