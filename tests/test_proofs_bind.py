@@ -10,11 +10,19 @@ import copy
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
+from cardinal.solvers.proof import search
+from cardinal.verify import proofs
 from cardinal.verify.cli import main
 
 from cardinal import checker
+from cardinal.checker import exact
+from cardinal.domain import Domain
+from cardinal.network import Network
+from cardinal.problem import Problem
 from tests.conftest import DESIGN_NETWORK
 
 
@@ -108,3 +116,117 @@ def test_a_networks_link_is_refused_by_proof_and_by_proof_check(tmp_path: Path, 
     assert main(["proof", "check", str(folder / "row0-contrastive.proof.json")]) == 2
     err = capsys.readouterr().err
     assert "networks is a symbolic link" in err and err.count("\n") == 1
+
+
+# ---------------------------------------------------------------------------- certificates of the wrong shape
+def _certificate() -> dict[str, Any]:
+    """A valid embedded shortcut-tree certificate of the design network: no CXp of 1 feature at x = 1."""
+    net = Network.from_json(DESIGN_NETWORK)
+    problem = Problem.make(net, np.ones(3), "contrastive", Domain(np.zeros(3), np.ones(3)), 0.5)
+    certificate = search(problem, 1).certificate
+    assert certificate is not None and checker.check(certificate, net.to_json()).accepted
+    return {**certificate, "network": net.to_json()}
+
+
+def _set(document: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[str, Any]:
+    changed = copy.deepcopy(document)
+    node = changed
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return changed
+
+
+WRONG_SHAPES = [  # (path, value, what the one-line message names)
+    (("problem", "x", 0), 10**400, "problem.x[0] must be a number a double holds exactly, got an integer of 401 digits"),
+    (("problem", "threshold"), -(10**400), "problem.threshold must be a number a double holds exactly"),
+    (("network", "layers"), [], "the network has no layers"),
+    (("network", "layers", 0, "weight", 0), 1.0, "network layer 1: 'weight' must be a non-empty list of non-empty lists"),
+    (("network", "layers", 0, "weight"), {"a": 1}, "network layer 1: 'weight' must be"),
+    (("network", "layers", 0, "weight", 1), [], "network layer 1: 'weight' must be"),
+    (("network", "layers", 0, "weight", 1, 0), 10**400, "network layer 1 weight row 1[0] must be a number a double holds"),
+    (("network", "layers", 0, "weight", 1, 0), "0.5", "network layer 1 weight row 1[0] must be a finite number, got a string"),
+    (("network", "layers", 0, "bias"), 3.0, "network layer 1 bias must be a list of 2 numbers, got a number"),
+    (("network", "layers", 0, "activation"), ["relu"], "network layer 1: unknown activation a list"),
+    (("network", "layers", 0, "activation"), {"name": ["relu"]}, "network layer 1: unknown activation an object"),
+    (("network", "layers", 0, "activation"), {"name": "leaky_relu", "slope": "x"}, "network layer 1 slope must be a finite"),
+    (("network", "layers", 0), 7, "network layer 1: 'weight' must be"),
+    (("problem",), [], "a certificate needs the objects"),
+    (("claim", "no_explanation_within"), 10**400, "claim must be"),
+    (("proof", "method"), ["shortcut-tree"], "proof.method must be one of the five method names"),
+    (("proof", "root"), [], "a node must be an object"),
+    (("proof", "root", "split"), 10**400, "not a feature index"),
+]
+
+
+@pytest.mark.parametrize(("path", "value", "message"), WRONG_SHAPES)
+def test_a_certificate_of_the_wrong_shape_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture, path: tuple[Any, ...], value: Any, message: str
+) -> None:
+    document = _certificate()
+    if path[-1] == "split" and "split" not in document["proof"]["root"]:
+        document["proof"]["root"] = {"split": 0, "in": {"leaf": "size"}, "out": {"leaf": "size"}}
+    file = tmp_path / "bad.proof.json"
+    file.write_text(json.dumps(_set(document, path, value)))
+    assert main(["proof", "check", str(file)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
+
+
+def test_no_value_of_the_wrong_json_type_anywhere_ends_otherwise_than_in_a_refusal() -> None:
+    """Every field of a valid certificate (its network too) replaced by each JSON value of another
+    type or size: the checker gives a report or a `CertificateError`, never another exception."""
+    document = _certificate()
+
+    def paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        children = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        return [prefix] + [path for key, child in children for path in paths(child, (*prefix, key))]
+
+    values = [None, True, "s", 10**400, -(2**70), 1e300, [], {}, [[]], [1], {"a": 1}, [[1, 2]]]
+    for path in paths(document)[1:]:
+        for value in values:
+            try:
+                checker.check(_set(document, path, value))
+            except checker.CertificateError:
+                pass
+
+
+# ---------------------------------------------------------------------------- bounds on work and memory
+def test_size_limits_are_refused_before_the_numbers_are_read(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    document = _certificate()
+    deep = copy.deepcopy(document)
+    identity = {"weight": [[1.0]], "bias": [0.0], "activation": "identity"}
+    deep["network"]["layers"] += [identity] * exact.MAX_LAYERS
+    with pytest.raises(checker.CertificateError, match=f"layers, more than the checker's limit of {exact.MAX_LAYERS}"):
+        checker.check(deep)
+    wide = copy.deepcopy(document)
+    wide["network"]["layers"][0]["weight"] = [[0.0] * 3] * (exact.MAX_WIDTH + 1)
+    with pytest.raises(checker.CertificateError, match="past the checker's limit"):
+        checker.check(wide)
+    file = tmp_path / "big.proof.json"
+    file.write_text(json.dumps(document))
+    monkeypatch.setattr(proofs, "MAX_CERTIFICATE_BYTES", file.stat().st_size - 1)
+    assert main(["proof", "check", str(file)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(file) in err
+
+
+def test_a_check_past_its_time_limit_is_refused_never_accepted(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    document = _certificate()
+    # a leaf "all" over C(12, 6) = 924 sets of a 12-feature network: thousands of exact evaluations
+    net = Network.from_json({"format": "cardinal.network/1", "layers": [
+        {"weight": [[1.0] * 12], "bias": [0.0], "activation": "relu"},
+        {"weight": [[1.0]], "bias": [0.0], "activation": "identity"}]})  # fmt: skip
+    problem = Problem.make(net, np.ones(12), "contrastive", Domain(np.zeros(12), np.ones(12)), 0.5)
+    document = {**document, "problem": {**document["problem"], "network_sha256": net.sha256, "x": [1.0] * 12,
+                                        "lower": [0.0] * 12, "upper": [1.0] * 12},
+                "claim": {"no_explanation_within": 6}, "network": net.to_json(),
+                "proof": {"method": "shortcut-tree", "root": {"leaf": "all"}}}  # fmt: skip
+    assert problem.n == 12 and checker.check(document).accepted
+    file = tmp_path / "slow.proof.json"
+    file.write_text(json.dumps(document))
+    assert main(["proof", "check", str(file), "--time-limit", "1e-6"]) == 2
+    captured = capsys.readouterr()
+    assert f"{file}: not checked within 1e-06 s" in captured.err and "accepted" not in captured.out
+    assert main(["proof", "check", str(file)]) == 0

@@ -174,16 +174,20 @@ def _limited(seconds: float | None, path: Path) -> Iterator[None]:
         yield
         return
 
+    armed = [True]
+
     def expire(signum: int, frame: Any) -> None:
-        raise _OutOfTime
+        if armed[0]:
+            raise _OutOfTime
 
     previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
+        signal.setitimer(signal.ITIMER_REAL, seconds)
         yield
     except _OutOfTime:
         raise InputError(f"{path}: not checked within {seconds:g} s (--time-limit)") from None
     finally:
+        armed[0] = False
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
 

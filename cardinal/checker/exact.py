@@ -49,6 +49,17 @@ class Report:
     statement: tuple[str, ...] = ()
 
 
+class _Lazy:
+    """A message part made only when a message is: a node's description costs O(n) to write, and a
+    walk builds one per node (`f"{where}: ..."` formats it)."""
+
+    def __init__(self, make: Any) -> None:  # make() -> str
+        self.make = make
+
+    def __format__(self, spec: str) -> str:
+        return format(self.make(), spec)
+
+
 class _Rejected(Exception):
     """A step that does not hold (exit 1)."""
 
