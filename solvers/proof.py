@@ -36,7 +36,9 @@ import dataclasses
 import itertools
 import json
 import math
+import os
 import re
+import stat
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -405,12 +407,25 @@ def certificate_file(key: str) -> str:
 def write_certificate(text: str, path: str | Path, network: Network | None = None, *, root: str | Path | None = None) -> None:
     """Write a certificate's JSON text to `path`, whole or not at all (`io.write_atomic`; `root`
     as there), and with `network` that network's JSON as `networks/SHA256.json` beside it, unless
-    it is there already (`network_beside`)."""
+    that very text is there already (`network_beside`): what `cardinal proof check` will read
+    there is the network the certificate was checked against. `networks/` and its file are
+    cardinal's names: a link there is refused (InputError), never followed."""
     write_atomic(path, text, root=root)
     if network is not None:
         stored = network_beside(path, network.sha256)
-        if not stored.is_file():
-            write_atomic(stored, json.dumps(network.to_json()) + "\n", root=Path(path).parent if root is None else root)
+        document = json.dumps(network.to_json()) + "\n"
+        if not _holds(stored, document.encode()):
+            write_atomic(stored, document, root=Path(path).parent if root is None else root)
+
+
+def _holds(path: Path, data: bytes) -> bool:
+    """Whether `path` is a regular file (not a link, in a folder that is no link) holding `data`."""
+    try:
+        if path.parent.is_symlink() or not stat.S_ISREG(os.lstat(path).st_mode) or os.lstat(path).st_size != len(data):
+            return False
+        return path.read_bytes() == data
+    except OSError:
+        return False
 
 
 def network_beside(path: str | Path, digest: str) -> Path:

@@ -849,19 +849,36 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------- proof
-def _proof(args: argparse.Namespace) -> int:
-    from .proofs import check_file
+CHECK_SECONDS = 300.0  # `proof check --time-limit`'s default, per certificate
 
+
+def _proof(args: argparse.Namespace) -> int:
+    from .proofs import against_record, check_file, records_by_file
+
+    records = None if args.records is None else records_by_file(args.records)
     rejected = 0
     for path in args.files:
+        named = None
+        if records is not None:
+            named = records.get(Path(path).name)
+            if named is None:
+                raise InputError(f"{path}: no record of {args.records} names this file")
         started = time.perf_counter()
-        report = check_file(path, args.network, args.activations, args.input_shape)
+        checked = check_file(path, args.network, args.activations, args.time_limit, args.input_shape)
         seconds = time.perf_counter() - started
-        if report.accepted:
-            print(f"{path}: {report.message} ({report.leaves} leaves, {report.evaluations} exact evaluations, {seconds:.2f} s)")
+        report, message = checked.report, checked.report.message
+        if report.accepted and named is not None:
+            mismatch = against_record(checked, *named)
+            message = message if mismatch is None else mismatch
+        if report.accepted and message == report.message:
+            print(f"{path}: {message} ({report.leaves} leaves, {report.evaluations} exact evaluations, {seconds:.2f} s)")
+            if named is not None:
+                print(f"  record: {named[0]}, certificate sha256 {checked.sha256}")
+            for line in report.statement:
+                print(f"  {line}")
         else:
             rejected += 1
-            print(f"{path}: REJECTED: {report.message}")
+            print(f"{path}: REJECTED: {message}")
     return 1 if rejected else 0
 
 
@@ -1278,6 +1295,20 @@ def _add_proof(commands: argparse._SubParsersAction, problem: argparse.ArgumentP
     proof.add_argument("--network", help="the network: JSON (cardinal.network/1), ONNX, or torch")
     proof.add_argument("--activations", help="for a torch state_dict: one activation per Linear layer, e.g. relu,identity")
     _input_shape_argument(proof)
+    proof.add_argument(
+        "--records",
+        metavar="RECORDS",
+        help="the JSON lines written with the certificates (certify/check --out, crosscheck's records.jsonl): each FILE must "
+        "be the certificate its record names (its SHA-256) and state that record's problem, claim and kind",
+    )
+    proof.add_argument(
+        "--time-limit",
+        type=seconds,
+        default=CHECK_SECONDS,
+        metavar="S",
+        help=f"seconds for each certificate (default {CHECK_SECONDS:g}); one not checked in time is refused (exit 2), "
+        "never accepted",
+    )
     proof.set_defaults(handler=_proof)
 
 

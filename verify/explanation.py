@@ -57,11 +57,11 @@ class Proof:
     def check(self) -> bool:
         """True when `cardinal.checker` accepts the certificate now (the file when written)."""
         if self.path is not None:
-            return check_file(self.path).accepted
+            return check_file(self.path).report.accepted
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / "certificate.json"
             path.write_text(self.text)
-            return check_file(path).accepted
+            return check_file(path).report.accepted
 
 
 @dataclass(frozen=True)

@@ -8,24 +8,30 @@ and `optimal`) or no contrastive explanation at all (`none_exists`) — is prove
 by the independent checker (`cardinal.checker`). The network is written once per folder as
 `networks/SHA256.json` (cardinal's JSON), or into each certificate with `embed`.
 
-A result's `proof` entry: `{"file", "claim", "bytes", "seconds" (generation), "check_seconds",
-"accepted"}` (with `message` when rejected, a bug of the generator), or `{"file": null,
-"reason"}` when no certificate was written: nothing to prove (an empty minimum, no exact claim),
+A result's `proof` entry: `{"file", "sha256" (of the file's bytes), "problem" (the certificate's
+problem: network_sha256, x, lower, upper, binary, threshold, kind), "claim", "bytes", "seconds"
+(generation), "check_seconds", "accepted"}` (with `message` when rejected, a bug of the
+generator), or `{"file": null, "reason"}` when no certificate was written: nothing to prove (an empty minimum, no exact claim),
 the generator's deadline, an undecided judgement, a box-tree search that ends open (its interval
 enclosures too loose).
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import signal
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .. import checker
 from ..errors import InputError
-from ..io import MAX_NETWORK_BYTES, read_json
+from ..io import MAX_DATA_BYTES, decode_text, json_lines, parse_json, read_input, read_json
 from ..network import Network
 from ..problem import Problem, Verdict
 from ..solvers.proof import certificate_file, network_beside, search, write_certificate
@@ -68,9 +74,11 @@ def make(problem: Problem, k: int | None, reason: str, name: str, time_limit: fl
         found.certificate["network"] = network
     text = json.dumps(found.certificate, separators=(",", ":")) + "\n"
     checked = time.perf_counter()
-    report = checker.check(found.certificate, network)
+    report = checker.check(json.loads(text), network)  # what `proof check` reads: the text, the network as `save` writes it
     entry: dict[str, Any] = {
         "file": name,
+        "sha256": hashlib.sha256(text.encode()).hexdigest(),
+        "problem": found.certificate["problem"],
         "claim": found.certificate["claim"],
         "bytes": len(text.encode()),
         "seconds": round(found.seconds, 6),
@@ -113,33 +121,125 @@ class ProofFolder:
 
 
 # ---------------------------------------------------------------------------- cardinal proof check
+MAX_CERTIFICATE_BYTES = 64 << 20  # a certificate file (and a network beside it): refused past this size, unread
+
+
+@dataclass(frozen=True)
+class Checked:
+    """One certificate file checked: the checker's report, and the file's SHA-256 and parsed document."""
+
+    report: checker.Report
+    sha256: str
+    certificate: dict[str, Any]
+
+
 def check_file(
     path: str | Path,
     network: str | Path | None = None,
     activations: str | None = None,
+    time_limit: float | None = None,
     input_shape: tuple[int, ...] | None = None,
-) -> checker.Report:
+) -> Checked:
     """Check one certificate file against `network` (cardinal JSON, read by the checker itself; an
     ONNX or torch file, read by `cardinal.formats` into cardinal's JSON), else the network it
-    embeds, else `networks/SHA256.json` beside it. InputError: a file or certificate that is not
-    well formed (`checker.CertificateError`), or no network."""
+    embeds, else `networks/SHA256.json` beside it (never through a symbolic link: `networks/`
+    and the file must be a folder and a file of the certificate's folder). InputError, one line
+    naming the file: a file past `MAX_CERTIFICATE_BYTES` (refused before it is read), a file or
+    certificate that is not well formed (`checker.CertificateError`), no network, or no verdict
+    within `time_limit` seconds (None: no limit) — never an acceptance."""
     path = Path(path)
-    certificate = read_json(path, "certificate", MAX_NETWORK_BYTES)
+    data = read_input(path, "certificate", MAX_CERTIFICATE_BYTES)
+    certificate = parse_json(decode_text(data, path, "certificate"), str(path))
     document = None
     if network is not None:
         document = _network_document(network, activations, input_shape)
     elif isinstance(certificate, dict) and certificate.get("network") is None:
         problem = certificate.get("problem")
         digest = problem.get("network_sha256") if isinstance(problem, dict) else None
-        beside = network_beside(path, digest) if isinstance(digest, str) and digest.isalnum() else None
-        if beside is None or not beside.is_file():
+        beside = network_beside(path, digest) if isinstance(digest, str) and digest.isalnum() and len(digest) == 64 else None
+        if beside is None or not (beside.is_file() or beside.is_symlink()):
             missing = beside or path.parent / "networks"
             raise InputError(f"{path}: no network: the certificate embeds none and {missing} is missing; give --network NET")
-        document = read_json(beside, "network file", MAX_NETWORK_BYTES)
+        for step in (beside.parent, beside):
+            if step.is_symlink():
+                why = "proof check reads no network through a link; give --network NET"
+                raise InputError(f"{path}: {step} is a symbolic link: {why}")
+        document = read_json(beside, "network file", MAX_CERTIFICATE_BYTES)
+    if not isinstance(certificate, dict):
+        raise InputError(f"{path}: not a {checker.FORMAT} certificate (a JSON object)")
     try:
-        return checker.check(certificate, document)
+        with _limited(time_limit, path):
+            report = checker.check(certificate, document)
     except checker.CertificateError as error:
         raise InputError(f"{path}: {error}") from None
+    return Checked(report, hashlib.sha256(data).hexdigest(), certificate)
+
+
+class _OutOfTime(BaseException):
+    """The time limit of one check (a BaseException: no handler of the checker's can take it for a verdict)."""
+
+
+@contextlib.contextmanager
+def _limited(seconds: float | None, path: Path) -> Iterator[None]:
+    """Run the body within `seconds` (SIGALRM's real-time timer: the main thread of a Unix process;
+    elsewhere the body runs unlimited); InputError "PATH: not checked within N s" past it."""
+    if seconds is None or threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    armed = [True]
+
+    def expire(signum: int, frame: Any) -> None:
+        if armed[0]:
+            raise _OutOfTime
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+        yield
+    except _OutOfTime:
+        raise InputError(f"{path}: not checked within {seconds:g} s (--time-limit)") from None
+    finally:
+        armed[0] = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def records_by_file(path: str | Path) -> dict[str, tuple[str, dict[str, Any], dict[str, Any]]]:
+    """The `--records` file (JSON lines of certify, check or crosscheck): per certificate file name,
+    where its record is ("RECORDS line N (key or row, kind)"), the record and its `proof` entry.
+    InputError: a line that is not an object, or two records naming the same file."""
+    found: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {}
+    data = read_input(path, "records file", MAX_DATA_BYTES)
+    for number, line in json_lines(data, lambda number: f"{path} line {number}"):
+        if not isinstance(line, dict):
+            raise InputError(f"{path} line {number}: not a record (a JSON object)")
+        entry = line.get("proof")
+        if not isinstance(entry, dict) or not isinstance(entry.get("file"), str):
+            continue
+        name = line.get("key") or f"row {line.get('row')}, {line.get('kind')}"
+        if entry["file"] in found:
+            raise InputError(f"{path} line {number}: a second record naming {entry['file']} ({found[entry['file']][0]})")
+        found[entry["file"]] = (f"{path} line {number} ({name})", line, entry)
+    return found
+
+
+def against_record(checked: Checked, where: str, record: dict[str, Any], entry: dict[str, Any]) -> str | None:
+    """Why a checked certificate is not the one its record names (None: it is): its SHA-256, its
+    problem, its claim and kind, each against the record's."""
+    if not isinstance(entry.get("sha256"), str):
+        return f"{where} names no certificate SHA-256 (a record written before certificates were bound to their records)"
+    if checked.sha256 != entry["sha256"]:
+        return f"not the certificate {where} names: its SHA-256 is {checked.sha256}, the record's {entry['sha256']}"
+    certificate = checked.certificate
+    for field, given, wanted in (
+        ("problem", certificate.get("problem"), entry.get("problem")),
+        ("claim", certificate.get("claim"), entry.get("claim")),
+        ("kind", (certificate.get("problem") or {}).get("kind"), record.get("kind")),
+    ):
+        if given != wanted:
+            return f"its {field} is not the one {where} states"
+    return None
 
 
 def _network_document(path: str | Path, activations: str | None, input_shape: tuple[int, ...] | None = None) -> Any:

@@ -75,13 +75,6 @@ def check(certificate: Any, network: Any | None = None) -> Report:
     if network is None:
         raise CertificateError("no network: give one, or a certificate that embeds it")
     digest, layers = network_sha256(network)
-    try:
-        return _check(problem, claim, proof, digest, layers)
-    except _Rejected as rejection:
-        return Report(False, str(rejection))
-
-
-def _check(problem: dict, claim: dict, proof: dict, digest: str, layers: list[_Layer]) -> Report:
     n, classes = len(layers[0].weight[0]), len(layers[-1].weight)
     x = [Fraction(v) for v in _numbers(problem.get("x"), "problem.x", n)]
     lower = [Fraction(v) for v in _numbers(problem.get("lower"), "problem.lower", n)]
@@ -104,10 +97,55 @@ def _check(problem: dict, claim: dict, proof: dict, digest: str, layers: list[_L
         k = claim["no_explanation_within"]
     else:
         raise CertificateError("claim must be {'no_explanation_within': k} (0 ≤ k ≤ n) or, contrastive, {'none_exists': true}")
-    if proof.get("method") not in ("shortcut-tree", "shortcut-lp", "witness-hitting", "lp-tree", "box-tree"):
-        raise CertificateError(f"unknown proof method {proof.get('method')!r}")
-    if problem.get("network_sha256") != digest:
-        raise _Rejected(f"the network's SHA-256 is {digest}, the certificate is about {problem.get('network_sha256')!r}")
+    method = proof.get("method")
+    if not isinstance(method, str) or method not in ("shortcut-tree", "shortcut-lp", "witness-hitting", "lp-tree", "box-tree"):
+        raise CertificateError(f"unknown proof method {method!r}" if isinstance(method, str) and len(method) < 40 else
+                               "proof.method must be one of the five method names")  # fmt: skip
+    said = f"no {kind} explanation of at most {k} feature(s)"
+    if claim == {"none_exists": True}:
+        said = "no contrastive explanation at all"
+    statement = _statement(digest, layers, problem, threshold, binary, said, method)
+    try:
+        leaves, evaluations = _check(x, (lower, upper, binary), threshold, kind, k, proof, problem.get("network_sha256"), digest,
+                                     layers)  # fmt: skip
+    except _Rejected as rejection:
+        return Report(False, str(rejection), statement=statement)
+    return Report(True, f"accepted: {said}", leaves, evaluations, statement)
+
+
+def _statement(
+    digest: str, layers: list[_Layer], problem: dict, threshold: Fraction | None, binary: bool, said: str, method: str
+) -> tuple[str, ...]:
+    """The claim in full, one line per part: every number as the double it is (Python's repr)."""
+    widths = [len(layers[0].weight[0])] + [len(layer.weight) for layer in layers]
+    classes = widths[-1]
+    if threshold is None:
+        rule = f"{classes} classes, the argmax of the outputs (ties to the lowest index)"
+    else:
+        rule = f"one output f, p = 1 iff f > threshold = {float(threshold)!r}"
+    box = "binary: each feature at one of its two bounds" if binary else "real: each feature anywhere between its bounds"
+    return (
+        f"network: sha256 {digest} ({' × '.join(map(str, widths))}, activations {', '.join(layer.name for layer in layers)})",
+        f"x: {_doubles(problem['x'])}",
+        f"box ({box}): lower {_doubles(problem['lower'])}, upper {_doubles(problem['upper'])}",
+        f"prediction: {rule}",
+        f"claim: {said} (kind {problem['kind']}), method {method}",
+    )
+
+
+def _doubles(values: list[float | int]) -> str:
+    return "[" + ", ".join(repr(float(v)) for v in values) + "]"
+
+
+def _check(
+    x: list[Fraction], box: tuple, threshold: Fraction | None, kind: str, k: int, proof: dict, named: Any, digest: str,
+    layers: list[_Layer],
+) -> tuple[int, int]:  # fmt: skip
+    """Check the proof of the claim read by `check`: (leaves, exact evaluations), or `_Rejected`."""
+    lower, upper, binary = box
+    if named != digest:
+        shown = repr(named) if isinstance(named, str) and len(named) <= 64 else "another value"
+        raise _Rejected(f"the network's SHA-256 is {digest}, the certificate is about {shown}")
     if not all(lo <= v <= hi for lo, v, hi in zip(lower, x, upper, strict=True)):
         raise _Rejected("x lies outside the box")
     if binary and not all(v in (lo, hi) for lo, v, hi in zip(lower, x, upper, strict=True)):
@@ -117,19 +155,14 @@ def _check(problem: dict, claim: dict, proof: dict, digest: str, layers: list[_L
     if proof["method"] == "witness-hitting":
         if kind != "abductive":
             raise _Rejected("witness lemmas prove claims about abductive explanations only")
-        box = (lower, upper, binary)
-        leaves, evaluations = _hitting(net, x, box, threshold, prediction, k, proof)
-        return Report(True, f"accepted: no abductive explanation of at most {k} feature(s)", leaves, evaluations)
+        return _hitting(net, x, box, threshold, prediction, k, proof)
     if proof["method"] == "lp-tree":
         if kind != "contrastive":
             raise _Rejected("LP bounds prove claims about contrastive explanations only")
-        relaxation = LpRelaxation(net, x, (lower, upper, binary), threshold, prediction, k)
-        leaves = relaxation.walk(proof.get("root"))
-        return Report(True, f"accepted: no contrastive explanation of at most {k} feature(s)", leaves, 0)
+        return LpRelaxation(net, x, box, threshold, prediction, k).walk(proof.get("root")), 0
     if proof["method"] == "box-tree":
         if kind != "contrastive":
             raise _Rejected("interval boxes prove claims about contrastive explanations only")
-        leaves = BoxTree(net, x, (lower, upper, binary), threshold, prediction, k).walk(proof.get("root"))
-        return Report(True, f"accepted: no contrastive explanation of at most {k} feature(s)", leaves, leaves)
-    leaves, evaluations = check_shortcut(proof["method"], net, x, (lower, upper, binary), threshold, prediction, kind, k, proof)
-    return Report(True, f"accepted: no {kind} explanation of at most {k} feature(s)", leaves, evaluations)
+        leaves = BoxTree(net, x, box, threshold, prediction, k).walk(proof.get("root"))
+        return leaves, leaves
+    return check_shortcut(proof["method"], net, x, box, threshold, prediction, kind, k, proof)

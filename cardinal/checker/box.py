@@ -7,7 +7,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any, NamedTuple
 
-from .exact import CertificateError, _index, _Net, _number, _predict, _Rejected, network_sha256
+from .exact import CertificateError, _index, _Lazy, _Net, _number, _predict, _Rejected, network_sha256
 
 
 class BoxNode(NamedTuple):
@@ -81,6 +81,12 @@ class BoxTree:
         except _Rejected:
             return False
 
+    def _described(self, node: BoxNode) -> str:
+        chosen, excluded, lo, hi, phases = node
+        root = self.root
+        ranges = [(i, float(lo[i]), float(hi[i])) for i in range(len(lo)) if (lo[i], hi[i]) != (root.lo[i], root.hi[i])]
+        return f"the node with in {sorted(chosen)}, out {sorted(excluded)}, ranges cut to {ranges}, steps on {phases}"
+
     def walk(self, root: Any) -> int:
         """Check every node — `{"feature": i, "in", "out"}`; `{"cut": i, "at": v, "below", "above"}`
         with lo_i < v < hi_i; `{"step": [layer, j], "on", "off"}` on a step unit not split on the
@@ -90,8 +96,7 @@ class BoxTree:
         while stack:
             tree, node = stack.pop()
             chosen, excluded, lo, hi, phases = node
-            ranges = [(i, float(lo[i]), float(hi[i])) for i in range(n) if (lo[i], hi[i]) != (self.root.lo[i], self.root.hi[i])]
-            where = f"the node with in {sorted(chosen)}, out {sorted(excluded)}, ranges cut to {ranges}, steps on {phases}"
+            where = _Lazy(lambda node=node: self._described(node))
             if not isinstance(tree, dict):
                 raise CertificateError(f"{where}: a node must be an object")
             if "feature" in tree:

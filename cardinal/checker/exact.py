@@ -26,6 +26,10 @@ _ONE = 1 << _WORK
 _PARAMETERS = {"identity": {}, "relu": {}, "sigmoid": {}, "tanh": {}, "softplus": {},
                "leaky_relu": {"slope": 0.01}, "hardtanh": {"min": -1.0, "max": 1.0}, "step": {"at": 0.0}}  # fmt: skip
 Interval = tuple[Fraction, Fraction]
+# Size limits, checked before the numbers are read (docs/proofs.md, *Limits*)
+MAX_LAYERS = 64
+MAX_WIDTH = 1 << 16  # units of a layer, inputs of the first
+MAX_WEIGHTS = 1 << 22  # in the whole network
 
 
 class CertificateError(Exception):
@@ -34,10 +38,26 @@ class CertificateError(Exception):
 
 @dataclass(frozen=True)
 class Report:
+    """The checker's verdict: `accepted`, and `message` (the claim, or the first step that fails);
+    `statement`: the problem as checked, one line per part (network, x, box, prediction rule,
+    kind, bound), given as soon as the problem is read (empty when it is not well formed)."""
+
     accepted: bool
     message: str
     leaves: int = 0
     evaluations: int = 0
+    statement: tuple[str, ...] = ()
+
+
+class _Lazy:
+    """A message part made only when a message is: a node's description costs O(n) to write, and a
+    walk builds one per node (`f"{where}: ..."` formats it)."""
+
+    def __init__(self, make: Any) -> None:  # make() -> str
+        self.make = make
+
+    def __format__(self, spec: str) -> str:
+        return format(self.make(), spec)
 
 
 class _Rejected(Exception):
@@ -53,35 +73,67 @@ class _Layer:
 
 
 def _number(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise CertificateError(f"{where} must be a finite number")
-    return float(value)
+    """A JSON number that a double holds exactly (an integer too long for one is refused, never rounded)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if abs(value).bit_length() > 1024 or float(value) != value:  # float() of a longer one overflows
+            digits = len(str(abs(value)))
+            raise CertificateError(f"{where} must be a number a double holds exactly, got an integer of {digits} digits")
+        return float(value)
+    if not isinstance(value, float) or not math.isfinite(value):
+        raise CertificateError(f"{where} must be a finite number, got {_kind(value)}")
+    return value
+
+
+def _kind(value: Any) -> str:
+    """The JSON type of a value, for messages (never the value itself: it may be huge)."""
+    names = {bool: "true/false", int: "an integer", float: "a number", str: "a string", list: "a list", dict: "an object"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)
 
 
 def _numbers(value: Any, where: str, length: int | None = None) -> list[float]:
     if not isinstance(value, list) or (length is not None and len(value) != length):
-        raise CertificateError(f"{where} must be a list" + (f" of {length} numbers" if length is not None else ""))
+        given = f"{len(value)} entries" if isinstance(value, list) else _kind(value)
+        wanted = f" of {length} numbers" if length is not None else ""
+        raise CertificateError(f"{where} must be a list{wanted}, got {given}")
     return [_number(v, f"{where}[{i}]") for i, v in enumerate(value)]
 
 
 def network_sha256(document: Any) -> tuple[str, list[_Layer]]:
-    """The SHA-256 of a cardinal.network/1 document's canonical layers, and the layers read exactly."""
+    """The SHA-256 of a cardinal.network/1 document's canonical layers, and the layers read exactly.
+    Refuses (`CertificateError`, naming the layer) a document of the wrong shape, and one past the
+    size limits (`MAX_LAYERS`, `MAX_WIDTH`, `MAX_WEIGHTS`) before reading its numbers."""
     if not isinstance(document, dict) or document.get("format") != NETWORK_FORMAT or not isinstance(document.get("layers"), list):
         raise CertificateError(f"the network is not a {NETWORK_FORMAT} document")
-    canonical, layers, width = [], [], None
-    for number, spec in enumerate(document["layers"], start=1):
+    specs = document["layers"]
+    if not specs:
+        raise CertificateError("the network has no layers")
+    if len(specs) > MAX_LAYERS:
+        raise CertificateError(f"the network has {len(specs)} layers, more than the checker's limit of {MAX_LAYERS}")
+    total = 0
+    for number, spec in enumerate(specs, start=1):
         where = f"network layer {number}"
-        if not isinstance(spec, dict) or not isinstance(spec.get("weight"), list) or not spec["weight"]:
-            raise CertificateError(f"{where}: needs 'weight', 'bias' and 'activation'")
-        weight = [_numbers(row, f"{where} weight row", len(spec["weight"][0])) for row in spec["weight"]]
+        weight = spec.get("weight") if isinstance(spec, dict) else None
+        if not isinstance(weight, list) or not weight or not all(isinstance(row, list) and row for row in weight):
+            raise CertificateError(f"{where}: 'weight' must be a non-empty list of non-empty lists of numbers")
+        if len(weight) > MAX_WIDTH or len(weight[0]) > MAX_WIDTH:
+            shape = f"{len(weight)} × {len(weight[0])}"
+            raise CertificateError(f"{where}: {shape} weights, past the checker's limit of {MAX_WIDTH} a side")
+        total += len(weight) * len(weight[0])
+        if total > MAX_WEIGHTS:
+            raise CertificateError(f"{where}: the network has more than the checker's limit of {MAX_WEIGHTS} weights")
+    canonical, layers, width = [], [], None
+    for number, spec in enumerate(specs, start=1):
+        where = f"network layer {number}"
+        weight = [_numbers(row, f"{where} weight row {j}", len(spec["weight"][0])) for j, row in enumerate(spec["weight"])]
         bias = _numbers(spec.get("bias"), f"{where} bias", len(weight))
         if width is not None and len(weight[0]) != width:
             raise CertificateError(f"{where}: {len(weight[0])} inputs, the layer before has {width} outputs")
         width = len(weight)
         activation = spec.get("activation")
         name = activation if isinstance(activation, str) else activation.get("name") if isinstance(activation, dict) else None
-        if name not in _PARAMETERS:
-            raise CertificateError(f"{where}: unknown activation {activation!r}")
+        if not isinstance(name, str) or name not in _PARAMETERS:
+            shown = repr(activation) if isinstance(activation, str) and len(activation) < 40 else _kind(activation)
+            raise CertificateError(f"{where}: unknown activation {shown}")
         given = activation if isinstance(activation, dict) else {}
         params = {key: _number(given.get(key, default), f"{where} {key}") for key, default in _PARAMETERS[name].items()}
         if params.get("slope", 0) < 0:  # every method's interval arithmetic needs non-decreasing units

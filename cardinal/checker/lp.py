@@ -238,7 +238,8 @@ class LpRelaxation:
                 leaves += 1
                 bound = self.bound(rival, fixed, phases, node["multipliers"], where)
                 if not self.closes(rival, bound):
-                    raise _Rejected(f"{where}: its LP bound {float(bound)!r} does not pass {float(self.goal(rival).target)!r}")
+                    target = float(self.goal(rival).target)
+                    raise _Rejected(f"{where}: its LP bound {_approximately(bound)} does not pass {target!r}")
             else:
                 raise CertificateError(f"{where}: a node splits on a 'feature' or a 'unit', or is a leaf of 'multipliers'")
         return leaves
@@ -252,3 +253,11 @@ def _piecewise(layer: _Layer) -> bool:
     if layer.name == "hardtanh":
         return layer.params["min"] <= layer.params["max"]
     return layer.name in ("identity", "relu")
+
+
+def _approximately(value: Fraction) -> str:
+    """A rational for a message: the nearest double, or its order of magnitude past a double's range."""
+    try:
+        return repr(float(value))
+    except OverflowError:
+        return f"about {'-' if value < 0 else ''}2^{abs(value.numerator).bit_length() - value.denominator.bit_length()}"

@@ -11,7 +11,7 @@ import math
 from fractions import Fraction
 from typing import Any
 
-from .exact import CertificateError, _index, _Layer, _Net, _predict, _Rejected, _scaled, network_sha256
+from .exact import CertificateError, _index, _Layer, _Lazy, _Net, _predict, _Rejected, _scaled, network_sha256
 from .linear import LinearBound
 from .lp import LpRelaxation
 
@@ -148,7 +148,7 @@ def _walk(state: Shortcut, root: Any, n: int) -> int:
     leaves = 0
     while stack:
         node, chosen, excluded = stack.pop()
-        where = f"the node with in {sorted(chosen)}, out {sorted(excluded)}"
+        where = _Lazy(lambda chosen=chosen, excluded=excluded: f"the node with in {sorted(chosen)}, out {sorted(excluded)}")
         if not isinstance(node, dict):
             raise CertificateError(f"{where}: a node must be an object")
         if "split" in node:
