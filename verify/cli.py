@@ -1285,7 +1285,8 @@ def _add_proof(commands: argparse._SubParsersAction, problem: argparse.ArgumentP
         "proof",
         help="check certificates (cardinal.proof/1) with the independent checker",
         description="`cardinal proof check FILE...`: check each certificate of 'no explanation within k' (or 'no "
-        "contrastive explanation') with cardinal.checker, which shares no code with the solvers. The network: --network "
+        "contrastive explanation') with cardinal.checker, which imports nothing from cardinal (docs/proofs.md says what "
+        "the generators share with it). The network: --network "
         "NET (cardinal JSON is read by the checker itself; ONNX and torch files are converted by cardinal's readers, "
         "which the check then trusts too), else the one the certificate embeds, else networks/SHA256.json beside it. "
         "Exit 0: every certificate accepted; 1: one rejected (the first step that fails is named); 2: bad input.",
