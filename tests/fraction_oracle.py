@@ -202,11 +202,12 @@ class Oracle:
         self.p = self.prediction(self.x)
         self._flips: dict[frozenset[int], bool | None] = {}
 
-    def prediction(self, y: Sequence[Fraction]) -> int | None:
+    def prediction(self, y: Sequence[Fraction], near: Fraction = Fraction(0)) -> int | None:
+        """p(y), None when f(y) may lie on either side of t (its interval, widened by `near`)."""
         low, high = self.net.value(y)
-        if low > self.t:
+        if low - near > self.t:
             return 1
-        if high <= self.t:
+        if high + near <= self.t:
             return 0
         return None
 
@@ -331,20 +332,24 @@ class Oracle:
         sure = [len(s) for s, v in table.items() if v is True]
         return (min(maybe) if maybe else None), (min(sure) if sure else None)
 
-    def algorithm1(self, kind: str) -> set[tuple[int, ...] | None]:
-        """Every answer Algorithm 1 can give (monotone networks), None for "no CXp"."""
+    def algorithm1(self, kind: str, near: Fraction = Fraction(0)) -> set[tuple[int, ...] | None]:
+        """Every answer Algorithm 1 can give (monotone networks), None for "no CXp".
+
+        `near` > 0: also every answer a float run can give whose rounding errs by at most `near`
+        in a score or in f at a prefix — a comparison closer than `near` (ties included) may go
+        either way, whatever summation order the BLAS used."""
         assert self.net.monotone and self.p is not None
         goal = 1 - self.p if kind == "contrastive" else self.p
         base, target = (self.x, self.counterpoint) if kind == "contrastive" else (self.counterpoint, self.x)
         points = [self.moved([j], base, target) for j in range(self.n)]
-        scores = [self.net.value(y) for y in points]
+        scores = [(low - near, high + near) for low, high in (self.net.value(y) for y in points)]
         first = [self.net.first_preactivations(y) for y in points]
 
         def before(a: int, b: int) -> bool | None:
             """a comes before b: True, False, or None (undecided)."""
             (la, ha), (lb, hb) = scores[a], scores[b]
             equal = (la == ha == lb == hb) or first[a] == first[b]
-            if equal:
+            if equal and not near:
                 return a < b
             if goal == 1:  # the largest score first
                 if la > hb:
@@ -362,11 +367,11 @@ class Oracle:
         for order in itertools.permutations(range(self.n)):
             if any(before(order[j], order[i]) is True for i in range(self.n) for j in range(i + 1, self.n)):
                 continue
-            answers |= self._prefixes(order, goal, base, target, kind)
+            answers |= self._prefixes(order, goal, base, target, kind, near)
         return answers
 
     def _prefixes(
-        self, order: tuple[int, ...], goal: int, base: Sequence[Fraction], target: Sequence[Fraction], kind: str
+        self, order: tuple[int, ...], goal: int, base: Sequence[Fraction], target: Sequence[Fraction], kind: str, near: Fraction
     ) -> set[tuple[int, ...] | None]:
         """Algorithm 1's answers along one order: move features base → target in that order until
         the prediction reaches `goal` (every branch an undecided prediction leaves open)."""
@@ -374,7 +379,7 @@ class Oracle:
         branches = [0]  # prefix lengths still running
         while branches:
             k = branches.pop()
-            outcome = self.prediction(self.moved(order[:k], base, target))
+            outcome = self.prediction(self.moved(order[:k], base, target), near)
             stop = {True} if outcome == goal else {False} if outcome is not None else {True, False}
             if True in stop:
                 answers.add(tuple(sorted(order[:k])))

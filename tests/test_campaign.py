@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch  # noqa: F401 (the [all] extras promise it: missing fails, not skips)
 from cardinal.verify.campaign import certify_unit, run_campaign
 from cardinal.verify.cases import Case, replay
 from cardinal.verify.cli import main
@@ -29,8 +30,6 @@ from cardinal.verify.record import without_timings
 
 from cardinal.domain import Domain
 from cardinal.io import JsonLines
-
-pytest.importorskip("torch")
 
 
 def tiny_instances() -> list[Instance]:

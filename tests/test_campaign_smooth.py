@@ -7,19 +7,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pytest
+import z3  # noqa: F401 (the [all] extras promise it: missing fails, not skips)
 from bruteforce import random_network as any_network
-from cardinal.verify.campaign import solvers_for
+from cardinal.verify.campaign import run_campaign, solvers_for
 from cardinal.verify.generate import median_threshold, random_network
 from cardinal.verify.suites import Instance
 
 from cardinal.activations import Activation
 from cardinal.domain import Domain
 from cardinal.io import JsonLines
-
-pytest.importorskip("z3")
-
-from cardinal.verify.campaign import run_campaign
 
 
 def test_routing_by_width_and_activation() -> None:

@@ -7,6 +7,7 @@ a last Softmax) are built with onnx.helper instead."""
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import json
 import re
@@ -14,19 +15,18 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import onnx
+import onnxruntime as ort
 import pytest
 import torch
 from cardinal.verify.cli import main
+from onnx import TensorProto, helper, numpy_helper
 from torch import nn
 
 from cardinal.activations import Activation
 from cardinal.errors import InputError
 from cardinal.formats.chain import MAX_UNROLLED_ENTRIES
 from cardinal.network import Layer, Metadata, Network
-
-onnx = pytest.importorskip("onnx")
-ort = pytest.importorskip("onnxruntime")
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 F32, F64 = TensorProto.FLOAT, TensorProto.DOUBLE
 
@@ -213,7 +213,7 @@ def test_sklearn_mlp_exports_load_as_their_logits(tmp_path: Path, task: str, opt
     """skl2onnx exports (Cast of the input, MatMul + Add, Softmax or Sigmoid, ArgMax, ZipMap, the
     label): the network is the logits, the weights are sklearn's own (exactly, or their float32
     rounding), the outputs agree with onnxruntime's logit tensor and the predictions with sklearn."""
-    pytest.importorskip("skl2onnx")
+    importlib.import_module("skl2onnx")
     from skl2onnx import to_onnx
     from sklearn.datasets import load_breast_cancer, load_digits
     from sklearn.neural_network import MLPClassifier, MLPRegressor

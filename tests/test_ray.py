@@ -29,7 +29,7 @@ ROOT = str(Path(__file__).resolve().parents[1])
 ATTEMPTS = "CARDINAL_TEST_ATTEMPTS"  # folder where `dying_certify` counts its tries (set before Ray starts)
 
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # Ray on 127.0.0.1 only (see verify/executors.py)
-ray = pytest.importorskip("ray")
+import ray  # noqa: E402 (after the environment variable it reads)
 
 
 @pytest.fixture(scope="module")

@@ -5,12 +5,11 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+import highspy
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from cardinal.solvers.safe_bound import SafeBounds, corrected, exact_bound
-
-highspy = pytest.importorskip("highspy")
 
 
 def _lp(rng: np.random.Generator, rows: int, columns: int, scale: float = 1.0):

@@ -8,9 +8,11 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+import z3
 from bruteforce import mixed, monotone_minimum, random_network, vertex_minimum
 from cardinal.solvers.base import solve_problem
 from cardinal.solvers.enumerate import EnumerateSolver
+from cardinal.solvers.smt import _INVALID, _VALID, Z3Solver, _Encoding
 from cardinal.verify import generate
 
 from cardinal import Domain, Layer, Network
@@ -18,11 +20,6 @@ from cardinal.activations import Activation
 from cardinal.errors import InputError
 from cardinal.greedy import explain
 from cardinal.problem import Problem, Status
-
-pytest.importorskip("z3")
-
-import z3
-from cardinal.solvers.smt import _INVALID, _VALID, Z3Solver, _Encoding
 
 PWL = [
     Activation.make("relu"),

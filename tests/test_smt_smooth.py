@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import z3  # noqa: F401 (the [all] extras promise it: missing fails, not skips)
 from bruteforce import monotone_minimum
 from cardinal.solvers.base import solve_problem
+from cardinal.solvers.smt import _INVALID, _UNSURE, _VALID, Z3Solver, _Lazy
 
 from cardinal import Domain, Layer, Network
 from cardinal.activations import Activation
 from cardinal.problem import Problem, Status
-
-pytest.importorskip("z3")
-
-from cardinal.solvers.smt import _INVALID, _UNSURE, _VALID, Z3Solver, _Lazy
 
 # hidden activations per layer; the output is identity
 STACKS = {

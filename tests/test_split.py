@@ -10,8 +10,10 @@ import itertools
 import math
 import time
 
+import cardinal.solvers.smt as smt
 import numpy as np
 import pytest
+import z3
 from cardinal.solvers import levels
 from cardinal.solvers.split import BoxSplitter, OutOfNodes, applies
 from cardinal.verify.generate import median_threshold, random_network
@@ -19,9 +21,6 @@ from cardinal.verify.generate import median_threshold, random_network
 from cardinal.domain import Domain
 from cardinal.exact import ExactNetwork
 from cardinal.problem import Problem
-
-z3 = pytest.importorskip("z3")
-smt = pytest.importorskip("cardinal.solvers.smt")
 
 
 def _problem(seed: int, classes: int = 1, n: int = 5, radius: float = 0.3) -> Problem:

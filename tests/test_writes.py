@@ -18,6 +18,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import torch  # noqa: F401 (the [all] extras promise it: missing fails, not skips)
 from cardinal.verify import campaign
 from cardinal.verify.campaign import LOCK_FILE, run_campaign
 from cardinal.verify.cases import Case
@@ -31,8 +32,6 @@ from cardinal.network import Network
 from tests.conftest import DESIGN_NETWORK
 from tests.test_bad_input import CASE, read_only_folder
 from tests.test_campaign import tiny_instances
-
-pytest.importorskip("torch")
 
 
 # ---------------------------------------------------------------------------- helpers

@@ -18,8 +18,10 @@ from ..errors import interrupt
 
 def entry() -> None:
     """Run `cardinal` (`cli.main` on sys.argv) and exit with its code; 130 when interrupted."""
-    signal.signal(signal.SIGTERM, interrupt)
     try:
+        # inside the try: a signal that lands while signal.signal still runs (its handler is in place
+        # from the system call on) is an interruption too, not a traceback
+        signal.signal(signal.SIGTERM, interrupt)
         from .cli import main
 
         code = main()
