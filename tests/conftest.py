@@ -22,6 +22,13 @@ DESIGN_NETWORK = {
 }
 
 
+@pytest.fixture(autouse=True)
+def _in_a_fresh_folder(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test runs in a folder of its own, so that what a command writes by default beside its
+    working directory (./cardinal-proofs/, ./cardinal-cases/) never lands in the repository."""
+    monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
+
+
 @pytest.fixture
 def design_network() -> Network:
     return Network.from_json(DESIGN_NETWORK)

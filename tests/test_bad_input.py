@@ -659,7 +659,7 @@ CASES: list[tuple[str, Build, str]] = [
 WORK = (  # the entry points of real work, which bad input must never reach
     "cardinal.greedy.explain",
     "cardinal.verify.certify.certify_row",
-    "cardinal.verify.campaign._execute",
+    "cardinal.verify.campaign.execute",
     "cardinal.verify.hunt.hunt",
     "cardinal.verify.train.train_monotone",
     "cardinal.verify.cases.replay",

@@ -83,8 +83,11 @@ def test_the_record_is_the_clis(tmp_path) -> None:
         cli = json.loads((tmp_path / "c.jsonl").read_text())
         e = cardinal.explain(str(path), x, kind, threshold=1.0)
         mine = e.to_dict()
-        mine.pop("proof", None)  # certify writes certificates only with --proof
+        mine_proof, cli_proof = mine.pop("proof", None), cli.pop("proof", None)  # in memory here, a file there
         assert _untimed(mine) == _untimed(cli)
+        assert (mine_proof is None) == (cli_proof is None)
+        if cli_proof is not None and cli_proof["file"] is not None:
+            assert (mine_proof["claim"], mine_proof["accepted"]) == (cli_proof["claim"], cli_proof["accepted"])
         assert main(["explain", str(path), *flags, "--out", str(tmp_path / "e.jsonl")]) == 0
         cli = json.loads((tmp_path / "e.jsonl").read_text())
         assert cardinal.explain(str(path), x, kind, threshold=1.0, prove=False).to_dict() == cli

@@ -278,7 +278,7 @@ def test_a_name_over_the_limit_is_refused_before_any_work(
     def tripwire(*args: object, **kwargs: object) -> None:
         raise AssertionError("work started before the name was checked")
 
-    for target in ("cardinal.greedy.explain", "cardinal.verify.campaign._execute", "cardinal.verify.hunt.hunt"):
+    for target in ("cardinal.greedy.explain", "cardinal.verify.campaign.execute", "cardinal.verify.hunt.hunt"):
         monkeypatch.setattr(target, tripwire)
     network, inputs = _files(tmp_path)
     long = str(tmp_path / ("n" * 256))
@@ -455,7 +455,7 @@ def test_export_suite_writes_nothing_through_a_link_planted_in_out(
     def tripwire(*args: object, **kwargs: object) -> None:
         raise AssertionError("the campaign started before the folders were checked")
 
-    monkeypatch.setattr("cardinal.verify.campaign._execute", tripwire)
+    monkeypatch.setattr("cardinal.verify.campaign.execute", tripwire)
     out, outside = tmp_path / "K", tmp_path / "outside"
     for folder in ("campaign", "design"):  # `design`: the DESIGN instance's folder, named after its id
         if folder != name:

@@ -234,13 +234,13 @@ def _certify(args: argparse.Namespace) -> int:
 
     if args.out is not None:
         output_file(args.out, "--out")
-    cases_dir = Path(args.cases) if args.cases else (Path(args.out).with_suffix(".cases") if args.out else Path("cardinal-cases"))
+    cases_dir = Path(args.cases) if args.cases else _beside(args.out, ".cases", "cardinal-cases")
     output_directory(cases_dir, "--cases" if args.cases else "case folder")
     net, settings, X, rows = _load_problem(args)
     domain, threshold = settings.domain, settings.threshold
     names = _solver_names(args.solvers, net, domain)
     fail_on, baseline = _ci_flags(args, "certify")
-    proofs = _proof_folder(args, net)
+    proofs = _proof_folder(args, net, _beside(args.out, ".proofs", "cardinal-proofs"))
     lines, certificates, saved = [], [], []
     pool = SolverPool(names, first_proof=args.solvers is None)  # the default set: until the first exact proof
     with pool, _Progress(len(X) * len(_kinds(args)), "certify", "done") as progress:
@@ -334,7 +334,7 @@ def _check(args: argparse.Namespace) -> int:
     fail_on, baseline = _ci_flags(args, "check")
     if args.proof is not None and args.require != "minimum":
         raise InputError("--proof needs --require minimum (a certificate proves that nothing smaller exists)")
-    proofs = _proof_folder(args, net)
+    proofs = _proof_folder(args, net, _beside(args.out, ".proofs", "cardinal-proofs")) if args.require == "minimum" else None
     with _Progress(len(claims), "check", "judged") as progress:
         judgements = check_explanations(
             net, X, claims, settings.domain, settings.threshold, args.require, None if args.solvers is None else names,
@@ -416,35 +416,55 @@ def _ci_flag_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--diff-out", help="write the rows that changed since --baseline here, as JSON lines")
 
 
-def _proof_flag_arguments(parser: argparse.ArgumentParser, what: str) -> None:
+_PROOFS_BESIDE = "OUT.proofs/, or ./cardinal-proofs/ without --out"
+
+
+def _proof_flag_arguments(parser: argparse.ArgumentParser, what: str, default: str) -> None:
     parser.add_argument(
         "--proof",
         metavar="DIR",
-        help=f"write a certificate (cardinal.proof/1) of {what} into DIR, each checked at once by the independent "
-        "checker (`cardinal proof check FILE`); the network goes once into DIR/networks/SHA256.json",
+        help=f"write a certificate (cardinal.proof/1) of {what} into DIR (default {default}), each checked at once by the "
+        "independent checker (`cardinal proof check FILE`); the network goes once into DIR/networks/SHA256.json",
     )
+    parser.add_argument("--no-proof", action="store_true", help="make no certificates (records say proved_by: engine)")
     parser.add_argument(
-        "--proof-embed", action="store_true", help="with --proof: embed the network in each certificate (self-contained, larger)"
+        "--proof-embed", action="store_true", help="embed the network in each certificate (self-contained, larger)"
     )
     parser.add_argument(
         "--proof-time-limit",
         type=seconds,
         default=60.0,
         metavar="S",
-        help="with --proof: seconds to search for each certificate, apart from --time-limit (default 60); one not found "
+        help="seconds to search for each certificate, apart from --time-limit (default 60); one not found "
         "in time is recorded with \"file\": null and the reason",
     )
 
 
-def _proof_folder(args: argparse.Namespace, net):
-    """The `--proof` folder (checked writable before any work), or None."""
-    if args.proof is None:
-        if args.proof_embed:
-            raise InputError("--proof-embed needs --proof DIR")
+def _beside(out: str | None, suffix: str, fallback: str) -> Path:
+    """A folder of a command's side files: beside `--out` with `suffix` (r.jsonl → r.proofs/), or
+    `fallback` in the working directory when the output goes to stdout."""
+    return Path(out).with_suffix(suffix) if out else Path(fallback)
+
+
+def _proof_path(args: argparse.Namespace, default: Path) -> Path | None:
+    """Where certificates go: `--proof DIR`, else `default` (certificates are made by default),
+    None with `--no-proof`."""
+    if args.no_proof:
+        if args.proof is not None or args.proof_embed:
+            raise InputError("--no-proof makes no certificates: drop --proof and --proof-embed, or --no-proof")
+        return None
+    return Path(args.proof) if args.proof is not None else default
+
+
+def _proof_folder(args: argparse.Namespace, net, default: Path):
+    """The certificates' folder (`_proof_path`; checked writable before any work), or None."""
+    folder = _proof_path(args, default)
+    if folder is None:
         return None
     from .proofs import ProofFolder, proof_directory
 
-    return ProofFolder(proof_directory(args.proof), net, args.proof_time_limit, args.proof_embed)
+    return ProofFolder(proof_directory(folder, "--proof" if args.proof else "proof folder"), net, args.proof_time_limit,
+                       args.proof_embed)
 
 
 def _proof_report(entries: list[dict[str, Any]], folder: Path) -> list[str]:
@@ -517,11 +537,10 @@ def _crosscheck(args: argparse.Namespace) -> int:
     if not solvers:
         raise InputError("no exact solver is installed: pip install 'cardinal[solvers]'")
     out = output_directory(args.out, "--out")
-    if args.proof_embed and args.proof is None:
-        raise InputError("--proof-embed needs --proof DIR")
     from .proofs import proof_directory
 
-    proof = None if args.proof is None else proof_directory(args.proof)
+    proof_path = _proof_path(args, out / "proofs")
+    proof = None if proof_path is None else proof_directory(proof_path, "--proof" if args.proof else "proof folder")
     if args.suite in ("paper", "classifiers"):  # their models are cached in OUT/models/
         output_directory(out / "models", "--out", root=out)
     if args.suite == "paper":  # its report is OUT/paper.md unless named
@@ -997,7 +1016,7 @@ def _add_certify(commands: argparse._SubParsersAction, problem: argparse.Argumen
         "--epsilon", type=positive_number, default=1e-6, help="MILP margin to reach class 1: f ≥ t + ε (default 1e-6)"
     )
     certify.add_argument("--cases", help="directory for case files (default: OUT.cases/ or ./cardinal-cases/)")
-    _proof_flag_arguments(certify, "each exact 'nothing smaller' (a minimum proved, no CXp at all)")
+    _proof_flag_arguments(certify, "each exact 'nothing smaller' (a minimum proved, no CXp at all)", _PROOFS_BESIDE)
     certify.add_argument(
         "--method",
         choices=METHOD_CHOICES,
@@ -1037,7 +1056,7 @@ def _add_check(commands: argparse._SubParsersAction, problem: argparse.ArgumentP
     check.add_argument(
         "--epsilon", type=positive_number, default=1e-6, help="MILP margin to reach class 1: f ≥ t + ε (default 1e-6)"
     )
-    _proof_flag_arguments(check, "each minimum and none_exists verdict (with --require minimum)")
+    _proof_flag_arguments(check, "each minimum and none_exists verdict (with --require minimum)", _PROOFS_BESIDE)
     _ci_flag_arguments(check)
     check.set_defaults(handler=_check)
 
@@ -1137,7 +1156,7 @@ def _add_crosscheck(commands: argparse._SubParsersAction, problem: argparse.Argu
     crosscheck.add_argument(
         "--paper-report", help="where --suite paper writes its report, figures beside it (default: OUT/paper.md)"
     )
-    _proof_flag_arguments(crosscheck, "each record's exact 'nothing smaller' (a minimum proved, no CXp at all)")
+    _proof_flag_arguments(crosscheck, "each record's exact 'nothing smaller' (a minimum proved, no CXp at all)", "OUT/proofs/")
     crosscheck.set_defaults(handler=_crosscheck)
 
 

@@ -213,7 +213,8 @@ def verdict_fields(result: Any) -> dict[str, Any]:
     `Certificate` or a `Record`);
     `minimum_witness` is the point that shows a contrastive minimum (null for an AXp);
     `minimum_lower` an exact lower bound on the minimum's size (its size where `minimum_proved`;
-    null where no explanation may exist or the evidence conflicts)."""
+    null where no explanation may exist or the evidence conflicts); `proved_by` what backs an
+    exact "nothing smaller" (`proved_by`)."""
     greedy = result.greedy
     return {
         "method": None if greedy is None else greedy.method,
@@ -227,9 +228,20 @@ def verdict_fields(result: Any) -> dict[str, Any]:
         "minimum_witness": None if result.minimum_witness is None else list(result.minimum_witness),
         "minimum_proved": result.minimum_proved,
         "minimum_lower": result.minimum_lower,
+        "proved_by": proved_by(result),
         "gap": result.gap,
         "refuted": list(result.refuted),
     }
+
+
+def proved_by(result: Any) -> str | None:
+    """What backs a result's exact "nothing smaller" (its minimum proved, or no CXp at all):
+    "certificate" where a certificate of it was made and the independent checker accepted it,
+    "engine" where only an exact engine's proof does; None where nothing is proved."""
+    if not (result.minimum_proved or proves_none(result.verdict, result.certified, result.minimum)):
+        return None
+    proof = getattr(result, "proof", None)
+    return "certificate" if proof and proof.get("accepted") else "engine"
 
 
 def without_timings(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
