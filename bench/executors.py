@@ -27,7 +27,7 @@ from pathlib import Path
 
 from cardinal.solvers.base import available_solvers
 from cardinal.verify.campaign import run_campaign
-from cardinal.verify.executors import execute, import_ray, start_local_ray
+from cardinal.verify.executors import execute, import_ray, start_local_ray, stop_local_ray
 from cardinal.verify.record import without_timings
 from cardinal.verify.suites import quick
 from tabulate import tabulate
@@ -120,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                     took, units, records = certify(executor, workers, instances, solvers, args.time_limit, scratch)
                 finally:
                     if executor == "ray":
-                        ray.shutdown()
+                        stop_local_ray()
                 if reference is None:
                     reference = records
                 differ = differences(records, reference)
@@ -133,7 +133,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             list(execute(abs, [1], 1, "ray"))  # a warm worker
             round_trip = {"ray": trivial_round_trip("ray", 1, args.trivial)}
         finally:
-            ray.shutdown()
+            stop_local_ray()
         round_trip["local"] = trivial_round_trip("local", 2, args.trivial)
     efficiency = {e: seconds[e, 1] / (2 * seconds[e, 2]) for e in ("local", "ray")}
     per_unit = (seconds["ray", 1] - seconds["local", 1]) / units * 1000

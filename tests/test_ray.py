@@ -1,11 +1,10 @@
 """Campaigns on Ray (`--executor ray`): the same records as the local executor, resume after a
-killed driver, a worker killed mid-call, a solver missing on a worker. One local Ray instance of
-2 CPUs on the loopback interface serves the module; a killed driver's own instance is checked to
-die with it."""
+killed driver, a worker killed mid-call, a dead raylet, a solver missing on a worker. One local Ray
+instance of 2 CPUs on the loopback interface serves the module; a killed driver's own instance is
+checked to die with it, agents included."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
@@ -18,7 +17,7 @@ import pytest
 from cardinal.verify import campaign
 from cardinal.verify.campaign import certify_unit, run_campaign
 from cardinal.verify.cli import main
-from cardinal.verify.executors import RETRIES, start_local_ray
+from cardinal.verify.executors import RETRIES, start_local_ray, stop_local_ray
 from cardinal.verify.record import without_timings
 
 from cardinal.io import JsonLines
@@ -47,7 +46,7 @@ def ray_instance(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     finally:
         below = roots.union(*(_descendants(pid) for pid in roots))  # with Ray's workers and their solver processes
         assert len(below) >= 3
-        ray.shutdown()
+        stop_local_ray()
         os.environ.pop(ATTEMPTS, None)
         if saved is None:
             os.environ.pop("PYTHONPATH", None)
@@ -112,13 +111,9 @@ sys.exit(cli.main(["crosscheck", "--out", {out!r}, "--solvers", "enumerate", "--
 """
 
 
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
-def test_killed_driver_then_resume_gives_every_record_once(tmp_path: Path, ray_instance: str) -> None:
-    """SIGKILL a `crosscheck --executor ray` driver that started its own Ray instance, mid-run:
-    that instance (GCS, raylet, workers, the solvers' processes) dies with it within seconds, and
-    --resume (on the module's instance) ends with the records of
-    an uninterrupted local run, none lost or duplicated."""
-    out = tmp_path / "killed"
+def _start_killed_driver(tmp_path: Path, out: Path) -> tuple[subprocess.Popen, set[int]]:
+    """`crosscheck --executor ray` on the tiny suite in a subprocess that starts its own Ray
+    instance, slowed down; once it has written 3 records: it and every process below it."""
     script = KILLED_DRIVER.format(root=ROOT, out=str(out))
     with (tmp_path / "stderr.txt").open("w") as stderr:
         process = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stderr=stderr)
@@ -129,27 +124,101 @@ def test_killed_driver_then_resume_gives_every_record_once(tmp_path: Path, ray_i
         assert time.monotonic() < deadline, "the campaign wrote no records"
         time.sleep(0.05)
     below = _descendants(process.pid)
-    assert len(below) >= 4  # Ray's processes (GCS, raylet, workers) and the solvers' guard processes
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
-    # Ray's two agent processes see their raylet die at once, but then spend a minute or two
-    # trying to report it to the dead GCS before they exit: they are not waited for, but stopped.
-    agents = {pid for pid in below if _command(pid).startswith(("ray::DashboardAgent", "ray::RuntimeEnvAgent"))}
-    deadline = time.monotonic() + 15
-    while any(_running(pid) for pid in below - agents) and time.monotonic() < deadline:
+    assert len(below) >= 6  # Ray's processes (GCS, raylet, agents, workers), the solvers' guard processes, the watcher
+    assert {"ray::DashboardAgent", "ray::RuntimeEnvAgent"} <= {_command(pid).strip() for pid in below}
+    return process, below
+
+
+def _assert_gone(below: set[int], seconds: float = 15) -> None:
+    """Every process of `below` ends (or is a zombie) within `seconds`."""
+    deadline = time.monotonic() + seconds
+    while any(_running(pid) for pid in below) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert [(pid, _command(pid)) for pid in below - agents if _running(pid)] == []
-    for pid in agents:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    finished = len(JsonLines(log).read())
-    assert 3 <= finished < 14
+    assert [(pid, _command(pid)) for pid in below if _running(pid)] == []
+
+
+def _resume_and_compare(tmp_path: Path, out: Path, finished: int) -> None:
+    """--resume (on the module's instance) ends with the records of an uninterrupted local run,
+    none lost or duplicated."""
     result = run_campaign("tiny", out, ("enumerate",), 30.0, workers=2, resume=True, instances=tiny_instances(), executor="ray")
-    assert result.records == 14 and result.new == 14 - finished
+    assert result.records == 14 and result.new == 14 - finished and result.lost == 0
     run_campaign("tiny", tmp_path / "whole", ("enumerate",), 30.0, instances=tiny_instances())
-    records = JsonLines(log).read()
+    records = JsonLines(out / "records.jsonl").read()
     assert len({r["key"] for r in records}) == 14
     assert without_timings(records) == without_timings(JsonLines(tmp_path / "whole" / "records.jsonl").read())
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_killed_driver_then_resume_gives_every_record_once(tmp_path: Path, ray_instance: str) -> None:
+    """SIGKILL a `crosscheck --executor ray` driver that started its own Ray instance, mid-run:
+    every process of that instance (GCS, raylet, Ray's dashboard and runtime-env agents, workers,
+    the solvers' processes) dies with it within seconds — the agents, which would linger a minute
+    trying to reach the dead GCS, killed by the instance's watcher — and --resume ends with the
+    records of an uninterrupted local run."""
+    out = tmp_path / "killed"
+    process, below = _start_killed_driver(tmp_path, out)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    _assert_gone(below)
+    finished = len(JsonLines(out / "records.jsonl").read())
+    assert 3 <= finished < 14
+    _resume_and_compare(tmp_path, out, finished)
+
+
+@pytest.mark.slow  # about a minute: Ray notices a dead raylet only after its heartbeats time out
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_killed_raylet_loses_units_then_resume_redoes_them(tmp_path: Path, ray_instance: str) -> None:
+    """SIGKILL the raylet of a `crosscheck --executor ray` run mid-run: the driver exits 1 saying
+    how many units were lost (LocalRayletDiedError) and that --resume redoes them, records no unit
+    as failed, leaves no process of its instance behind, and --resume ends with the records of an
+    uninterrupted local run."""
+    out = tmp_path / "raylet"
+    process, below = _start_killed_driver(tmp_path, out)
+    [raylet] = [pid for pid in below if Path(_command(pid).split(" ")[0]).name == "raylet"]
+    os.kill(raylet, signal.SIGKILL)
+    assert process.wait(timeout=300) == 1
+    [lost] = [line for line in (tmp_path / "stderr.txt").read_text().splitlines() if "unit(s) lost" in line]
+    assert "LocalRayletDiedError" in lost and "--resume" in lost
+    _assert_gone(below)
+    records = JsonLines(out / "records.jsonl").read()
+    assert 3 <= len(records) < 14 and f"!!! {14 - len(records)} unit(s) lost" in lost
+    assert all(call["status"] != "error" for r in records for call in r["solvers"].values())
+    _resume_and_compare(tmp_path, out, len(records))
+
+
+def test_a_dead_raylet_loses_every_unfinished_unit(
+    tmp_path: Path, ray_instance: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """The fast variant of the test above: `ray.get` raises LocalRayletDiedError, as when the
+    raylet dies, after 3 results: those 3 are recorded and the other 11 units lost (exit 1, one
+    line saying so), none recorded as failed; --resume redoes the 11 and ends with the records of a
+    local run."""
+    from cardinal.verify import suites
+
+    results = 0
+    get = ray.get
+
+    def dying_get(*arguments: object, **options: object) -> object:
+        nonlocal results
+        if results == 3:
+            raise ray.exceptions.LocalRayletDiedError()
+        results += 1
+        return get(*arguments, **options)
+
+    monkeypatch.setitem(suites.SUITES, "quick", lambda out: tiny_instances())
+    monkeypatch.setattr(ray, "get", dying_get)
+    out = tmp_path / "run"
+    arguments = ["crosscheck", "--out", str(out), "--solvers", "enumerate", "--executor", "ray", "--workers", "2"]
+    assert main(arguments) == 1
+    [lost] = [line for line in capsys.readouterr().err.splitlines() if "lost" in line]
+    assert "11 unit(s) lost" in lost and "LocalRayletDiedError" in lost and "--resume" in lost
+    records = JsonLines(out / "records.jsonl").read()
+    assert len(records) == 3 and all(call["status"] != "error" for r in records for call in r["solvers"].values())
+    monkeypatch.setattr(ray, "get", get)
+    assert main([*arguments, "--resume"]) == 0
+    run_campaign("tiny", tmp_path / "whole", ("enumerate",), 30.0, instances=tiny_instances())
+    resumed = without_timings(JsonLines(out / "records.jsonl").read())
+    assert resumed == without_timings(JsonLines(tmp_path / "whole" / "records.jsonl").read())
 
 
 def _command(pid: int) -> str:

@@ -23,7 +23,8 @@ for it (a campaign leaves the unit for `--resume`), and a solver's own error ins
 the task's result, not a `Failed`.
 
 Ray is optional (`pip install 'cardinal[ray]'`). A Ray instance started here listens on the
-loopback interface only (127.0.0.1): it serves this machine alone.
+loopback interface only (127.0.0.1): it serves this machine alone, and none of its processes
+outlives the driver (`start_local_ray`, `verify/raywatch.py`), even one killed by SIGKILL.
 """
 
 from __future__ import annotations
@@ -31,20 +32,26 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import secrets
 import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 from ..errors import InputError, interrupt, interrupted_import
+from .raywatch import OWNER
 
 EXECUTORS = ("local", "ray")
 RETRIES = 2  # Ray: how many times a unit whose worker process died is run again
 WORKER_GRACE = 5.0  # seconds an interrupted local pool's workers have to end before they are killed
+_watcher: subprocess.Popen | None = None  # the watcher of the Ray instance started here (`start_local_ray`)
 
 Item = TypeVar("Item")
 
@@ -210,8 +217,10 @@ def _on_ray(task: Callable[[Item], Any], items: list[Item], workers: int, addres
         for reference in pending:  # interrupted: stop the calls in flight
             with contextlib.suppress(Exception):  # Ray may be gone already
                 ray.cancel(reference, force=True)
-        if started:
-            ray.shutdown()  # after a normal end, an error, an interruption or Ray's own failure
+        if started and address is None:  # after a normal end, an error, an interruption or Ray's own failure
+            stop_local_ray()
+        elif started:
+            ray.shutdown()
 
 
 def _last_line(error: Exception) -> str:
@@ -237,9 +246,45 @@ def import_ray(local: bool) -> Any:
 
 def start_local_ray(cpus: int) -> Any:
     """Start a Ray instance of `cpus` CPUs on this machine's loopback interface, never joining a
-    cluster that `ray start` may have left running here; Ray's context object."""
+    cluster that `ray start` may have left running here; Ray's context object. Stop it with
+    `stop_local_ray`.
+
+    Its processes carry a mark of their own in their environment (`raywatch.OWNER`), and a
+    watcher process (`verify/raywatch.py`, on Linux) kills them all once this driver ends its
+    pipe: at `stop_local_ray`, or when the driver dies, however. Ray's agents would outlive a
+    killed driver by a minute or more; a failed start leaves nothing behind either."""
+    global _watcher
     ray = import_ray(local=True)
-    return ray.init(address="local", num_cpus=cpus, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False)
+    token = secrets.token_hex(16)
+    if Path("/proc/self/environ").exists():
+        script = str(Path(__file__).with_name("raywatch.py"))
+        _watcher = subprocess.Popen([sys.executable, "-I", script, token], stdin=subprocess.PIPE, start_new_session=True)
+    previous = os.environ.get(OWNER)
+    os.environ[OWNER] = token  # inherited by every process Ray starts (its workers through the raylet)
+    try:
+        return ray.init(
+            address="local", num_cpus=cpus, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False
+        )  # fmt: skip
+    except BaseException:
+        stop_local_ray()
+        raise
+    finally:
+        if previous is None:
+            del os.environ[OWNER]
+        else:
+            os.environ[OWNER] = previous
+
+
+def stop_local_ray() -> None:
+    """Shut down the Ray instance that `start_local_ray` started, then let its watcher kill what is
+    left of it (nothing, as a rule) and wait for the watcher to end."""
+    global _watcher
+    ray = import_ray(local=True)
+    ray.shutdown()
+    watcher, _watcher = _watcher, None
+    if watcher is not None:
+        watcher.stdin.close()  # type: ignore[union-attr]
+        watcher.wait()
 
 
 def _start_ray(ray: Any, workers: int, address: str | None) -> None:
