@@ -6,11 +6,11 @@ core         cardinal/ (cardinal.*: errors, io, validate, activations, network, 
              readers: loaders, onnx_io, torch_io, chain) and cardinal/checker/ (the certificate checker,
              which imports nothing of cardinal but its own files: tests/test_checker.py)
 engines      solvers/ (cardinal.solvers.*: the exact backends behind one front)
-application  verify/ (cardinal.verify.*: certify, check, campaigns, reports, the command), and
-             `cardinal.testing` (the pytest helper, which calls certify and check)
+application  verify/ (cardinal.verify.*: certify, check, campaigns, reports, the command, and the pytest
+             helper `cardinal.verify.testing`)
 
-Nothing under cardinal/ imports solvers/ or verify/ (the package face `cardinal/__init__.py` and
-`cardinal.testing` excepted); solvers/ imports the core and itself, never the application; no two
+Nothing under cardinal/ imports solvers/ or verify/ (the package face `cardinal/__init__.py`
+excepted); solvers/ imports the core and itself, never the application; no two
 modules import each other, even lazily. The package `__init__` files are façades that re-export
 and are exempt from the layer rule (not from the rule that nothing imports a façade). A new module
 is placed by the folder it is written in.
@@ -35,12 +35,11 @@ FOLDERS = {
 }
 CORE, ENGINE, APPLICATION = 0, 1, 2
 FACADES = set(FOLDERS) - {"cardinal.checker"}  # the checker's __init__ is its entry (`check`), not a face
-APPLICATION_IN_CORE_FOLDER = {"cardinal.testing"}
 
 
 def layer(module: str) -> int:
     """The layer of a module, from the folder it lives in."""
-    if module.startswith("cardinal.verify.") or module in APPLICATION_IN_CORE_FOLDER:
+    if module.startswith("cardinal.verify."):
         return APPLICATION
     if module.startswith("cardinal.solvers."):
         return ENGINE

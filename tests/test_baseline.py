@@ -1,4 +1,4 @@
-"""Baselines and --fail-on (certify, check) and the pytest helper `cardinal.testing`."""
+"""Baselines and --fail-on (certify, check) and the pytest helper `cardinal.verify.testing`."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from cardinal.verify.cli import main
+from cardinal.verify.testing import assert_explanations
 
 from cardinal.network import Network
-from cardinal.testing import assert_explanations
 
 
 def _inputs(tmp_path: Path) -> Path:

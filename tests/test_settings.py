@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from cardinal.verify.cli import main
 from cardinal.verify.settings import Flags, Recorded, constant_note, resolve
+from cardinal.verify.testing import assert_explanations
 
 from cardinal.domain import Domain
 from cardinal.network import Metadata, Network
-from cardinal.testing import assert_explanations
 
 DESIGN = {
     "format": "cardinal.network/1",

@@ -19,6 +19,7 @@ from cardinal.verify.certify import SolverPool, certify, greedy_answers
 from cardinal.verify.cli import main
 from cardinal.verify.instance import Instance
 from cardinal.verify.record import Record, read_records
+from cardinal.verify.testing import assert_explanations
 
 from cardinal.activations import Activation
 from cardinal.domain import Domain
@@ -26,7 +27,6 @@ from cardinal.errors import InputError, UndecidedPrediction
 from cardinal.io import JsonLines
 from cardinal.network import Layer, Network
 from cardinal.problem import Problem
-from cardinal.testing import assert_explanations
 
 UNDECIDED_ROW, DECIDED_ROW = [1.0, 0.0], [0.75, 0.5]  # f = 1 exactly; f = sigmoid(1/4) + 1/2
 

@@ -3,7 +3,7 @@
 `explain`, `certify` and `check` take each setting from the first of:
 
 1. a flag: `--threshold`; `--domain FILE` or `--lower`/`--upper` (`flag_domain`) — or, in Python,
-   the caller's argument (`cardinal.testing.assert_explanations`);
+   the caller's argument (`cardinal.verify.testing.assert_explanations`);
 2. for `check`, the explanations file: `explain` records the `threshold` and `domain` it used on
    every line, so `check` judges a file under the settings its explanations were computed with. A
    flag that differs from them is obeyed, with a warning (a valid explanation judged at another

@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from cardinal.testing import assert_explanations
+from cardinal.verify.testing import assert_explanations
 
 pytest.importorskip("onnx")  # cardinal[onnx] reads the model
 HERE = Path(__file__).resolve().parent

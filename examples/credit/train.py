@@ -93,8 +93,9 @@ def round_to_grid(model: nn.Module) -> float:
 
 
 def main() -> None:
+    from cardinal.verify.testing import assert_explanations
+
     from cardinal.network import Metadata, Network
-    from cardinal.testing import assert_explanations
 
     net = Network.from_torch(train()).with_metadata(Metadata(feature_names=FEATURES, threshold=0.0))
     net.save(HERE / "credit.onnx")  # float64: the rounded weights exactly

@@ -1,6 +1,6 @@
 """A pytest helper: assert that a model's explanations hold exactly and did not change.
 
-    from cardinal.testing import assert_explanations
+    from cardinal.verify.testing import assert_explanations
 
     def test_credit_explanations():
         assert_explanations("credit.onnx", "applicants.csv", require="minimum",
@@ -28,14 +28,14 @@ import numpy as np
 import torch
 from torch import nn
 
-from .activations import Activation
-from .domain import Domain
-from .io import read_inputs, write_atomic
-from .network import Network
-from .verify.baseline import change_table, compare, entry_of, failures, parse_fail_on, read_baseline
-from .verify.certify import greedy_answers
-from .verify.check import KINDS, Claim, Judgement, check_explanations, parse_claim, read_claims
-from .verify.settings import Flags, resolve
+from ..activations import Activation
+from ..domain import Domain
+from ..io import read_inputs, write_atomic
+from ..network import Network
+from .baseline import change_table, compare, entry_of, failures, parse_fail_on, read_baseline
+from .certify import greedy_answers
+from .check import KINDS, Claim, Judgement, check_explanations, parse_claim, read_claims
+from .settings import Flags, resolve
 
 __all__ = ["assert_explanations"]
 
