@@ -81,7 +81,7 @@ def test_old_records_load_and_round_trip(records: list[Record]) -> None:
         assert Record.from_json(again) == record
         # Everything the old line held reads back the same; `refuted` (derived from the outcomes) and
         # `minimum_witness`, `minimum_lower` (absent in old files: null) and `method` (absent: greedy's answer) are new.
-        new = ("refuted", "minimum_witness", "method", "minimum_lower")
+        new = ("refuted", "minimum_witness", "method", "minimum_lower", "proved_by")
         assert {key: value for key, value in again.items() if key not in new} == line
         assert again["minimum_lower"] is None
         assert again["method"] == ("greedy" if line["greedy_exists"] is not None else None)
