@@ -351,7 +351,7 @@ def test_auto_picks_the_exact_milp_on_monotone_problems_with_large_answers_where
     """f = Σ y_i over [0, 1]^60. At x = 0 (p(x) = 0, valid means f ≤ t) an AXp keeps all but t's
     worth of features (51 for t = 9.5, 3 for t = 57.5): the large one goes to the exact MILP, the
     small one to z3's lazy strategy. At x = 1 (p(x) = 1, valid means f > t) z3's branch and bound
-    takes even the large one (51 for t = 50.5)."""
+    takes even the large one (51 for t = 50.5), unless the network has more than 128 features."""
     net = Network([Layer(np.ones((1, 60)), np.zeros(1), Activation.make("identity"))])
     large = Problem.make(net, np.zeros(60), "abductive", Domain.unit(60), 9.5)
     small = Problem.make(net, np.zeros(60), "abductive", Domain.unit(60), 57.5)
@@ -360,6 +360,8 @@ def test_auto_picks_the_exact_milp_on_monotone_problems_with_large_answers_where
     assert auto_solver(large) == "exact-milp"
     z3 = "z3" if "z3" in available_solvers() else "exact-milp"
     assert auto_solver(small) == z3 and auto_solver(above) == z3
+    wide = Network([Layer(np.ones((1, 200)), np.zeros(1), Activation.make("identity"))])  # > WIDE_FEATURES: either goal
+    assert auto_solver(Problem.make(wide, np.ones(200), "abductive", Domain.unit(200), 150.5)) == "exact-milp"
     outcome = _solve(large)
     assert outcome.status == Status.OPTIMAL and outcome.size == 51 and outcome.replayed, outcome
     with get_solver(auto_solver(above)) as backend:
