@@ -142,9 +142,9 @@ def auto_solver(problem: Problem) -> str:
     more than `WIDE_FEATURES` features. Measured: BlogFeedback's AXps at t = 0.1 (276 features,
     76–156 for p(x) = 0) took the exact MILP 1–4 s where z3 stopped at 60 s for 5 of 8; of its 8 of
     40 with p(x) = 1, four measured took the exact MILP 0.3–0.8 s (one its 10 s limit), z3 1.3–4.4 s;
-    where valid means f > t on random
-    monotone 32 × 32 ReLU networks of 64 and 128 features (minima of 35–74) z3 took 0.04–0.8 s and
-    the exact MILP 0.8–3.2 s or its 3–5 s limit, 21 of 21 queries. Then the exact MILP on
+    on random monotone 32 × 32 ReLU networks of 64 and 128 features (minima of 33–74; 16 of the 21
+    queries checked to be ones where valid means f > t) z3 took 0.04–0.8 s and the exact MILP
+    0.8–3.2 s or its 3–5 s limit, 21 of 21 queries. Then the exact MILP on
     other piecewise-linear networks, K ≥ 2 classes included (z3's full encoding without it); z3
     on other smooth ones. What applies to nothing installed falls back to enumerate."""
     if problem.n <= TINY_FEATURES and (problem.monotone or problem.domain.binary):
