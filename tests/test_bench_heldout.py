@@ -170,3 +170,18 @@ def test_the_seeded_runs_asserts_fire_on_a_corrupted_answer() -> None:
         heldout.agree(query, replace(ours, exact=False), peer)
     with pytest.raises(heldout.Disagreement):
         heldout.agree(query, ours, replace(peer, status=Status.NONE_EXISTS, solution=None, witness=None))
+
+
+def test_a_tiny_seeded_run_writes_its_table_and_refuses_an_unknown_mix(tmp_path: Path, capsys) -> None:
+    pytest.importorskip("gurobi_ml")
+    pytest.importorskip("z3")
+    out = tmp_path / "heldout.md"
+    heldout.main(["--seed", "3", "--mixes", "cxp-monotone-28", "--networks", "1", "--inputs", "1", "--time-limit", "30",
+                  "--out", str(out)])  # fmt: skip
+    text = out.read_text()
+    assert "--seed 3 --networks 1 --inputs 1 --time-limit 30 --mixes cxp-monotone-28" in text and "Load (`uptime`)" in text
+    row = next(line for line in text.splitlines() if line.startswith("| cxp-monotone-28"))
+    assert [cell.strip() for cell in row.strip("|").split("|")][1:4] == ["1", "1", "1"]  # both answered the one query
+    with pytest.raises(SystemExit) as stop:
+        heldout.main(["--seed", "3", "--mixes", "cxp-nowhere", "--out", str(tmp_path / "x.md")])
+    assert stop.value.code == 2 and "--mixes" in capsys.readouterr().err and not (tmp_path / "x.md").exists()
