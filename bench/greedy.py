@@ -50,7 +50,8 @@ the counterpoint check, ⌈log2 n⌉ binary-search passes) and bytes of a layer-
 implementation (`bytes_moved`: every layer's output for the n variants written and read once,
 each search pass's prefix row written and read once). Against this machine's measured matmul
 peak (square `torch.mm` in the run's dtype) and copy bandwidth (`Tensor.copy_` of 256 MB,
-read + write), the table gives the achieved fraction of each.
+read + write), the table gives the achieved fraction of each, and each of its rows names the CPU and its vector ISA
+(`cpu_isa`: the AVX2/AVX-512 flags, and the kernels torch runs) — or the GPU — those fractions are of.
 
     python -m bench.greedy [--full] [--rows R] [--repeats K] [--device cpu] [--out bench-results/greedy.md]
 
@@ -141,19 +142,41 @@ def bytes_moved(n: int, widths: Sequence[int], element: int) -> int:
     return element * (2 * n * sum(widths) + math.ceil(math.log2(n)) * 2 * n)
 
 
-def machine(device: str = "cpu") -> str:
-    model = platform.processor() or "unknown CPU"
+def cpu_name() -> str:
+    """The CPU's model name (/proc/cpuinfo, else `platform.processor()`)."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+ISA_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile")
+
+
+def cpu_isa() -> str:
+    """The vector ISA that matters for float matmul: the CPU's flags among `ISA_FLAGS`
+    (/proc/cpuinfo) and the kernels torch dispatches to (`torch.backends.cpu.get_cpu_capability`),
+    e.g. "avx2 fma; torch AVX2 kernels"."""
+    flags: set[str] = set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
                 break
     except OSError:
         pass
+    found = " ".join(flag for flag in ISA_FLAGS if flag in flags) or "no AVX2/AVX-512 flags read"
+    return f"{found}; torch {torch.backends.cpu.get_cpu_capability()} kernels"
+
+
+def machine(device: str = "cpu") -> str:
     gpu = f"{torch.cuda.get_device_name()} with " if torch.device(device).type == "cuda" else ""
     threads = torch.get_num_threads()
     return (
-        f"{gpu}{model} ({os.cpu_count()} CPUs), {threads} torch thread{'s' if threads != 1 else ''}, "
+        f"{gpu}{cpu_name()} ({os.cpu_count()} CPUs; {cpu_isa()}), {threads} torch thread{'s' if threads != 1 else ''}, "
         f"torch {torch.__version__}, Python {platform.python_version()}"
     )
 
@@ -227,6 +250,7 @@ LIMIT_HEADERS = [
     "of matmul peak",
     "GB/s",
     "of copy bandwidth",
+    "measured on",
 ]
 CONFIGURATIONS = [
     (n, kind, dtype) for n in (28, 276) for kind in ("contrastive", "abductive") for dtype in (torch.float32, torch.float64)
@@ -242,8 +266,10 @@ def machine_limits(device: str) -> dict:
 
 
 def run(rows: int, repeats: int, sample: dict[int, int], limits: dict, device: str = "cpu") -> Iterator[tuple[list, list]]:
-    """One (speed row, limits row) per configuration of `CONFIGURATIONS`, as each is measured."""
+    """One (speed row, limits row) per configuration of `CONFIGURATIONS`, as each is measured; each
+    limits row names the CPU and its ISA (or the GPU) that its fractions of the peak are of."""
     networks = {}
+    where = torch.cuda.get_device_name() if torch.device(device).type == "cuda" else f"{cpu_name()} ({cpu_isa()})"
     for n, kind, dtype in CONFIGURATIONS:
         if n not in networks:
             rng = np.random.default_rng(n)
@@ -291,6 +317,7 @@ def run(rows: int, repeats: int, sample: dict[int, int], limits: dict, device: s
             f"{100 * rate * work / peak:.0f}%",
             f"{rate * traffic / 1e9:.1f}",
             f"{100 * rate * traffic / bandwidth:.0f}%",
+            where,
         ]
         yield speed, physical
 

@@ -24,6 +24,23 @@ smaller" below a set replayed by any call, a float none-exists where a set was r
 evidence that conflicts stops the run). PAR-2: the mean time per query with every unsolved one
 at twice the time limit. The virtual best solver (VBS) takes, per query, the fastest call among
 cardinal's backends that solved it (the peer apart).
+
+**A mix drawn from a seed** (`python -m bench.heldout --seed S`, `draw`, `front_door_run`): the
+front door as a user meets it — `cardinal.solve_minimum` with every default (`auto`, guarded,
+replayed) against the peer on the same queries, in the same run, one call after the other. Per
+mix (`MIXES`: the minimum CXp or AXp from scratch × monotone or signed × 28 or 64 features)
+`--networks` networks and `--inputs` inputs each, all drawn from the seed: the network
+(`random_network`), x uniform in [0, 1]^n, the corner (upper or lower, a coin) and α uniform in
+[`ALPHA_RANGE`] — the threshold α of the way from f(x) to f at the corner (an input with f(x) =
+f(corner) is redrawn). Inside the timed loop `agree` asserts the answers: cardinal's must stand
+(a replayed set or an exact none_exists; neither refuted) and, where both calls prove an answer
+(a replayed optimum, none_exists), both have the same size — any disagreement stops the run.
+Per mix: calls answered, the median seconds of each (a call that answers nothing counts at the
+limit), and the peer's median over cardinal's (above 1: cardinal faster), written with the
+machine, the commit and the load (`uptime`) to `--out`:
+
+    python -m bench.heldout --seed S [--networks 3] [--inputs 3] [--time-limit 2] [--mixes cxp-monotone-28,...]
+                            [--out bench/results/heldout.md]
 """
 
 from __future__ import annotations
@@ -34,6 +51,7 @@ import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -257,3 +275,223 @@ def front_door(results: Sequence[dict[str, Call]], labels: Sequence[Label], peer
         [name, len([r for r in picked if name in r]), f"{median * 1e3:.1f}", f"{peer / median:.2f}" if peer else "–"]
         for name, median in medians.items()
     ]
+
+
+# ---------------------------------------------------------------------------- a mix drawn from a seed
+SHORT = {"contrastive": "cxp", "abductive": "axp"}
+MIXES = {f"{SHORT[kind]}-{family}": (kind, family) for kind in KINDS for family in FAMILIES}
+ALPHA_RANGE = (0.5, 0.95)
+AUTO_PICKS = ("exact-milp", "z3", "enumerate")  # what `auto` may pick here: a user's earlier calls started each
+HEADERS_SEEDED = [
+    "mix",
+    "queries",
+    "cardinal answered",
+    "peer answered",
+    "cardinal median ms",
+    "peer median ms",
+    "peer / cardinal",
+]
+
+
+class Disagreement(AssertionError):
+    """Two answers to one query that cannot both stand (`agree`)."""
+
+
+def draw(seed: int, mix: str, networks: int, inputs: int) -> list[Query]:
+    """`networks` × `inputs` queries of the mix (`MIXES`), reproducible from (seed, mix): networks,
+    inputs, corners and α all drawn from one generator (module docstring)."""
+    kind, family = MIXES[mix]
+    monotone, n = FAMILIES[family]
+    rng = np.random.default_rng([seed, list(MIXES).index(mix)])
+    found = []
+    for _ in range(networks):
+        net = random_network(rng, n, HIDDEN, "relu", monotone=monotone)
+        drawn = 0
+        for _ in range(100 * inputs):  # a network constant on the box would have no threshold between
+            if drawn == inputs:
+                break
+            x = rng.random(n)
+            corner = np.full(n, float(rng.integers(2)))
+            alpha = float(rng.uniform(*ALPHA_RANGE))
+            fx, fc = (float(net.forward(point)) for point in (x, corner))
+            if fx != fc:
+                found.append(Query(Label(family, SHORT[kind], alpha), net, x, kind, fx + alpha * (fc - fx)))
+                drawn += 1
+    return found
+
+
+def agree(query: Query, cardinal: Outcome, peer: Outcome | None) -> None:
+    """Raise `Disagreement` unless cardinal's answer stands (a replayed set — exact where it is
+    optimal — or none_exists; never refuted) and, where the peer proves an answer too (a replayed
+    optimum or a replayed none_exists), both have the same size."""
+    where = f"{query.label} threshold={query.threshold!r}"
+    if cardinal.status == Status.REFUTED or (peer is not None and peer.status == Status.OPTIMAL and not peer.has_solution):
+        raise Disagreement(f"{where}: an answer without a standing set: cardinal {cardinal}, peer {peer}")
+    if cardinal.status == Status.OPTIMAL and not (cardinal.replayed and cardinal.exact):
+        raise Disagreement(f"{where}: cardinal's optimum is not replayed and exact: {cardinal}")
+    if peer is None:
+        return
+    sizes = []
+    for outcome in (cardinal, peer):
+        if outcome.status == Status.OPTIMAL and outcome.replayed:
+            sizes.append(outcome.size)
+        elif outcome.status == Status.NONE_EXISTS and (outcome.exact or outcome.replayed):
+            sizes.append(None)
+    if len(sizes) == 2 and sizes[0] != sizes[1]:
+        raise Disagreement(f"{where}: cardinal {_said(cardinal)}, peer {_said(peer)}")
+    smallest = peer.size if peer.replayed and peer.status in (Status.OPTIMAL, Status.FEASIBLE) else None
+    if smallest is not None and cardinal.status == Status.OPTIMAL and cardinal.size > smallest:
+        raise Disagreement(f"{where}: cardinal's exact optimum {cardinal.size} above the peer's replayed set of {smallest}")
+
+
+def _said(outcome: Outcome) -> str:
+    return f"{outcome.status.value}" + (f" of size {outcome.size}" if outcome.has_solution else "")
+
+
+def answered(outcome: Outcome) -> bool:
+    """Whether the call answered its query: a replayed optimum or none_exists, unrefuted."""
+    if outcome.status == Status.NONE_EXISTS:
+        return outcome.replayed or outcome.exact
+    return outcome.status == Status.OPTIMAL and outcome.replayed
+
+
+def front_door_run(mix: Sequence[Query], peer: Peer | None, time_limit: float) -> list[tuple[float, float | None]]:
+    """Per query (cardinal's seconds, the peer's or None where it has no MILP for it), each call
+    timed from the call to its return, `agree` asserted on every pair; unanswered calls at the limit."""
+    from bench.solvers import peer_model
+
+    models: dict[int, object] = {}
+    times = []
+    for query in mix:
+        started = time.perf_counter()
+        ours = solve_minimum(query.net, query.x, query.kind, threshold=query.threshold, time_limit=time_limit)
+        seconds = time.perf_counter() - started
+        theirs, peer_seconds = None, None
+        if peer is not None:
+            models.setdefault(id(query.net), peer_model(query.net))
+            problem = Problem.make(query.net, query.x, query.kind, Domain.unit(query.net.n_inputs), query.threshold)
+            started = time.perf_counter()
+            theirs = peer.solve(models[id(query.net)], problem, None, time_limit)
+            peer_seconds = time.perf_counter() - started
+            if theirs.status == Status.UNSUPPORTED:
+                theirs, peer_seconds = None, None
+        agree(query, ours, theirs)
+        times.append(
+            (
+                seconds if answered(ours) else time_limit,
+                None if peer_seconds is None else peer_seconds if answered(theirs) else time_limit,
+            )
+        )
+        label = query.label
+        print(
+            f"{label.family} {label.query} α={label.alpha:.2f}: cardinal {_said(ours)} {seconds * 1e3:.0f} ms"
+            + ("" if theirs is None else f", peer {_said(theirs)} {peer_seconds * 1e3:.0f} ms"),
+            flush=True,
+        )
+    return times
+
+
+def _design() -> tuple[Network, np.ndarray, str, None, float]:
+    """The DESIGN network's trivial query (`bench.guard.trivial`) as `solve_minimum`'s arguments."""
+    from bench.guard import trivial
+
+    net, x, threshold = trivial()[0]
+    return net, x, "contrastive", None, threshold
+
+
+def summary(mix: str, times: Sequence[tuple[float, float | None]], time_limit: float) -> list:
+    """[mix, queries, cardinal answered, peer answered, cardinal median ms, peer median ms, peer / cardinal]."""
+    ours = [t for t, _ in times]
+    theirs = [t for _, t in times if t is not None]
+    mine = statistics.median(ours)
+    peer = statistics.median(theirs) if theirs else None
+    return [
+        mix,
+        len(times),
+        sum(t < time_limit for t in ours),
+        sum(t < time_limit for t in theirs) if theirs else "–",
+        f"{mine * 1e3:.1f}",
+        "–" if peer is None else f"{peer * 1e3:.1f}",
+        "–" if peer is None else f"{peer / mine:.2f}",
+    ]
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    import datetime
+    import subprocess
+
+    import torch
+    from tabulate import tabulate
+    from threadpoolctl import threadpool_limits
+
+    from bench import Parser
+    from bench.greedy import machine
+    from bench.solvers import Peer, peer_available
+    from cardinal.errors import InputError
+    from cardinal.io import write_atomic
+    from cardinal.validate import output_file
+
+    about = "cardinal's front door against the peer on a mix drawn from a seed"
+    parser = Parser(prog="python -m bench.heldout", description=about)
+    parser.add_argument("--seed", type=int, required=True, help="draws the networks, inputs, corners and thresholds")
+    parser.add_argument("--networks", type=int, default=3, help="networks per mix (default: %(default)s)")
+    parser.add_argument("--inputs", type=int, default=3, help="inputs per network (default: %(default)s)")
+    parser.add_argument("--time-limit", type=float, default=2.0, help="seconds per call (default: %(default)s)")
+    parser.add_argument("--mixes", default=",".join(MIXES), help=f"comma-separated subset of {', '.join(MIXES)}")
+    parser.add_argument("--out", default="bench-results/heldout.md", help="markdown to write (default: %(default)s)")
+    args = parser.parse_args(argv)
+    mixes = [name.strip() for name in args.mixes.split(",") if name.strip()]
+    if not mixes or any(name not in MIXES for name in mixes):
+        parser.error(f"--mixes: use a subset of {', '.join(MIXES)}")
+    if args.networks < 1 or args.inputs < 1 or not args.time_limit > 0:
+        parser.error("--networks and --inputs must be at least 1, --time-limit positive")
+    try:
+        out = output_file(Path(args.out), "--out")
+    except InputError as error:
+        parser.error(str(error))
+    if not peer_available():
+        parser.error("the peer needs gurobi-machinelearning: pip install 'cardinal[peer]'")
+    torch.set_num_threads(1)
+
+    def said(*command: str) -> str:
+        return subprocess.run(command, capture_output=True, text=True).stdout.strip()
+
+    load, commit = said("uptime"), said("git", "rev-parse", "--short", "HEAD") or "unknown"
+    dirty = said("git", "status", "--porcelain", "--untracked-files=no")
+    peer = Peer()
+    try:
+        with threadpool_limits(1):
+            warm_up(list(AUTO_PICKS), peer)
+            solve_minimum(*_design(), time_limit=STARTUP_WAIT)  # auto's own first call: what it imports to choose
+            rows = [
+                summary(
+                    mix, front_door_run(draw(args.seed, mix, args.networks, args.inputs), peer, args.time_limit), args.time_limit
+                )
+                for mix in mixes
+            ]
+    finally:
+        peer.close()
+    after = said("uptime")
+    command = f"python -m bench.heldout --seed {args.seed} --networks {args.networks} --inputs {args.inputs}"
+    command += f" --time-limit {args.time_limit:g}" + ("" if mixes == list(MIXES) else f" --mixes {','.join(mixes)}")
+    text = [
+        "# The front door against the peer on a mix drawn from a seed",
+        "",
+        f"Run {datetime.date.today().isoformat()} with `{command}` at commit {commit}{' (with local changes)' if dirty else ''}"
+        f" on {machine()}; every call on one thread. Load (`uptime`) before: `{load}`; after: `{after}` — the machine was"
+        " shared, so the timings carry that load.",
+        "",
+        "`cardinal.solve_minimum` with its defaults (`auto`, guarded, replayed) against the gurobi-ml peer (`bench/solvers.py`)"
+        " on the same queries (`bench/heldout.py`, *A mix drawn from a seed*); answers asserted to agree inside the timed loop."
+        " Medians per call, a call that answers nothing at the limit; `peer / cardinal` above 1: cardinal faster. The peer has no"
+        " MILP for AXps of non-monotone networks (–).",
+        "",
+        tabulate(rows, HEADERS_SEEDED, tablefmt="github"),
+        "",
+    ]
+    write_atomic(out, "\n".join(text))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -95,7 +95,8 @@ SOLVER_NAMES = tuple(_REGISTRY)
 BENCHMARK_ONLY = ("cvc5", "scip", "marabou")
 AUTO = "auto"  # `solve_minimum`'s default: the exact backend that suits the problem (`auto_solver`)
 TINY_FEATURES = 12  # up to here enumerate answers in milliseconds (2^12 sets or vertices)
-LARGE_MINIMUM = 48  # from a greedy answer this large on, the exact MILP goes before z3's lazy strategy
+LARGE_MINIMUM = 48  # from a greedy answer this large on, the exact MILP may go before z3's lazy strategy (`auto_solver`)
+WIDE_FEATURES = 128  # beyond this many features it does so whatever the goal (`auto_solver`)
 
 
 def get_solver(name: str, guarded: bool = False, **options: Any) -> Solver:
@@ -135,15 +136,25 @@ def available_solvers(exact: bool | None = None) -> tuple[str, ...]:
 def auto_solver(problem: Problem) -> str:
     """The exact backend that suits the problem best among those installed: enumerate where it
     is tiny (a monotone network or a binary box, at most `TINY_FEATURES` features); on other
-    monotone networks z3's lazy strategy, unless greedy's answer has `LARGE_MINIMUM` features or
-    more (z3's SAT loop grows with the minimum's size: BlogFeedback's AXps at t = 0.1, 76–156
-    features, took the exact MILP 1–4 s where z3 stopped at 60 s for 5 of 8); the exact MILP on
+    monotone networks z3's lazy strategy, unless the network is piecewise linear, greedy's answer
+    has `LARGE_MINIMUM` features or more, and either valid means f ≤ t (goal 0: z3's branch and
+    bound tries its root only, and its SAT loop grows with the minimum's size) or the network has
+    more than `WIDE_FEATURES` features. Measured: BlogFeedback's AXps at t = 0.1 (276 features,
+    76–156 for p(x) = 0) took the exact MILP 1–4 s where z3 stopped at 60 s for 5 of 8; of its 8 of
+    40 with p(x) = 1, four measured took the exact MILP 0.3–0.8 s (one its 10 s limit), z3 1.3–4.4 s;
+    on random monotone 32 × 32 ReLU networks of 64 and 128 features (minima of 33–74; 16 of the 21
+    queries checked to be ones where valid means f > t) z3 took 0.04–0.8 s and the exact MILP
+    0.8–3.2 s or its 3–5 s limit, 21 of 21 queries. Then the exact MILP on
     other piecewise-linear networks, K ≥ 2 classes included (z3's full encoding without it); z3
     on other smooth ones. What applies to nothing installed falls back to enumerate."""
-    installed = available_solvers(exact=True)
     if problem.n <= TINY_FEATURES and (problem.monotone or problem.domain.binary):
         preferred: tuple[str, ...] = ("enumerate",)
-    elif problem.monotone and problem.net.is_piecewise_linear and _large_minimum(problem):
+    elif (
+        problem.monotone
+        and problem.net.is_piecewise_linear
+        and (problem.goal == 0 or problem.n > WIDE_FEATURES)
+        and _large_minimum(problem)
+    ):
         preferred = ("exact-milp", "z3")
     elif problem.monotone:
         preferred = ("z3", "exact-milp")
@@ -151,12 +162,24 @@ def auto_solver(problem: Problem) -> str:
         preferred = ("exact-milp", "z3")
     else:
         preferred = ("z3",)  # the exact MILP encodes piecewise-linear networks only
-    return next((name for name in preferred if name in installed), "enumerate")
+    return next((name for name in preferred if _installed_exact(name)), "enumerate")
+
+
+def _installed_exact(name: str) -> bool:
+    """Whether the backend imports here and proves its "nothing smaller" (as `available_solvers`
+    finds, without importing the others: Marabou's import alone took 1.9 s of a first call)."""
+    try:
+        backend = get_solver(name)
+    except InputError:
+        return False
+    backend.close()
+    return backend.exact
 
 
 def _large_minimum(problem: Problem) -> bool:
-    """Whether greedy's answer has `LARGE_MINIMUM` features or more; greedy runs (tens of ms of a
-    call that z3 answers in a few) only where the network has that many features."""
+    """Whether greedy's answer has `LARGE_MINIMUM` features or more; greedy runs (10–30 ms of a
+    call that z3 answers in a few) only where the network has that many features (and, in
+    `auto_solver`, only where the goal or the width asks)."""
     return problem.n >= LARGE_MINIMUM and _greedy_size(problem) >= LARGE_MINIMUM
 
 

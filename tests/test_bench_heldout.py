@@ -129,3 +129,60 @@ def test_a_tiny_held_out_run_writes_its_tables(tmp_path: Path) -> None:
     assert "## A held-out query mix" in text and "## Certification" not in text
     assert "| monotone-28 | all         | z3       |      12 |       12 |" in text
     assert (tmp_path / "solvers_heldout_cactus.png").stat().st_size > 1000
+
+
+def test_a_seeded_draw_is_the_same_queries_for_the_same_seed() -> None:
+    first, again = (heldout.draw(5, "axp-signed-64", networks=2, inputs=2) for _ in range(2))
+    assert len(first) == len(again) == 4
+    for one, other in zip(first, again, strict=True):
+        assert one.label == other.label and one.kind == other.kind == "abductive" and one.threshold == other.threshold
+        assert np.array_equal(one.x, other.x) and one.net.to_json() == other.net.to_json()
+        assert not one.net.is_monotone and one.net.n_inputs == 64 and 0.5 <= one.label.alpha <= 0.95
+    assert first[0].net is first[1].net and first[1].net is not first[2].net  # `inputs` rows per network
+    other_seed = heldout.draw(6, "axp-signed-64", networks=2, inputs=2)
+    assert not np.array_equal(other_seed[0].x, first[0].x)
+    monotone = heldout.draw(5, "cxp-monotone-28", networks=1, inputs=1)[0]
+    assert monotone.kind == "contrastive" and monotone.net.is_monotone and monotone.label.query == "cxp"
+
+
+def test_the_seeded_runs_asserts_fire_on_a_corrupted_answer() -> None:
+    pytest.importorskip("z3")
+    from dataclasses import replace
+
+    from cardinal.solvers.base import replay
+
+    query = heldout.draw(3, "cxp-monotone-28", networks=1, inputs=1)[0]
+    problem = Problem.make(query.net, query.x, query.kind, Domain.unit(28), query.threshold)
+    with get_solver("z3") as z3:
+        ours = solve_problem(z3, problem, None, 60.0)
+    assert ours.status == Status.OPTIMAL and ours.exact and ours.replayed and ours.size >= 2, ours
+    peer = replace(ours, solver=PEER, exact=False)
+    heldout.agree(query, ours, peer)  # the same answer twice: no complaint
+    heldout.agree(query, ours, None)
+    dropped = replay(problem, replace(ours, solution=ours.solution[1:], witness=None, replayed=False))
+    assert dropped.status == Status.REFUTED  # one feature fewer is no CXp: the exact replay says so
+    with pytest.raises(heldout.Disagreement, match="without a standing set"):
+        heldout.agree(query, dropped, peer)
+    larger = replay(problem, replace(peer, solution=tuple(range(28)), witness=None, replayed=False))
+    assert larger.status == Status.OPTIMAL and larger.replayed  # a valid set, but the peer claims it minimal
+    with pytest.raises(heldout.Disagreement, match=f"cardinal optimal of size {ours.size}, peer optimal of size 28"):
+        heldout.agree(query, ours, larger)
+    with pytest.raises(heldout.Disagreement, match="not replayed and exact"):
+        heldout.agree(query, replace(ours, exact=False), peer)
+    with pytest.raises(heldout.Disagreement):
+        heldout.agree(query, ours, replace(peer, status=Status.NONE_EXISTS, solution=None, witness=None))
+
+
+def test_a_tiny_seeded_run_writes_its_table_and_refuses_an_unknown_mix(tmp_path: Path, capsys) -> None:
+    pytest.importorskip("gurobi_ml")
+    pytest.importorskip("z3")
+    out = tmp_path / "heldout.md"
+    heldout.main(["--seed", "3", "--mixes", "cxp-monotone-28", "--networks", "1", "--inputs", "1", "--time-limit", "30",
+                  "--out", str(out)])  # fmt: skip
+    text = out.read_text()
+    assert "--seed 3 --networks 1 --inputs 1 --time-limit 30 --mixes cxp-monotone-28" in text and "Load (`uptime`)" in text
+    row = next(line for line in text.splitlines() if line.startswith("| cxp-monotone-28"))
+    assert [cell.strip() for cell in row.strip("|").split("|")][1:4] == ["1", "1", "1"]  # both answered the one query
+    with pytest.raises(SystemExit) as stop:
+        heldout.main(["--seed", "3", "--mixes", "cxp-nowhere", "--out", str(tmp_path / "x.md")])
+    assert stop.value.code == 2 and "--mixes" in capsys.readouterr().err and not (tmp_path / "x.md").exists()

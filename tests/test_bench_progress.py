@@ -18,7 +18,10 @@ def test_an_interrupted_greedy_bench_writes_its_finished_rows(tmp_path: Path, mo
 
     def two_rows_then_ctrl_c(*args, **kwargs):
         for index in range(2):
-            yield [28, "contrastive", f"row{index}", *["1"] * 8], [28, "contrastive", f"row{index}", *["2"] * 8]
+            yield (
+                [28, "contrastive", f"row{index}", *["1"] * 8],
+                [28, "contrastive", f"row{index}", *["2"] * 8, "some CPU (avx2)"],
+            )
         raise KeyboardInterrupt
 
     monkeypatch.setattr(bench.greedy, "machine_limits", lambda device: limits)
@@ -33,6 +36,13 @@ def test_an_interrupted_greedy_bench_writes_its_finished_rows(tmp_path: Path, mo
     text = out.read_text()
     assert "Interrupted: 2 of 8 configurations measured." in text
     assert "batched expl/s |" in text and "row0" in text and "row1" in text
+    assert "| measured on" in text and "some CPU (avx2)" in text
+
+
+def test_the_greedy_bench_names_the_cpu_and_its_isa() -> None:
+    isa = bench.greedy.cpu_isa()
+    assert isa.endswith(f"torch {torch.backends.cpu.get_cpu_capability()} kernels")
+    assert f"{bench.greedy.cpu_name()} (" in bench.greedy.machine() and isa in bench.greedy.machine()
 
 
 def test_an_interrupted_guard_bench_writes_its_finished_rows(tmp_path: Path, monkeypatch, capsys) -> None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import importlib
 import itertools
+import subprocess
+import sys
 import time
 from types import SimpleNamespace
 
@@ -342,16 +344,42 @@ def test_auto_picks_the_exact_milp_on_non_monotone_networks() -> None:
     assert auto_solver(_classifier_problem(1, False, "abductive", n=16, hidden=(4,))) == "exact-milp"  # K = 3 (was z3)
 
 
-def test_auto_picks_the_exact_milp_on_monotone_problems_with_large_answers() -> None:
-    """f = Σ y_i over [0, 1]^60 at x = 1: an AXp keeps t's worth of features (51 for t = 50.5, 3
-    for t = 2.5); z3's lazy strategy keeps the small ones."""
+def test_auto_picks_the_exact_milp_on_monotone_problems_with_large_answers_where_valid_means_below() -> None:
+    """f = Σ y_i over [0, 1]^60. At x = 0 (p(x) = 0, valid means f ≤ t) an AXp keeps all but t's
+    worth of features (51 for t = 9.5, 3 for t = 57.5): the large one goes to the exact MILP, the
+    small one to z3's lazy strategy. At x = 1 (p(x) = 1, valid means f > t) z3's branch and bound
+    takes even the large one (51 for t = 50.5), unless the network has more than 128 features."""
     net = Network([Layer(np.ones((1, 60)), np.zeros(1), Activation.make("identity"))])
-    large = Problem.make(net, np.ones(60), "abductive", Domain.unit(60), 50.5)
-    small = Problem.make(net, np.ones(60), "abductive", Domain.unit(60), 2.5)
+    large = Problem.make(net, np.zeros(60), "abductive", Domain.unit(60), 9.5)
+    small = Problem.make(net, np.zeros(60), "abductive", Domain.unit(60), 57.5)
+    above = Problem.make(net, np.ones(60), "abductive", Domain.unit(60), 50.5)
+    assert (large.goal, small.goal, above.goal) == (0, 0, 1)
     assert auto_solver(large) == "exact-milp"
-    assert auto_solver(small) == ("z3" if "z3" in available_solvers() else "exact-milp")
+    z3 = "z3" if "z3" in available_solvers() else "exact-milp"
+    assert auto_solver(small) == z3 and auto_solver(above) == z3
+    wide = Network([Layer(np.ones((1, 200)), np.zeros(1), Activation.make("identity"))])  # > WIDE_FEATURES: either goal
+    assert auto_solver(Problem.make(wide, np.ones(200), "abductive", Domain.unit(200), 150.5)) == "exact-milp"
     outcome = _solve(large)
     assert outcome.status == Status.OPTIMAL and outcome.size == 51 and outcome.replayed, outcome
+    with get_solver(auto_solver(above)) as backend:
+        above_outcome = solve_problem(backend, above, None, 60.0)
+    assert above_outcome.status == Status.OPTIMAL and above_outcome.size == 51 and above_outcome.replayed, above_outcome
+
+
+def test_auto_imports_only_the_backends_it_may_pick() -> None:
+    """`auto` asks whether its candidates are installed, not every backend (Marabou's import
+    alone took 1.9 s of a first call); it picks as before."""
+    code = (
+        "import sys, numpy as np; from cardinal.solvers.base import auto_solver, available_solvers; "
+        "from cardinal.verify.generate import random_network; from cardinal.problem import Problem; "
+        "net = random_network(np.random.default_rng(1), 16, (4,), 'relu', monotone=False); "
+        "p = Problem.make(net, np.full(16, 0.5), 'contrastive', None, float(net.forward(np.full(16, 0.5))) + 0.01); "
+        "picked = auto_solver(p); late = [m for m in ('maraboupy', 'cvc5', 'pyscipopt', 'gurobipy') if m in sys.modules]; "
+        "print(picked, late, picked in available_solvers(exact=True))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("[")[0].strip() == "exact-milp" and "[] True" in done.stdout, done.stdout
 
 
 def test_certify_defaults_to_the_exact_backends_and_all_means_every_installed_one() -> None:

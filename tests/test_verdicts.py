@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from cardinal.solvers.base import available_solvers
-from cardinal.verify.certify import Certificate, SolverPool, certify, certify_row, greedy_answers
+from cardinal.verify.certify import RowVerdict, SolverPool, certify, certify_row, greedy_answers
 from cardinal.verify.cli import main
 from cardinal.verify.generate import random_network
 
@@ -39,7 +39,7 @@ def _problem(net: Network, x: np.ndarray, kind: str, domain: Domain, threshold: 
     return Problem.make(net, x, kind, domain, threshold)
 
 
-def check_against_brute_force(problem: Problem, certificate: Certificate) -> None:
+def check_against_brute_force(problem: Problem, certificate: RowVerdict) -> None:
     """The record's verdict, `minimum` and flags agree with brute force over all subsets."""
     where = json.dumps(certificate.to_json())
     exact_answered = any(

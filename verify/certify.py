@@ -1,4 +1,4 @@
-"""An explainer vs exact solvers: one `Certificate` per input and kind, with a verdict.
+"""An explainer vs exact solvers: one `RowVerdict` per input and kind, with a verdict.
 
 The explainer (`method`) is greedy — for a monotone network, Algorithm 1 in exact arithmetic,
 `explain(..., verify=True)` — or sequential deletion (`solvers.deletion`, any network: a
@@ -55,7 +55,7 @@ from .record import GreedyAnswer, refuted_solvers, verdict_fields
 
 
 @dataclass(frozen=True)
-class Judgement:
+class Decision:
     """What the evidence of one row decides (see the module docstring). `outcomes`: the solvers'
     outcomes with the claims that exact evidence contradicts marked REFUTED."""
 
@@ -69,8 +69,9 @@ class Judgement:
 
 
 @dataclass(frozen=True)
-class Certificate:
-    """Greedy vs solvers for one input and kind."""
+class RowVerdict:
+    """Greedy vs solvers for one input and kind: the verdict record `certify` writes (a
+    certificate, in cardinal's words, is only the proof file of `verify.proofs`)."""
 
     row: int
     kind: str
@@ -295,7 +296,7 @@ def certify_row(
     greedy: GreedyAnswer | None,
     time_limit: float,
     row: int = 0,
-) -> Certificate:
+) -> RowVerdict:
     """`certify_answers` for one explainer's answer (None: no explainer ran, e.g. greedy on a
     non-monotone network)."""
     return certify_answers(pool, problem, (greedy,), time_limit, row)[0]
@@ -307,7 +308,7 @@ def certify_answers(
     answers: Sequence[GreedyAnswer | None],
     time_limit: float,
     row: int = 0,
-) -> list[Certificate]:
+) -> list[RowVerdict]:
     """Run every solver on one problem once and judge each of `answers` (one per explainer; None:
     no explainer ran) against the same evidence: one certificate per answer, in order. The
     solvers are asked for a set smaller than the smallest answer decided in exact arithmetic, or
@@ -329,7 +330,7 @@ def certify_answers(
         if undecided and not judgement.certified and not judgement.minimum_proved:
             notes.append(left_open(problem.kind, at_most, judgement.outcomes, time_limit))
         certificates.append(
-            Certificate(
+            RowVerdict(
                 row,
                 problem.kind,
                 problem.prediction,
@@ -376,7 +377,7 @@ def certify_input(
     time_limit: float,
     row: int = 0,
     epsilon: float = DEFAULT_EPSILON,
-) -> tuple[Problem | None, list[Certificate]]:
+) -> tuple[Problem | None, list[RowVerdict]]:
     """`certify_answers` for the input x [n]: its problem and one certificate per answer. An
     input whose prediction exact arithmetic cannot decide is valid input, not an error: each
     answer gets the verdict `undecided` (prediction −1, no solver run) and the problem is None."""
@@ -384,7 +385,7 @@ def certify_input(
         problem = Problem.make(net, x, kind, domain, threshold, epsilon)
     except UndecidedPrediction as reason:
         return None, [
-            Certificate(row, kind, -1, answer, {}, Verdict.UNDECIDED, False, notes=(str(reason),), classes=net.n_outputs)
+            RowVerdict(row, kind, -1, answer, {}, Verdict.UNDECIDED, False, notes=(str(reason),), classes=net.n_outputs)
             for answer in answers
         ]
     return problem, certify_answers(pool, problem, answers, time_limit, row)
@@ -396,7 +397,7 @@ def judge(
     outcomes: dict[str, Outcome],
     at_most: int | None,
     others: Sequence[GreedyAnswer] = (),
-) -> Judgement:
+) -> Decision:
     """The greedy verdict and the solvers' agreement for one row (module docstring). `greedy`:
     None on a non-monotone network, its `features` None when no CXp exists; `at_most`: the bound
     the solvers were asked (None: the minimum); `others`: the answers of the other explainers
@@ -436,7 +437,7 @@ def judge(
     floor = max(lower.values())
     bound = floor if smallest is not None or (not impossible and floor <= problem.n) else None
     if conflicts:
-        return Judgement(
+        return Decision(
             Verdict.SOLVER_DISAGREEMENT,
             False,
             smallest,
@@ -456,14 +457,14 @@ def judge(
                 else "the deletion explainer gave no answer: a step was undecided (a limit, or a network its exact "
                 "engines cannot decide); the solvers give the minimum alone"
             )
-            return Judgement(Verdict.UNDECIDED, False, smallest, proved, outcomes, tuple(notes), bound)
+            return Decision(Verdict.UNDECIDED, False, smallest, proved, outcomes, tuple(notes), bound)
         certified = proved or (smallest is None and bool(impossible))
-        return Judgement(Verdict.EXACT_ONLY, certified, smallest, proved, outcomes, tuple(notes), bound)
+        return Decision(Verdict.EXACT_ONLY, certified, smallest, proved, outcomes, tuple(notes), bound)
     minimal, suboptimal = _VERDICTS[Method(greedy.method)]
     if greedy.features == ():
-        return Judgement(minimal, True, (), True, outcomes, tuple(notes), 0)
+        return Decision(minimal, True, (), True, outcomes, tuple(notes), 0)
     if greedy.features is None:
-        return Judgement(Verdict.NONE_EXISTS, True, None, False, outcomes, tuple(notes))
+        return Decision(Verdict.NONE_EXISTS, True, None, False, outcomes, tuple(notes))
     size = len(greedy.features)
     if smallest is not None and len(smallest) < size:
         verdict, certified = suboptimal, True
@@ -473,8 +474,8 @@ def judge(
         claimed = [name for name, o in outcomes.items() if o.status == Status.NONE_WITHIN]
         if claimed:
             notes.append(f"only a float MILP ({', '.join(claimed)}) says nothing smaller exists: a claim, not proved")
-        return Judgement(Verdict.UNKNOWN, False, None, False, outcomes, tuple(notes), bound)
-    return Judgement(verdict, certified, smallest, proved, outcomes, tuple(notes), bound)
+        return Decision(Verdict.UNKNOWN, False, None, False, outcomes, tuple(notes), bound)
+    return Decision(verdict, certified, smallest, proved, outcomes, tuple(notes), bound)
 
 
 _VERDICTS = {  # method → its (minimal, suboptimal) verdicts
@@ -508,7 +509,7 @@ def certify(
     epsilon: float = 1e-6,
     method: str = "greedy",
     radius: Radius | None = None,
-) -> list[Certificate]:
+) -> list[RowVerdict]:
     """Certificates for every row of X [B, n] (or [n]) and one kind, judging the answers of
     `method`: greedy (sign-monotone networks; elsewhere the solvers alone, `exact_only`) or
     deletion (any network), by `solvers` (None: the default, `proving_solvers`); with `radius`,
@@ -526,7 +527,7 @@ def certify(
         ]
 
 
-def case_of(problem: Problem, certificate: Certificate, note: str = "") -> Case:
+def case_of(problem: Problem, certificate: RowVerdict, note: str = "") -> Case:
     """The case file for a certificate (its minimum: the canonical smallest exactly valid set).
     Its `greedy` is greedy's answer only: a deletion answer is named in the note (replay re-runs
     Algorithm 1 on the case's `greedy`)."""

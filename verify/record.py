@@ -210,7 +210,7 @@ def verdict_fields(result: Any) -> dict[str, Any]:
     """The JSON fields a certificate and a campaign record share: the explainer's answer (`method`:
     greedy or deletion, null when none ran; the answer in `greedy`, `greedy_exists`,
     `greedy_check`), each solver's outcome and the verdict with its evidence (`result` is a
-    `Certificate` or a `Record`);
+    `RowVerdict` or a `Record`);
     `minimum_witness` is the point that shows a contrastive minimum (null for an AXp);
     `minimum_lower` an exact lower bound on the minimum's size (its size where `minimum_proved`;
     null where no explanation may exist or the evidence conflicts); `proved_by` what backs an
