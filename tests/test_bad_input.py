@@ -521,7 +521,7 @@ CASES: list[tuple[str, Build, str]] = [
     (
         "onnx-external-data",
         lambda t: _explain(t, network=_onnx_model(t, weight=_external())),
-        r"initializer W keeps its data in an external file",
+        r"initializer W keeps its data in ./dev/zero., not a file beside the model",
     ),
     (
         "onnx-metadata-deep",
