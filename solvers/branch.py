@@ -29,14 +29,8 @@ min(k − |fixed|, |allowed \\ fixed|) are the ones that matter. Per node, in ba
 rigorous bounds (midpoint-radius error analysis, compared with t in exact rationals); a set is
 returned only after an exact judgement, and an undecided judgement (a smooth enclosure straddling
 t) that could matter ends the search with `UNDECIDED_SET`, never with a guess. Depth first, in
-include first order, so that the stack stays at most n deep per batch.
-
-Measured on the standard suite's 360 sigmoid and tanh certifications (8–40 features, one to
-three hidden layers, both kinds; z3 alone, 10 s limit, one quiet 2-core machine): the SAT loop
-alone left 4 at the limit and took 127 s in all; with this search all 360 are decided, in 21 s,
-the slowest in 4.5 s. The probes carry the near-ties of deep tanh networks, whose node bounds
-closed nothing there (26 s → 5 s on the slowest); the node bounds carry those with one hidden
-layer (10 s at the limit → 0.09 s).
+include first order, so that the stack stays at most n deep per batch. What it bought is measured
+in bench/results/engine_notes.md.
 """
 
 from __future__ import annotations

@@ -10,12 +10,10 @@ is judged by one exact evaluation of `base with S set to target` (CXp: x → x';
 validity is upward closed. Each question "a valid set within k?" goes first to a branch and bound
 over sets (`solvers.branch`): exact probes of a node's sets, and rigorous float bounds of f over
 all of them (`solvers.subsets` on ReLU networks, `solvers.smooth` on the other continuous ones;
-none on step networks), close whole subtrees. Measured on the 64-feature 32×32 ReLU benchmark
-nets, proofs that the SAT loop alone left at the 5 s limit took 10–20 ms (a handful of nodes); on
-the standard suite's step networks it took the z3 calls from 198 s to 90 s in all (10 s limit;
-calls at the limit 12 → 6). It answers every question, except on ReLU networks where valid means
-f ≤ t — there only its root node is tried (`_BELOW_NODES`), a lower bound tangent at a maximal
-invalid set, and the SAT loop does the rest with the tangent cuts below — and where it meets an
+none on step networks), close whole subtrees (measured: bench/results/engine_notes.md). It answers
+every question, except on ReLU networks where valid means f ≤ t — there only its root node is tried
+(`_BELOW_NODES`), a lower bound tangent at a maximal invalid set, and the SAT loop does the rest
+with the tangent cuts below — and where it meets an
 undecided set (below), which the loop handles.
 
 The SAT loop: z3 (the `QF_FD` SAT core with native cardinality) proposes a set S under
@@ -39,10 +37,7 @@ stays in force. The loop (its z3 solver, its bounds) is built only when a check 
   keeps paying (`_WIDEN_PATIENCE`). Each invalid proposal also grows `_SIBLINGS` maximal invalid
   sets along random orders, and batches of random maximal sets come at doubling intervals.
 
-Where z3's SAT core spends its time (measured: share of `solver.check` in the calls that reached
-the loop): 6%, 21% and 41% on the 28-, 64- and 276-feature ReLU benchmark nets, 10–20% on the
-standard suite's step networks before the branch and bound took them; the rest is evaluation and
-bounds. Another core (PySAT's RC2, OR-Tools CP-SAT) could save at most that share, so z3 stays.
+Where z3's SAT core spends its time, and why z3 stays: bench/results/engine_notes.md.
 
 *Undecided sets.* A smooth set is judged by a rigorous enclosure (`cardinal.exact`, 256 bits); an
 enclosure that straddles the threshold (f = t exactly, say) decides nothing. The branch and bound
