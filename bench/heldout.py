@@ -14,7 +14,7 @@ g − 1?" with g greedy's size (none where g = 0 or no CXp exists).
 answer replayed exactly), timed from the call to its return; enumerate only up to 20 features.
 Untimed calls first start each backend's solver process and the replay's oracle (`warm_up`), as
 a user's earlier calls would have.
-The gurobi-ml peer (`bench.solvers.Peer`, unguarded, its replay included) on the same queries,
+The gurobi-ml peer (`bench.peer.Peer`, unguarded, its replay included) on the same queries,
 except AXps of non-monotone networks (no single MILP of its form).
 
 **Scoring.** A call *solves* its query when its answer stands: a replayed set (optimal for a
@@ -65,7 +65,7 @@ from cardinal.network import Network
 from cardinal.problem import KINDS, Outcome, Problem, Status
 
 if TYPE_CHECKING:
-    from bench.solvers import Peer
+    from bench.peer import Peer
 
 HIDDEN = (32, 32)
 FAMILIES = {f"{'monotone' if monotone else 'signed'}-{n}": (monotone, n) for monotone in (True, False) for n in (28, 64)}
@@ -128,7 +128,7 @@ def queries(family: str, networks: int, inputs: int) -> list[Query]:
 def run(mix: Sequence[Query], solvers: Sequence[str], peer: Peer | None, time_limit: float) -> list[dict[str, Call]]:
     """Per query, backend → (seconds, status, wrong) (the peer under its name, when given); one
     line per query on stdout."""
-    from bench.solvers import PEER, peer_model
+    from bench.peer import PEER, peer_model
 
     warm_up(solvers, peer)
     results: list[dict[str, Call]] = []
@@ -169,7 +169,7 @@ def warm_up(solvers: Sequence[str], peer: Peer | None) -> None:
     limit of a call counts its start), the replay's exact set oracle and its engines (a
     non-monotone AXp asks it), Gurobi's environment for the peer."""
     from bench.guard import trivial
-    from bench.solvers import peer_model
+    from bench.peer import peer_model
 
     net, x, threshold = trivial()[0]
     signed = random_network(np.random.default_rng(0), 4, (3,), "relu", monotone=False)
@@ -358,7 +358,7 @@ def answered(outcome: Outcome) -> bool:
 def front_door_run(mix: Sequence[Query], peer: Peer | None, time_limit: float) -> list[tuple[float, float | None]]:
     """Per query (cardinal's seconds, the peer's or None where it has no MILP for it), each call
     timed from the call to its return, `agree` asserted on every pair; unanswered calls at the limit."""
-    from bench.solvers import peer_model
+    from bench.peer import peer_model
 
     models: dict[int, object] = {}
     times = []
@@ -426,7 +426,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     from bench import Parser
     from bench.greedy import machine
-    from bench.solvers import Peer, peer_available
+    from bench.peer import Peer, peer_available
     from cardinal.errors import InputError
     from cardinal.io import write_atomic
     from cardinal.validate import output_file

@@ -13,7 +13,8 @@ from bruteforce import monotone_minimum, random_network
 from cardinal.solvers.base import get_solver, solve_problem
 
 from bench import heldout
-from bench.solvers import PEER, Calls, _row, virtual_best
+from bench.peer import PEER
+from bench.solvers import Calls, _row, virtual_best
 from cardinal.activations import Activation
 from cardinal.domain import Domain
 from cardinal.problem import Outcome, Problem, Status
@@ -83,7 +84,7 @@ def test_par2_and_the_virtual_best_solver() -> None:
 def test_the_peer_answers_minimum_questions_like_brute_force() -> None:
     importlib.import_module("gurobi_ml")
     importlib.import_module("z3")
-    from bench.solvers import Peer, peer_model
+    from bench.peer import Peer, peer_model
 
     rng = np.random.default_rng(7)
     relu = Activation.make("relu")

@@ -11,7 +11,8 @@ import pytest
 from bruteforce import monotone_minimum
 from cardinal.verify.generate import median_threshold, random_network
 
-from bench.solvers import Peer, cactus, main, peer_model
+from bench.peer import Peer, peer_model
+from bench.solvers import cactus, main
 from cardinal.domain import Domain
 from cardinal.problem import Problem, Status
 
