@@ -722,20 +722,18 @@ def _export(args: argparse.Namespace) -> int:
     else:
         if args.network is None or args.inputs is None:
             raise InputError("give a network and --inputs, or --suite quick|standard")
-        if args.radius is not None:
-            raise InputError("--radius: export asks its questions over the domain box (give the ball as --domain)")
         if args.format is None or args.format not in FORMATS:
             raise InputError(f"--format must be one of {', '.join(FORMATS)} (got {args.format!r})")
         if args.campaign is not None or args.solvers is not None:
             raise InputError("--campaign and --solvers are for --suite")
         features = None if args.set is None else _feature_set(args.set)
         net, settings, X, rows = _load_problem(args)
-        if net.n_outputs > 1:
+        if net.n_outputs > 1 and args.format != "vnnlib":
             classes = net.n_outputs
-            raise InputError(f"{args.network}: export asks about one output and a threshold; this network has {classes}")
+            raise InputError(f"{args.network}: {args.format} asks about one output and a threshold; this network has {classes}")
         entries = export_inputs(
             net, X, _kinds(args), settings.domain, settings.threshold, args.format, Path(args.out), args.at_most, features,
-            args.epsilon, source=Path(args.network).name, rows=rows,
+            args.epsilon, source=Path(args.network).name, rows=rows, radius=settings.radius,
         )  # fmt: skip
     counts = Counter(entry.format for entry in entries)
     listed = ", ".join(f"{count} {fmt}" for fmt, count in sorted(counts.items())) or "no file"

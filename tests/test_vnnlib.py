@@ -1,0 +1,136 @@
+"""VNN-LIB export of K-class networks and ε-balls (issue 41): each property's box is the region
+of its question (inside `Domain.ball` under a radius), its output condition the disjunction over
+the rival classes, and its answer as written — decided by cardinal's exact engines — is the
+certified answer of the explanation question: the minimum AXp S is one (unsat), S less any
+feature is not (sat), the minimum CXp C is one (sat), C less any feature is not (unsat). Marabou
+reads the same files (maraboupy's VNN-LIB reader) and agrees where it decides; a counterexample
+replays in onnxruntime."""
+
+from __future__ import annotations
+
+import re
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cardinal.solvers.base import solve_minimum
+from cardinal.solvers.oracle import SetOracle
+from cardinal.verify import vnnlib
+from cardinal.verify.cli import main
+from cardinal.verify.export import export_inputs, region
+from cardinal.verify.generate import random_network
+
+from cardinal.domain import Domain
+from cardinal.network import Network
+from cardinal.problem import Problem, Status
+
+pytest.importorskip("z3")
+
+
+def parse(text: str) -> tuple[np.ndarray, np.ndarray, list[tuple[str, str, str]]]:
+    """The input box (lower, upper [n]) and the output comparisons (relation, left, right) of a
+    property cardinal wrote."""
+    lower: dict[int, float] = {}
+    upper: dict[int, float] = {}
+    for relation, index, value in re.findall(r"\(assert \((<=|>=) X_(\d+) (-?[0-9.]+)\)\)", text):
+        (lower if relation == ">=" else upper)[int(index)] = float(value)
+    outputs = re.findall(r"\((<=|>=) (Y_\d+) (Y_\d+|-?[0-9.]+)\)", text)
+    n = len(lower)
+    return np.array([lower[i] for i in range(n)]), np.array([upper[i] for i in range(n)]), outputs
+
+
+def _cases():
+    """K = 3 ReLU networks of 3–4 features on [0, 1]^n, with and without a radius."""
+    for seed in range(3):
+        rng = np.random.default_rng(100 + seed)
+        n = 3 + seed % 2
+        net = random_network(rng, n, (6,), "relu", monotone=False, outputs=3)
+        yield net, rng.random((2, n)), (None if seed == 0 else 0.3)
+
+
+def _questions(problem: Problem, minimum: tuple[int, ...]) -> list[tuple[tuple[int, ...], str]]:
+    """(set, certified answer) of the questions around a proved minimum (module docstring)."""
+    whole = "unsat" if problem.kind == "abductive" else "sat"
+    less = "sat" if problem.kind == "abductive" else "unsat"
+    return [(minimum, whole)] + [(tuple(f for f in minimum if f != i), less) for i in minimum]
+
+
+def test_k_class_and_ball_properties_answer_as_certified(tmp_path: Path) -> None:
+    ort = pytest.importorskip("onnxruntime")
+    checked = 0
+    with SetOracle() as oracle:
+        for index, (net, X, radius) in enumerate(_cases()):
+            domain = Domain.unit(net.n_inputs)
+            for row, x in enumerate(X):
+                box = domain if radius is None else domain.ball(x, radius)
+                for kind in ("contrastive", "abductive"):
+                    outcome = solve_minimum(net, x, kind, box, None, solver="z3", time_limit=60)
+                    if outcome.status != Status.OPTIMAL or not outcome.solution:
+                        continue
+                    assert outcome.exact and outcome.replayed
+                    problem = Problem.make(net, x, kind, box, None)
+                    for number, (chosen, expected) in enumerate(_questions(problem, outcome.solution)):
+                        out = tmp_path / f"{index}-{row}-{kind}-{number}"
+                        [entry] = export_inputs(
+                            net, x[None, :], [kind], domain, None, "vnnlib", out, features=chosen, radius=radius
+                        )
+                        text = (out / entry.file).read_text()
+                        assert "ties to the lowest index" in text
+                        lower, upper, compared = parse(text)
+                        free = region(problem, chosen)
+                        assert np.array_equal(lower, np.where(free, box.lower, x))
+                        assert np.array_equal(upper, np.where(free, box.upper, x))
+                        c = problem.prediction
+                        assert sorted(compared) == [(">=", f"Y_{j}", f"Y_{c}") for j in range(3) if j != c]
+                        answer = vnnlib.decide(problem, free, oracle, 30)
+                        assert answer.sat is not None and ("sat" if answer.sat else "unsat") == expected, (out, answer)
+                        if answer.sat:
+                            session = ort.InferenceSession(str(out / "network.onnx"))
+                            y = vnnlib.read_counterexample(vnnlib.counterexample_text(net, answer.witness), net.n_inputs, "cex")
+                            assert np.all(lower <= y) and np.all(y <= upper)
+                            outputs = session.run(None, {session.get_inputs()[0].name: y[None, :]})[0][0]
+                            assert max(outputs[j] - outputs[c] for j in range(3) if j != c) > -1e-9
+                        checked += 1
+    assert checked >= 20
+
+
+def test_marabou_reads_the_files_and_agrees(tmp_path: Path) -> None:
+    """maraboupy loads network.onnx and each property (its VNN-LIB reader, disjunction included)
+    and answers as cardinal's exact decision does."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        Marabou = pytest.importorskip("maraboupy.Marabou")
+    net, X, _ = next(_cases())
+    domain = Domain.unit(net.n_inputs)
+    decided = set()
+    with SetOracle() as oracle:
+        for features in ((0,), (0, 1), (1, 2)):
+            out = tmp_path / "-".join(map(str, features))
+            entries = export_inputs(net, X, ["contrastive", "abductive"], domain, None, "vnnlib", out, features=features)
+            for entry in entries:
+                problem = Problem.make(net, X[entry.row], entry.kind, domain, None)
+                answer = vnnlib.decide(problem, region(problem, features), oracle, 30)
+                network = Marabou.read_onnx(str(out / "network.onnx"))
+                result = network.solve(
+                    propertyFilename=str(out / entry.file), verbose=False, options=Marabou.createOptions(verbosity=0)
+                )
+                if result[0] in ("sat", "unsat"):
+                    assert (result[0] == "sat") == answer.sat, entry.file
+                    decided.add(result[0])
+    assert decided == {"sat", "unsat"}
+
+
+def test_cli_exports_k_classes_as_vnnlib_only_and_takes_a_radius(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    net, X, _ = next(_cases())
+    network, inputs = tmp_path / "net.json", tmp_path / "x.csv"
+    net.save(network)
+    np.savetxt(inputs, X, delimiter=",")
+    base = ["export", str(network), "--inputs", str(inputs)]
+    assert main([*base, "--format", "mps", "--out", str(tmp_path / "a")]) == 2
+    assert "mps asks about one output" in capsys.readouterr().err and not (tmp_path / "a").exists()
+    assert main([*base, "--format", "vnnlib", "--set", "0", "--radius", "0.25", "--out", str(tmp_path / "b")]) == 0
+    lower, upper, _ = parse((tmp_path / "b" / "row0-contrastive.vnnlib").read_text())
+    ball = Domain.unit(net.n_inputs).ball(X[0], 0.25)
+    assert lower[0] == ball.lower[0] and upper[0] == ball.upper[0] and lower[1] == upper[1] == X[0][1]
+    assert Network.load(tmp_path / "b" / "network.onnx").hash == net.hash
