@@ -134,3 +134,51 @@ def test_cli_exports_k_classes_as_vnnlib_only_and_takes_a_radius(tmp_path: Path,
     ball = Domain.unit(net.n_inputs).ball(X[0], 0.25)
     assert lower[0] == ball.lower[0] and upper[0] == ball.upper[0] and lower[1] == upper[1] == X[0][1]
     assert Network.load(tmp_path / "b" / "network.onnx").hash == net.hash
+
+
+def test_vnncomp_layout_holds_certified_answers_and_replayable_counterexamples(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """instances.csv lists onnx, vnnlib, timeout (paths relative to DIR); every instance has its
+    answer beside it, each the exact decision of its file, both answers occur, and every sat one
+    a counterexample in VNN-COMP's form that onnxruntime replays inside the property's box; a
+    folder that is not empty is refused with one line and left as it was."""
+    ort = pytest.importorskip("onnxruntime")
+    net, X, _ = next(_cases())
+    network, inputs, out = tmp_path / "net.json", tmp_path / "x.csv", tmp_path / "bench"
+    net.save(network)
+    np.savetxt(inputs, X, delimiter=",")
+    arguments = ["export", str(network), "--inputs", str(inputs), "--layout", "vnncomp", "--time-limit", "30", "--out", str(out)]
+    assert main(arguments) == 0
+    rows = [line.split(",") for line in (out / "instances.csv").read_text().splitlines()]
+    assert rows and all(len(row) == 3 and row[2] == "30" for row in rows)
+    answers = set()
+    domain = Domain.unit(net.n_inputs)
+    with SetOracle() as oracle:
+        for onnx, property_file, _ in rows:
+            session = ort.InferenceSession(str(out / onnx))
+            text = (out / property_file).read_text()
+            stem = out / property_file.removesuffix(".vnnlib")
+            answer = stem.with_suffix(".answer").read_text().strip()
+            answers.add(answer)
+            lower, upper, _ = parse(text)
+            row = int(re.search(r"row(\d+)", property_file).group(1))
+            kind = "contrastive" if "contrastive" in property_file else "abductive"
+            problem = Problem.make(net, X[row], kind, domain, None)
+            decided = vnnlib.decide(problem, lower != upper, oracle, 30)
+            assert ("sat" if decided.sat else "unsat") == answer, property_file
+            example = stem.with_suffix(".counterexample")
+            assert example.exists() == (answer == "sat")
+            if answer == "sat":
+                y = vnnlib.read_counterexample(example.read_text(), net.n_inputs, str(example))
+                assert np.all(lower <= y) and np.all(y <= upper)
+                outputs = session.run(None, {session.get_inputs()[0].name: y[None, :]})[0][0]
+                c = problem.prediction
+                assert max(outputs[j] - outputs[c] for j in range(3) if j != c) > -1e-9
+    assert answers == {"sat", "unsat"}
+    assert "| instances | " in (out / "README.md").read_text()
+    capsys.readouterr()
+    before = sorted(p.name for p in out.rglob("*"))
+    assert main(arguments) == 2
+    error = capsys.readouterr().err.strip()
+    assert "not empty" in error and "\n" not in error and sorted(p.name for p in out.rglob("*")) == before

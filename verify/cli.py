@@ -719,6 +719,8 @@ def _export(args: argparse.Namespace) -> int:
         finally:
             if bar is not None:
                 bar.close()
+    elif args.layout is not None:
+        return _export_layout(args)
     else:
         if args.network is None or args.inputs is None:
             raise InputError("give a network and --inputs, or --suite quick|standard")
@@ -742,6 +744,26 @@ def _export(args: argparse.Namespace) -> int:
     if conflicts:
         print(f"!!! {conflicts} instance(s) of records with conflicting exact evidence: see the summary", file=sys.stderr)
     return 1 if conflicts else 0
+
+
+def _export_layout(args: argparse.Namespace) -> int:
+    """`export --layout vnncomp`: one network's benchmark folder (`verify.vnncomp`)."""
+    from .vnncomp import export_layout, refuse_nonempty
+
+    if args.network is None or args.inputs is None:
+        raise InputError("--layout vnncomp: give a network and --inputs")
+    for flag, value in (("--format", args.format), ("--set", args.set), ("--at-most", args.at_most), ("--solvers", args.solvers)):
+        if value is not None:
+            raise InputError(f"{flag} is not for --layout vnncomp (which writes VNN-LIB and asks its own questions)")
+    refuse_nonempty(Path(args.out))
+    net, settings, X, rows = _load_problem(args)
+    instances = export_layout(
+        net, X, _kinds(args), settings.domain, settings.threshold, Path(args.out), args.time_limit, settings.radius,
+        Path(args.network).name, rows,
+    )  # fmt: skip
+    sat = sum(instance.answer == "sat" for instance in instances)
+    print(f"cardinal export: {len(instances)} instances ({sat} sat) in {args.out}/ (see {args.out}/README.md)", file=sys.stderr)
+    return 0
 
 
 def _feature_set(text: str) -> tuple[int, ...]:
@@ -1154,6 +1176,12 @@ def _add_export(commands: argparse._SubParsersAction, problem: argparse.Argument
     export.add_argument("--at-most", type=count(0), help="the size bound k of the question (default: see above)")
     export.add_argument("--set", help="vnnlib: the fixed feature set, e.g. 0,3,7")
     export.add_argument("--suite", choices=("quick", "standard"), help="export a whole crosscheck suite instead of one network")
+    export.add_argument(
+        "--layout",
+        choices=("vnncomp",),
+        help="write a benchmark folder in VNN-COMP's layout (instances.csv, onnx/, vnnlib/ with certified answers and "
+        "counterexamples, README.md) into a new or empty --out; --time-limit is each instance's timeout",
+    )
     export.add_argument("--campaign", help="--suite: the campaign folder to read (and run or resume) (default OUT/campaign)")
     export.add_argument("--solvers", help="--suite: comma-separated backends of the campaign (default: the campaign's)")
     export.add_argument("--time-limit", type=seconds, default=10.0, help="--suite: seconds per solver call (default 10)")
