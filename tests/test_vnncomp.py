@@ -7,6 +7,7 @@ one; the liar's answers are refuted by the exact replay; the bad ones end in one
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import numpy as np
 import pytest
 from cardinal.solvers.base import get_solver, solve_minimum
 from cardinal.verify.generate import random_network
+from cardinal.verify.vnncomp import export_layout
 
 from cardinal.domain import Domain
 from cardinal.errors import InputError
@@ -112,3 +114,51 @@ def test_a_tool_folder_without_the_scripts_is_one_line(tmp_path: Path) -> None:
     assert "\n" not in str(error.value)
     with pytest.raises(InputError, match="is not a folder"):
         get_solver(f"vnncomp:{tmp_path / 'nowhere'}")
+
+
+MARABOU = """
+import sys, warnings
+warnings.simplefilter("ignore")
+from maraboupy import Marabou
+from cardinal.verify.vnnlib import number
+
+onnx, prop, results, timeout = sys.argv[1:5]
+network = Marabou.read_onnx(onnx)
+options = Marabou.createOptions(timeoutInSeconds=int(timeout), verbosity=0)
+code, values, _ = network.solve(propertyFilename=prop, verbose=False, options=options)
+with open(results, "w") as handle:
+    if code == "sat":
+        pairs = [(f"X_{i}", values[v]) for i, v in enumerate(network.inputVars[0].flatten())]
+        pairs += [(f"Y_{j}", values[v]) for j, v in enumerate(network.outputVars[0].flatten())]
+        handle.write("sat\\n(" + "\\n".join(f"({name} {number(value)})" for name, value in pairs) + ")\\n")
+    else:
+        handle.write({"unsat": "unsat", "TIMEOUT": "timeout"}.get(code, "error") + "\\n")
+"""
+
+
+def test_marabou_as_a_vnncomp_tool_agrees_with_the_certified_answers(tmp_path: Path) -> None:
+    """Marabou's VNN-LIB runner (maraboupy) wrapped in VNN-COMP's scripts: on a folder that
+    `export --layout vnncomp` wrote it answers every instance it decides as the folder's certified
+    answer, and as a backend it finds the exact minimum."""
+    pytest.importorskip("maraboupy")
+    net, x, domain = _case()
+    (tmp_path / "marabou.py").write_text(MARABOU)
+    name = _tool(tmp_path / "marabou", f'"{sys.executable}" "{tmp_path / "marabou.py"}" "$3" "$4" "$5" "$6"')
+    folder = Path(name.removeprefix("vnncomp:"))
+    bench = tmp_path / "bench"
+    export_layout(net, x[None, :], ("contrastive", "abductive"), domain, None, bench, 30)
+    decided = set()
+    for number, line in enumerate((bench / "instances.csv").read_text().splitlines()):
+        onnx, prop, timeout = line.split(",")
+        results = tmp_path / f"{number}.results"
+        arguments = ["v1", "cardinal", str(bench / onnx), str(bench / prop), str(results), timeout]
+        subprocess.run(["bash", str(folder / "run_instance.sh"), *arguments], check=True, timeout=120)
+        answer = results.read_text().split()[0]
+        if answer in ("sat", "unsat"):
+            assert answer == (bench / prop).with_suffix(".answer").read_text().strip(), prop
+            decided.add(answer)
+    assert decided == {"sat", "unsat"}
+    for kind in ("contrastive", "abductive"):
+        exact = solve_minimum(net, x, kind, domain, None, solver="z3", time_limit=60)
+        outcome = solve_minimum(net, x, kind, domain, None, solver=name, time_limit=300)
+        assert outcome.status == Status.OPTIMAL and outcome.replayed and len(outcome.solution) == len(exact.solution), outcome
