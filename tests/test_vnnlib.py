@@ -176,9 +176,48 @@ def test_vnncomp_layout_holds_certified_answers_and_replayable_counterexamples(
                 c = problem.prediction
                 assert max(outputs[j] - outputs[c] for j in range(3) if j != c) > -1e-9
     assert answers == {"sat", "unsat"}
-    assert "| instances | " in (out / "README.md").read_text()
+    sat = sum((out / p).with_suffix(".answer").read_text() == "sat\n" for _, p, _ in rows)
+    assert f"{len(rows)} instances: {sat} sat, {len(rows) - sat} unsat" in (out / "README.md").read_text()
     capsys.readouterr()
     before = sorted(p.name for p in out.rglob("*"))
     assert main(arguments) == 2
     error = capsys.readouterr().err.strip()
     assert "not empty" in error and "\n" not in error and sorted(p.name for p in out.rglob("*")) == before
+
+
+def test_suite_xbench_writes_every_suite_instance_into_one_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`export --suite xbench` on two small stand-in suites (one of a K = 1 network over its box,
+    one of a K = 3 network over ε-balls): one ONNX per suite instance, every instance's answer
+    and (sat) counterexample beside it, the README's table naming each network."""
+    from cardinal.verify import suites
+    from cardinal.verify.generate import median_threshold
+    from cardinal.verify.instance import Instance
+
+    rng = np.random.default_rng(7)
+    single = random_network(rng, 4, (5,), "relu", monotone=True)
+    X1 = rng.random((2, 4))
+    net, X, _ = next(_cases())
+    fakes = {
+        "quick": lambda work: iter([Instance("one", "random", single, X1, median_threshold(single, X1), Domain.unit(4))]),
+        "classifiers": lambda work: iter([Instance("three-r0.3", "classifiers:k3", net, X, None, Domain.unit(3), radius=0.3)]),
+    }
+    monkeypatch.setattr(suites, "SUITES", fakes)
+    out = tmp_path / "xbench"
+    assert main(["export", "--suite", "xbench", "--time-limit", "30", "--out", str(out)]) == 0
+    ort = pytest.importorskip("onnxruntime")
+    rows = [line.split(",") for line in (out / "instances.csv").read_text().splitlines()]
+    assert {onnx for onnx, _, _ in rows} == {"onnx/one.onnx", "onnx/three-r0.3.onnx"}
+    for onnx, prop, _ in rows:
+        answer = (out / prop).with_suffix(".answer").read_text().strip()
+        example = (out / prop).with_suffix(".counterexample")
+        assert answer in ("sat", "unsat") and example.exists() == (answer == "sat")
+        if answer == "sat":
+            lower, upper, _ = parse((out / prop).read_text())
+            session = ort.InferenceSession(str(out / onnx))
+            width = session.get_inputs()[0].shape[-1]
+            y = vnnlib.read_counterexample(example.read_text(), width, str(example))
+            assert np.all(lower <= y) and np.all(y <= upper)
+    readme = (out / "README.md").read_text()
+    assert "| one | random |" in readme and "| three-r0.3 | classifiers:k3 |" in readme

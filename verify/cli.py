@@ -697,6 +697,8 @@ def _export(args: argparse.Namespace) -> int:
 
     if args.out is None:
         raise InputError("--out names the folder to write into")
+    if args.suite == "xbench":
+        return _export_xbench(args)
     if args.suite is not None:
         if args.network is not None or args.inputs is not None:
             raise InputError("give either --suite or a network with --inputs, not both")
@@ -761,6 +763,22 @@ def _export_layout(args: argparse.Namespace) -> int:
         net, X, _kinds(args), settings.domain, settings.threshold, Path(args.out), args.time_limit, settings.radius,
         Path(args.network).name, rows,
     )  # fmt: skip
+    sat = sum(instance.answer == "sat" for instance in instances)
+    print(f"cardinal export: {len(instances)} instances ({sat} sat) in {args.out}/ (see {args.out}/README.md)", file=sys.stderr)
+    return 0
+
+
+def _export_xbench(args: argparse.Namespace) -> int:
+    """`export --suite xbench`: the quick and classifiers suites' questions in VNN-COMP's layout."""
+    from .vnncomp import export_xbench, refuse_nonempty
+
+    if args.network is not None or args.inputs is not None:
+        raise InputError("give either --suite or a network with --inputs, not both")
+    for flag, value in (("--format", args.format), ("--set", args.set), ("--at-most", args.at_most), ("--radius", args.radius)):
+        if value is not None:
+            raise InputError(f"{flag} is not for --suite xbench (which asks its own questions in VNN-COMP's layout)")
+    refuse_nonempty(Path(args.out))
+    instances = export_xbench(Path(args.out), args.time_limit, lambda name: print(f"cardinal export: {name}", file=sys.stderr))
     sat = sum(instance.answer == "sat" for instance in instances)
     print(f"cardinal export: {len(instances)} instances ({sat} sat) in {args.out}/ (see {args.out}/README.md)", file=sys.stderr)
     return 0
@@ -1175,7 +1193,12 @@ def _add_export(commands: argparse._SubParsersAction, problem: argparse.Argument
     export.add_argument("--format", help="mps, lp, smt2 or vnnlib; with --suite a comma-separated subset of mps,smt2,vnnlib")
     export.add_argument("--at-most", type=count(0), help="the size bound k of the question (default: see above)")
     export.add_argument("--set", help="vnnlib: the fixed feature set, e.g. 0,3,7")
-    export.add_argument("--suite", choices=("quick", "standard"), help="export a whole crosscheck suite instead of one network")
+    export.add_argument(
+        "--suite",
+        choices=("quick", "standard", "xbench"),
+        help="export a whole crosscheck suite instead of one network; xbench: the quick and classifiers suites' questions "
+        "in VNN-COMP's layout (as --layout vnncomp)",
+    )
     export.add_argument(
         "--layout",
         choices=("vnncomp",),
