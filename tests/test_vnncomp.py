@@ -7,6 +7,7 @@ one; the liar's answers are refuted by the exact replay; the bad ones end in one
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from cardinal.solvers.base import get_solver, solve_minimum
+from cardinal.verify.cli import main
 from cardinal.verify.generate import random_network
 from cardinal.verify.vnncomp import export_layout
 
@@ -162,3 +164,22 @@ def test_marabou_as_a_vnncomp_tool_agrees_with_the_certified_answers(tmp_path: P
         exact = solve_minimum(net, x, kind, domain, None, solver="z3", time_limit=60)
         outcome = solve_minimum(net, x, kind, domain, None, solver=name, time_limit=300)
         assert outcome.status == Status.OPTIMAL and outcome.replayed and len(outcome.solution) == len(exact.solution), outcome
+
+
+def test_a_lying_tool_changes_no_verdict_of_certify(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """`cardinal certify --solvers z3,vnncomp:LIAR`: every line's verdict, minimum and
+    certification are those of z3 alone, and the liar is listed as refuted on every line."""
+    net, x, _ = _case()
+    network, inputs = tmp_path / "net.json", tmp_path / "x.csv"
+    net.save(network)
+    np.savetxt(inputs, x[None, :], delimiter=",")
+    liar = _tool(tmp_path / "liar", 'echo unsat > "$5"')
+    lines = {}
+    for solvers in ("z3", f"z3,{liar}"):
+        assert main(["certify", str(network), "--inputs", str(inputs), "--solvers", solvers, "--time-limit", "30"]) == 0
+        lines[solvers] = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    alone, together = lines["z3"], lines[f"z3,{liar}"]
+    assert len(alone) == len(together) == 2
+    for one, two in zip(alone, together, strict=True):
+        assert (one["verdict"], one["minimum"], one["certified"]) == (two["verdict"], two["minimum"], two["certified"])
+        assert two["refuted"] == [liar] and one["certified"]
