@@ -234,7 +234,7 @@ def export_inputs(
     numbers in their file (`--rows`), which name the files and the index rows (default 0..B−1).
     `radius` (vnnlib only): each row's region lies in its ball `domain.ball(x, radius)`.
     smt2 without `at_most` asks greedy's size − 1 (monotone networks). Every question and every
-    file name is checked before a file is written (`_write_files`)."""
+    file name is checked before a file is written (`write_files`)."""
     rows = range(len(X)) if rows is None else rows
     if len(rows) != len(X):
         raise ValueError(f"{len(rows)} row numbers for {len(X)} inputs")
@@ -271,7 +271,7 @@ def export_inputs(
         name, text, question = _files(problem, row, fmt, f"row{row}-{problem.kind}", bound, features, source)
         files.append((out / name, text))
         entries.append(Entry(name, fmt, source, row, problem.kind, problem.prediction, question))
-    _write_files(out, [*files, (out / INDEX, index_text(entries))])
+    write_files(out, [*files, (out / INDEX, index_text(entries))])
     return entries
 
 
@@ -283,7 +283,7 @@ def onnx_data(net: Network) -> bytes:
     return onnx_bytes(net.chain(), shape, net.n_outputs, False, net.metadata.to_json() or None)
 
 
-def _write_files(out: Path, files: Sequence[tuple[Path, str | bytes]]) -> None:
+def write_files(out: Path, files: Sequence[tuple[Path, str | bytes]]) -> None:
     """Write each file (path below `out`, content) whole, into `out`, the folder the user named.
     Every path is checked before the first write (`validate.output_file`: no symbolic link below
     `out`, a folder or regular file where one goes, names the file system takes), so a refusal
@@ -336,7 +336,7 @@ def export_suite(
     instance folders and their files) is checked before any work and written without following
     a symbolic link (`io.write_atomic`): a planted link is refused with one line and nothing is
     written; the export's files are all made in memory and checked before the first is written
-    (`_write_files`)."""
+    (`write_files`)."""
     from .campaign import default_solvers, run_campaign
     from .record import read_records
     from .suites import SUITES
@@ -393,7 +393,7 @@ def export_suite(
                     for name, text, entry in _suite_entries(problem, record, fmt, where):
                         files.append((target / name, text))
                         entries.append(entry)
-    _write_files(out, [*files, (out / INDEX, index_text(entries))])
+    write_files(out, [*files, (out / INDEX, index_text(entries))])
     return entries
 
 

@@ -1,11 +1,12 @@
-"""`cardinal export --layout vnncomp`: explanation questions as a benchmark folder in VNN-COMP's layout.
+"""`cardinal export --layout vnncomp` (one network) and `--suite xbench` (the quick and classifiers
+crosscheck suites): explanation questions as a benchmark folder in VNN-COMP's layout.
 
     DIR/instances.csv                 onnx,vnnlib,timeout per row (no header; paths relative to DIR)
-    DIR/onnx/NAME.onnx                the network as cardinal reads it (float64, `export.onnx_data`)
+    DIR/onnx/NAME.onnx                each network as cardinal reads it (float64, `export.onnx_data`)
     DIR/vnnlib/STEM.vnnlib            one property (`verify.vnnlib`)
     DIR/vnnlib/STEM.answer            its certified answer: `sat` or `unsat`, decided exactly as written
     DIR/vnnlib/STEM.counterexample    for every sat instance: a point, as a VNN-COMP results file holds it
-    DIR/README.md                     provenance: network, settings, questions, counts
+    DIR/README.md                     provenance: networks, settings, questions, counts per network
 
 Which questions, per input and kind: a minimum explanation is computed and proved by cardinal's
 exact backends (`solve_minimum`, `auto`); around it, for a minimum AXp S, "is S an AXp?" (the
@@ -14,7 +15,8 @@ minimum is tight); for a minimum CXp C, "is C a CXp?" (C free: sat) and C less e
 (unsat). Each file's answer is decided exactly as written (`vnnlib.decide`); an instance whose
 file answer differs from its question's (a tie on the boundary, the closure of a strict side) or
 that no exact engine decides within the time limit is left out and counted in the README. Inputs
-whose minimum is not proved within the limit, or which have no CXp, ask nothing.
+whose minimum is not proved within the limit, which have no CXp, or whose prediction a smooth
+network's enclosure leaves undecided, ask nothing.
 """
 
 from __future__ import annotations
@@ -36,15 +38,16 @@ from ..solvers.base import solve_minimum
 from ..solvers.oracle import SetOracle
 from ..validate import output_directory
 from . import vnnlib
-from .export import _write_files, onnx_data, region
+from .export import onnx_data, region, write_files
+from .instance import Instance as SuiteInstance
 
 CATEGORY = "cardinal-xbench"
 
 
 @dataclass(frozen=True)
-class Instance:
-    """One question of the folder: its file stem, property text, certified answer and, when sat,
-    counterexample text."""
+class Question:
+    """One instance of the folder: its file stem, its network's name, property text, certified
+    answer and, when sat, counterexample text."""
 
     stem: str
     onnx: str  # the network's name: onnx/NAME.onnx
@@ -106,7 +109,7 @@ def export_layout(
     radius: float | Sequence[float] | None = None,
     source: str = "network",
     rows: Sequence[int] | None = None,
-) -> list[Instance]:
+) -> list[Question]:
     """The benchmark folder of one network's inputs X [B, n] (module docstring) into `out`, a new
     or empty folder; `timeout`: seconds per instance in instances.csv, and each exact call's limit
     here. Everything is made in memory and every path checked before the first file is written."""
@@ -118,7 +121,7 @@ def export_layout(
 
 def write_folder(
     parts: Sequence[Source], out: Path, timeout: float, title: str, progress: Callable[[str], None] | None = None
-) -> list[Instance]:
+) -> list[Question]:
     """The folder of every part's questions (module docstring) into `out`, a new or empty folder;
     `progress` is told each part's name as it starts."""
     out = refuse_nonempty(out)
@@ -126,8 +129,8 @@ def write_folder(
         if part.domain.binary:
             raise InputError(f"{part.source}: VNN-LIB has no discrete inputs: a binary box cannot be exported")
     files: list[tuple[Path, str | bytes]] = []
-    every: list[Instance] = []
-    tallies: list[tuple[Source, list[Instance], Tally]] = []
+    every: list[Question] = []
+    tallies: list[tuple[Source, list[Question], Tally]] = []
     with SetOracle() as oracle:
         for part in parts:
             if progress is not None:
@@ -146,14 +149,14 @@ def write_folder(
     writer.writerows((f"onnx/{i.onnx}.onnx", f"vnnlib/{i.stem}.vnnlib", _seconds(timeout)) for i in every)
     files.append((out / "instances.csv", table.getvalue()))
     files.append((out / "README.md", _readme(title, tallies, timeout)))
-    _write_files(out, files)
+    write_files(out, files)
     return every
 
 
 XBENCH_SUITES = ("quick", "classifiers")
 
 
-def export_xbench(out: Path, timeout: float, progress: Callable[[str], None] | None = None) -> list[Instance]:
+def export_xbench(out: Path, timeout: float, progress: Callable[[str], None] | None = None) -> list[Question]:
     """`cardinal export --suite xbench`: the questions of every instance of the quick and
     classifiers crosscheck suites (`verify.suites`, built from fixed seeds; their models are
     trained in a temporary folder) as one folder in VNN-COMP's layout (`write_folder`)."""
@@ -167,8 +170,8 @@ def export_xbench(out: Path, timeout: float, progress: Callable[[str], None] | N
     return write_folder(parts, out, timeout, f"explanation questions of the {' and '.join(XBENCH_SUITES)} suites", progress)
 
 
-def _suite_part(suite: str, instance) -> Source:
-    """A crosscheck suite's instance (`verify.instance.Instance`) as a part of the folder."""
+def _suite_part(suite: str, instance: SuiteInstance) -> Source:
+    """A crosscheck suite's instance as a part of the folder."""
     rows = tuple(range(len(instance.X)))
     return Source(
         instance.id, f"suite {suite}: {instance.id}", instance.family, instance.net, instance.X, rows, tuple(instance.kinds),
@@ -176,7 +179,7 @@ def _suite_part(suite: str, instance) -> Source:
     )  # fmt: skip
 
 
-def _questions_of(part: Source, timeout: float, oracle: SetOracle) -> tuple[list[Instance], Tally]:
+def _questions_of(part: Source, timeout: float, oracle: SetOracle) -> tuple[list[Question], Tally]:
     """One part's instances (module docstring) and what was left out."""
     tally, instances = Tally(), []
     net, threshold = part.net, part.threshold
@@ -213,7 +216,7 @@ def _questions_of(part: Source, timeout: float, oracle: SetOracle) -> tuple[list
                 ]
                 text = vnnlib.property_text(problem, region(problem, chosen), comments)
                 example = vnnlib.counterexample_text(net, answer.witness) if answer.sat else None
-                instances.append(Instance(stem, part.name, text, expected, example))
+                instances.append(Question(stem, part.name, text, expected, example))
     return instances, tally
 
 
@@ -221,7 +224,7 @@ def _seconds(timeout: float) -> str:
     return str(int(timeout)) if float(timeout).is_integer() else repr(float(timeout))
 
 
-def _readme(title: str, tallies: Sequence[tuple[Source, list[Instance], Tally]], timeout: float) -> str:
+def _readme(title: str, tallies: Sequence[tuple[Source, list[Question], Tally]], timeout: float) -> str:
     """The folder's README.md: provenance and counts per network."""
     from importlib.metadata import PackageNotFoundError, version
 
