@@ -221,3 +221,31 @@ def test_suite_xbench_writes_every_suite_instance_into_one_folder(
             assert np.all(lower <= y) and np.all(y <= upper)
     readme = (out / "README.md").read_text()
     assert "| one | random |" in readme and "| three-r0.3 | classifiers:k3 |" in readme
+
+
+def test_a_link_planted_in_the_layout_folder_while_it_is_built_is_refused_and_nothing_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The folder is checked empty before the work; a link planted under it meanwhile (here, in
+    place of `vnnlib/`) refuses the export with one line before any file is written."""
+    from cardinal.verify import vnncomp
+
+    net, X, _ = next(_cases())
+    network, inputs, out, elsewhere = tmp_path / "net.json", tmp_path / "x.csv", tmp_path / "bench", tmp_path / "elsewhere"
+    net.save(network)
+    np.savetxt(inputs, X[:1], delimiter=",")
+    elsewhere.mkdir()
+    asked = vnncomp._questions_of
+
+    def planting(*arguments):
+        out.mkdir(exist_ok=True)
+        if not (out / "vnnlib").is_symlink():
+            (out / "vnnlib").symlink_to(elsewhere)
+        return asked(*arguments)
+
+    monkeypatch.setattr(vnncomp, "_questions_of", planting)
+    arguments = ["export", str(network), "--inputs", str(inputs), "--layout", "vnncomp", "--kind", "abductive", "--out", str(out)]
+    assert main(arguments) == 2
+    error = capsys.readouterr().err.strip()
+    assert "link" in error and "\n" not in error
+    assert list(elsewhere.iterdir()) == [] and sorted(p.name for p in out.iterdir()) == ["vnnlib"]
