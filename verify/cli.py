@@ -1207,7 +1207,12 @@ def _add_export(commands: argparse._SubParsersAction, problem: argparse.Argument
     )
     export.add_argument("--campaign", help="--suite: the campaign folder to read (and run or resume) (default OUT/campaign)")
     export.add_argument("--solvers", help="--suite: comma-separated backends of the campaign (default: the campaign's)")
-    export.add_argument("--time-limit", type=seconds, default=10.0, help="--suite: seconds per solver call (default 10)")
+    export.add_argument(
+        "--time-limit",
+        type=seconds,
+        default=10.0,
+        help="--suite, --layout: seconds per solver call, and per instance (default 10)"
+    )
     export.add_argument(
         "--workers", type=count(1, MAX_WORKERS), default=1, help=f"--suite: parallel solver processes, at most {MAX_WORKERS}"
     )
