@@ -104,7 +104,13 @@ def get_solver(name: str, guarded: bool = False, **options: Any) -> Solver:
 
     `guarded`: run it in a child process that is killed when a call overruns its time limit
     (`solvers.guard`): what certify and crosscheck use, so that every limit holds.
+    `vnncomp:TOOLDIR`: a VNN-COMP tool (`solvers.vnncomp`), its folder and scripts checked here.
     """
+    if name.startswith("vnncomp:"):
+        from .vnncomp import VnncompSolver, tool_folder
+
+        tool_folder(name)
+        return GuardedSolver(name, VnncompSolver, {"name": name, **options}) if guarded else VnncompSolver(name, **options)
     if name not in _REGISTRY:
         raise InputError(f"unknown solver {name!r} (known: {', '.join(SOLVER_NAMES)})")
     module_name, class_name, extra = _REGISTRY[name]

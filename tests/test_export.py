@@ -207,7 +207,7 @@ def test_onnx_and_vnnlib_ask_whether_the_set_is_an_explanation(tmp_path: Path) -
         (["--format", "vnnlib", "--set", "0", "--binary"], "binary box"),
         (["--format", "smt2", "--kind", "contrastive"], "greedy needs a sign-monotone network"),
         (["--format", "xml"], "--format must be one of"),
-        (["--format", "mps", "--radius", "0.1"], "--radius: export asks its questions over the domain box"),
+        (["--format", "mps", "--radius", "0.1"], "--radius: mps asks its questions over the domain box"),
         (["--format", "vnnlib", "--set", "0,0"], "distinct feature indices"),
     ],
 )

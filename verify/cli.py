@@ -328,7 +328,7 @@ def _check(args: argparse.Namespace) -> int:
     X = settings.domain.check(X, source=args.inputs)
     claims = _chosen(args, claims, len(X))
     names = _solver_names(args.solvers, net, settings.domain)
-    unknown = [name for name in names if name not in SOLVER_NAMES]
+    unknown = [name for name in names if name not in SOLVER_NAMES and not name.startswith("vnncomp:")]
     if unknown:  # (a missing library is named when the solver is first needed)
         raise InputError(f"unknown solver {unknown[0]!r} (known: {', '.join(SOLVER_NAMES)})")
     fail_on, baseline = _ci_flags(args, "check")
@@ -716,6 +716,8 @@ def _export(args: argparse.Namespace) -> int:
 
     if args.out is None:
         raise InputError("--out names the folder to write into")
+    if args.suite == "xbench":
+        return _export_xbench(args)
     if args.suite is not None:
         if args.network is not None or args.inputs is not None:
             raise InputError("give either --suite or a network with --inputs, not both")
@@ -738,23 +740,23 @@ def _export(args: argparse.Namespace) -> int:
         finally:
             if bar is not None:
                 bar.close()
+    elif args.layout is not None:
+        return _export_layout(args)
     else:
         if args.network is None or args.inputs is None:
             raise InputError("give a network and --inputs, or --suite quick|standard")
-        if args.radius is not None:
-            raise InputError("--radius: export asks its questions over the domain box (give the ball as --domain)")
         if args.format is None or args.format not in FORMATS:
             raise InputError(f"--format must be one of {', '.join(FORMATS)} (got {args.format!r})")
         if args.campaign is not None or args.solvers is not None:
             raise InputError("--campaign and --solvers are for --suite")
         features = None if args.set is None else _feature_set(args.set)
         net, settings, X, rows = _load_problem(args)
-        if net.n_outputs > 1:
+        if net.n_outputs > 1 and args.format != "vnnlib":
             classes = net.n_outputs
-            raise InputError(f"{args.network}: export asks about one output and a threshold; this network has {classes}")
+            raise InputError(f"{args.network}: {args.format} asks about one output and a threshold; this network has {classes}")
         entries = export_inputs(
             net, X, _kinds(args), settings.domain, settings.threshold, args.format, Path(args.out), args.at_most, features,
-            args.epsilon, source=Path(args.network).name, rows=rows,
+            args.epsilon, source=Path(args.network).name, rows=rows, radius=settings.radius,
         )  # fmt: skip
     counts = Counter(entry.format for entry in entries)
     listed = ", ".join(f"{count} {fmt}" for fmt, count in sorted(counts.items())) or "no file"
@@ -763,6 +765,42 @@ def _export(args: argparse.Namespace) -> int:
     if conflicts:
         print(f"!!! {conflicts} instance(s) of records with conflicting exact evidence: see the summary", file=sys.stderr)
     return 1 if conflicts else 0
+
+
+def _export_layout(args: argparse.Namespace) -> int:
+    """`export --layout vnncomp`: one network's benchmark folder (`verify.vnncomp`)."""
+    from .vnncomp import export_layout, refuse_nonempty
+
+    if args.network is None or args.inputs is None:
+        raise InputError("--layout vnncomp: give a network and --inputs")
+    for flag, value in (("--format", args.format), ("--set", args.set), ("--at-most", args.at_most), ("--solvers", args.solvers)):
+        if value is not None:
+            raise InputError(f"{flag} is not for --layout vnncomp (which writes VNN-LIB and asks its own questions)")
+    refuse_nonempty(Path(args.out))
+    net, settings, X, rows = _load_problem(args)
+    instances = export_layout(
+        net, X, _kinds(args), settings.domain, settings.threshold, Path(args.out), args.time_limit, settings.radius,
+        Path(args.network).name, rows,
+    )  # fmt: skip
+    sat = sum(instance.answer == "sat" for instance in instances)
+    print(f"cardinal export: {len(instances)} instances ({sat} sat) in {args.out}/ (see {args.out}/README.md)", file=sys.stderr)
+    return 0
+
+
+def _export_xbench(args: argparse.Namespace) -> int:
+    """`export --suite xbench`: the quick and classifiers suites' questions in VNN-COMP's layout."""
+    from .vnncomp import export_xbench, refuse_nonempty
+
+    if args.network is not None or args.inputs is not None:
+        raise InputError("give either --suite or a network with --inputs, not both")
+    for flag, value in (("--format", args.format), ("--set", args.set), ("--at-most", args.at_most), ("--radius", args.radius)):
+        if value is not None:
+            raise InputError(f"{flag} is not for --suite xbench (which asks its own questions in VNN-COMP's layout)")
+    refuse_nonempty(Path(args.out))
+    instances = export_xbench(Path(args.out), args.time_limit, lambda name: print(f"cardinal export: {name}", file=sys.stderr))
+    sat = sum(instance.answer == "sat" for instance in instances)
+    print(f"cardinal export: {len(instances)} instances ({sat} sat) in {args.out}/ (see {args.out}/README.md)", file=sys.stderr)
+    return 0
 
 
 def _feature_set(text: str) -> tuple[int, ...]:
@@ -1174,10 +1212,26 @@ def _add_export(commands: argparse._SubParsersAction, problem: argparse.Argument
     export.add_argument("--format", help="mps, lp, smt2 or vnnlib; with --suite a comma-separated subset of mps,smt2,vnnlib")
     export.add_argument("--at-most", type=count(0), help="the size bound k of the question (default: see above)")
     export.add_argument("--set", help="vnnlib: the fixed feature set, e.g. 0,3,7")
-    export.add_argument("--suite", choices=("quick", "standard"), help="export a whole crosscheck suite instead of one network")
+    export.add_argument(
+        "--suite",
+        choices=("quick", "standard", "xbench"),
+        help="export a whole crosscheck suite instead of one network; xbench: the quick and classifiers suites' questions "
+        "in VNN-COMP's layout (as --layout vnncomp)",
+    )
+    export.add_argument(
+        "--layout",
+        choices=("vnncomp",),
+        help="write a benchmark folder in VNN-COMP's layout (instances.csv, onnx/, vnnlib/ with certified answers and "
+        "counterexamples, README.md) into a new or empty --out; --time-limit is each instance's timeout",
+    )
     export.add_argument("--campaign", help="--suite: the campaign folder to read (and run or resume) (default OUT/campaign)")
     export.add_argument("--solvers", help="--suite: comma-separated backends of the campaign (default: the campaign's)")
-    export.add_argument("--time-limit", type=seconds, default=10.0, help="--suite: seconds per solver call (default 10)")
+    export.add_argument(
+        "--time-limit",
+        type=seconds,
+        default=10.0,
+        help="--suite, --layout: seconds per solver call, and per instance (default 10)"
+    )
     export.add_argument(
         "--workers", type=count(1, MAX_WORKERS), default=1, help=f"--suite: parallel solver processes, at most {MAX_WORKERS}"
     )

@@ -38,7 +38,6 @@ import re
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 
@@ -52,6 +51,7 @@ from ..network import Network
 from ..problem import DEFAULT_EPSILON, Problem, Verdict
 from ..solvers import smtlib
 from ..validate import output_directory, output_file
+from . import vnnlib
 
 FORMATS = ("mps", "lp", "smt2", "vnnlib")
 SUITE_FORMATS = ("mps", "smt2", "vnnlib")
@@ -88,6 +88,8 @@ def refusal(problem: Problem, fmt: str) -> str | None:
     """Why `fmt` cannot ask this problem's question, or None."""
     if fmt == "vnnlib":
         return "VNN-LIB has no discrete inputs: a binary box cannot be exported" if problem.domain.binary else None
+    if problem.classes > 1:
+        return f"{fmt} asks about one output and a threshold; this network has {problem.classes} (use vnnlib)"
     if fmt == "smt2":
         return smtlib.supported(problem)
     if not problem.net.is_piecewise_linear:
@@ -130,36 +132,10 @@ def milp_text(problem: Problem, at_most: int | None, fmt: str, comments: Sequenc
     return "".join(f"{mark} {line}\n" for line in comments) + body
 
 
-def vnnlib_number(value: float) -> str:
-    """A double as the shortest decimal that reads back as the same double, without an exponent."""
-    return format(Decimal(repr(float(value))), "f")
-
-
 def region(problem: Problem, features: Iterable[int]) -> np.ndarray:
     """The free features [n] bool of the fixed-set question: F = S for a CXp, the rest for an AXp."""
     chosen = np.isin(np.arange(problem.n), sorted(features))
     return chosen if problem.kind == "contrastive" else ~chosen
-
-
-def vnnlib_text(problem: Problem, features: Sequence[int], comments: Sequence[str]) -> str:
-    """The VNN-LIB property of the fixed set (module docstring): X_i the inputs, Y_0 the output."""
-    free = region(problem, features)
-    lower = np.where(free, problem.domain.lower, problem.x)
-    upper = np.where(free, problem.domain.upper, problem.x)
-    lines = [f"; {line}" for line in comments]
-    lines += [f"(declare-const X_{i} Real)" for i in range(problem.n)]
-    lines.append("(declare-const Y_0 Real)")
-    lines.append("; the region: free features in the box, the others at x")
-    for i in range(problem.n):
-        lines.append(f"(assert (>= X_{i} {vnnlib_number(lower[i])}))")
-        lines.append(f"(assert (<= X_{i} {vnnlib_number(upper[i])}))")
-    if problem.prediction == 1:
-        lines.append("; the counterexample: class 0, f <= t")
-        lines.append(f"(assert (<= Y_0 {vnnlib_number(problem.threshold)}))")
-    else:
-        lines.append("; the counterexample: class 1, f > t, written f >= t (VNN-LIB has no strict comparison)")
-        lines.append(f"(assert (>= Y_0 {vnnlib_number(problem.threshold)}))")
-    return "\n".join(lines) + "\n"
 
 
 def closed_flip(problem: Problem, features: Sequence[int]) -> bool | None:
@@ -192,9 +168,10 @@ def _comments(problem: Problem, row: int, question: str, where: str) -> list[str
     """The opening lines of every exported file: what it asks and of which input."""
     p, t = problem.prediction, problem.threshold
     box = "binary box" if problem.domain.binary else "box"
+    rule = f"f(x) {'>' if p == 1 else '<='} t = {t!r}" if problem.classes == 1 else f"the largest of {problem.classes} outputs"
     return [
         f"cardinal export: {where}, row {row}, kind {problem.kind}: {question}",
-        f"p(x) = {p} (f(x) {'>' if p == 1 else '<='} t = {t!r}); {problem.n} features in a {box}; feature indices 0-based",
+        f"p(x) = {p} ({rule}); {problem.n} features in a {box}; feature indices 0-based",
     ]
 
 
@@ -216,10 +193,11 @@ def _files(
         meaning = "SAT iff S is a CXp" if problem.kind == "contrastive" else "UNSAT iff S is an AXp"
         comments = [
             *_comments(problem, row, f"is S = {_shown(features)} {_kind_phrase(problem.kind)}?", where),
-            f"network: {NETWORK_FILE} (ONNX, float64); inputs X_0..X_{problem.n - 1}, output Y_0",
+            f"network: {NETWORK_FILE} (ONNX, float64); inputs X_0..X_{problem.n - 1}, "
+            f"outputs {', '.join(vnnlib.outputs(problem))}",
             f"a counterexample changes the prediction with only {free} free: {meaning}",
         ]
-        return f"{stem}.vnnlib", vnnlib_text(problem, features, comments), question
+        return f"{stem}.vnnlib", vnnlib.property_text(problem, region(problem, features), comments), question
     if fmt == "smt2":
         assert at_most is not None
         question = f"at_most {at_most}"
@@ -241,7 +219,7 @@ def export_inputs(
     X: np.ndarray,
     kinds: Sequence[str],
     domain: Domain,
-    threshold: float,
+    threshold: float | None,
     fmt: str,
     out: Path,
     at_most: int | None = None,
@@ -249,12 +227,14 @@ def export_inputs(
     epsilon: float = DEFAULT_EPSILON,
     source: str = "network",
     rows: Sequence[int] | None = None,
+    radius: float | Sequence[float] | None = None,
 ) -> list[Entry]:
     """One file per input X [B, n] and kind into `out` (module docstring), `network.onnx` beside
     the VNN-LIB files, and `index.csv` listing them (no answers). `rows` [B]: the inputs' row
     numbers in their file (`--rows`), which name the files and the index rows (default 0..B−1).
+    `radius` (vnnlib only): each row's region lies in its ball `domain.ball(x, radius)`.
     smt2 without `at_most` asks greedy's size − 1 (monotone networks). Every question and every
-    file name is checked before a file is written (`_write_files`)."""
+    file name is checked before a file is written (`write_files`)."""
     rows = range(len(X)) if rows is None else rows
     if len(rows) != len(X):
         raise ValueError(f"{len(rows)} row numbers for {len(X)} inputs")
@@ -264,12 +244,15 @@ def export_inputs(
         raise InputError("--format vnnlib asks whether a fixed set is an explanation: give --set, and --set only with it")
     if features is not None and any(not 0 <= i < net.n_inputs for i in features):
         raise InputError(f"--set holds a feature outside 0..{net.n_inputs - 1}")
+    if radius is not None and fmt != "vnnlib":
+        raise InputError(f"--radius: {fmt} asks its questions over the domain box (give the ball as --domain; vnnlib takes it)")
     jobs = []
     for kind in kinds:
         bounds = _greedy_bounds(net, X, kind, domain, threshold) if fmt == "smt2" and at_most is None else None
         for index, (row, x) in enumerate(zip(rows, X, strict=True)):
             try:
-                problem = Problem.make(net, x, kind, domain, threshold, epsilon)
+                box = domain if radius is None else domain.ball(x, radius)
+                problem = Problem.make(net, x, kind, box, threshold, epsilon)
             except UndecidedPrediction as error:
                 raise InputError(f"row {row}: {error}: no question to ask") from None
             reason = refusal(problem, fmt)
@@ -288,7 +271,7 @@ def export_inputs(
         name, text, question = _files(problem, row, fmt, f"row{row}-{problem.kind}", bound, features, source)
         files.append((out / name, text))
         entries.append(Entry(name, fmt, source, row, problem.kind, problem.prediction, question))
-    _write_files(out, [*files, (out / INDEX, index_text(entries))])
+    write_files(out, [*files, (out / INDEX, index_text(entries))])
     return entries
 
 
@@ -300,7 +283,7 @@ def onnx_data(net: Network) -> bytes:
     return onnx_bytes(net.chain(), shape, net.n_outputs, False, net.metadata.to_json() or None)
 
 
-def _write_files(out: Path, files: Sequence[tuple[Path, str | bytes]]) -> None:
+def write_files(out: Path, files: Sequence[tuple[Path, str | bytes]]) -> None:
     """Write each file (path below `out`, content) whole, into `out`, the folder the user named.
     Every path is checked before the first write (`validate.output_file`: no symbolic link below
     `out`, a folder or regular file where one goes, names the file system takes), so a refusal
@@ -353,7 +336,7 @@ def export_suite(
     instance folders and their files) is checked before any work and written without following
     a symbolic link (`io.write_atomic`): a planted link is refused with one line and nothing is
     written; the export's files are all made in memory and checked before the first is written
-    (`_write_files`)."""
+    (`write_files`)."""
     from .campaign import default_solvers, run_campaign
     from .record import read_records
     from .suites import SUITES
@@ -410,7 +393,7 @@ def export_suite(
                     for name, text, entry in _suite_entries(problem, record, fmt, where):
                         files.append((target / name, text))
                         entries.append(entry)
-    _write_files(out, [*files, (out / INDEX, index_text(entries))])
+    write_files(out, [*files, (out / INDEX, index_text(entries))])
     return entries
 
 

@@ -1,0 +1,185 @@
+"""VNN-COMP tools as backends (`--solvers vnncomp:TOOLDIR`, issue 41), with tools written here as
+shell scripts: an honest one (cardinal's exact decision of each property, as a tool would answer
+it), one that lies (unsat always), and bad ones (missing scripts, a hang, garbage, a
+counterexample of the wrong width or outside the box). The honest tool's minimum is the exact
+one; the liar's answers are refuted by the exact replay; the bad ones end in one line or a logged
+`error`/`timeout`, within the time limit kept from outside."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cardinal.solvers.base import get_solver, solve_minimum
+from cardinal.verify.cli import main
+from cardinal.verify.generate import random_network
+from cardinal.verify.vnncomp import export_layout
+
+from cardinal.domain import Domain
+from cardinal.errors import InputError
+from cardinal.problem import Status
+
+pytest.importorskip("z3")
+
+HONEST = """
+import re, sys
+import numpy as np
+from cardinal.domain import Domain
+from cardinal.network import Network
+from cardinal.problem import Problem
+from cardinal.solvers.oracle import SetOracle
+from cardinal.verify.vnnlib import counterexample_text, decide
+
+onnx, prop, results = sys.argv[1:4]
+net, text = Network.load(onnx), open(prop).read()
+low = {int(i): float(v) for i, v in re.findall(r"\\(>= X_(\\d+) (-?[0-9.]+)\\)", text)}
+high = {int(i): float(v) for i, v in re.findall(r"\\(<= X_(\\d+) (-?[0-9.]+)\\)", text)}
+box = Domain(np.array([low[i] for i in range(len(low))]), np.array([high[i] for i in range(len(high))]))
+c = int(re.search(r"\\(>= Y_\\d+ Y_(\\d+)\\)", text).group(1))
+problem = Problem.make(net, box.lower, "contrastive", box, None)
+if problem.prediction != c:
+    witness = box.lower
+else:
+    with SetOracle() as oracle:
+        witness = decide(problem, np.ones(problem.n, dtype=bool), oracle, 60).witness
+with open(results, "w") as handle:
+    handle.write("unsat\\n" if witness is None else counterexample_text(net, witness))
+"""
+
+
+def _tool(folder: Path, run: str, prepare: str = "exit 0") -> str:
+    """A tool folder with the two scripts (bodies `prepare`, `run`), as a backend name."""
+    folder.mkdir()
+    (folder / "prepare_instance.sh").write_text(f"#!/bin/bash\n{prepare}\n")
+    (folder / "run_instance.sh").write_text(f"#!/bin/bash\n{run}\n")
+    return f"vnncomp:{folder}"
+
+
+def _case():
+    rng = np.random.default_rng(100)
+    net = random_network(rng, 3, (6,), "relu", monotone=False, outputs=3)
+    return net, rng.random(3), Domain.unit(3)
+
+
+def test_an_honest_tool_finds_the_exact_minimum(tmp_path: Path) -> None:
+    net, x, domain = _case()
+    (tmp_path / "honest.py").write_text(HONEST)
+    name = _tool(tmp_path / "honest", f'"{sys.executable}" "{tmp_path / "honest.py"}" "$3" "$4" "$5"')
+    for kind in ("contrastive", "abductive"):
+        exact = solve_minimum(net, x, kind, domain, None, solver="z3", time_limit=60)
+        assert exact.status == Status.OPTIMAL and exact.exact
+        outcome = solve_minimum(net, x, kind, domain, None, solver=name, time_limit=300)
+        assert outcome.solver == name and not outcome.exact
+        assert outcome.status == Status.OPTIMAL and outcome.replayed, outcome
+        assert len(outcome.solution) == len(exact.solution), (kind, outcome, exact)
+
+
+def test_a_lying_tool_is_refuted_and_changes_nothing(tmp_path: Path) -> None:
+    """unsat to every question: 'no CXp exists' and 'the empty set is an AXp', both refuted."""
+    net, x, domain = _case()
+    name = _tool(tmp_path / "liar", 'echo unsat > "$5"')
+    for kind in ("contrastive", "abductive"):
+        outcome = solve_minimum(net, x, kind, domain, None, solver=name, time_limit=60)
+        assert outcome.status == Status.REFUTED and outcome.claimed is not None, outcome
+        assert not outcome.proved
+        exact = solve_minimum(net, x, kind, domain, None, solver="z3", time_limit=60)
+        assert exact.status == Status.OPTIMAL and exact.proved
+
+
+@pytest.mark.parametrize(
+    ("run", "status", "message"),
+    [
+        ('echo "sat" > "$5"; echo "((X_0 0.5))" >> "$5"', Status.ERROR, "the network has 3"),
+        ('printf "sat\\n((X_0 9.5)\\n(X_1 9.5)\\n(X_2 9.5))\\n" > "$5"', Status.ERROR, "outside"),
+        ('echo "the answer is 42" > "$5"', Status.ERROR, "not sat, unsat"),
+        ('echo "sat" > "$5"; echo "((X_0 x) (X_1 1) (X_2 1))" >> "$5"', Status.ERROR, "not a number"),
+        ("echo crashed >&2; exit 3", Status.ERROR, "exited with 3: crashed"),
+        ("exit 0", Status.ERROR, "no results file"),
+        ("sleep 1000", Status.TIMEOUT, ""),
+    ],
+)
+def test_bad_tools_end_in_a_logged_error_or_timeout(tmp_path: Path, run: str, status: Status, message: str) -> None:
+    net, x, domain = _case()
+    name = _tool(tmp_path / "bad", run)
+    outcome = solve_minimum(net, x, "contrastive", domain, None, solver=name, time_limit=3, guarded=False)
+    assert outcome.status == status and message in outcome.message, outcome  # a hang: killed (else 1000 s here)
+
+
+def test_a_tool_folder_without_the_scripts_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError, match=r"has no prepare_instance.sh or run_instance.sh") as error:
+        get_solver(f"vnncomp:{tmp_path / 'empty'}")
+    assert "\n" not in str(error.value)
+    with pytest.raises(InputError, match="is not a folder"):
+        get_solver(f"vnncomp:{tmp_path / 'nowhere'}")
+
+
+MARABOU = """
+import sys, warnings
+warnings.simplefilter("ignore")
+from maraboupy import Marabou
+from cardinal.verify.vnnlib import number
+
+onnx, prop, results, timeout = sys.argv[1:5]
+network = Marabou.read_onnx(onnx)
+options = Marabou.createOptions(timeoutInSeconds=int(timeout), verbosity=0)
+code, values, _ = network.solve(propertyFilename=prop, verbose=False, options=options)
+with open(results, "w") as handle:
+    if code == "sat":
+        pairs = [(f"X_{i}", values[v]) for i, v in enumerate(network.inputVars[0].flatten())]
+        pairs += [(f"Y_{j}", values[v]) for j, v in enumerate(network.outputVars[0].flatten())]
+        handle.write("sat\\n(" + "\\n".join(f"({name} {number(value)})" for name, value in pairs) + ")\\n")
+    else:
+        handle.write({"unsat": "unsat", "TIMEOUT": "timeout"}.get(code, "error") + "\\n")
+"""
+
+
+def test_marabou_as_a_vnncomp_tool_agrees_with_the_certified_answers(tmp_path: Path) -> None:
+    """Marabou's VNN-LIB runner (maraboupy) wrapped in VNN-COMP's scripts: on a folder that
+    `export --layout vnncomp` wrote it answers every instance it decides as the folder's certified
+    answer, and as a backend it finds the exact minimum."""
+    pytest.importorskip("maraboupy")
+    net, x, domain = _case()
+    (tmp_path / "marabou.py").write_text(MARABOU)
+    name = _tool(tmp_path / "marabou", f'"{sys.executable}" "{tmp_path / "marabou.py"}" "$3" "$4" "$5" "$6"')
+    folder = Path(name.removeprefix("vnncomp:"))
+    bench = tmp_path / "bench"
+    export_layout(net, x[None, :], ("contrastive", "abductive"), domain, None, bench, 30)
+    decided = set()
+    for number, line in enumerate((bench / "instances.csv").read_text().splitlines()):
+        onnx, prop, timeout = line.split(",")
+        results = tmp_path / f"{number}.results"
+        arguments = ["v1", "cardinal", str(bench / onnx), str(bench / prop), str(results), timeout]
+        subprocess.run(["bash", str(folder / "run_instance.sh"), *arguments], check=True, timeout=120)
+        answer = results.read_text().split()[0]
+        if answer in ("sat", "unsat"):
+            assert answer == (bench / prop).with_suffix(".answer").read_text().strip(), prop
+            decided.add(answer)
+    assert decided == {"sat", "unsat"}
+    for kind in ("contrastive", "abductive"):
+        exact = solve_minimum(net, x, kind, domain, None, solver="z3", time_limit=60)
+        outcome = solve_minimum(net, x, kind, domain, None, solver=name, time_limit=300)
+        assert outcome.status == Status.OPTIMAL and outcome.replayed and len(outcome.solution) == len(exact.solution), outcome
+
+
+def test_a_lying_tool_changes_no_verdict_of_certify(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """`cardinal certify --solvers z3,vnncomp:LIAR`: every line's verdict, minimum and
+    certification are those of z3 alone, and the liar is listed as refuted on every line."""
+    net, x, _ = _case()
+    network, inputs = tmp_path / "net.json", tmp_path / "x.csv"
+    net.save(network)
+    np.savetxt(inputs, x[None, :], delimiter=",")
+    liar = _tool(tmp_path / "liar", 'echo unsat > "$5"')
+    lines = {}
+    for solvers in ("z3", f"z3,{liar}"):
+        assert main(["certify", str(network), "--inputs", str(inputs), "--solvers", solvers, "--time-limit", "30"]) == 0
+        lines[solvers] = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    alone, together = lines["z3"], lines[f"z3,{liar}"]
+    assert len(alone) == len(together) == 2
+    for one, two in zip(alone, together, strict=True):
+        assert (one["verdict"], one["minimum"], one["certified"]) == (two["verdict"], two["minimum"], two["certified"])
+        assert two["refuted"] == [liar] and one["certified"]
