@@ -14,7 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-RUN = [ROOT / "README.md", ROOT / "docs" / "quickstart.md"]  # pages whose every Python block the tests run
+RUN = [ROOT / "README.md", ROOT / "docs" / "quickstart.md", ROOT / "docs" / "tutorial.md"]  # pages whose every Python block the tests run
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 PYTHON = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 
