@@ -106,11 +106,11 @@ def get_solver(name: str, guarded: bool = False, **options: Any) -> Solver:
     (`solvers.guard`): what certify and crosscheck use, so that every limit holds.
     `vnncomp:TOOLDIR`: a VNN-COMP tool (`solvers.vnncomp`), its folder and scripts checked here.
     """
-    if name.startswith("vnncomp:"):
-        from .vnncomp import VnncompSolver, tool_folder
-
-        tool_folder(name)
-        return GuardedSolver(name, VnncompSolver, {"name": name, **options}) if guarded else VnncompSolver(name, **options)
+    if name.startswith("vnncomp:"):  # by name, as every backend: the backends import this module
+        vnncomp = importlib.import_module(f"{__package__}.vnncomp")
+        vnncomp.tool_folder(name)
+        factory = vnncomp.VnncompSolver
+        return GuardedSolver(name, factory, {"name": name, **options}) if guarded else factory(name, **options)
     if name not in _REGISTRY:
         raise InputError(f"unknown solver {name!r} (known: {', '.join(SOLVER_NAMES)})")
     module_name, class_name, extra = _REGISTRY[name]

@@ -12,7 +12,7 @@ is read as undecided), a `sat` followed by its counterexample `((X_0 v) ... (Y_j
 Marabou (`solvers.marabou`), such a tool answers fixed-set questions only, so the search over sets
 is cardinal's (`solvers.hitting`): each question "does a point with the free features F in the
 box, the others at x, change the prediction?" is one instance — the network as cardinal writes
-ONNX (float64, once per call) and the region's property (`verify.vnnlib.property_text`: strict
+ONNX (float64, once per call) and the region's property (`solvers.vnnlib.property_text`: strict
 sides written as their closures, so a point exactly on a tie may come back; it flips nothing and
 the exact replay treats it so).
 
@@ -82,7 +82,7 @@ class VnncompSolver(BaseSolver):
         started = time.perf_counter()
         if problem.domain.binary:
             return self.outcome(Status.UNSUPPORTED, started, message="VNN-LIB has no discrete inputs (binary box)")
-        from ..verify.export import onnx_data
+        from .vnnlib import onnx_data
 
         search = hitting.minimum_contrastive if problem.kind == "contrastive" else hitting.minimum_abductive
         with tempfile.TemporaryDirectory(prefix="cardinal-vnncomp-") as work:
@@ -109,7 +109,7 @@ class _Query:
         """The tool's counterexample [n] for the region with `free` features, or None on unsat;
         raises `hitting.OracleTimeout` at the deadline (or on the tool's `timeout`), `_Stopped`
         on anything else."""
-        from ..verify.vnnlib import property_text, read_counterexample
+        from .vnnlib import property_text, read_counterexample
 
         problem = self.problem
         mask = np.isin(np.arange(problem.n), sorted(free))

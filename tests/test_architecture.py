@@ -7,7 +7,8 @@ core         cardinal/ (cardinal.*: errors, io, validate, activations, network, 
              which imports nothing of cardinal but its own files: tests/test_checker.py)
 engines      solvers/ (cardinal.solvers.*: the exact backends behind one front)
 application  verify/ (cardinal.verify.*: certify, check, campaigns, reports, the command, and the pytest
-             helper `cardinal.verify.testing`)
+             helper `cardinal.verify.testing`) with verify/commands/ (cardinal.verify.commands.*: one module
+             per subcommand, what they share in `common`)
 
 Nothing under cardinal/ imports solvers/ or verify/ (the package face `cardinal/__init__.py`
 excepted); solvers/ imports the core and itself, never the application; no two
@@ -32,6 +33,7 @@ FOLDERS = {
     "cardinal.formats": ROOT / "cardinal" / "formats",
     "cardinal.solvers": ROOT / "solvers",
     "cardinal.verify": ROOT / "verify",
+    "cardinal.verify.commands": ROOT / "verify" / "commands",
 }
 CORE, ENGINE, APPLICATION = 0, 1, 2
 FACADES = set(FOLDERS) - {"cardinal.checker"}  # the checker's __init__ is its entry (`check`), not a face
@@ -89,7 +91,7 @@ def _violations(module: str, targets: set[str]) -> list[str]:
 def test_three_folders_hold_the_modules() -> None:
     modules = set(_modules())
     assert {"cardinal.network", "cardinal.problem", "cardinal.greedy", "cardinal.formats.onnx_io"} <= modules
-    assert {"cardinal.solvers.base", "cardinal.verify.certify", "cardinal.verify.cli"} <= modules
+    assert {"cardinal.solvers.base", "cardinal.verify.certify", "cardinal.verify.cli", "cardinal.verify.commands.common"} <= modules
     assert not (ROOT / "verify" / "network.py").exists()
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from cardinal.verify.campaign import run_campaign
 from cardinal.verify.certify import GreedyAnswer, certify_answers, judge
-from cardinal.verify.cli import method_list
+from cardinal.verify.commands.crosscheck import method_list
 from cardinal.verify.instance import Instance
 from cardinal.verify.record import Record, read_records
 from cardinal.verify.report import agreement_table, explainer_table

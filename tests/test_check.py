@@ -205,11 +205,11 @@ def test_progress_shows_only_when_a_run_lasts(monkeypatch: pytest.MonkeyPatch, c
     """Off a terminal (as here), a line every 10 s that says what it counts (judged so far, not
     passed: issue 26 saw `check: 2/4` above a table where 3 of 4 passed); nothing for a run
     shorter than that."""
-    from cardinal.verify import cli
+    from cardinal.verify.commands import common
 
     clock = [0.0]
-    monkeypatch.setattr(cli.time, "monotonic", lambda: clock[0])
-    with cli._Progress(3, "check", "judged") as progress:
+    monkeypatch.setattr(common.time, "monotonic", lambda: clock[0])
+    with common._Progress(3, "check", "judged") as progress:
         for now in (0.5, 12.0, 12.5):
             clock[0] = now
             progress.update()

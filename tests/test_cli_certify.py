@@ -159,11 +159,11 @@ def test_float_solver_alone_certifies_only_size_one() -> None:
 def test_progress_counts_what_happened(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
     """certify's progress line counts the outcomes: 4 done, 2 of them certified and 2 unknown, is
     never 'certified 4 of 4'."""
-    from cardinal.verify import cli
+    from cardinal.verify.commands import common
 
     clock = [0.0]
-    monkeypatch.setattr(cli.time, "monotonic", lambda: clock[0])
-    with cli._Progress(4, "certify", "done") as progress:
+    monkeypatch.setattr(common.time, "monotonic", lambda: clock[0])
+    with common._Progress(4, "certify", "done") as progress:
         for now, outcome in ((1.0, "certified"), (2.0, "unknown"), (3.0, "unknown"), (12.0, "certified")):
             clock[0] = now
             progress.update(outcome)

@@ -384,7 +384,7 @@ def test_auto_imports_only_the_backends_it_may_pick() -> None:
 
 def test_certify_defaults_to_the_exact_backends_and_all_means_every_installed_one() -> None:
     from cardinal.verify.certify import proving_solvers
-    from cardinal.verify.cli import _solver_names
+    from cardinal.verify.commands.common import _solver_names
 
     rng = np.random.default_rng(5)
     non_monotone = random_network(rng, 30, (4,), "relu", monotone=False)

@@ -32,7 +32,7 @@ from cardinal.domain import Domain
 from cardinal.network import Network
 from cardinal.problem import Problem
 from cardinal.solvers.oracle import SetOracle
-from cardinal.verify.vnnlib import counterexample_text, decide
+from cardinal.solvers.vnnlib import counterexample_text, decide
 
 onnx, prop, results = sys.argv[1:4]
 net, text = Network.load(onnx), open(prop).read()
@@ -122,7 +122,7 @@ MARABOU = """
 import sys, warnings
 warnings.simplefilter("ignore")
 from maraboupy import Marabou
-from cardinal.verify.vnnlib import number
+from cardinal.solvers.vnnlib import number
 
 onnx, prop, results, timeout = sys.argv[1:5]
 network = Marabou.read_onnx(onnx)

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cardinal.solvers import vnnlib
 from cardinal.solvers.base import solve_minimum
 from cardinal.solvers.oracle import SetOracle
-from cardinal.verify import vnnlib
 from cardinal.verify.cli import main
 from cardinal.verify.export import export_inputs, region
 from cardinal.verify.generate import random_network

@@ -49,9 +49,9 @@ from ..exact import modified_inputs
 from ..io import write_atomic
 from ..network import Network
 from ..problem import DEFAULT_EPSILON, Problem, Verdict
-from ..solvers import smtlib
+from ..solvers import smtlib, vnnlib
+from ..solvers.vnnlib import onnx_data
 from ..validate import output_directory, output_file
-from . import vnnlib
 
 FORMATS = ("mps", "lp", "smt2", "vnnlib")
 SUITE_FORMATS = ("mps", "smt2", "vnnlib")
@@ -273,14 +273,6 @@ def export_inputs(
         entries.append(Entry(name, fmt, source, row, problem.kind, problem.prediction, question))
     write_files(out, [*files, (out / INDEX, index_text(entries))])
     return entries
-
-
-def onnx_data(net: Network) -> bytes:
-    """The network as `network.onnx` holds it (float64: the same network exactly)."""
-    from ..formats.onnx_io import onnx_bytes
-
-    shape = net.metadata.input_shape or (net.n_inputs,)
-    return onnx_bytes(net.chain(), shape, net.n_outputs, False, net.metadata.to_json() or None)
 
 
 def write_files(out: Path, files: Sequence[tuple[Path, str | bytes]]) -> None:

@@ -244,7 +244,7 @@ def _reproducible() -> Iterator[None]:
         torch.use_deterministic_algorithms(deterministic)
 
 
-# ---------------------------------------------------------------------------- command line (flags: cli._add_train)
+# ---------------------------------------------------------------------------- command line (flags: commands/train.py, _add_train)
 def export_inputs(feature_names: Sequence[str], X: np.ndarray) -> str:
     """CSV text for `cardinal explain --inputs`: a header of feature names, then X [B, n] with every
     double written exactly (shortest round-trip repr)."""

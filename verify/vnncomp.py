@@ -2,8 +2,8 @@
 crosscheck suites): explanation questions as a benchmark folder in VNN-COMP's layout.
 
     DIR/instances.csv                 onnx,vnnlib,timeout per row (no header; paths relative to DIR)
-    DIR/onnx/NAME.onnx                each network as cardinal reads it (float64, `export.onnx_data`)
-    DIR/vnnlib/STEM.vnnlib            one property (`verify.vnnlib`)
+    DIR/onnx/NAME.onnx                each network as cardinal reads it (float64, `solvers.vnnlib.onnx_data`)
+    DIR/vnnlib/STEM.vnnlib            one property (`solvers.vnnlib`)
     DIR/vnnlib/STEM.answer            its certified answer: `sat` or `unsat`, decided exactly as written
     DIR/vnnlib/STEM.counterexample    for every sat instance: a point, as a VNN-COMP results file holds it
     DIR/README.md                     provenance: networks, settings, questions, counts per network
@@ -34,11 +34,12 @@ from ..domain import Domain
 from ..errors import InputError, UndecidedPrediction
 from ..network import Network
 from ..problem import Problem, Status
+from ..solvers import vnnlib
 from ..solvers.base import solve_minimum
 from ..solvers.oracle import SetOracle
+from ..solvers.vnnlib import onnx_data
 from ..validate import output_directory
-from . import vnnlib
-from .export import onnx_data, region, write_files
+from .export import region, write_files
 from .instance import Instance as SuiteInstance
 
 CATEGORY = "cardinal-xbench"

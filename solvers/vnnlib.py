@@ -40,7 +40,7 @@ from ..errors import InputError, UndecidedPrediction
 from ..exact import modified_inputs
 from ..network import Layer, Network
 from ..problem import Problem
-from ..solvers.oracle import SetOracle
+from .oracle import SetOracle
 
 TIE_RULE = "argmax of Y_0..Y_{K-1}, ties to the lowest index: class c iff Y_c > Y_j for j < c and Y_c >= Y_j for j > c"
 
@@ -168,3 +168,11 @@ def read_counterexample(text: str, n: int, source: str) -> np.ndarray:
     if sorted(values) != list(range(n)):
         raise InputError(f"{source}: the counterexample gives {len(values)} inputs X_i; the network has {n}")
     return np.array([values[i] for i in range(n)], dtype=np.float64)
+
+
+def onnx_data(net: Network) -> bytes:
+    """The network as `network.onnx` holds it (float64: the same network exactly)."""
+    from ..formats.onnx_io import onnx_bytes
+
+    shape = net.metadata.input_shape or (net.n_inputs,)
+    return onnx_bytes(net.chain(), shape, net.n_outputs, False, net.metadata.to_json() or None)

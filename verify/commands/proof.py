@@ -1,0 +1,79 @@
+"""`cardinal proof`: check certificates (cardinal.proof/1) with the independent checker. Its flags (`_add_proof`)
+and its handler.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from cardinal.errors import InputError
+from cardinal.validate import seconds
+
+from .common import _input_shape_argument
+
+CHECK_SECONDS = 300.0  # `proof check --time-limit`'s default, per certificate
+
+
+def _add_proof(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
+    proof = commands.add_parser(
+        "proof",
+        help="check certificates (cardinal.proof/1) with the independent checker",
+        description="`cardinal proof check FILE...`: check each certificate of 'no explanation within k' (or 'no "
+        "contrastive explanation') with cardinal.checker, which imports nothing from cardinal (docs/proofs.md says what "
+        "the generators share with it). The network: --network "
+        "NET (cardinal JSON is read by the checker itself; ONNX and torch files are converted by cardinal's readers, "
+        "which the check then trusts too), else the one the certificate embeds, else networks/SHA256.json beside it. "
+        "Exit 0: every certificate accepted; 1: one rejected (the first step that fails is named); 2: bad input.",
+    )
+    proof.add_argument("action", choices=("check",), help="check: check the certificates (the one action today)")
+    proof.add_argument("files", nargs="+", metavar="FILE", help="certificate files")
+    proof.add_argument("--network", help="the network: JSON (cardinal.network/1), ONNX, or torch")
+    proof.add_argument("--activations", help="for a torch state_dict: one activation per Linear layer, e.g. relu,identity")
+    _input_shape_argument(proof)
+    proof.add_argument(
+        "--records",
+        metavar="RECORDS",
+        help="the JSON lines written with the certificates (certify/check --out, crosscheck's records.jsonl): each FILE must "
+        "be the certificate its record names (its SHA-256) and state that record's problem, claim and kind",
+    )
+    proof.add_argument(
+        "--time-limit",
+        type=seconds,
+        default=CHECK_SECONDS,
+        metavar="S",
+        help=f"seconds for each certificate (default {CHECK_SECONDS:g}); one not checked in time is refused (exit 2), "
+        "never accepted",
+    )
+    proof.set_defaults(handler=_proof)
+
+
+def _proof(args: argparse.Namespace) -> int:
+    from cardinal.verify.proofs import against_record, check_file, records_by_file
+
+    records = None if args.records is None else records_by_file(args.records)
+    rejected = 0
+    for path in args.files:
+        named = None
+        if records is not None:
+            named = records.get(Path(path).name)
+            if named is None:
+                raise InputError(f"{path}: no record of {args.records} names this file")
+        started = time.perf_counter()
+        checked = check_file(path, args.network, args.activations, args.time_limit, args.input_shape)
+        seconds = time.perf_counter() - started
+        report, message = checked.report, checked.report.message
+        if report.accepted and named is not None:
+            mismatch = against_record(checked, *named)
+            message = message if mismatch is None else mismatch
+        if report.accepted and message == report.message:
+            print(f"{path}: {message} ({report.leaves} leaves, {report.evaluations} exact evaluations, {seconds:.2f} s)")
+            if named is not None:
+                print(f"  record: {named[0]}, certificate sha256 {checked.sha256}")
+            for line in report.statement:
+                print(f"  {line}")
+        else:
+            rejected += 1
+            print(f"{path}: REJECTED: {message}")
+    return 1 if rejected else 0
