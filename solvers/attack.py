@@ -69,6 +69,23 @@ def flipping_points(problem: Problem, movable: np.ndarray, starts: int, seed: in
     return np.where(found[:, None], result, x), found
 
 
+def scores(problem: Problem, Y: np.ndarray) -> np.ndarray:
+    """The search's float scores [B] of points Y [B, n]: positive where a point leaves p(x)."""
+    layers = [(layer.weight, layer.bias, *layer.activation.pieces()) for layer in problem.net.layers]
+    return _score(layers, np.asarray(Y, dtype=np.float64), problem)
+
+
+def first_order_moves(problem: Problem) -> tuple[np.ndarray, np.ndarray]:
+    """Each feature's first-order effect [n] on the search's score at x (module docstring), ≥ 0:
+    the gradient there times the move to the end of the box that raises the score, and that end
+    [n] (floats: they only choose which points to judge)."""
+    layers = [(layer.weight, layer.bias, *layer.activation.pieces()) for layer in problem.net.layers]
+    gradient = _gradient(layers, problem.x[None, :], problem.prediction)[0]
+    domain = problem.domain
+    up, down = gradient * (domain.upper - problem.x), gradient * (domain.lower - problem.x)
+    return np.maximum(np.maximum(up, down), 0.0), np.where(up >= down, domain.upper, domain.lower)
+
+
 _SCORE_SLACK = 1e-9  # a candidate whose float score is within this of flipping is judged exactly
 
 

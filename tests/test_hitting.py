@@ -1,16 +1,22 @@
 """The hitting-set step of the implicit-hitting-set loop (`solvers.hitting.HittingSets`): grown one
 set at a time, its minimum hitting sets equal brute force with PySAT's RC2 and without it (the
-branch and bound), and its greedy hitting set hits every set."""
+branch and bound), and its greedy hitting set hits every set. The loop's supply of contrastive
+sets (`Supply`) and its minima and exact lower bounds against brute force on Boolean cubes."""
 
 from __future__ import annotations
 
 import importlib
 import itertools
+import math
 
 import numpy as np
 import pytest
 from cardinal.solvers import hitting
 from cardinal.solvers.hitting import HittingSets
+from cardinal.verify.generate import median_threshold, random_network
+
+from cardinal.domain import Domain
+from cardinal.problem import Problem, Status
 
 
 def _smallest(sets: list[frozenset[int]], universe: int) -> int:
@@ -40,3 +46,81 @@ def test_minimum_and_greedy_hitting_sets_as_sets_arrive(maxsat: bool, monkeypatc
                 assert minimum is not None and len(minimum) == smallest and all(minimum & s for s in sets)
                 assert family.minimum(smallest) is not None and family.minimum(smallest - 1) is None
                 assert all(family.greedy() & s for s in sets)
+
+
+def _cube(seed: int, n: int, outputs: int) -> Problem:
+    """An abductive problem on the Boolean cube of a random non-monotone ReLU network (K = 1 with
+    a median threshold, or K = `outputs` ≥ 2 classes)."""
+    rng = np.random.default_rng(seed)
+    net = random_network(rng, n, (8, 6), "relu", monotone=False, outputs=outputs)
+    X = (rng.random((8, n)) < 0.5).astype(float)
+    threshold = median_threshold(net, X) if outputs == 1 else None
+    return Problem.make(net, X[seed % 8], "abductive", Domain.boolean(n), threshold)
+
+
+def _flipping_supports(problem: Problem) -> list[frozenset[int]]:
+    """The features moved by each vertex of the cube that flips the prediction exactly (brute force)."""
+    vertices = np.array(list(itertools.product((0.0, 1.0), repeat=problem.n)))
+    flips = problem.predictions(vertices) != problem.prediction
+    return [frozenset(np.flatnonzero(v != problem.x).tolist()) for v in vertices[flips]]
+
+
+def _vertex_oracle(problem: Problem, supports: list[frozenset[int]]):
+    """The exact flip oracle by brute force: a flipping vertex moving only free features, or None."""
+
+    def find_flip(free: frozenset[int], deadline: float) -> np.ndarray | None:
+        inside = [s for s in supports if s <= free]
+        if not inside:
+            return None
+        return np.where(np.isin(np.arange(problem.n), sorted(inside[0])), 1.0 - problem.x, problem.x)
+
+    return find_flip
+
+
+@pytest.mark.parametrize("outputs", [1, 3])
+def test_supply_gives_disjoint_contrastive_sets_inside_the_free_set(outputs: int) -> None:
+    """Every set `Supply.sets` returns lies inside the free set, shares no feature with the others,
+    and contains the support of a vertex that flips (brute force): a genuine contrastive set."""
+    rng = np.random.default_rng(11)
+    checked = 0
+    for seed in range(10):
+        problem = _cube(seed, 8, outputs)
+        supports = _flipping_supports(problem)
+        supply = hitting.Supply(problem)
+        assert supply.applies
+        for _ in range(6):
+            free = frozenset(np.flatnonzero(rng.random(problem.n) < 0.7).tolist())
+            found = supply.sets(free)
+            for index, contrastive in enumerate(found):
+                assert contrastive and contrastive <= free, (seed, free, contrastive)
+                assert all(not contrastive & other for other in found[:index]), (seed, found)
+                assert any(s <= contrastive for s in supports), (seed, contrastive)  # it flips
+                checked += 1
+    assert checked > 20  # the sets were many, so the checks above ran
+
+
+@pytest.mark.parametrize("outputs", [1, 3])
+def test_loop_minimum_and_lower_bounds_equal_brute_force(outputs: int) -> None:
+    """The loop (its supply and the exact oracle) ends OPTIMAL with the brute-force minimum and
+    says it as its lower bound; stopped at the oracle's first question, its lower bound is
+    exact: at most the minimum, and said in the message."""
+    for seed in range(10):
+        problem = _cube(seed, 7 + seed % 3, outputs)
+        supports = _flipping_supports(problem)
+        minimum = next(
+            k for k in range(problem.n + 1) for c in itertools.combinations(range(problem.n), k) if all(set(c) & s for s in supports)
+        )
+        result = hitting.minimum_abductive(problem, _vertex_oracle(problem, supports), None, math.inf)
+        assert result.status == Status.OPTIMAL and result.solution is not None, (seed, result)
+        assert len(result.solution) == minimum == result.lower, (seed, result)
+        assert not any(s.isdisjoint(result.solution) for s in supports)  # an AXp: no flip with the rest free
+
+        def timing_out(free: frozenset[int], deadline: float) -> np.ndarray | None:
+            raise hitting.OracleTimeout
+
+        stopped = hitting.minimum_abductive(problem, timing_out, None, math.inf)
+        if stopped.status == Status.OPTIMAL:  # the supply alone refuted every smaller candidate, and x stays put with all fixed
+            assert stopped.solution is not None and len(stopped.solution) == minimum == problem.n
+        else:
+            assert stopped.status == Status.TIMEOUT and stopped.solution is None, (seed, stopped)
+            assert stopped.lower <= minimum and f"exact lower bound {stopped.lower}" in stopped.message, (seed, stopped)
