@@ -3,7 +3,8 @@
 Backends are imported by name on first use, so `import cardinal.solvers` needs none of their libraries.
 """
 
-from ..problem import MissingSolutionError, Outcome, Problem, Status
+from cardinal.problem import MissingSolutionError, Outcome, Problem, Status
+
 from .base import SOLVER_NAMES, auto_solver, available_solvers, get_solver, solve_minimum
 
 __all__ = [

@@ -19,7 +19,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..problem import Problem
+from cardinal.problem import Problem
 
 STARTS = 16
 STEPS = 24

@@ -22,12 +22,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..domain import Domain
-from ..errors import InputError, interrupted_import
-from ..greedy import explain
-from ..network import Network
-from ..problem import DEFAULT_EPSILON, Outcome, Problem, Status
-from ..validate import output_directory, output_file
+from cardinal.domain import Domain
+from cardinal.errors import InputError, interrupted_import
+from cardinal.greedy import explain
+from cardinal.network import Network
+from cardinal.problem import DEFAULT_EPSILON, Outcome, Problem, Status
+from cardinal.validate import output_directory, output_file
+
 from .guard import GuardedSolver, lent
 from .oracle import SetOracle, check_witness
 from .proof import certificate_file, search, write_certificate

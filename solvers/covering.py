@@ -47,7 +47,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from ..problem import Problem, Status, stopped
+from cardinal.problem import Problem, Status, stopped
+
 from .attack import flipping_points
 from .hitting import FlipOracle, HittingResult, OracleTimeout, minimum_abductive, shrink_points
 from .oracle import check_witness

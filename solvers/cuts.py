@@ -31,9 +31,9 @@ from functools import cached_property
 
 import numpy as np
 
-from ..activations import Activation
-from ..exact import Dyadic
-from ..network import Network
+from cardinal.activations import Activation
+from cardinal.exact import Dyadic
+from cardinal.network import Network
 
 _SLOPE_BITS = 40  # chord slopes are rounded up at this relative precision
 _COEFFICIENT_BITS = 16  # the largest cut coefficient is below 2^this

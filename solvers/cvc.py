@@ -29,7 +29,8 @@ from fractions import Fraction
 import cvc5
 import numpy as np
 
-from ..problem import Outcome, Problem, Status, stopped
+from cardinal.problem import Outcome, Problem, Status, stopped
+
 from . import hitting
 from .base import BaseSolver
 from .guard import report_incumbent

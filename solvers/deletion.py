@@ -39,8 +39,9 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..exact import Enclosure, modified_inputs
-from ..problem import Kind, Problem
+from cardinal.exact import Enclosure, modified_inputs
+from cardinal.problem import Kind, Problem
+
 from .oracle import Flip, SetOracle, check_witness
 
 METHOD = "deletion"

@@ -90,10 +90,10 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..activations import Stage
-from ..network import Layer
-from ..prediction import overtakes_strictly
-from ..problem import Problem, Status
+from cardinal.activations import Stage
+from cardinal.network import Layer
+from cardinal.prediction import overtakes_strictly
+from cardinal.problem import Problem, Status
 
 PAD = 1e-7  # relative outward padding of the float bounds
 MAX_MAGNITUDE = 1e15

@@ -31,9 +31,10 @@ from collections.abc import Iterator
 import numpy as np
 import torch
 
-from ..bounds import BoundedForward
-from ..errors import InputError
-from ..problem import Outcome, Problem, Status, stopped
+from cardinal.bounds import BoundedForward
+from cardinal.errors import InputError
+from cardinal.problem import Outcome, Problem, Status, stopped
+
 from .base import BaseSolver
 
 _BATCH_ELEMENTS = 1 << 22  # rows × (inputs + all layer widths) per forward pass

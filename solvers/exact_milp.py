@@ -100,7 +100,8 @@ from dataclasses import dataclass
 import highspy
 import numpy as np
 
-from ..problem import Outcome, Problem, Status, stopped
+from cardinal.problem import Outcome, Problem, Status, stopped
+
 from .attack import flipping_point
 from .base import BaseSolver
 from .covering import minimum_by_covering

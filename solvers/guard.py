@@ -68,9 +68,9 @@ from typing import Any, TypeVar
 
 import torch
 
-from ..errors import InputError
-from ..network import Network
-from ..problem import Outcome, Problem, Status
+from cardinal.errors import InputError
+from cardinal.network import Network
+from cardinal.problem import Outcome, Problem, Status
 
 _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 _POLL_CHUNK = 3600.0  # seconds: poll()'s timeout is a C int of milliseconds

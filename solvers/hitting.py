@@ -44,7 +44,8 @@ from typing import Any
 
 import numpy as np
 
-from ..problem import Problem, Status, stopped
+from cardinal.problem import Problem, Status, stopped
+
 from .attack import first_order_moves, flipping_points, scores
 from .guard import report_incumbent
 

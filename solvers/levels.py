@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..problem import Problem
+from cardinal.problem import Problem
+
 from .hitting import FlipOracle, shrink_points
 from .oracle import check_witness
 from .split import BoxSplitter, OutOfNodes

@@ -31,8 +31,9 @@ import warnings
 
 import numpy as np
 
-from ..exact import modified_inputs
-from ..problem import Outcome, Problem, Status
+from cardinal.exact import modified_inputs
+from cardinal.problem import Outcome, Problem, Status
+
 from . import hitting
 from .base import BaseSolver
 from .encode import _outward

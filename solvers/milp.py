@@ -23,8 +23,9 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..exact import modified_inputs
-from ..problem import Outcome, Problem, Status, stopped
+from cardinal.exact import modified_inputs
+from cardinal.problem import Outcome, Problem, Status, stopped
+
 from .base import BaseSolver
 from .encode import MilpModel, encode, refusing_unencodable
 from .hitting import OracleTimeout, minimum_abductive

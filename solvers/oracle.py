@@ -46,9 +46,10 @@ from types import TracebackType
 
 import numpy as np
 
-from ..domain import Domain
-from ..errors import InputError, interrupted_import
-from ..problem import Problem, Status
+from cardinal.domain import Domain
+from cardinal.errors import InputError, interrupted_import
+from cardinal.problem import Problem, Status
+
 from .guard import STARTUP_WAIT, GuardedSolver
 
 VERTEX_FEATURES = 20  # enumerate on binary boxes: 2^20 vertices took 4.4 s (20 × 16 × 16 ReLU network, no flip)

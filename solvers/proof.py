@@ -48,12 +48,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from .. import checker
-from ..domain import Domain
-from ..io import write_atomic
-from ..network import Network
-from ..problem import Kind, Problem
-from ..rounding import SAFETY, TINY, UNIT_ROUNDOFF, gamma
+from cardinal import checker
+from cardinal.domain import Domain
+from cardinal.io import write_atomic
+from cardinal.network import Network
+from cardinal.problem import Kind, Problem
+from cardinal.rounding import SAFETY, TINY, UNIT_ROUNDOFF, gamma
+
 from . import proof_lp
 from .oracle import SetOracle
 from .proof_box import search_box

@@ -30,8 +30,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from .. import checker
-from ..problem import Problem
+from cardinal import checker
+from cardinal.problem import Problem
+
 from .proof_stop import Searched
 from .proof_stop import Stopped as _Stop
 

@@ -25,7 +25,8 @@ from contextlib import nullcontext
 
 import numpy as np
 
-from ..problem import Problem
+from cardinal.problem import Problem
+
 from .attack import flipping_point
 from .guard import lent
 from .hitting import HittingSets, shrink_witness

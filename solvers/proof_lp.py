@@ -33,8 +33,9 @@ import highspy
 import numpy as np
 import scipy.sparse as sp
 
-from .. import checker
-from ..problem import Problem
+from cardinal import checker
+from cardinal.problem import Problem
+
 from .proof_stop import Searched
 from .proof_stop import Stopped as _Stop
 from .quiet_highs import new_highs

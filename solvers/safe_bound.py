@@ -32,7 +32,7 @@ from fractions import Fraction
 import numpy as np
 import scipy.sparse as sp
 
-from ..rounding import SAFETY, TINY, gamma
+from cardinal.rounding import SAFETY, TINY, gamma
 
 
 def corrected(multipliers: np.ndarray, row_lower: np.ndarray, row_upper: np.ndarray) -> np.ndarray:

@@ -36,10 +36,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..activations import Activation
-from ..exact import Dyadic
-from ..network import Network
-from ..rounding import SAFETY, TINY, UNIT_ROUNDOFF, gamma
+from cardinal.activations import Activation
+from cardinal.exact import Dyadic
+from cardinal.network import Network
+from cardinal.rounding import SAFETY, TINY, UNIT_ROUNDOFF, gamma
+
 from .cuts import Cut, _integer_cut
 from .subsets import SetForms, _Form, _outwards
 

@@ -92,10 +92,11 @@ import numpy as np
 import torch
 import z3
 
-from ..activations import Activation
-from ..errors import InputError
-from ..prediction import overtakes_strictly
-from ..problem import Outcome, Problem, Status, stopped
+from cardinal.activations import Activation
+from cardinal.errors import InputError
+from cardinal.prediction import overtakes_strictly
+from cardinal.problem import Outcome, Problem, Status, stopped
+
 from . import hitting
 from .base import BaseSolver
 from .branch import NODE_LIMIT as _NODE_LIMIT

@@ -32,10 +32,10 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..activations import Activation
-from ..errors import InputError
-from ..prediction import overtakes_strictly
-from ..problem import Problem
+from cardinal.activations import Activation
+from cardinal.errors import InputError
+from cardinal.prediction import overtakes_strictly
+from cardinal.problem import Problem
 
 LOGIC = "QF_LRA"
 OUTPUT = "f"  # the network's output, a defined term

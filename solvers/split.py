@@ -38,8 +38,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..problem import Problem
-from ..rounding import SAFETY, TINY, UNIT_ROUNDOFF, gamma
+from cardinal.problem import Problem
+from cardinal.rounding import SAFETY, TINY, UNIT_ROUNDOFF, gamma
+
 from .hitting import OracleTimeout
 
 BATCH = 256  # boxes bounded at once

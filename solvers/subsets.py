@@ -39,8 +39,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ..network import Network
-from ..rounding import SAFETY, UNIT_ROUNDOFF, gamma
+from cardinal.network import Network
+from cardinal.rounding import SAFETY, UNIT_ROUNDOFF, gamma
 
 _SLOPE_UP = 1.0 + 2.0**-50
 _FLOOR = 2.0**-300  # every radius is raised by this (module docstring); ≥ `cardinal.rounding.TINY`: still rigorous

@@ -39,8 +39,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError
-from ..problem import Outcome, Problem, Status
+from cardinal.errors import InputError
+from cardinal.problem import Outcome, Problem, Status
+
 from . import hitting
 from .base import BaseSolver
 

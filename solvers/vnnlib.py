@@ -35,11 +35,12 @@ from decimal import Decimal
 
 import numpy as np
 
-from ..activations import Activation
-from ..errors import InputError, UndecidedPrediction
-from ..exact import modified_inputs
-from ..network import Layer, Network
-from ..problem import Problem
+from cardinal.activations import Activation
+from cardinal.errors import InputError, UndecidedPrediction
+from cardinal.exact import modified_inputs
+from cardinal.network import Layer, Network
+from cardinal.problem import Problem
+
 from .oracle import SetOracle
 
 TIE_RULE = "argmax of Y_0..Y_{K-1}, ties to the lowest index: class c iff Y_c > Y_j for j < c and Y_c >= Y_j for j > c"
@@ -172,7 +173,7 @@ def read_counterexample(text: str, n: int, source: str) -> np.ndarray:
 
 def onnx_data(net: Network) -> bytes:
     """The network as `network.onnx` holds it (float64: the same network exactly)."""
-    from ..formats.onnx_io import onnx_bytes
+    from cardinal.formats.onnx_io import onnx_bytes
 
     shape = net.metadata.input_shape or (net.n_inputs,)
     return onnx_bytes(net.chain(), shape, net.n_outputs, False, net.metadata.to_json() or None)

@@ -173,3 +173,13 @@ def test_the_package_face_loads_its_names_on_first_use() -> None:
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0 and result.stdout.strip() == "[]", result.stderr
+
+
+@pytest.mark.parametrize("module", sorted(_modules()))
+def test_imports_across_folders_are_absolute(module: str) -> None:
+    """A relative import stays in its folder (`from .record import ...`); one that climbs out
+    (`from ..network import ...`) hides the arrow between folders from readers and tools, so it is
+    written `from cardinal.network import ...`."""
+    tree = ast.parse(_modules()[module].read_text())
+    climbing = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level >= 2]
+    assert not climbing, f"{module}: relative imports out of the folder on lines {climbing}"

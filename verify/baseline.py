@@ -21,10 +21,11 @@ from typing import Any
 
 from tabulate import tabulate
 
-from ..errors import InputError
-from ..io import MAX_DATA_BYTES, json_lines, read_input
-from ..problem import KINDS, Verdict
-from ..validate import describe, json_feature_set, json_string
+from cardinal.errors import InputError
+from cardinal.io import MAX_DATA_BYTES, json_lines, read_input
+from cardinal.problem import KINDS, Verdict
+from cardinal.validate import describe, json_feature_set, json_string
+
 from .check import FAILING, PASSING
 
 FAIL_ON = ("invalid", "larger", "suboptimal", "changed")

@@ -48,13 +48,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from cardinal.solvers.guard import start_zygote
 
-from ..errors import InputError
-from ..io import JsonLines, open_folder, open_regular, writing
-from ..network import Network
-from ..problem import Kind, Method, Status, Verdict
-from ..solvers.guard import start_zygote
-from ..validate import output_directory, output_file
+from cardinal.errors import InputError
+from cardinal.io import JsonLines, open_folder, open_regular, writing
+from cardinal.network import Network
+from cardinal.problem import Kind, Method, Status, Verdict
+from cardinal.validate import output_directory, output_file
+
 from .executors import Failed, execute, sigterm_interrupts
 from .instance import Instance
 from .record import GreedyAnswer, Record, read_records
@@ -215,9 +216,11 @@ def certify_unit(unit: Unit, pool: SolverPool | None = None) -> list[Certified]:
     every explainer's answer is judged on their outcomes (`certify.certify_answers`); the records
     after the first name the first in `solvers_from`. `pool`: the solvers to run (default: this
     process's pool of `unit.solvers`)."""
-    from ..domain import Domain
-    from ..network import Network
-    from ..solvers.proof import certificate_file
+    from cardinal.solvers.proof import certificate_file
+
+    from cardinal.domain import Domain
+    from cardinal.network import Network
+
     from .certify import SolverPool, case_of, certify_input, deletion_answers, tie_decided
     from .proofs import Written, claim_of, make
 
@@ -423,7 +426,7 @@ def _run(
                 for record, case, certificate in results:
                     # The certificate and case files first: a record in the log is finished work that --resume skips.
                     if certificate is not None and proof is not None and record.proof is not None:
-                        from ..solvers.proof import write_certificate
+                        from cardinal.solvers.proof import write_certificate
 
                         network = networks.setdefault(unit.instance, Network.from_json(unit.network))
                         write_certificate(certificate, proof / record.proof["file"], None if proof_embed else network, root=proof)
@@ -544,7 +547,7 @@ def _close_pool() -> None:
 
 
 def default_solvers() -> tuple[str, ...]:
-    from ..solvers.base import BENCHMARK_ONLY, available_solvers
+    from cardinal.solvers.base import BENCHMARK_ONLY, available_solvers
 
     return tuple(name for name in available_solvers() if name not in BENCHMARK_ONLY)
 

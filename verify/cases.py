@@ -16,15 +16,15 @@ from typing import Any
 
 import numpy as np
 
-from ..domain import Domain
-from ..errors import InputError, Undecided
-from ..exact import ExactNetwork, check_monotone_explanation
-from ..greedy import explain_reference
-from ..io import MAX_NETWORK_BYTES, read_json, write_atomic
-from ..network import Network
-from ..prediction import threshold_for
-from ..problem import KINDS, Verdict
-from ..validate import json_bool, json_feature_set, json_number, json_object, json_string, json_vector
+from cardinal.domain import Domain
+from cardinal.errors import InputError, Undecided
+from cardinal.exact import ExactNetwork, check_monotone_explanation
+from cardinal.greedy import explain_reference
+from cardinal.io import MAX_NETWORK_BYTES, read_json, write_atomic
+from cardinal.network import Network
+from cardinal.prediction import threshold_for
+from cardinal.problem import KINDS, Verdict
+from cardinal.validate import json_bool, json_feature_set, json_number, json_object, json_string, json_vector
 
 FORMAT = "cardinal.case/1"
 ENUMERATION_LIMIT = 16  # replay proves "nothing smaller" exhaustively up to this many features
@@ -180,7 +180,7 @@ def replay(case: Case) -> ReplayReport:
 def _minimum_valid(case: Case, exact: ExactNetwork, monotone: bool) -> bool | str | None:
     if monotone:
         return check_monotone_explanation(exact, case.x, case.minimum, case.kind, case.domain, case.threshold)
-    from ..problem import Problem
+    from cardinal.problem import Problem
 
     problem = Problem.make(case.network, case.x, case.kind, case.domain, case.threshold)
     if case.kind == "contrastive":
@@ -195,8 +195,9 @@ def _minimum_valid(case: Case, exact: ExactNetwork, monotone: bool) -> bool | st
 
 def _abductive_valid_by_solver(case: Case) -> bool | str:
     """A non-monotone AXp is a universal claim: an exact backend decides it."""
-    from ..problem import Status
-    from ..solvers.base import solve_minimum
+    from cardinal.solvers.base import solve_minimum
+
+    from cardinal.problem import Status
 
     solver = "enumerate" if case.domain.binary else "z3"
     fixed = Domain(
@@ -215,8 +216,9 @@ def _abductive_valid_by_solver(case: Case) -> bool | str:
 
 def _smaller_exists(case: Case) -> tuple[int, ...] | bool | None:
     """An explanation smaller than the case's minimum, False if none, None if undecided."""
-    from ..problem import Status
-    from ..solvers.base import solve_minimum
+    from cardinal.solvers.base import solve_minimum
+
+    from cardinal.problem import Status
 
     solver = "enumerate" if case.network.has_monotone_shortcut or case.domain.binary else "z3"
     outcome = solve_minimum(

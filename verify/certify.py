@@ -39,17 +39,18 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import numpy as np
+from cardinal.solvers.base import BENCHMARK_ONLY, Solver, auto_solver, available_solvers, get_solver, solve_problem
+from cardinal.solvers.deletion import UNKNOWN, Deletion, deletion
+from cardinal.solvers.guard import STARTUP_WAIT, GuardedSolver
+from cardinal.solvers.oracle import SetOracle
 
-from ..domain import Domain, Radius
-from ..errors import UndecidedPrediction
-from ..exact import exact_blocks, modified_inputs
-from ..greedy import ExplainResult, explain
-from ..network import Network
-from ..problem import DEFAULT_EPSILON, Method, Outcome, Problem, Status, Verdict
-from ..solvers.base import BENCHMARK_ONLY, Solver, auto_solver, available_solvers, get_solver, solve_problem
-from ..solvers.deletion import UNKNOWN, Deletion, deletion
-from ..solvers.guard import STARTUP_WAIT, GuardedSolver
-from ..solvers.oracle import SetOracle
+from cardinal.domain import Domain, Radius
+from cardinal.errors import UndecidedPrediction
+from cardinal.exact import exact_blocks, modified_inputs
+from cardinal.greedy import ExplainResult, explain
+from cardinal.network import Network
+from cardinal.problem import DEFAULT_EPSILON, Method, Outcome, Problem, Status, Verdict
+
 from .cases import Case
 from .record import GreedyAnswer, refuted_solvers, verdict_fields
 

@@ -39,14 +39,15 @@ from typing import Any
 
 import numpy as np
 
-from ..domain import Domain, Radius
-from ..errors import InputError
-from ..exact import ExactNetwork, modified_inputs
-from ..io import MAX_DATA_BYTES, json_lines, parse_json, read_input
-from ..network import Network
-from ..prediction import threshold_for
-from ..problem import Outcome, Problem, Status
-from ..validate import describe, json_feature_set, json_number, json_vector
+from cardinal.domain import Domain, Radius
+from cardinal.errors import InputError
+from cardinal.exact import ExactNetwork, modified_inputs
+from cardinal.io import MAX_DATA_BYTES, json_lines, parse_json, read_input
+from cardinal.network import Network
+from cardinal.prediction import threshold_for
+from cardinal.problem import Outcome, Problem, Status
+from cardinal.validate import describe, json_feature_set, json_number, json_vector
+
 from .certify import GreedyAnswer, SolverPool, certify_row, proving_solvers
 from .proofs import ProofFolder
 

@@ -46,11 +46,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..domain import Domain
-from ..errors import InputError
-from ..formats.torch_io import torch_bytes
-from ..io import write_atomic
-from ..network import Network
+from cardinal.domain import Domain
+from cardinal.errors import InputError
+from cardinal.formats.torch_io import torch_bytes
+from cardinal.io import write_atomic
+from cardinal.network import Network
+
 from .instance import Instance
 
 GRID = 2.0**-10  # trained weights and biases are rounded to multiples of this

@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import InputError
-from ..io import MAX_DATA_BYTES, check_size, open_input, read_input
+from cardinal.errors import InputError
+from cardinal.io import MAX_DATA_BYTES, check_size, open_input, read_input
 
 if TYPE_CHECKING:  # pandas is imported where a file is read: `cardinal --help` lists the datasets without it
     import pandas as pd

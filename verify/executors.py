@@ -45,7 +45,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..errors import InputError, interrupt, interrupted_import
+from cardinal.errors import InputError, interrupt, interrupted_import
+
 from .raywatch import OWNER
 
 EXECUTORS = ("local", "ray")
@@ -105,8 +106,7 @@ def sigterm_interrupts() -> Iterator[None]:
 # ---------------------------------------------------------------------------- local pool
 def _worker_init(parent: int) -> None:
     import torch
-
-    from ..solvers.guard import die_with_parent, start_zygote  # here: the `cardinal` command starts without torch
+    from cardinal.solvers.guard import die_with_parent, start_zygote  # here: the `cardinal` command starts without torch
 
     die_with_parent(parent)
     torch.set_num_threads(1)

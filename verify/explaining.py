@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import signs
-from ..network import Network
+from cardinal import signs
+from cardinal.network import Network
+
 from .record import annotated
 from .settings import Settings
 
@@ -69,7 +70,7 @@ def _greedy_answers(
 ) -> dict[tuple[int, int], tuple]:
     """(index of the row in X [B, n], kind's position in `kinds`) → (prediction, output, features
     or None, check or None, witness or None)."""
-    from ..algorithm1 import exact_work, explain_exactly
+    from cardinal.algorithm1 import exact_work, explain_exactly
 
     exact = (
         verify and device in ("auto", "cpu") and net.is_piecewise_linear and exact_work(net, len(X) * len(kinds)) <= EXACT_WORK
@@ -86,7 +87,7 @@ def _greedy_answers(
                 for i, a in zip(indices, explain_exactly(net, X[indices], kind, box, settings.threshold), strict=True):
                     answers[(i, position)] = (a.prediction, a.output, a.features, "exact", a.witness)
                 continue
-            from ..greedy import explain
+            from cardinal.greedy import explain
 
             result = explain(net, X[indices], kind, box, settings.threshold, device=device, verify=verify)
             for offset, i in enumerate(indices):
@@ -104,7 +105,8 @@ def _deletion_lines(
     """explain's lines from the deletion explainer (`solvers.deletion`), one row at a time, each
     oracle question limited to `time_limit`: "check" exact (a subset-minimal answer, or none
     exists) or undecided (a step no engine decided: no set, "exists" null, the reason in notes)."""
-    from ..solvers.oracle import SetOracle
+    from cardinal.solvers.oracle import SetOracle
+
     from .certify import deletion_answers
 
     outputs = net.forward(X).numpy().reshape(len(X), -1)  # [B, K]

@@ -25,10 +25,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..domain import Domain, Radius
-from ..errors import InputError
-from ..network import Network
-from ..problem import DEFAULT_EPSILON, KINDS
+from cardinal.domain import Domain, Radius
+from cardinal.errors import InputError
+from cardinal.network import Network
+from cardinal.problem import DEFAULT_EPSILON, KINDS
+
 from .certify import SolverPool, certify_input, explainer_answers, proving_solvers
 from .explaining import explain_lines
 from .proofs import ProofFolder, check_file, claim_of, make
@@ -237,7 +238,7 @@ def _proved(net: Network, settings: Any, X: np.ndarray, kind: str, explainer: st
 def _proof(problem: Any, claim: tuple[int | None, str], row: int, kind: str, folder: ProofFolder | None,
            limit: float) -> tuple[Proof | None, str]:
     """The certificate of one result's claim (`claim_of`), written into `folder` or kept in memory."""
-    from ..solvers.proof import certificate_file
+    from cardinal.solvers.proof import certificate_file
 
     name = certificate_file(f"row{row}-{kind}")
     written = make(problem, *claim, name, limit, embed=folder is None)

@@ -42,16 +42,16 @@ from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
+from cardinal.solvers import smtlib, vnnlib
+from cardinal.solvers.vnnlib import onnx_data
 
-from ..domain import Domain
-from ..errors import InputError, UndecidedPrediction
-from ..exact import modified_inputs
-from ..io import write_atomic
-from ..network import Network
-from ..problem import DEFAULT_EPSILON, Problem, Verdict
-from ..solvers import smtlib, vnnlib
-from ..solvers.vnnlib import onnx_data
-from ..validate import output_directory, output_file
+from cardinal.domain import Domain
+from cardinal.errors import InputError, UndecidedPrediction
+from cardinal.exact import modified_inputs
+from cardinal.io import write_atomic
+from cardinal.network import Network
+from cardinal.problem import DEFAULT_EPSILON, Problem, Verdict
+from cardinal.validate import output_directory, output_file
 
 FORMATS = ("mps", "lp", "smt2", "vnnlib")
 SUITE_FORMATS = ("mps", "smt2", "vnnlib")
@@ -119,8 +119,8 @@ def milp_margins(problem: Problem) -> tuple[float, float]:
 def milp_text(problem: Problem, at_most: int | None, fmt: str, comments: Sequence[str]) -> str:
     """The MPS or LP file of the problem (module docstring: its margins `milp_margins`), opened
     by `comments` (`*` lines in MPS, `\\` lines in LP)."""
-    from ..solvers.encode import encode
-    from ..solvers.highs import write_model
+    from cardinal.solvers.encode import encode
+    from cardinal.solvers.highs import write_model
 
     mu, gamma = milp_margins(problem)
     model = encode(replace(problem, epsilon=mu), at_most, opening=gamma)

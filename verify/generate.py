@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..activations import Activation
-from ..network import Layer, Network
+from cardinal.activations import Activation
+from cardinal.network import Layer, Network
 
 # Activation parameters that make each family behave over the unit box.
 _FAMILY_ACTIVATIONS = {

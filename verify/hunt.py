@@ -20,13 +20,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+from cardinal.solvers.base import get_solver, solve_problem
 
-from ..activations import Activation
-from ..domain import Domain
-from ..greedy import explain
-from ..network import Layer, Network
-from ..problem import KINDS, Problem, Status
-from ..solvers.base import get_solver, solve_problem
+from cardinal.activations import Activation
+from cardinal.domain import Domain
+from cardinal.greedy import explain
+from cardinal.network import Layer, Network
+from cardinal.problem import KINDS, Problem, Status
+
 from .cases import Case
 from .certify import tie_decided
 from .generate import random_set_cover, set_cover_problem

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import signs
-from ..network import Network
+from cardinal import signs
+from cardinal.network import Network
 
 _WORDS = {signs.INCREASING: "non-decreasing (+)", signs.DECREASING: "non-increasing (-)", signs.CONSTANT: "no influence (0)"}
 

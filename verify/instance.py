@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..domain import Domain
-from ..network import Network
-from ..problem import KINDS
+from cardinal.domain import Domain
+from cardinal.network import Network
+from cardinal.problem import KINDS
 
 
 @dataclass(frozen=True, eq=False)

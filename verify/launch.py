@@ -13,7 +13,7 @@ from __future__ import annotations
 import signal
 import sys
 
-from ..errors import interrupt
+from cardinal.errors import interrupt
 
 
 def entry() -> None:

@@ -21,11 +21,12 @@ from typing import Any
 
 import numpy as np
 
-from ..domain import Domain
-from ..greedy import explain, explain_reference
-from ..io import read_json, write_atomic, write_figure
-from ..network import Network
-from ..problem import Verdict
+from cardinal.domain import Domain
+from cardinal.greedy import explain, explain_reference
+from cardinal.io import read_json, write_atomic, write_figure
+from cardinal.network import Network
+from cardinal.problem import Verdict
+
 from .instance import Instance
 from .record import Record
 from .report import counted, share

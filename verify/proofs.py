@@ -29,13 +29,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import checker
-from ..errors import InputError
-from ..io import MAX_DATA_BYTES, decode_text, json_lines, parse_json, read_input, read_json
-from ..network import Network
-from ..problem import Problem, Verdict
-from ..solvers.proof import certificate_file, network_beside, search, write_certificate
-from ..validate import output_directory
+from cardinal.solvers.proof import certificate_file, network_beside, search, write_certificate
+
+from cardinal import checker
+from cardinal.errors import InputError
+from cardinal.io import MAX_DATA_BYTES, decode_text, json_lines, parse_json, read_input, read_json
+from cardinal.network import Network
+from cardinal.problem import Problem, Verdict
+from cardinal.validate import output_directory
+
 from .record import proves_none
 
 
@@ -244,7 +246,7 @@ def against_record(checked: Checked, where: str, record: dict[str, Any], entry: 
 
 def _network_document(path: str | Path, activations: str | None, input_shape: tuple[int, ...] | None = None) -> Any:
     """The cardinal.network/1 document of a network file: JSON as written, others converted."""
-    from ..formats.loaders import read_model
+    from cardinal.formats.loaders import read_model
 
     document, chain, _ = read_model(path, activations, input_shape)
     if document is not None:

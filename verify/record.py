@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
-from ..io import JsonLines
-from ..problem import Kind, Method, Outcome, Status, Verdict
-from ..validate import describe, json_bool, json_vector
+from cardinal.errors import InputError
+from cardinal.io import JsonLines
+from cardinal.problem import Kind, Method, Outcome, Status, Verdict
+from cardinal.validate import describe, json_bool, json_vector
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,10 @@ from typing import Any
 import numpy as np
 from tabulate import tabulate
 
-from ..activations import CONTINUOUS
-from ..io import write_atomic, write_figure
-from ..problem import Status, Verdict
+from cardinal.activations import CONTINUOUS
+from cardinal.io import write_atomic, write_figure
+from cardinal.problem import Status, Verdict
+
 from .record import Record, proves_none
 from .settings import CONSTANT
 

@@ -40,12 +40,12 @@ from typing import Any
 
 import numpy as np
 
-from ..domain import Domain, Radius
-from ..errors import InputError
-from ..exact import ExactNetwork
-from ..io import read_json
-from ..network import Network
-from ..prediction import threshold_for
+from cardinal.domain import Domain, Radius
+from cardinal.errors import InputError
+from cardinal.exact import ExactNetwork
+from cardinal.io import read_json
+from cardinal.network import Network
+from cardinal.prediction import threshold_for
 
 CONSTANT = "constant prediction"  # how the note of a constant prediction begins (summaries count them)
 # Output activations whose values lie in a fixed range, named in the hint of a constant prediction.

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..domain import Domain
+from cardinal.domain import Domain
+
 from .classifiers import classifier_instances
 from .generate import median_threshold, random_network, random_set_cover, set_cover_network
 from .instance import Instance

@@ -28,10 +28,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..activations import Activation
-from ..domain import Domain
-from ..io import read_inputs, write_atomic
-from ..network import Network
+from cardinal.activations import Activation
+from cardinal.domain import Domain
+from cardinal.io import read_inputs, write_atomic
+from cardinal.network import Network
+
 from .baseline import change_table, compare, entry_of, failures, parse_fail_on, read_baseline
 from .certify import greedy_answers
 from .check import KINDS, Claim, Judgement, check_explanations, parse_claim, read_claims

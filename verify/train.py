@@ -35,9 +35,10 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from ..errors import InputError
-from ..network import Metadata, Network
-from ..validate import output_file
+from cardinal.errors import InputError
+from cardinal.network import Metadata, Network
+from cardinal.validate import output_file
+
 from .datasets import Dataset, load_dataset
 
 NEAR_CONSTANT = 0.6  # a balanced accuracy below this: the classifier predicts nearly one class
@@ -257,7 +258,7 @@ def export_inputs(feature_names: Sequence[str], X: np.ndarray) -> str:
 
 def run_train(args: argparse.Namespace) -> int:
     """`cardinal train`: load, train, save the network atomically, report the test metric."""
-    from ..io import write_atomic
+    from cardinal.io import write_atomic
 
     output_file(args.out, "--out")
     if args.export_test:

@@ -29,16 +29,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from cardinal.solvers import vnnlib
+from cardinal.solvers.base import solve_minimum
+from cardinal.solvers.oracle import SetOracle
+from cardinal.solvers.vnnlib import onnx_data
 
-from ..domain import Domain
-from ..errors import InputError, UndecidedPrediction
-from ..network import Network
-from ..problem import Problem, Status
-from ..solvers import vnnlib
-from ..solvers.base import solve_minimum
-from ..solvers.oracle import SetOracle
-from ..solvers.vnnlib import onnx_data
-from ..validate import output_directory
+from cardinal.domain import Domain
+from cardinal.errors import InputError, UndecidedPrediction
+from cardinal.network import Network
+from cardinal.problem import Problem, Status
+from cardinal.validate import output_directory
+
 from .export import region, write_files
 from .instance import Instance as SuiteInstance
 

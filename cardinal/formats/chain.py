@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from ..activations import Activation
-from ..errors import InputError
+from cardinal.activations import Activation
+from cardinal.errors import InputError
 
 MAX_UNROLLED_ENTRIES = 1 << 24  # a Conv unrolls to a dense matrix of at most 2^24 entries (128 MiB of doubles)
 MAX_CONV_PRODUCTS = 1 << 24  # a Conv's (output element, input channel, kernel offset) triples, visited to unroll it

@@ -13,9 +13,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..activations import Activation
-from ..errors import InputError
-from ..io import MAX_NETWORK_BYTES, decode_text, open_input, parse_json, read_input
+from cardinal.activations import Activation
+from cardinal.errors import InputError
+from cardinal.io import MAX_NETWORK_BYTES, decode_text, open_input, parse_json, read_input
+
 from .chain import ChainStep
 
 _EXTENSIONS = {".json": "json", ".onnx": "onnx", ".pt": "torch", ".pth": "torch", ".bin": "torch"}

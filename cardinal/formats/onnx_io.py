@@ -45,9 +45,10 @@ from typing import Any
 
 import numpy as np
 
-from ..activations import Activation
-from ..errors import InputError, interrupted_import
-from ..io import MAX_NETWORK_BYTES, parse_json
+from cardinal.activations import Activation
+from cardinal.errors import InputError, interrupted_import
+from cardinal.io import MAX_NETWORK_BYTES, parse_json
+
 from .chain import ADVICE, RUNTIME_SHAPE, ChainBuilder, ChainStep
 
 OPSET = 17

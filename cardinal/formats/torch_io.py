@@ -32,9 +32,10 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from ..activations import Activation, Step
-from ..errors import InputError
-from ..io import MAX_NETWORK_BYTES, check_size
+from cardinal.activations import Activation, Step
+from cardinal.errors import InputError
+from cardinal.io import MAX_NETWORK_BYTES, check_size
+
 from .chain import ADVICE, Chain, ChainBuilder, ChainStep
 
 # Classes a whole `nn.Sequential` file may hold (besides what weights_only always allows).
