@@ -74,20 +74,8 @@ selector when none is
 fractional), the child nearer the LP's value first, so that the simplex restarts from a basis
 that is nearly optimal.
 
-Measured and not adopted (issue 28's hard flip questions: 13–18 free features of a 28-feature
-32 × 32 ReLU network, box radius 0.2, 250–2900 nodes; an LP takes ~1 ms, ~35 simplex
-iterations, nearly all of it in HiGHS, and Gurobi's warm LP re-solve as long): BaBSR-like
-scores (the ReLU gap or triangle area times the weight towards the output) took 1.4 to over 20
-times more nodes; re-tightening a node's unstable units by LPs and safe bounds, δ fixed where w
-leaves a side of the kink and the big-M rows refitted to the node's bounds, cut the nodes up to
-25 times (2871 → 111 with every unit at every node) but spent as many LPs in all: 10–50% slower,
-and at best (the first layer's two most fractional units per node: 2871 → 631 nodes) within the
-timing noise of this search; the root's OBBT multipliers re-evaluated at each node, and interval
-propagation over the rows at each node, removed no nodes; HiGHS without scaling (LPs 17% faster)
-lost a flip to the limit; Gurobi's float MILP found flips in 0.2–0.6 s (this search: 1–2 s) but
-spent a second and more on each "none", which proves nothing. The LP count, not the node count,
-is the cost: a cut would need bounds much cheaper than LPs (CROWN-style back-substitution, its
-multipliers checked by `safe_bound`) or stronger LPs (cuts).
+What was measured and not adopted for the hard flip questions, and what might move them:
+bench/results/engine_notes.md.
 """
 
 from __future__ import annotations
