@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 from pathlib import Path
 
 import numpy as np
 import pytest
+from bruteforce import shortcut_minimum
 
 from cardinal.domain import Domain
-from cardinal.exact import ExactNetwork, check_monotone_explanation
 from cardinal.network import Network
 
 DESIGN_NETWORK = {
@@ -42,11 +41,5 @@ def design_network_file(tmp_path: Path) -> Path:
 
 
 def brute_force_minimum(net: Network, x: np.ndarray, kind: str, domain: Domain, threshold: float) -> int | None:
-    """Smallest |S| of a valid explanation on a monotone network (exact arithmetic), None if none."""
-    exact = ExactNetwork(net)
-    n = net.n_inputs
-    for size in range(n + 1):
-        for subset in itertools.combinations(range(n), size):
-            if check_monotone_explanation(exact, x, subset, kind, domain, threshold):
-                return size
-    return None
+    """Smallest |S| of a valid explanation on a monotone network (exact arithmetic, `bruteforce`), None if none."""
+    return shortcut_minimum(net, x, kind, domain.lower, domain.upper, threshold)

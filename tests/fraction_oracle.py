@@ -148,6 +148,11 @@ class ExactLayers:
 
     def value(self, y: Sequence[Fraction]) -> Interval:
         """f(y) as an interval (a point for piecewise-linear networks)."""
+        low, high = self.outputs(y)
+        return low[0], high[0]
+
+    def outputs(self, y: Sequence[Fraction]) -> tuple[list[Fraction], list[Fraction]]:
+        """Every output f_0 … f_{K−1} at y [n] as intervals: (lower ends [K], upper ends [K])."""
         low: list[Fraction] = list(y)
         high: list[Fraction] = list(y)
         for weight, bias, name, params in self.layers:
@@ -159,7 +164,7 @@ class ExactLayers:
                 next_low.append(a)
                 next_high.append(c)
             low, high = next_low, next_high
-        return low[0], high[0]
+        return low, high
 
 
 def _solve(rows: list[list[Fraction]], rhs: list[Fraction]) -> list[Fraction] | None:

@@ -9,9 +9,12 @@ import json
 from fractions import Fraction
 from pathlib import Path
 
+import gurobipy  # noqa: F401 (the [all] extras promise it: missing fails, not skips)
+import highspy  # noqa: F401
 import numpy as np
 import pytest
 import torch
+import z3  # noqa: F401
 from cardinal.solvers.base import available_solvers, get_solver, solve_minimum, solve_problem
 from cardinal.solvers.encode import encode
 from cardinal.solvers.oracle import check_witness
@@ -197,9 +200,7 @@ def test_every_backend_finds_the_brute_force_minimum_on_boolean_cubes(kind: str)
 def test_exact_and_float_backends_agree_on_tiny_real_boxes(seed: int) -> None:
     """K = 3 on [0, 1]^n (n ≤ 4), where no brute force exists: z3's exact minimum sizes equal the
     MILPs' (each answer replayed), and every CXp's witness flips exactly."""
-    available = [name for name in ("z3", "gurobi", "highs") if name in INSTALLED]
-    if "z3" not in available or len(available) < 2:
-        pytest.skip("needs z3 and a MILP backend")
+    available = ("z3", "gurobi", "highs")
     net = _classifier(200 + seed, 3 + seed % 2, (4,))
     x = _varied_input(net, False, seed)
     for kind in ("contrastive", "abductive"):
@@ -226,8 +227,6 @@ def test_engines_honour_ties(name: str) -> None:
     """At x_0 = 1/2 the outputs f_0, f_1 tie and the class is 0: on [0, 1/2] nothing reaches
     class 1 (f_1 > f_0 strictly is needed); from x_0 = 3/4 (class 1) the only flipping points
     have x_0 ≤ 1/2, the tie x_0 = 1/2 included, which is all a box [1/2, 1] offers."""
-    if name not in INSTALLED:
-        pytest.skip(f"{name} not installed")
     net = _tie_network()
     binary = name == "enumerate"
     low = Domain(np.array([0.0, 0.0]), np.array([0.5, 1.0]), binary)
@@ -406,9 +405,4 @@ def test_certify_defaults_to_the_exact_milp_on_large_classifiers() -> None:
     from cardinal.verify.certify import proving_solvers
 
     net = _classifier(7, 64, (4,))
-    if "exact-milp" in INSTALLED:
-        assert proving_solvers(net, Domain.unit(64)) == ("exact-milp",)
-    elif "z3" in INSTALLED:
-        assert proving_solvers(net, Domain.unit(64)) == ("z3",)
-    else:
-        pytest.skip("neither the exact MILP nor z3 is installed")
+    assert proving_solvers(net, Domain.unit(64)) == ("exact-milp",)

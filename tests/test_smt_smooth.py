@@ -98,7 +98,7 @@ def test_sixteen_features_match_brute_force(stack: str) -> None:
         threshold = float(net.forward(x)) + (0.05 if trial % 2 else -0.05)
         for kind in ("contrastive", "abductive"):
             problem = Problem.make(net, x, kind, Domain.unit(n), threshold)
-            reference = monotone_minimum(problem, bounded=True)
+            reference = monotone_minimum(problem)
             if _agrees_with_brute_force(problem, reference, f"{stack} {kind} t={threshold}"):
                 nontrivial += reference > 1
     assert nontrivial >= 1
