@@ -28,6 +28,8 @@ def test_certify_writes_certificates_beside_out(tmp_path: Path, design_network_f
             assert record["proof"]["accepted"] and (tmp_path / "r.proofs" / record["proof"]["file"]).is_file()
         elif record["proved_by"] == "engine":
             assert record["proof"]["file"] is None and record["proof"]["reason"]
+        elif record["proved_by"] == "definition":
+            assert record["minimum"] == [] and record["proof"]["file"] is None
         else:
             assert not record["minimum_proved"] and record["verdict"] != "none_exists"
     assert any(r["proved_by"] == "certificate" for r in records)
@@ -46,7 +48,7 @@ def test_no_proof_makes_none(tmp_path: Path, design_network_file: Path, capsys) 
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert not (tmp_path / "r.proofs").exists() and not list(tmp_path.glob("**/*.proof.json"))
     assert all("proof" not in r for r in records)
-    assert {r["proved_by"] for r in records if r["minimum_proved"]} == {"engine"}
+    assert {r["proved_by"] for r in records if r["minimum_proved"] and r["minimum"]} == {"engine"}
 
 
 def test_no_proof_with_proof_is_a_usage_error(tmp_path: Path, design_network_file: Path, capsys) -> None:

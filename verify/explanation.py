@@ -217,8 +217,8 @@ def _proved(net: Network, settings: Any, X: np.ndarray, kind: str, explainer: st
             record = annotated([judged.to_json()], net, settings)[0]
             if proof is not None or folder is not None:
                 record["proof"] = _entry(proof, reason, folder)
-            if record["proved_by"] is not None:
-                record["proved_by"] = "certificate" if proof is not None and proof.accepted else "engine"
+            if record["proved_by"] == "engine" and proof is not None and proof.accepted:
+                record["proved_by"] = "certificate"  # held in memory: the record's proof entry names no file
             features = judged.minimum
             found_by = "minimum"
             if answer is not None and answer.features is not None and answer.features == features:

@@ -237,9 +237,12 @@ def verdict_fields(result: Any) -> dict[str, Any]:
 def proved_by(result: Any) -> str | None:
     """What backs a result's exact "nothing smaller" (its minimum proved, or no CXp at all):
     "certificate" where a certificate of it was made and the independent checker accepted it,
-    "engine" where only an exact engine's proof does; None where nothing is proved."""
+    "engine" where only an exact engine's proof does, "definition" for an empty minimum (nothing
+    is smaller); None where nothing is proved."""
     if not (result.minimum_proved or proves_none(result.verdict, result.certified, result.minimum)):
         return None
+    if result.minimum == ():
+        return "definition"
     proof = getattr(result, "proof", None)
     return "certificate" if proof and proof.get("accepted") else "engine"
 
