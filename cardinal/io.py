@@ -26,11 +26,12 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, BinaryIO
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from .errors import InputError
+
+if TYPE_CHECKING:
+    import numpy as np  # imported where used: `cardinal --help` loads no numpy
 
 # ---------------------------------------------------------------------------- the reading gate
 MiB = 1 << 20
@@ -350,6 +351,8 @@ def read_inputs(path: str | Path, n_features: int | None = None, header: bool | 
     never a silently dropped row. Rows are numbered from 0 after any header, as in the output
     records (`row`); messages give the file's line too. `path` "-" reads standard input.
     """
+    import numpy as np
+
     if str(path) == STDIN:
         path = Path("<standard input>")
         text = decode_text(read_stdin("inputs", MAX_DATA_BYTES), path, "inputs")

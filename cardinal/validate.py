@@ -17,12 +17,13 @@ import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from .errors import InputError
 from .io import link_refused
+
+if TYPE_CHECKING:
+    import numpy as np  # imported where used: `cardinal --help` builds its parser without numpy
 
 MAX_SECONDS = 1e7  # about 116 days: a longer time limit is a typo
 MAX_INPUT_VALUES = 2**24  # --input-shape: values in one input, as the Conv unrolling caps it
@@ -106,6 +107,8 @@ def rows_chosen(ranges: tuple[tuple[int, int], ...], count: int, source: str) ->
     if any(last >= count for _, last in ranges):
         first = min(max(first, count) for first, last in ranges if last >= count)  # the first row beyond
         raise InputError(f"--rows {first}: {source} has {count} input row(s), numbered 0 to {count - 1}")
+    import numpy as np
+
     chosen = np.zeros(count, dtype=bool)
     for first, last in ranges:
         chosen[first : last + 1] = True
@@ -237,6 +240,8 @@ def json_number(value: Any, where: str) -> float:
 
 def json_vector(value: Any, where: str, length: int | None = None) -> np.ndarray:
     """A JSON list of numbers → float64 [m] (m = `length` when given)."""
+    import numpy as np
+
     if not isinstance(value, list):
         raise InputError(f"{where} must be a list of numbers, got {describe(value)}")
     if length is not None and len(value) != length:
@@ -246,6 +251,8 @@ def json_vector(value: Any, where: str, length: int | None = None) -> np.ndarray
 
 def json_matrix(value: Any, where: str) -> np.ndarray:
     """A non-empty JSON list of equally long lists of numbers → float64 [rows, columns]."""
+    import numpy as np
+
     if not isinstance(value, list) or not value or not all(isinstance(row, list) for row in value):
         raise InputError(f"{where} must be a non-empty list of rows (lists of numbers), got {describe(value)}")
     rows = [json_vector(row, f"{where}[{i}]") for i, row in enumerate(value)]

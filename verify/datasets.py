@@ -34,12 +34,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from cardinal.errors import InputError
 from cardinal.io import MAX_DATA_BYTES, check_size, open_input, read_input
 
-if TYPE_CHECKING:  # pandas is imported where a file is read: `cardinal --help` lists the datasets without it
+if TYPE_CHECKING:  # numpy and pandas are imported where used: `cardinal --help` lists the datasets without them
+    import numpy as np
     import pandas as pd
 
 SPLIT_SEED = 78712
@@ -73,6 +72,8 @@ class Dataset:
     feature_ranges: tuple[tuple[float, ...], tuple[float, ...]] | None = None  # raw training (min [n], max [n])
 
     def __post_init__(self) -> None:
+        import numpy as np
+
         if self.task not in TASKS:
             raise InputError(f"dataset {self.name}: task must be one of {TASKS}, got {self.task!r}")
         n = len(self.feature_names)
@@ -218,6 +219,8 @@ def _parse_csv(data: bytes, where: str, **options: Any) -> pd.DataFrame:
 
 def cmn_split(n: int) -> tuple[np.ndarray, np.ndarray]:
     """Row indices (train [int(0.8·n)], test [rest]) of the CMN split: RandomState(78712) permutation."""
+    import numpy as np
+
     order = np.random.RandomState(SPLIT_SEED).permutation(n)
     cut = int(n * TRAIN_FRACTION)
     return order[:cut], order[cut:]
@@ -242,6 +245,8 @@ def _finish(
 
     `train` and `test` hold the numeric features in their final order plus the `target` column.
     """
+    import numpy as np
+
     features = [column for column in train.columns if column != target]
     X_train, X_test = train[features].to_numpy(np.float64), test[features].to_numpy(np.float64)
     low, high = X_train.min(axis=0), X_train.max(axis=0)
@@ -274,6 +279,7 @@ def load_blog(data_dir: str | Path | None = None) -> Dataset:
     90th percentile over train+test (8) are dropped; features are named by UCI attribute (A1–A280);
     the 8 monotone (↑) features come first; the 4 constant ones (A13, A33, A38, A278) are dropped.
     """
+    import numpy as np
     import pandas as pd
 
     path = _require(data_directory(data_dir), "BlogFeedback.zip", BLOG_ORIGIN)
@@ -311,6 +317,7 @@ def load_loan(data_dir: str | Path | None = None) -> Dataset:
     log.annual.inc flipped), the other numeric columns in file order, then `purpose` one-hot.
     This monotone mapping is the data README's analogy to CMN's Loan features, not literature.
     """
+    import numpy as np
     import pandas as pd
 
     path = _require(data_directory(data_dir), "loan_data.csv", LOAN_ORIGIN)
@@ -335,6 +342,7 @@ def load_compas(data_dir: str | Path | None = None) -> Dataset:
     priors_count, juv_fel_count, juv_misd_count, juv_other_count (↑), age, race one-hot (6) and
     sex one-hot (Male, Female); target two_year_recid; the CMN split.
     """
+    import numpy as np
     import pandas as pd
 
     path = _require(data_directory(data_dir), "compas-scores-two-years.csv", COMPAS_ORIGIN)
@@ -412,6 +420,7 @@ def load_csv(path: str | Path, target: str, task: str | None = None) -> Dataset:
     regression. Split and scaling as for the named datasets (CMN split, train min-max, test
     clipped). Errors name the file, the row (counted from 0 after the header) and the column.
     """
+    import numpy as np
     import pandas as pd
 
     path = Path(path)
