@@ -7,7 +7,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any, NamedTuple
 
-from .exact import CertificateError, _apply, _index, _Layer, _Net, _number, _predict, _Rejected, network_sha256
+from .exact import CertificateError, _apply, _index, _Layer, _Lazy, _Net, _number, _predict, _Rejected, network_sha256
 
 
 class _Goal(NamedTuple):
@@ -169,13 +169,17 @@ class LpRelaxation:
         return len(self.lo) - 1
 
     def bound(
-        self, rival: int, fixed: dict[int, int], phases: dict[tuple[int, ...], bool], multipliers: Any, where: str = ""
+        self, rival: int, fixed: dict[int, int], phases: dict[tuple[int, ...], bool], multipliers: Any, where: Any = ""
     ) -> Fraction:
         """The safe bound Σ_r λ_r·side_r + Σ_j min over [lo_j, hi_j] of (g − Aᵀλ)_j·v_j of the node
         (g: `rival`'s objective; `fixed`: selector i → 0/1; `phases`: breakpoint → active) for
         multipliers λ, a list of [row, value] pairs; a value's sign picks the row's low side (> 0)
         or high side (< 0)."""
-        lo, hi, sides = self.node(fixed, phases)
+        return self._bound(rival, *self.node(fixed, phases), multipliers, where)
+
+    def _bound(self, rival: int, lo: list, hi: list, sides: dict, multipliers: Any, where: Any) -> Fraction:
+        """`bound` at a node given by its variable bounds lo, hi [V] and changed row sides: work
+        linear in the multiplied rows' sizes (lo and hi are read, never copied)."""
         if not isinstance(multipliers, list) or not all(
             isinstance(pair, list) and len(pair) == 2 and _index(pair[0], len(self.rows)) for pair in multipliers
         ):
@@ -210,39 +214,81 @@ class LpRelaxation:
         return sum(self._walk(rival, trees[rival]) for rival in self.rivals)
 
     def _walk(self, rival: int, root: Any) -> int:
-        """Check the tree of one rival; returns its leaf count."""
-        stack: list[tuple[Any, dict[int, int], dict[tuple[int, ...], bool]]] = [(root, {}, {})]
+        """Check the tree of one rival; returns its leaf count. Depth first, the node's state (its
+        selectors and phases, variable bounds and changed row sides) changed on the way down and
+        restored on the way up, so each node costs its own work, not its depth's or the network's."""
+        fixed: dict[int, int] = {}
+        phases: dict[tuple[int, ...], bool] = {}
+        lo, hi = list(self.lo), list(self.hi)
+        sides: dict[int, tuple[Fraction | None, Fraction | None]] = {}
+        where = _Lazy(lambda: f"rival {rival}: the node with s {sorted(fixed.items())},"
+                              f" active/inactive breakpoints {sorted(phases.items())}")
+        undo: list[tuple[Any, Any, Any]] = []  # (dict or list, key, old value or _ABSENT), restored last in first out
+        stack: list[tuple[Any, Any]] = [(root, None)]  # (node, the split to make first) or (_UP, undo length to restore)
         leaves = 0
         while stack:
-            node, fixed, phases = stack.pop()
-            where = (
-                f"rival {rival}: the node with s {sorted(fixed.items())}, active/inactive breakpoints {sorted(phases.items())}"
-            )
+            node, split = stack.pop()
+            if node is _UP:
+                while len(undo) > split:
+                    store, key, old = undo.pop()
+                    if old is _ABSENT:
+                        del store[key]
+                    else:
+                        store[key] = old
+                continue
+            if split is not None:
+                stack.append((_UP, len(undo)))
+                self._enter(split, fixed, phases, lo, hi, sides, undo)
             if not isinstance(node, dict):
                 raise CertificateError(f"{where}: a node must be an object")
             if "feature" in node:
                 i = node["feature"]
                 if not _index(i, self.n) or i in fixed:
                     raise CertificateError(f"{where}: split on {i!r}, not a feature index not split on yet")
-                stack += [(node.get("in"), {**fixed, i: 1}, phases), (node.get("out"), {**fixed, i: 0}, phases)]
+                stack += [(node.get("in"), ("feature", i, 1)), (node.get("out"), ("feature", i, 0))]
             elif "unit" in node:
                 given = node["unit"]
                 unit = tuple(given) if isinstance(given, list) and all(_index(v, len(self.lo)) for v in given) else None
                 if unit not in self.units or unit in phases:
                     raise CertificateError(f"{where}: split on {node['unit']!r}, not an unstable breakpoint not split on yet")
-                stack += [
-                    (node.get("active"), fixed, {**phases, unit: True}),
-                    (node.get("inactive"), fixed, {**phases, unit: False}),
-                ]
+                stack += [(node.get("active"), ("unit", unit, True)), (node.get("inactive"), ("unit", unit, False))]
             elif "multipliers" in node:
                 leaves += 1
-                bound = self.bound(rival, fixed, phases, node["multipliers"], where)
+                bound = self._bound(rival, lo, hi, sides, node["multipliers"], where)
                 if not self.closes(rival, bound):
                     target = float(self.goal(rival).target)
                     raise _Rejected(f"{where}: its LP bound {_approximately(bound)} does not pass {target!r}")
             else:
                 raise CertificateError(f"{where}: a node splits on a 'feature' or a 'unit', or is a leaf of 'multipliers'")
         return leaves
+
+    def _enter(self, split: tuple, fixed: dict, phases: dict, lo: list, hi: list, sides: dict, undo: list) -> None:
+        """Make one split (("feature", i, 0/1) or ("unit", unit, active)) on the walk's state, as
+        `node` does from scratch, recording each old value in `undo`."""
+
+        def put(store: Any, key: Any, value: Any) -> None:
+            undo.append((store, key, store.get(key, _ABSENT) if isinstance(store, dict) else store[key]))
+            store[key] = value
+
+        kind, key, value = split
+        if kind == "feature":
+            put(fixed, key, value)
+            put(lo, key, Fraction(value))
+            put(hi, key, Fraction(value))
+            return
+        put(phases, key, value)
+        point = self.units[key]
+        change = point.above if value else point.below
+        bounds, pick = (lo, max) if value else (hi, min)
+        put(bounds, point.h, pick(bounds[point.h], point.at))
+        if change is None:
+            put(bounds, point.z, pick(bounds[point.z], point.at))
+        else:
+            put(sides, change[0], change[1:])
+
+
+_UP = object()  # a walk's marker: restore the state of the node above
+_ABSENT = object()  # an undo record's old value of a key a dict did not have
 
 
 def _piecewise(layer: _Layer) -> bool:
