@@ -4,6 +4,7 @@ reference encoding, which cardinal's generator uses too) and weak duality, in ra
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import Any, NamedTuple
 
@@ -80,6 +81,7 @@ class LpRelaxation:
             low, high = net.activate(index, low, high)
             previous = current
         self.outputs, self.threshold, self.prediction = previous, threshold, prediction  # f's variables [K]
+        self._integral: list[tuple[int, dict[int, int]]] | None = None  # each row as `_common`, made at the first bound
         classes = len(previous)
         self.rivals = [1 - prediction] if threshold is not None else [j for j in range(classes) if j != prediction]
 
@@ -179,23 +181,37 @@ class LpRelaxation:
 
     def _bound(self, rival: int, lo: list, hi: list, sides: dict, multipliers: Any, where: Any) -> Fraction:
         """`bound` at a node given by its variable bounds lo, hi [V] and changed row sides: work
-        linear in the multiplied rows' sizes (lo and hi are read, never copied)."""
+        linear in the multiplied rows' sizes (lo and hi are read, never copied). g − Aᵀλ is summed
+        in integers over one common denominator (the same rationals, without a gcd per term)."""
         if not isinstance(multipliers, list) or not all(
             isinstance(pair, list) and len(pair) == 2 and _index(pair[0], len(self.rows)) for pair in multipliers
         ):
             raise CertificateError(f"{where}: 'multipliers' must be a list of [row, value] pairs")
-        reduced, total = dict(self.goal(rival).objective), Fraction(0)
+        if self._integral is None:
+            self._integral = [_common(coefficients) for coefficients, _, _ in self.rows]
+        denominator, reduced = _common(self.goal(rival).objective)  # (g − Aᵀλ)_v = reduced[v] / denominator
+        total = Fraction(0)
         for row, raw in multipliers:
-            value = Fraction(_number(raw, f"{where}: the multiplier of row {row}"))
-            coefficients, low, high = self.rows[row]
+            value = Fraction(_number(raw, _Lazy(lambda row=row: f"{where}: the multiplier of row {row}")))
+            if not value:
+                continue
+            _, low, high = self.rows[row]
             low, high = sides.get(row, (low, high))
             side = low if value > 0 else high
-            if value and side is None:
+            if side is None:
                 raise _Rejected(f"{where}: the multiplier of row {row} has the sign of its infinite side")
-            total += value * side if value else 0
+            total += value * side
+            scale, coefficients = self._integral[row]
+            scale *= value.denominator
+            if denominator % scale:
+                grow = scale // math.gcd(denominator, scale)
+                denominator *= grow
+                for variable in reduced:
+                    reduced[variable] *= grow
+            factor = value.numerator * (denominator // scale)
             for variable, a in coefficients.items():
-                reduced[variable] = reduced.get(variable, Fraction(0)) - value * a
-        return total + sum(min(r * lo[v], r * hi[v]) for v, r in reduced.items() if r)
+                reduced[variable] = reduced.get(variable, 0) - factor * a
+        return total + sum(min(r * lo[v], r * hi[v]) for v, r in reduced.items() if r) / denominator
 
     def closes(self, rival: int, bound: Fraction) -> bool:
         """Whether a leaf's bound excludes every point where `rival` wins (docs/proofs.md)."""
@@ -289,6 +305,12 @@ class LpRelaxation:
 
 _UP = object()  # a walk's marker: restore the state of the node above
 _ABSENT = object()  # an undo record's old value of a key a dict did not have
+
+
+def _common(coefficients: dict[int, Fraction]) -> tuple[int, dict[int, int]]:
+    """Rational coefficients {variable: a} as (d, {variable: a·d}), d the least common denominator."""
+    denominator = math.lcm(*(a.denominator for a in coefficients.values()))
+    return denominator, {v: a.numerator * (denominator // a.denominator) for v, a in coefficients.items()}
 
 
 def _piecewise(layer: _Layer) -> bool:
