@@ -72,7 +72,7 @@ class _Layer:
     params: dict[str, Fraction]
 
 
-def _number(value: Any, where: str) -> float:
+def _number(value: Any, where: str | _Lazy) -> float:
     """A JSON number that a double holds exactly (an integer too long for one is refused, never rounded)."""
     if isinstance(value, int) and not isinstance(value, bool):
         if abs(value).bit_length() > 1024 or float(value) != value:  # float() of a longer one overflows

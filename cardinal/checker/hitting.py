@@ -6,7 +6,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from .exact import CertificateError, _index, _Net, _number, _predict, _Rejected
+from .exact import CertificateError, _index, _Lazy, _Net, _number, _predict, _Rejected
 
 
 def _hitting(
@@ -56,7 +56,7 @@ def _walk_hitting(sets: list[frozenset[int]], root: Any, k: int) -> int:
     leaves = 0
     while stack:
         node, chosen, excluded = stack.pop()
-        where = f"the node with in {sorted(chosen)}, out {sorted(excluded)}"
+        where = _Lazy(lambda chosen=chosen, excluded=excluded: f"the node with in {sorted(chosen)}, out {sorted(excluded)}")
         if isinstance(node, dict) and "branch" in node and isinstance(node.get("children"), list):
             members = sorted(_unmet(sets, node["branch"], chosen, where) - excluded)
             if len(node["children"]) != len(members):
@@ -64,8 +64,10 @@ def _walk_hitting(sets: list[frozenset[int]], root: Any, k: int) -> int:
                     f"{where}: lemma {node['branch']} leaves {len(members)} feature(s) to branch on, not {len(node['children'])}"
                 )
             leaves += not members
-            for i, (member, child) in enumerate(zip(members, node["children"], strict=True)):
-                stack.append((child, chosen | {member}, excluded | set(members[:i])))
+            out = excluded
+            for member, child in zip(members, node["children"], strict=True):
+                stack.append((child, chosen | {member}, out))
+                out |= {member}
         elif isinstance(node, dict) and isinstance(node.get("disjoint"), list):
             leaves += 1
             met: set[int] = set()
@@ -83,7 +85,7 @@ def _walk_hitting(sets: list[frozenset[int]], root: Any, k: int) -> int:
     return leaves
 
 
-def _unmet(sets: list[frozenset[int]], w: Any, chosen: frozenset[int], where: str) -> frozenset[int]:
+def _unmet(sets: list[frozenset[int]], w: Any, chosen: frozenset[int], where: _Lazy) -> frozenset[int]:
     """Lemma w's set, which the features in must not meet."""
     if not _index(w, len(sets)):
         raise CertificateError(f"{where}: {w!r} is not a lemma's index")

@@ -4,10 +4,11 @@ reference encoding, which cardinal's generator uses too) and weak duality, in ra
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import Any, NamedTuple
 
-from .exact import CertificateError, _apply, _index, _Layer, _Net, _number, _predict, _Rejected, network_sha256
+from .exact import CertificateError, _apply, _index, _Layer, _Lazy, _Net, _number, _predict, _Rejected, network_sha256
 
 
 class _Goal(NamedTuple):
@@ -80,6 +81,7 @@ class LpRelaxation:
             low, high = net.activate(index, low, high)
             previous = current
         self.outputs, self.threshold, self.prediction = previous, threshold, prediction  # f's variables [K]
+        self._integral: list[tuple[int, dict[int, int]]] | None = None  # each row as `_common`, made at the first bound
         classes = len(previous)
         self.rivals = [1 - prediction] if threshold is not None else [j for j in range(classes) if j != prediction]
 
@@ -169,29 +171,47 @@ class LpRelaxation:
         return len(self.lo) - 1
 
     def bound(
-        self, rival: int, fixed: dict[int, int], phases: dict[tuple[int, ...], bool], multipliers: Any, where: str = ""
+        self, rival: int, fixed: dict[int, int], phases: dict[tuple[int, ...], bool], multipliers: Any, where: Any = ""
     ) -> Fraction:
         """The safe bound Σ_r λ_r·side_r + Σ_j min over [lo_j, hi_j] of (g − Aᵀλ)_j·v_j of the node
         (g: `rival`'s objective; `fixed`: selector i → 0/1; `phases`: breakpoint → active) for
         multipliers λ, a list of [row, value] pairs; a value's sign picks the row's low side (> 0)
         or high side (< 0)."""
-        lo, hi, sides = self.node(fixed, phases)
+        return self._bound(rival, *self.node(fixed, phases), multipliers, where)
+
+    def _bound(self, rival: int, lo: list, hi: list, sides: dict, multipliers: Any, where: Any) -> Fraction:
+        """`bound` at a node given by its variable bounds lo, hi [V] and changed row sides: work
+        linear in the multiplied rows' sizes (lo and hi are read, never copied). g − Aᵀλ is summed
+        in integers over one common denominator (the same rationals, without a gcd per term)."""
         if not isinstance(multipliers, list) or not all(
             isinstance(pair, list) and len(pair) == 2 and _index(pair[0], len(self.rows)) for pair in multipliers
         ):
             raise CertificateError(f"{where}: 'multipliers' must be a list of [row, value] pairs")
-        reduced, total = dict(self.goal(rival).objective), Fraction(0)
+        if self._integral is None:
+            self._integral = [_common(coefficients) for coefficients, _, _ in self.rows]
+        denominator, reduced = _common(self.goal(rival).objective)  # (g − Aᵀλ)_v = reduced[v] / denominator
+        total = Fraction(0)
         for row, raw in multipliers:
-            value = Fraction(_number(raw, f"{where}: the multiplier of row {row}"))
-            coefficients, low, high = self.rows[row]
+            value = Fraction(_number(raw, _Lazy(lambda row=row: f"{where}: the multiplier of row {row}")))
+            if not value:
+                continue
+            _, low, high = self.rows[row]
             low, high = sides.get(row, (low, high))
             side = low if value > 0 else high
-            if value and side is None:
+            if side is None:
                 raise _Rejected(f"{where}: the multiplier of row {row} has the sign of its infinite side")
-            total += value * side if value else 0
+            total += value * side
+            scale, coefficients = self._integral[row]
+            scale *= value.denominator
+            if denominator % scale:
+                grow = scale // math.gcd(denominator, scale)
+                denominator *= grow
+                for variable in reduced:
+                    reduced[variable] *= grow
+            factor = value.numerator * (denominator // scale)
             for variable, a in coefficients.items():
-                reduced[variable] = reduced.get(variable, Fraction(0)) - value * a
-        return total + sum(min(r * lo[v], r * hi[v]) for v, r in reduced.items() if r)
+                reduced[variable] = reduced.get(variable, 0) - factor * a
+        return total + sum(min(r * lo[v], r * hi[v]) for v, r in reduced.items() if r) / denominator
 
     def closes(self, rival: int, bound: Fraction) -> bool:
         """Whether a leaf's bound excludes every point where `rival` wins (docs/proofs.md)."""
@@ -210,39 +230,87 @@ class LpRelaxation:
         return sum(self._walk(rival, trees[rival]) for rival in self.rivals)
 
     def _walk(self, rival: int, root: Any) -> int:
-        """Check the tree of one rival; returns its leaf count."""
-        stack: list[tuple[Any, dict[int, int], dict[tuple[int, ...], bool]]] = [(root, {}, {})]
+        """Check the tree of one rival; returns its leaf count. Depth first, the node's state (its
+        selectors and phases, variable bounds and changed row sides) changed on the way down and
+        restored on the way up, so each node costs its own work, not its depth's or the network's."""
+        fixed: dict[int, int] = {}
+        phases: dict[tuple[int, ...], bool] = {}
+        lo, hi = list(self.lo), list(self.hi)
+        sides: dict[int, tuple[Fraction | None, Fraction | None]] = {}
+        where = _Lazy(lambda: f"rival {rival}: the node with s {sorted(fixed.items())},"
+                              f" active/inactive breakpoints {sorted(phases.items())}")
+        undo: list[tuple[Any, Any, Any]] = []  # (dict or list, key, old value or _ABSENT), restored last in first out
+        stack: list[tuple[Any, Any]] = [(root, None)]  # (node, the split to make first) or (_UP, undo length to restore)
         leaves = 0
         while stack:
-            node, fixed, phases = stack.pop()
-            where = (
-                f"rival {rival}: the node with s {sorted(fixed.items())}, active/inactive breakpoints {sorted(phases.items())}"
-            )
+            node, split = stack.pop()
+            if node is _UP:
+                while len(undo) > split:
+                    store, key, old = undo.pop()
+                    if old is _ABSENT:
+                        del store[key]
+                    else:
+                        store[key] = old
+                continue
+            if split is not None:
+                stack.append((_UP, len(undo)))
+                self._enter(split, fixed, phases, lo, hi, sides, undo)
             if not isinstance(node, dict):
                 raise CertificateError(f"{where}: a node must be an object")
             if "feature" in node:
                 i = node["feature"]
                 if not _index(i, self.n) or i in fixed:
                     raise CertificateError(f"{where}: split on {i!r}, not a feature index not split on yet")
-                stack += [(node.get("in"), {**fixed, i: 1}, phases), (node.get("out"), {**fixed, i: 0}, phases)]
+                stack += [(node.get("in"), ("feature", i, 1)), (node.get("out"), ("feature", i, 0))]
             elif "unit" in node:
                 given = node["unit"]
                 unit = tuple(given) if isinstance(given, list) and all(_index(v, len(self.lo)) for v in given) else None
                 if unit not in self.units or unit in phases:
                     raise CertificateError(f"{where}: split on {node['unit']!r}, not an unstable breakpoint not split on yet")
-                stack += [
-                    (node.get("active"), fixed, {**phases, unit: True}),
-                    (node.get("inactive"), fixed, {**phases, unit: False}),
-                ]
+                stack += [(node.get("active"), ("unit", unit, True)), (node.get("inactive"), ("unit", unit, False))]
             elif "multipliers" in node:
                 leaves += 1
-                bound = self.bound(rival, fixed, phases, node["multipliers"], where)
+                bound = self._bound(rival, lo, hi, sides, node["multipliers"], where)
                 if not self.closes(rival, bound):
                     target = float(self.goal(rival).target)
                     raise _Rejected(f"{where}: its LP bound {_approximately(bound)} does not pass {target!r}")
             else:
                 raise CertificateError(f"{where}: a node splits on a 'feature' or a 'unit', or is a leaf of 'multipliers'")
         return leaves
+
+    def _enter(self, split: tuple, fixed: dict, phases: dict, lo: list, hi: list, sides: dict, undo: list) -> None:
+        """Make one split (("feature", i, 0/1) or ("unit", unit, active)) on the walk's state, as
+        `node` does from scratch, recording each old value in `undo`."""
+
+        def put(store: Any, key: Any, value: Any) -> None:
+            undo.append((store, key, store.get(key, _ABSENT) if isinstance(store, dict) else store[key]))
+            store[key] = value
+
+        kind, key, value = split
+        if kind == "feature":
+            put(fixed, key, value)
+            put(lo, key, Fraction(value))
+            put(hi, key, Fraction(value))
+            return
+        put(phases, key, value)
+        point = self.units[key]
+        change = point.above if value else point.below
+        bounds, pick = (lo, max) if value else (hi, min)
+        put(bounds, point.h, pick(bounds[point.h], point.at))
+        if change is None:
+            put(bounds, point.z, pick(bounds[point.z], point.at))
+        else:
+            put(sides, change[0], change[1:])
+
+
+_UP = object()  # a walk's marker: restore the state of the node above
+_ABSENT = object()  # an undo record's old value of a key a dict did not have
+
+
+def _common(coefficients: dict[int, Fraction]) -> tuple[int, dict[int, int]]:
+    """Rational coefficients {variable: a} as (d, {variable: a·d}), d the least common denominator."""
+    denominator = math.lcm(*(a.denominator for a in coefficients.values()))
+    return denominator, {v: a.numerator * (denominator // a.denominator) for v, a in coefficients.items()}
 
 
 def _piecewise(layer: _Layer) -> bool:
