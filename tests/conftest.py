@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from bruteforce import shortcut_minimum
 
 from cardinal.domain import Domain
 from cardinal.network import Network
@@ -42,4 +41,7 @@ def design_network_file(tmp_path: Path) -> Path:
 
 def brute_force_minimum(net: Network, x: np.ndarray, kind: str, domain: Domain, threshold: float) -> int | None:
     """Smallest |S| of a valid explanation on a monotone network (exact arithmetic, `bruteforce`), None if none."""
+    # imported here: scripts that import this module from the repository root lack tests/ on their path
+    from bruteforce import shortcut_minimum
+
     return shortcut_minimum(net, x, kind, domain.lower, domain.upper, threshold)
