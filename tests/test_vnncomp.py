@@ -143,6 +143,7 @@ with open(results, "w") as handle:
 """
 
 
+@pytest.mark.slow  # about 3 minutes on 2 cores; test_vnnlib.py keeps a Marabou agreement check in the default run
 def test_marabou_as_a_vnncomp_tool_agrees_with_the_certified_answers(tmp_path: Path) -> None:
     """Marabou's VNN-LIB runner (maraboupy) wrapped in VNN-COMP's scripts: on a folder that
     `export --layout vnncomp` wrote it answers every instance it decides as the folder's certified
