@@ -107,7 +107,7 @@ def slow(*arguments):
         progress(*state)
     return original(*arguments[:7], report, *arguments[8:])
 campaign._run = slow
-sys.exit(cli.main(["crosscheck", "--out", {out!r}, "--solvers", "enumerate", "--executor", "ray", "--workers", "2"]))
+sys.exit(cli.main(["crosscheck", "--out", {out!r}, "--solvers", "enumerate", "--executor", "ray", "--workers", "2", "--no-proof"]))
 """
 
 
@@ -208,7 +208,7 @@ def test_a_dead_raylet_loses_every_unfinished_unit(
     monkeypatch.setitem(suites.SUITES, "quick", lambda out: tiny_instances())
     monkeypatch.setattr(ray, "get", dying_get)
     out = tmp_path / "run"
-    arguments = ["crosscheck", "--out", str(out), "--solvers", "enumerate", "--executor", "ray", "--workers", "2"]
+    arguments = ["crosscheck", "--out", str(out), "--solvers", "enumerate", "--executor", "ray", "--workers", "2", "--no-proof"]
     assert main(arguments) == 1
     [lost] = [line for line in capsys.readouterr().err.splitlines() if "lost" in line]
     assert "11 unit(s) lost" in lost and "LocalRayletDiedError" in lost and "--resume" in lost
@@ -240,7 +240,7 @@ def test_a_unit_whose_worker_keeps_dying_is_lost_then_resumed(
     monkeypatch.setattr(campaign, "certify_unit", dying_certify)
     monkeypatch.setitem(suites.SUITES, "quick", lambda out: tiny_instances()[2:])  # the DESIGN network
     out = tmp_path / "run"
-    arguments = ["crosscheck", "--out", str(out), "--solvers", "enumerate", "--executor", "ray", "--workers", "2"]
+    arguments = ["crosscheck", "--out", str(out), "--solvers", "enumerate", "--executor", "ray", "--workers", "2", "--no-proof"]
     assert main(arguments) == 1
     [lost] = [line for line in capsys.readouterr().err.splitlines() if "lost" in line]
     assert "1 unit(s) lost" in lost and "worker process died" in lost and "--resume" in lost
