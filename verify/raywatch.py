@@ -7,7 +7,8 @@ dead GCS before they exit. Every process of the instance carries `CARDINAL_RAY_O
 its environment (set while the instance starts; Ray passes it on to every process it starts,
 workers included). The watcher waits until its standard input closes — the driver closed it
 after `ray.shutdown()`, or died, however (SIGKILL included) — then kills every process whose
-environment holds that mark, a few passes apart for any that a dying raylet started meanwhile,
+environment holds that mark, pass after pass until four in a row find none (a dying raylet may
+still start a worker), 15 s at most,
 and exits. It imports nothing of cardinal or Ray: it starts in milliseconds, from any folder.
 Linux only (it reads /proc); elsewhere it is not started.
 """
@@ -22,8 +23,9 @@ import time
 from pathlib import Path
 
 OWNER = "CARDINAL_RAY_OWNER"  # the environment variable that marks an instance's processes
-PASSES = 3  # kill passes at most, PAUSE seconds apart
-PAUSE = 0.2
+PASSES = 60  # kill passes at most, PAUSE seconds apart (15 s)
+PAUSE = 0.25
+QUIET = 4  # passes in a row that find nothing end the watch (a dying raylet may still start a worker)
 
 
 def marked(token: str) -> list[int]:
@@ -43,12 +45,14 @@ def watch(token: str) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle; it closes the pipe
     with contextlib.suppress(OSError):
         sys.stdin.buffer.read()
+    quiet = 0
     for _ in range(PASSES):
         found = marked(token)
         for pid in found:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-        if not found:
+        quiet = 0 if found else quiet + 1
+        if quiet >= QUIET:
             return
         time.sleep(PAUSE)
 
