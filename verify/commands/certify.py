@@ -9,16 +9,16 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from cardinal.validate import output_directory, output_file, positive_number, seconds
+from cardinal.validate import output_directory, output_file
 
 from .common import (
-    _PROOFS_BESIDE,
     METHOD_CHOICES,
     _beside,
     _ci_flag_arguments,
     _ci_flags,
     _ci_report,
     _emit,
+    _exact_flag_arguments,
     _kinds,
     _load_problem,
     _Progress,
@@ -45,17 +45,13 @@ def _add_certify(commands: argparse._SubParsersAction, problem: argparse.Argumen
         "on exact evidence only, and a solver claim refuted by the exact replay is listed under its solver. "
         "Exit 1 when exact evidence conflicts (solver_disagreement), 2 on bad input.",
     )
-    certify.add_argument(
-        "--solvers",
-        help="comma-separated: exact-milp,z3,enumerate,gurobi,highs, or all (every installed one); default: every installed "
+    _exact_flag_arguments(
+        certify,
+        "comma-separated: exact-milp,z3,enumerate,gurobi,highs, or all (every installed one); default: every installed "
         "exact backend that applies to the network (docs/statuses.md)",
     )
-    certify.add_argument("--time-limit", type=seconds, default=60.0, help="seconds per solver call (default 60)")
-    certify.add_argument(
-        "--epsilon", type=positive_number, default=1e-6, help="MILP margin to reach class 1: f ≥ t + ε (default 1e-6)"
-    )
     certify.add_argument("--cases", help="directory for case files (default: OUT.cases/ or ./cardinal-cases/)")
-    _proof_flag_arguments(certify, "each exact 'nothing smaller' (a minimum proved, no CXp at all)", _PROOFS_BESIDE)
+    _proof_flag_arguments(certify, "each exact 'nothing smaller' (a minimum proved, no CXp at all)")
     certify.add_argument(
         "--method",
         choices=METHOD_CHOICES,
@@ -85,7 +81,7 @@ def _certify(args: argparse.Namespace) -> int:
     domain, threshold = settings.domain, settings.threshold
     names = _solver_names(args.solvers, net, domain)
     fail_on, baseline = _ci_flags(args, "certify")
-    proofs = _proof_folder(args, net, _beside(args.out, ".proofs", "cardinal-proofs"))
+    proofs = _proof_folder(args, net)
     lines, certificates, saved = [], [], []
     pool = SolverPool(names, first_proof=args.solvers is None)  # the default set: until the first exact proof
     with pool, _Progress(len(X) * len(_kinds(args)), "certify", "done") as progress:
@@ -127,7 +123,7 @@ def _certify(args: argparse.Namespace) -> int:
     if saved:
         print(f"{len(saved)} case file(s) in {cases_dir}/", file=sys.stderr)
     if proofs is not None:
-        failed += _proof_report([c.proof for c in certificates if c.proof is not None], proofs.folder)
+        failed += _proof_report(certificates, proofs.folder)
     disagreements = sum(count for (_, verdict), count in verdicts.items() if verdict == "solver_disagreement")
     if disagreements:  # exact evidence conflicts: always a failure
         failed.append(f"{disagreements} solver disagreement(s): exact evidence conflicts")

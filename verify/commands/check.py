@@ -9,15 +9,14 @@ import sys
 from collections import Counter
 
 from cardinal.errors import InputError
-from cardinal.validate import output_file, positive_number, seconds
+from cardinal.validate import output_file
 
 from .common import (
-    _PROOFS_BESIDE,
-    _beside,
     _ci_flag_arguments,
     _ci_flags,
     _ci_report,
     _emit,
+    _exact_flag_arguments,
     _inputs,
     _kinds,
     _network,
@@ -51,15 +50,10 @@ def _add_check(commands: argparse._SubParsersAction, problem: argparse.ArgumentP
         default="valid",
         help="what each explanation must be: valid (default), subset-minimal, or cardinality-minimum (runs --solvers)",
     )
-    check.add_argument(
-        "--solvers",
-        help="for --require minimum and non-monotone networks (default: every installed exact backend that applies)",
+    _exact_flag_arguments(
+        check, "for --require minimum and non-monotone networks (default: every installed exact backend that applies)"
     )
-    check.add_argument("--time-limit", type=seconds, default=60.0, help="seconds per solver call (default 60)")
-    check.add_argument(
-        "--epsilon", type=positive_number, default=1e-6, help="MILP margin to reach class 1: f ≥ t + ε (default 1e-6)"
-    )
-    _proof_flag_arguments(check, "each minimum and none_exists verdict (with --require minimum)", _PROOFS_BESIDE)
+    _proof_flag_arguments(check, "each minimum and none_exists verdict (with --require minimum)")
     _ci_flag_arguments(check)
     check.set_defaults(handler=_check)
 
@@ -85,7 +79,7 @@ def _check(args: argparse.Namespace) -> int:
     fail_on, baseline = _ci_flags(args, "check")
     if args.proof is not None and args.require != "minimum":
         raise InputError("--proof needs --require minimum (a certificate proves that nothing smaller exists)")
-    proofs = _proof_folder(args, net, _beside(args.out, ".proofs", "cardinal-proofs")) if args.require == "minimum" else None
+    proofs = _proof_folder(args, net) if args.require == "minimum" else None
     with _Progress(len(claims), "check", "judged") as progress:
         judgements = check_explanations(
             net, X, claims, settings.domain, settings.threshold, args.require, None if args.solvers is None else names,
@@ -95,7 +89,7 @@ def _check(args: argparse.Namespace) -> int:
     failed = [f"{judgement.describe()}" for judgement in judgements if not judgement.passed]
     failed += _ci_report(lines, "check", _kinds(args), fail_on, baseline, args.diff_out)
     if proofs is not None:
-        failed += _proof_report([j.proof for j in judgements if j.proof is not None], proofs.folder)
+        failed += _proof_report(judgements, proofs.folder)
     _emit(annotated(lines, net, settings), args.out)
     verdicts = Counter((j.claim.kind, j.verdict) for j in judgements)
     table = [[kind, verdict, count] for (kind, verdict), count in sorted(verdicts.items())]

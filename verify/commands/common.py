@@ -17,7 +17,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from cardinal.errors import InputError
-from cardinal.validate import finite_number, input_shape, number_list, output_file, row_selection, rows_chosen, seconds
+from cardinal.validate import (
+    finite_number,
+    input_shape,
+    number_list,
+    output_file,
+    positive_number,
+    row_selection,
+    rows_chosen,
+    seconds,
+)
 
 if TYPE_CHECKING:
     from cardinal.domain import Domain
@@ -58,6 +67,20 @@ def _input_shape_argument(parser: argparse.ArgumentParser) -> None:
         help="for a whole torch module with Conv2d layers: the input's dims without the batch axis, e.g. 1,28,28 "
         "(ONNX and JSON files declare their own)",
     )
+
+
+def _network_file_arguments(parser: argparse.ArgumentParser, state_dict: str) -> None:
+    """--activations and --input-shape, the flags that say how to read a network file (convert, info,
+    proof); `state_dict`: what --activations is for, as its help names it ("a state_dict input")."""
+    parser.add_argument("--activations", help=f"for {state_dict}: one activation per Linear layer, e.g. relu,identity")
+    _input_shape_argument(parser)
+
+
+def _load_network(path: str, args: argparse.Namespace) -> Network:
+    """The network file `path`, read with --activations and --input-shape."""
+    from cardinal.network import Network
+
+    return Network.load(path, activations=args.activations, input_shape=args.input_shape)
 
 
 def _problem_flags(
@@ -136,9 +159,7 @@ def _load_problem(args: argparse.Namespace):
 
 
 def _network(args: argparse.Namespace):
-    from cardinal.network import Network
-
-    return Network.load(args.network, activations=args.activations, input_shape=args.input_shape)
+    return _load_network(args.network, args)
 
 
 def _inputs(args: argparse.Namespace, net):
@@ -251,7 +272,9 @@ def _ci_flag_arguments(parser: argparse.ArgumentParser) -> None:
 _PROOFS_BESIDE = "OUT.proofs/, or ./cardinal-proofs/ without --out"
 
 
-def _proof_flag_arguments(parser: argparse.ArgumentParser, what: str, default: str) -> None:
+def _proof_flag_arguments(parser: argparse.ArgumentParser, what: str, default: str = _PROOFS_BESIDE) -> None:
+    """--proof, --no-proof, --proof-embed, --proof-time-limit; `what`: what a certificate is written for, `default`:
+    where (`_proof_folder`'s folder for certify and check)."""
     parser.add_argument(
         "--proof",
         metavar="DIR",
@@ -288,9 +311,19 @@ def _proof_path(args: argparse.Namespace, default: Path) -> Path | None:
     return Path(args.proof) if args.proof is not None else default
 
 
-def _proof_folder(args: argparse.Namespace, net, default: Path):
-    """The certificates' folder (`_proof_path`; checked writable before any work), or None."""
-    folder = _proof_path(args, default)
+def _exact_flag_arguments(parser: argparse.ArgumentParser, solvers: str) -> None:
+    """--solvers (`solvers`: its help), --time-limit and --epsilon: the exact solvers' flags of certify and check."""
+    parser.add_argument("--solvers", help=solvers)
+    parser.add_argument("--time-limit", type=seconds, default=60.0, help="seconds per solver call (default 60)")
+    parser.add_argument(
+        "--epsilon", type=positive_number, default=1e-6, help="MILP margin to reach class 1: f ≥ t + ε (default 1e-6)"
+    )
+
+
+def _proof_folder(args: argparse.Namespace, net):
+    """The certificates' folder of certify and check (`_proof_path`, by default beside --out:
+    `_PROOFS_BESIDE`; checked writable before any work), or None."""
+    folder = _proof_path(args, _beside(args.out, ".proofs", "cardinal-proofs"))
     if folder is None:
         return None
     from cardinal.verify.proofs import ProofFolder, proof_directory
@@ -299,8 +332,10 @@ def _proof_folder(args: argparse.Namespace, net, default: Path):
                        args.proof_embed)
 
 
-def _proof_report(entries: list[dict[str, Any]], folder: Path) -> list[str]:
-    """One stderr line on the certificates written; the failures (a rejected certificate is a bug)."""
+def _proof_report(results: list[Any], folder: Path) -> list[str]:
+    """One stderr line on the certificates of `results` (each with its `proof` entry, or None where
+    no certificate was asked for); the failures (a rejected certificate is a bug)."""
+    entries = [result.proof for result in results if result.proof is not None]
     written = [entry for entry in entries if entry["file"] is not None]
     accepted = sum(entry["accepted"] for entry in written)
     missing = len(entries) - len(written)

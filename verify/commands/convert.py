@@ -6,14 +6,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
 
 from cardinal.validate import output_file
 
-from .common import _input_shape_argument
-
-if TYPE_CHECKING:
-    pass
+from .common import _load_network, _network_file_arguments
 
 
 def _add_convert(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
@@ -26,8 +22,7 @@ def _add_convert(commands: argparse._SubParsersAction, problem: argparse.Argumen
     )
     convert.add_argument("input", help="network file to read")
     convert.add_argument("output", help="file to write: .json, .onnx, .pt or .pth")
-    convert.add_argument("--activations", help="for a state_dict input: one activation per Linear layer, e.g. relu,identity")
-    _input_shape_argument(convert)
+    _network_file_arguments(convert, "a state_dict input")
     convert.add_argument("--float32", action="store_true", help="ONNX/torch output in float32 (rounds the weights; warns)")
     convert.add_argument(
         "--state-dict", action="store_true", help="torch output as a state_dict (prints the --activations to load it)"
@@ -39,11 +34,9 @@ def _convert(args: argparse.Namespace) -> int:
     import numpy as np
 
     from cardinal.formats.loaders import activation_flag, format_for_output
-    from cardinal.network import Network
-
     format_for_output(args.output)  # fail on the extension and the path before reading anything
     output_file(args.output, "OUT")
-    net = Network.load(args.input, activations=args.activations, input_shape=args.input_shape)
+    net = _load_network(args.input, args)
     net.save(args.output, float32=args.float32, state_dict=args.state_dict)
     print(f"{args.input} → {args.output}: {net}", file=sys.stderr)
     for note in net.metadata.dropped or ():

@@ -7,12 +7,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TYPE_CHECKING
 
-from .common import _input_shape_argument
-
-if TYPE_CHECKING:
-    pass
+from .common import _load_network, _network_file_arguments
 
 
 def _add_info(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
@@ -28,8 +24,7 @@ def _add_info(commands: argparse._SubParsersAction, problem: argparse.ArgumentPa
         '"sign_monotone", "partially_monotone", "directions", "dropped"}. Exit 2 on a file that cannot be read.',
     )
     info.add_argument("network", help="network file: .json, .onnx, .pt/.pth")
-    info.add_argument("--activations", help="for a state_dict file: one activation per Linear layer, e.g. relu,identity")
-    _input_shape_argument(info)
+    _network_file_arguments(info, "a state_dict file")
     info.add_argument("--json", action="store_true", help="one JSON object instead of text")
     info.set_defaults(handler=_info)
 
@@ -37,8 +32,6 @@ def _add_info(commands: argparse._SubParsersAction, problem: argparse.ArgumentPa
 def _info(args: argparse.Namespace) -> int:
     from cardinal.verify.info import summary, text
 
-    from cardinal.network import Network
-
-    document = summary(Network.load(args.network, activations=args.activations, input_shape=args.input_shape), args.network)
+    document = summary(_load_network(args.network, args), args.network)
     sys.stdout.write(json.dumps(document) + "\n" if args.json else text(document))
     return 0

@@ -11,7 +11,7 @@ from pathlib import Path
 from cardinal.errors import InputError
 from cardinal.validate import seconds
 
-from .common import _input_shape_argument
+from .common import _network_file_arguments
 
 CHECK_SECONDS = 300.0  # `proof check --time-limit`'s default, per certificate
 
@@ -30,8 +30,7 @@ def _add_proof(commands: argparse._SubParsersAction, problem: argparse.ArgumentP
     proof.add_argument("action", choices=("check",), help="check: check the certificates (the one action today)")
     proof.add_argument("files", nargs="+", metavar="FILE", help="certificate files")
     proof.add_argument("--network", help="the network: JSON (cardinal.network/1), ONNX, or torch")
-    proof.add_argument("--activations", help="for a torch state_dict: one activation per Linear layer, e.g. relu,identity")
-    _input_shape_argument(proof)
+    _network_file_arguments(proof, "a torch state_dict")
     proof.add_argument(
         "--records",
         metavar="RECORDS",
