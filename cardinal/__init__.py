@@ -8,7 +8,8 @@ needs none of their libraries), and the application in `cardinal.verify` (certif
 campaigns, reports, the `cardinal` command).
 
 `cardinal.explain(model, x, kind)` is the front door: it explains and proves in one call
-(`cardinal.verify.explanation`); the batched greedy explainer alone is `cardinal.greedy.explain`.
+(`cardinal.verify.explanation`; `cardinal.Explainer` keeps the exact solvers between calls); the
+batched greedy explainer alone is `cardinal.greedy.explain`.
 
 The public names are imported on first use (PEP 562), so `import cardinal` and `cardinal --help`
 import neither numpy's users nor torch; the core itself loads torch on its first float
@@ -28,6 +29,7 @@ _PUBLIC = {  # public name → the module that defines it
     "Domain": "domain",
     "InputError": "errors",
     "ExplainResult": "greedy",
+    "Explainer": "verify.explanation",
     "Explanation": "verify.explanation",
     "explain": "verify.explanation",
     "Layer": "network",

@@ -8,6 +8,7 @@ gives what each input gives alone.
 from __future__ import annotations
 
 import json
+import time
 
 import numpy as np
 import pytest
@@ -161,3 +162,50 @@ def test_greedy_on_a_network_that_is_not_monotone_is_refused() -> None:
     assert not net.is_sign_monotone
     with pytest.raises(InputError, match="sign-monotone"):
         cardinal.explain(net, np.array([0.5, 0.5]), method="greedy", domain=Domain.unit(2))
+
+
+def _gone(pid: int) -> bool:
+    """Whether process `pid` has ended (absent, or a zombie its parent has yet to reap)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
+def _solver_pids(explainer: cardinal.Explainer) -> list[int]:
+    """The pids of the solver processes an Explainer holds now (its pool's backends and oracle engines)."""
+    from cardinal.solvers.guard import GuardedSolver
+
+    pool = explainer._pool
+    assert pool is not None
+    guarded = [*pool.backends.values(), *pool.oracle._started.values()]
+    return [g._child.pid for g in guarded if isinstance(g, GuardedSolver) and g._child is not None]
+
+
+@pytest.mark.parametrize("monotone", [True, False])
+def test_an_explainer_answers_as_explain_and_ends_its_solvers(monotone: bool) -> None:
+    """`Explainer.explain` gives, input after input and with or without `prove`, the answer and the
+    record (timings aside) that the one-shot `cardinal.explain` gives; after close its solver
+    processes are gone and it answers no more."""
+    net = _network(11 if monotone else 12, 4, monotone=monotone)
+    X = np.round(np.random.default_rng(6).uniform(0, 1, (3, 4)) * 8) / 8
+    with cardinal.Explainer(net, time_limit=30) as explainer:
+        for x in X:
+            for kind in ("contrastive", "abductive"):
+                for prove in (True, False):
+                    mine, alone = explainer.explain(x, kind, prove=prove), cardinal.explain(net, x, kind, prove=prove, time_limit=30)
+                    assert (mine.features, mine.proved, mine.lower, mine.upper, mine.verdict, mine.method) == (
+                        alone.features, alone.proved, alone.lower, alone.upper, alone.verdict, alone.method
+                    )
+                    assert _untimed(mine.to_dict()) == _untimed(alone.to_dict())
+        batch = explainer.explain(X, "abductive")
+        assert [e.features for e in batch] == [cardinal.explain(net, x, "abductive", time_limit=30).features for x in X]
+        pids = _solver_pids(explainer)
+        assert pids and not any(_gone(pid) for pid in pids)
+    deadline = time.monotonic() + 60  # SIGKILL is sent at close; the kernel ends the process a moment later
+    while not all(_gone(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert all(_gone(pid) for pid in pids)
+    with pytest.raises(InputError, match="closed"):
+        explainer.explain(X[0])

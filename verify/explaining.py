@@ -8,9 +8,10 @@ deletion (`solvers.deletion`, subset-minimal) on any network or when asked.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,6 +20,9 @@ from cardinal.network import Network
 
 from .record import annotated
 from .settings import Settings
+
+if TYPE_CHECKING:
+    from cardinal.solvers.oracle import SetOracle
 
 # Rational multiply-adds (`algorithm1.exact_work`) below which explain answers in exact arithmetic
 # alone (`algorithm1.explain_exactly`, about 0.1 s at this size) instead of running the batched
@@ -36,12 +40,14 @@ def explain_lines(
     time_limit: float,
     device: str = "auto",
     verify: bool = True,
+    oracle: SetOracle | None = None,
 ) -> list[dict[str, Any]]:
     """explain's output lines for X [B, n] (its row numbers `rows` [B]) and each of `kinds`:
     deletion where `method` says so or (None) the network is not sign-monotone, else greedy;
-    annotated with the settings and names (`record.annotated`)."""
+    annotated with the settings and names (`record.annotated`). Deletion asks its questions of
+    `oracle`, left open (None: an oracle of its own, closed before returning)."""
     if method == "deletion" or (method is None and not net.is_sign_monotone):
-        return annotated(_deletion_lines(net, settings, X, rows, kinds, time_limit), net, settings)
+        return annotated(_deletion_lines(net, settings, X, rows, kinds, time_limit, oracle), net, settings)
     directions = signs.to_json(net.directions, net.output_directions)
     answers = _greedy_answers(net, settings, X, kinds, device, verify)
     lines = []
@@ -100,19 +106,26 @@ def _greedy_answers(
 
 
 def _deletion_lines(
-    net: Network, settings: Settings, X: np.ndarray, rows: Sequence[int], kinds: Sequence[str], time_limit: float
+    net: Network,
+    settings: Settings,
+    X: np.ndarray,
+    rows: Sequence[int],
+    kinds: Sequence[str],
+    time_limit: float,
+    oracle: SetOracle | None,
 ) -> list[dict[str, Any]]:
     """explain's lines from the deletion explainer (`solvers.deletion`), one row at a time, each
-    oracle question limited to `time_limit`: "check" exact (a subset-minimal answer, or none
-    exists) or undecided (a step no engine decided: no set, "exists" null, the reason in notes)."""
+    question to `oracle` (None: one of its own) limited to `time_limit`: "check" exact (a
+    subset-minimal answer, or none exists) or undecided (a step no engine decided: no set,
+    "exists" null, the reason in notes)."""
     from cardinal.solvers.oracle import SetOracle
 
     from .certify import deletion_answers
 
     outputs = net.forward(X).numpy().reshape(len(X), -1)  # [B, K]
-    with SetOracle() as oracle:
+    with SetOracle() if oracle is None else contextlib.nullcontext(oracle) as asked:
         runs = {
-            kind: deletion_answers(net, X, kind, settings.domain, settings.threshold, oracle, time_limit, settings.radius)[0]
+            kind: deletion_answers(net, X, kind, settings.domain, settings.threshold, asked, time_limit, settings.radius)[0]
             for kind in kinds
         }
     lines = []

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from cardinal.solvers.oracle import SetOracle
 
 from cardinal.domain import Domain, Radius
 from cardinal.errors import InputError
@@ -132,25 +133,94 @@ def explain(
     `threshold`, `domain`: as the CLI's flags (default: the model's metadata, else 0 and [0, 1]^n).
     `proof_dir`: write certificates (and the network once) there; None keeps them in memory.
     `time_limit`: seconds per solver call and per certificate search (default 60).
+
+    Each call starts the exact solvers' processes and ends them before it returns; to explain
+    input after input, an `Explainer` keeps them between calls.
     """
+    _check_arguments(kind, method, prove)
+    with Explainer(model, radius=radius, threshold=threshold, domain=domain, proof_dir=proof_dir, time_limit=time_limit,
+                   input_shape=input_shape) as explainer:
+        return explainer.explain(x, kind, method=method, prove=prove)
+
+
+class Explainer:
+    """`explain` for one model, its exact solvers kept between calls: a context manager that ends
+    their processes on leaving (or `close()`), as PySAT's solvers free theirs.
+
+        with cardinal.Explainer("model.onnx", threshold=0.5) as explainer:
+            for x in X:
+                e = explainer.explain(x, "abductive")
+
+    The arguments are `explain`'s, split as they are fixed: the model and its settings here (read
+    and resolved once), the input, kind, method and `prove` per call. Each answer is the one
+    `explain` gives for the same arguments; only the solver processes' start-up is saved, paid on
+    the first call that needs them (the explainer's exact questions, or the proof with `prove`).
+    """
+
+    def __init__(
+        self,
+        model: str | Path | Network | torch.nn.Module,
+        *,
+        radius: Radius | None = None,
+        threshold: float | None = None,
+        domain: Domain | None = None,
+        proof_dir: str | Path | None = None,
+        time_limit: float | None = None,
+        input_shape: Sequence[int] | None = None,
+    ) -> None:
+        self.limit = DEFAULT_TIME_LIMIT if time_limit is None else float(time_limit)
+        self.net, name = _network(model, input_shape)
+        self.settings = resolve(self.net, name, Flags(threshold, domain, False, radius))
+        self.folder = None if proof_dir is None else ProofFolder(proof_dir, self.net, self.limit)
+        self._pool: SolverPool | None = None  # the exact solvers of `prove`, started on first use
+        self._oracle: SetOracle | None = None  # the deletion explainer's without `prove` (the pool has its own)
+        self._closed = False
+
+    def explain(
+        self, x: Sequence[float] | np.ndarray, kind: str = "contrastive", *, method: str = "auto", prove: bool = True
+    ) -> Explanation | list[Explanation]:
+        """`explain(model, x, kind, method=method, prove=prove, ...)` with this explainer's model
+        and settings: x [n] → one `Explanation`, x [B, n] → a list."""
+        if self._closed:
+            raise InputError("this Explainer is closed: make a new one")
+        _check_arguments(kind, method, prove)
+        single = np.ndim(x) == 1
+        X = self.settings.domain.check(np.atleast_2d(np.asarray(x, dtype=np.float64)), source="x")
+        explainer = _explainer(method, self.net)
+        if prove:
+            if self._pool is None:
+                self._pool = SolverPool(proving_solvers(self.net, self.settings.domain), first_proof=True)
+            explanations = _proved(self.net, self.settings, X, kind, explainer, self.limit, self.folder, self._pool,
+                                   _bar(range(len(X)), len(X)))
+        else:
+            if self._oracle is None and explainer == "deletion":
+                self._oracle = SetOracle()
+            explanations = _unproved(self.net, self.settings, X, kind, explainer, self.limit, self._oracle)
+        return explanations[0] if single else explanations
+
+    def close(self) -> None:
+        """End the solvers' processes; the explainer answers no more calls."""
+        self._closed = True
+        for resource in (self._pool, self._oracle):
+            if resource is not None:
+                resource.close()
+        self._pool = self._oracle = None
+
+    def __enter__(self) -> Explainer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _check_arguments(kind: str, method: str, prove: bool) -> None:
+    """One-line errors for a kind, method or `prove` that `explain` does not take."""
     if kind not in KINDS:
         raise InputError(f"kind {kind!r}: choose contrastive or abductive")
     if method not in METHODS:
         raise InputError(f"method {method!r}: choose one of {', '.join(METHODS)}")
     if method == "minimum" and not prove:
         raise InputError("method 'minimum' is the exact solvers' answer: it needs prove=True")
-    limit = DEFAULT_TIME_LIMIT if time_limit is None else float(time_limit)
-    net, name = _network(model, input_shape)
-    settings = resolve(net, name, Flags(threshold, domain, False, radius))
-    single = np.ndim(x) == 1
-    X = settings.domain.check(np.atleast_2d(np.asarray(x, dtype=np.float64)), source="x")
-    explainer = _explainer(method, net)
-    rows = range(len(X))
-    if prove:
-        explanations = _proved(net, settings, X, kind, explainer, limit, proof_dir, _bar(rows, len(X)))
-    else:
-        explanations = _unproved(net, settings, X, kind, explainer, limit)
-    return explanations[0] if single else explanations
 
 
 def _network(model: Any, input_shape: Sequence[int] | None) -> tuple[Network, str]:
@@ -189,49 +259,47 @@ def _bar(rows: range, total: int) -> Any:
 
 
 def _proved(net: Network, settings: Any, X: np.ndarray, kind: str, explainer: str | None, limit: float,
-            proof_dir: str | Path | None, rows: Any) -> list[Explanation]:
-    """`certify --proof` on X [B, n]: the explainer, the solvers, the certificates."""
+            folder: ProofFolder | None, pool: SolverPool, rows: Any) -> list[Explanation]:
+    """`certify --proof` on X [B, n] with `pool`'s solvers: the explainer, the solvers, the certificates."""
     import time
 
-    folder = None if proof_dir is None else ProofFolder(proof_dir, net, limit)
     out = []
-    with SolverPool(proving_solvers(net, settings.domain), first_proof=True) as pool:
+    started = time.perf_counter()
+    if explainer is None:
+        answers: list[Any] = [None] * len(X)
+    else:
+        answers = explainer_answers(explainer, pool, net, X, kind, settings.domain, settings.threshold, limit,
+                                    settings.radius)
+    explained = (time.perf_counter() - started) / max(1, len(X))
+    for row in rows:
+        x, answer = X[row], answers[row]
         started = time.perf_counter()
-        if explainer is None:
-            answers: list[Any] = [None] * len(X)
-        else:
-            answers = explainer_answers(explainer, pool, net, X, kind, settings.domain, settings.threshold, limit,
-                                        settings.radius)
-        explained = (time.perf_counter() - started) / max(1, len(X))
-        for row in rows:
-            x, answer = X[row], answers[row]
-            started = time.perf_counter()
-            problem, (judged,) = certify_input(pool, net, x, kind, settings.box(x), settings.threshold, (answer,), limit, row,
-                                               DEFAULT_EPSILON)
-            solved = time.perf_counter() - started
-            proof, reason = None, "no exact 'nothing smaller' claim"
-            started = time.perf_counter()
-            if problem is not None:
-                claim = claim_of(problem, judged.verdict, judged.minimum, judged.minimum_proved, judged.certified)
-                proof, reason = _proof(problem, claim, row, kind, folder, limit)
-            record = annotated([judged.to_json()], net, settings)[0]
-            if proof is not None or folder is not None:
-                record["proof"] = _entry(proof, reason, folder)
-            if record["proved_by"] == "engine" and proof is not None and proof.accepted:
-                record["proved_by"] = "certificate"  # held in memory: the record's proof entry names no file
-            features = judged.minimum
-            found_by = "minimum"
-            if answer is not None and answer.features is not None and answer.features == features:
-                found_by = answer.method
-            none = proves_none(judged.verdict, judged.certified, judged.minimum)
-            proved = judged.minimum_proved or none
-            upper = None if features is None else len(features)
-            lower = upper if judged.minimum_proved else judged.minimum_lower
-            out.append(Explanation(
-                kind, judged.prediction, features, found_by, proved, lower, upper, judged.verdict.value, none,
-                judged.minimum_witness, proof, "" if proof is not None else reason,
-                {"explain": explained, "solve": solved, "certificate": time.perf_counter() - started}, record,
-            ))
+        problem, (judged,) = certify_input(pool, net, x, kind, settings.box(x), settings.threshold, (answer,), limit, row,
+                                           DEFAULT_EPSILON)
+        solved = time.perf_counter() - started
+        proof, reason = None, "no exact 'nothing smaller' claim"
+        started = time.perf_counter()
+        if problem is not None:
+            claim = claim_of(problem, judged.verdict, judged.minimum, judged.minimum_proved, judged.certified)
+            proof, reason = _proof(problem, claim, row, kind, folder, limit)
+        record = annotated([judged.to_json()], net, settings)[0]
+        if proof is not None or folder is not None:
+            record["proof"] = _entry(proof, reason, folder)
+        if record["proved_by"] == "engine" and proof is not None and proof.accepted:
+            record["proved_by"] = "certificate"  # held in memory: the record's proof entry names no file
+        features = judged.minimum
+        found_by = "minimum"
+        if answer is not None and answer.features is not None and answer.features == features:
+            found_by = answer.method
+        none = proves_none(judged.verdict, judged.certified, judged.minimum)
+        proved = judged.minimum_proved or none
+        upper = None if features is None else len(features)
+        lower = upper if judged.minimum_proved else judged.minimum_lower
+        out.append(Explanation(
+            kind, judged.prediction, features, found_by, proved, lower, upper, judged.verdict.value, none,
+            judged.minimum_witness, proof, "" if proof is not None else reason,
+            {"explain": explained, "solve": solved, "certificate": time.perf_counter() - started}, record,
+        ))
     return out
 
 
@@ -264,13 +332,13 @@ def _entry(proof: Proof | None, reason: str, folder: ProofFolder | None) -> dict
 
 
 def _unproved(net: Network, settings: Any, X: np.ndarray, kind: str, explainer: str | None,
-              limit: float) -> list[Explanation]:
-    """The explainer alone on X [B, n], as `cardinal explain` runs it (`explaining.explain_lines`):
-    each answer checked exactly, no minimality proof."""
+              limit: float, oracle: SetOracle | None) -> list[Explanation]:
+    """The explainer alone on X [B, n], as `cardinal explain` runs it (`explaining.explain_lines`;
+    deletion's questions asked of `oracle`): each answer checked exactly, no minimality proof."""
     import time
 
     started = time.perf_counter()
-    lines = explain_lines(net, settings, X, range(len(X)), (kind,), explainer, limit)
+    lines = explain_lines(net, settings, X, range(len(X)), (kind,), explainer, limit, oracle=oracle)
     seconds = (time.perf_counter() - started) / max(1, len(X))
     out = []
     for line in lines:
