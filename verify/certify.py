@@ -52,7 +52,7 @@ from cardinal.network import Network
 from cardinal.problem import DEFAULT_EPSILON, Method, Outcome, Problem, Status, Verdict
 
 from .cases import Case
-from .record import GreedyAnswer, refuted_solvers, verdict_fields
+from .record import GreedyAnswer, Judged, verdict_fields
 
 
 @dataclass(frozen=True)
@@ -70,9 +70,11 @@ class Decision:
 
 
 @dataclass(frozen=True)
-class RowVerdict:
+class RowVerdict(Judged):
     """Greedy vs solvers for one input and kind: the verdict record `certify` writes (a
-    certificate, in cardinal's words, is only the proof file of `verify.proofs`)."""
+    certificate, in cardinal's words, is only the proof file of `verify.proofs`). A campaign's
+    `record.Record` is the same verdict with the campaign's context, kept a type of its own (its
+    docstring says why); `Judged` and `record.verdict_fields` are what the two share."""
 
     row: int
     kind: str
@@ -95,16 +97,6 @@ class RowVerdict:
         if self.greedy is None or self.greedy.size is None or self.minimum is None or self.verdict == Verdict.UNDECIDED:
             return None
         return self.greedy.size - len(self.minimum)
-
-    @property
-    def refuted(self) -> tuple[str, ...]:
-        """The solvers whose claims exact evidence refuted."""
-        return refuted_solvers(self.solvers)
-
-    @property
-    def method(self) -> str | None:
-        """The explainer whose answer is judged (greedy, deletion), None when none ran."""
-        return None if self.greedy is None else self.greedy.method
 
     @property
     def minimum_witness(self) -> tuple[float, ...] | None:

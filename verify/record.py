@@ -52,10 +52,37 @@ class GreedyAnswer:
         return document
 
 
+class Judged:
+    """What a row's verdict (`certify.RowVerdict`) and a campaign `Record` share beyond their
+    fields: each has `greedy` (the explainer's answer or None) and `solvers` (name → `Outcome`),
+    and writes its verdict with its evidence through `verdict_fields`."""
+
+    greedy: GreedyAnswer | None
+    solvers: dict[str, Outcome]
+
+    @property
+    def refuted(self) -> tuple[str, ...]:
+        """The solvers whose claims exact evidence refuted."""
+        return refuted_solvers(self.solvers)
+
+    @property
+    def method(self) -> str | None:
+        """The explainer whose answer is judged (greedy, deletion), None when none ran."""
+        return None if self.greedy is None else self.greedy.method
+
+
 @dataclass(frozen=True)
-class Record:
+class Record(Judged):
     """One explanation (instance, row, kind) with greedy's answer, every solver's outcome and the
-    verdict that exact evidence supports (see `verify.certify`)."""
+    verdict that exact evidence supports (see `verify.certify`).
+
+    A `certify.RowVerdict` with the campaign's context, yet a type of its own: a record holds what
+    its line says, `gap` and `minimum_witness` as the version that wrote it put them (older files
+    lack `minimum_witness`, and the rule for `gap` has changed since: null for undecided answers),
+    where a `RowVerdict` derives them from its evidence; and a record cannot always say the
+    network's K that a `RowVerdict` holds (K ≥ 2 shows as a null `threshold` and a list `output`,
+    which is null where an output overflows). Their JSON differs too (docs/formats.md: the
+    campaign's fields, no `classes`). What they share is written once: `Judged` and `verdict_fields`."""
 
     key: str  # "instance:row:kind"
     instance: str
@@ -98,16 +125,6 @@ class Record:
             c = self.prediction if self.prediction >= 0 else outputs.index(max(outputs))
             value = outputs[c] - max(value for j, value in enumerate(outputs) if j != c)
         return value if math.isfinite(value) else None
-
-    @property
-    def refuted(self) -> tuple[str, ...]:
-        """The solvers whose claims exact evidence refuted."""
-        return refuted_solvers(self.solvers)
-
-    @property
-    def method(self) -> str | None:
-        """The explainer whose answer the record judges (greedy, deletion), None when none ran."""
-        return None if self.greedy is None else self.greedy.method
 
     @property
     def activations(self) -> frozenset[str]:
@@ -210,7 +227,7 @@ def verdict_fields(result: Any) -> dict[str, Any]:
     """The JSON fields a certificate and a campaign record share: the explainer's answer (`method`:
     greedy or deletion, null when none ran; the answer in `greedy`, `greedy_exists`,
     `greedy_check`), each solver's outcome and the verdict with its evidence (`result` is a
-    `RowVerdict` or a `Record`);
+    `Judged`: a `RowVerdict` or a `Record`);
     `minimum_witness` is the point that shows a contrastive minimum (null for an AXp);
     `minimum_lower` an exact lower bound on the minimum's size (its size where `minimum_proved`;
     null where no explanation may exist or the evidence conflicts); `proved_by` what backs an
