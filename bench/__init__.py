@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
+from pathlib import Path
 from typing import NoReturn
+
+from cardinal.errors import InputError
+from cardinal.validate import output_file
 
 
 class Parser(argparse.ArgumentParser):
@@ -14,3 +19,22 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         print(f"{self.prog}: error: {message} (see {self.prog} --help)".replace("\n", "\\n"), file=sys.stderr)
         raise SystemExit(2)
+
+
+def bench_parser(file: str, doc: str) -> Parser:
+    """The parser of bench/NAME.py (`file`: its `__file__`, `doc`: its docstring, whose first line
+    describes it): `cardinal bench NAME`. `parse` adds --out."""
+    return Parser(prog=f"cardinal bench {Path(file).stem}", description=doc.splitlines()[0])
+
+
+def parse(parser: Parser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """Add --out (the markdown table; default bench-results/NAME.md), parse `argv`, and refuse an
+    --out that cannot be written (a one-line error, exit 2) before any work."""
+    name = parser.prog.rsplit(" ", 1)[-1]
+    parser.add_argument("--out", default=f"bench-results/{name}.md", help="markdown table to write (default: %(default)s)")
+    args = parser.parse_args(argv)
+    try:
+        output_file(args.out, "--out")
+    except InputError as error:
+        parser.error(str(error))
+    return args

@@ -55,7 +55,7 @@ from cardinal.verify.generate import median_threshold, random_network
 from tabulate import tabulate
 from threadpoolctl import threadpool_limits
 
-from bench import Parser
+from bench import bench_parser, parse
 from bench.greedy import machine
 from cardinal.domain import Domain
 from cardinal.errors import InputError
@@ -63,7 +63,6 @@ from cardinal.exact import ExactNetwork
 from cardinal.io import write_atomic
 from cardinal.network import Network
 from cardinal.problem import Problem, Status
-from cardinal.validate import output_file
 
 BLOG_THRESHOLD = 0.1
 HIDDEN = (32, 32)
@@ -208,7 +207,7 @@ def _wanted(family: str, only: list[str]) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = Parser(prog=f"cardinal bench {Path(__file__).stem}", description=__doc__.splitlines()[0])
+    parser = bench_parser(__file__, __doc__)
     parser.add_argument("--quick", action="store_true", help="2 inputs per family (shows that it works)")
     parser.add_argument("--inputs", type=int, default=3, help="inputs per non-monotone network and radius (both kinds)")
     parser.add_argument("--cube-inputs", type=int, default=8, help="inputs per Boolean-cube network (both kinds)")
@@ -221,17 +220,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--only", action="append", default=[], metavar="TEXT", help="run only the families whose name contains TEXT (repeatable)"
     )
     parser.add_argument("--workdir", default="bench-results/exact_milp", help="where the BlogFeedback model is cached")
-    parser.add_argument("--out", default="bench-results/exact_milp.md", help="markdown table to write (default: %(default)s)")
-    args = parser.parse_args(argv)
+    args = parse(parser, argv)
     if args.quick:
         args.inputs, args.cube_inputs, args.blog_inputs = 2, 2, 2
     if min(args.jobs, args.inputs, args.cube_inputs, args.blog_inputs) < 1 or not args.time_limit > 0:
         parser.error("--jobs, --inputs, --cube-inputs, --blog-inputs and --time-limit must be positive")
     out = Path(args.out).resolve()
-    try:
-        output_file(out, "--out")
-    except InputError as error:
-        parser.error(str(error))
     torch.set_num_threads(1)
     queries: list[Query] = []
     if not args.no_blog and _wanted("blog-axp-t0.1", args.only):

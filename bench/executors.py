@@ -32,10 +32,8 @@ from cardinal.verify.record import without_timings
 from cardinal.verify.suites import quick
 from tabulate import tabulate
 
-from bench import Parser
-from cardinal.errors import InputError
+from bench import bench_parser, parse
 from cardinal.io import JsonLines, write_atomic
-from cardinal.validate import output_file
 
 WORKERS = (1, 2)
 HEADERS = ["executor", "workers", "units", "seconds", "ms per unit", "Ray start (s)", "records ≠ 1 local worker (limit)"]
@@ -92,16 +90,11 @@ def trivial_round_trip(executor: str, workers: int, count: int) -> float:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = Parser(prog=f"cardinal bench {Path(__file__).stem}", description=__doc__.splitlines()[0])
+    parser = bench_parser(__file__, __doc__)
     parser.add_argument("--instances", type=int, help="only the first N instances of the quick suite (default: all)")
     parser.add_argument("--time-limit", type=float, default=10.0, help="seconds per solver call (crosscheck's default)")
     parser.add_argument("--trivial", type=int, default=500, help="tasks that do nothing, for the round trip (default 500)")
-    parser.add_argument("--out", default="bench-results/executors.md", help="markdown table to write (default: %(default)s)")
-    args = parser.parse_args(argv)
-    try:
-        output_file(args.out, "--out")
-    except InputError as error:
-        parser.error(str(error))
+    args = parse(parser, argv)
     ray = import_ray(local=True)
     solvers = available_solvers()
     rows, seconds, reference = [], {}, None

@@ -77,12 +77,11 @@ import torch
 from cardinal.verify.generate import median_threshold, random_network
 from tabulate import tabulate
 
-from bench import Parser
-from cardinal.errors import InputError
+from bench import bench_parser, parse
 from cardinal.greedy import explain, explain_reference
 from cardinal.io import write_atomic
 from cardinal.network import Network
-from cardinal.validate import count, output_file
+from cardinal.validate import count
 
 HIDDEN = (64, 64)
 DEFAULTS = {"rows": 4096, "repeats": 5, "sample": {28: 256, 276: 32}}
@@ -323,19 +322,14 @@ def run(rows: int, repeats: int, sample: dict[int, int], limits: dict, device: s
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = Parser(prog=f"cardinal bench {Path(__file__).stem}", description=__doc__.splitlines()[0])
+    parser = bench_parser(__file__, __doc__)
     parser.add_argument("--full", action="store_true", help="the long run: more rows, repeats and loop samples")
     parser.add_argument("--rows", type=count(1), help="batched rows B (default 4096; --full 16384)")
     parser.add_argument("--repeats", type=count(1), help="batched repeats, median taken (default 5; --full 7)")
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="where the batched runs go")
-    parser.add_argument("--out", default="bench-results/greedy.md", help="markdown table to write (default: %(default)s)")
-    args = parser.parse_args(argv)
+    args = parse(parser, argv)
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: torch sees no CUDA device")
-    try:
-        output_file(args.out, "--out")
-    except InputError as error:
-        parser.error(str(error))
     setting = FULL if args.full else DEFAULTS
     rows, repeats, sample = args.rows or setting["rows"], args.repeats or setting["repeats"], setting["sample"]
     sample = {n: min(size, rows) for n, size in sample.items()}

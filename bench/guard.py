@@ -24,10 +24,8 @@ Timings depend on the machine's load: rerun where it is quiet before quoting the
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import statistics
-import sys
 import time
 from collections.abc import Sequence
 
@@ -37,11 +35,11 @@ from cardinal.solvers.base import available_solvers, solve_minimum
 from cardinal.verify.generate import random_network
 from tabulate import tabulate
 
+from bench import bench_parser, parse
 from bench.greedy import machine
-from cardinal.errors import InputError
 from cardinal.io import write_atomic
 from cardinal.network import Network
-from cardinal.validate import count, output_file, seconds
+from cardinal.validate import count, seconds
 
 DESIGN = {
     "format": "cardinal.network/1",
@@ -96,17 +94,11 @@ def row(problem: str, name: str, plain: list[float], guarded: list[float]) -> li
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog=f"cardinal bench {__name__.rsplit('.', 1)[-1]}", description=__doc__.splitlines()[0])
+    parser = bench_parser(__file__, __doc__)
     parser.add_argument("--inputs", type=count(1), default=20, help="28-feature queries (default %(default)s)")
     parser.add_argument("--repeats", type=count(1), default=3, help="times each query runs each way (default %(default)s)")
     parser.add_argument("--time-limit", type=seconds, default=60.0, help="seconds per call (default %(default)s)")
-    parser.add_argument("--out", default="bench-results/guard.md", help="markdown table to write (default: %(default)s)")
-    args = parser.parse_args(argv)
-    try:
-        output_file(args.out, "--out")
-    except InputError as error:
-        print(f"{parser.prog}: error: {error}", file=sys.stderr)
-        raise SystemExit(2) from None
+    args = parse(parser, argv)
     torch.set_num_threads(1)
     installed = available_solvers()
     began = time.perf_counter()

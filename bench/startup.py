@@ -37,11 +37,10 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from bench import Parser
+from bench import bench_parser, parse
 from bench.greedy import machine
-from cardinal.errors import InputError
 from cardinal.io import write_atomic
-from cardinal.validate import count, output_file
+from cardinal.validate import count
 
 CHECKOUT = Path(__file__).resolve().parents[1]
 SCRIPT = Path(sys.executable).with_name("cardinal")  # the console script beside this interpreter
@@ -87,14 +86,9 @@ def row(shown: str, argv: list[str], target: float | None, repeats: int) -> list
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = Parser(prog=f"cardinal bench {Path(__file__).stem}", description=__doc__.splitlines()[0])
+    parser = bench_parser(__file__, __doc__)
     parser.add_argument("--repeats", type=count(1), default=5, help="runs of each command, median taken (default 5)")
-    parser.add_argument("--out", default="bench-results/startup.md", help="markdown table to write (default: %(default)s)")
-    args = parser.parse_args(argv)
-    try:
-        output_file(args.out, "--out")
-    except InputError as error:
-        parser.error(str(error))
+    args = parse(parser, argv)
     rows: list[list[object]] = []
     print(" | ".join(HEADERS), flush=True)
     try:
