@@ -77,10 +77,13 @@ def minimum_abductive(
     find_flip: FlipOracle,
     at_most: int | None,
     deadline: float,
+    supply: bool = True,
 ) -> HittingResult:
-    """Run the implicit-hitting-set loop until a minimum AXp, a bound, or the deadline."""
+    """Run the implicit-hitting-set loop until a minimum AXp, a bound, or the deadline. `supply`:
+    False turns `Supply` off, so that every contrastive set comes from `find_flip` (what an
+    oracle's answers alone give: its tests)."""
     with HittingSets(problem.n) as contrastive_sets:
-        return _abductive_loop(problem, find_flip, at_most, deadline, contrastive_sets)
+        return _abductive_loop(problem, find_flip, at_most, deadline, contrastive_sets, Supply(problem, supply))
 
 
 def _abductive_loop(
@@ -89,13 +92,13 @@ def _abductive_loop(
     at_most: int | None,
     deadline: float,
     contrastive_sets: HittingSets,
+    supply: Supply,
 ) -> HittingResult:
     features = frozenset(range(problem.n))
     best: frozenset[int] | None = None  # the smallest AXp found
     exact = False  # whether the next candidate must be a minimum hitting set
     calls = 0
     lower = 0  # the largest minimum hitting set's size so far: no AXp is smaller
-    supply = Supply(problem)
     while True:
         if time.perf_counter() > deadline:
             return _stopped(best, at_most, calls, max(lower, contrastive_sets.disjoint()))
@@ -145,7 +148,7 @@ class Supply:
     first (`shrink_points`). Its features then leave F and the next set is sought, up to `MOST`
     pairwise disjoint sets. Floats only choose: every set is the support of a point that flips in
     exact arithmetic. Finding none proves nothing (the oracle is asked). Piecewise-linear networks
-    only (none on others).
+    only (none on others, nor when turned off).
 
     Measured (module docstring, image 0, 30 s): prefix points alone, up to 8 sets, gave 2,400
     sets of median size 6 and a bound of 13; the gradient search after each point that fails,
@@ -157,9 +160,9 @@ class Supply:
     SHRINK_SLACK = 1e-6  # the float score a shrinking step must keep (then one exact check)
     PREFIXES = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64)  # then every doubling
 
-    def __init__(self, problem: Problem) -> None:
+    def __init__(self, problem: Problem, enabled: bool = True) -> None:
         self.problem = problem
-        self.applies = problem.net.is_piecewise_linear
+        self.applies = enabled and problem.net.is_piecewise_linear
         effects, self.ends = first_order_moves(problem) if self.applies else (np.zeros(problem.n), problem.x)
         self.order = tuple(int(i) for i in np.lexsort((np.arange(problem.n), -effects)))  # largest effect first
 
