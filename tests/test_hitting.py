@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 import pytest
-from cardinal.solvers import hitting
+from cardinal.solvers import hitting, relaxed_axp
 from cardinal.solvers.base import solve_minimum
 from cardinal.solvers.hitting import HittingSets
 from cardinal.verify.generate import median_threshold, random_network
@@ -149,3 +149,50 @@ def test_supply_off_is_refused_for_a_guarded_call() -> None:
     problem = _cube(0, 6, 1)
     with pytest.raises(InputError, match="supply=False needs guarded=False"):
         solve_minimum(problem.net, problem.x, "abductive", problem.domain, problem.threshold, solver="z3", supply=False)
+
+
+def _shallow(seed: int, n: int, outputs: int) -> Problem:
+    """`_cube` with one hidden ReLU layer (the form `relaxed_axp` takes)."""
+    rng = np.random.default_rng(100 + seed)
+    net = random_network(rng, n, (6,), "relu", monotone=False, outputs=outputs)
+    X = (rng.random((8, n)) < 0.5).astype(float)
+    threshold = median_threshold(net, X) if outputs == 1 else None
+    return Problem.make(net, X[seed % 8], "abductive", Domain.boolean(n), threshold)
+
+
+@pytest.mark.parametrize("outputs", [1, 3])
+def test_relaxed_sets_hit_every_flipping_vertex(outputs: int) -> None:
+    """A set the relaxation certifies (`relaxed_axp`) meets the support of every vertex of the cube
+    that flips (brute force): an AXp of the box, hence of its vertices. Found on most networks."""
+    found = 0
+    for seed in range(12):
+        problem = _shallow(seed, 7, outputs)
+        assert relaxed_axp.applies(problem)
+        chosen = relaxed_axp.relaxed_axp(problem, 30.0)
+        if chosen is not None:
+            found += 1
+            assert all(chosen & s for s in _flipping_supports(problem)), (seed, chosen)
+    assert found >= 6
+    assert not relaxed_axp.applies(_cube(0, 7, outputs))  # two hidden layers
+
+
+@pytest.mark.parametrize("outputs", [1, 3])
+def test_loop_seeded_by_the_relaxation_equals_brute_force(outputs: int) -> None:
+    """On one-hidden-layer networks the loop asked at once (`seed_after=0`) about the set the
+    relaxation certifies asks the oracle about it first, and still ends OPTIMAL with the
+    brute-force minimum."""
+    for seed in range(8):
+        problem = _shallow(seed, 7, outputs)
+        supports = _flipping_supports(problem)
+        minimum = next(
+            k
+            for k in range(problem.n + 1)
+            for c in itertools.combinations(range(problem.n), k)
+            if all(set(c) & s for s in supports)
+        )
+        asked: list[frozenset[int]] = []
+        result = hitting.minimum_abductive(problem, _vertex_oracle(problem, supports, asked), None, math.inf, seed_after=0.0)
+        assert result.status == Status.OPTIMAL and result.solution is not None and len(result.solution) == minimum, (seed, result)
+        seed_set = relaxed_axp.relaxed_axp(problem, 30.0)
+        if seed_set is not None and len(seed_set) < problem.n:
+            assert asked[0] == frozenset(range(problem.n)) - seed_set, (seed, asked[:1], seed_set)  # asked first
