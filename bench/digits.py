@@ -3,7 +3,7 @@
 The model: scikit-learn's `MLPClassifier((16,), random_state=0, max_iter=300)` (ReLU, Adam) trained
 on the bundled 8 × 8 digits scaled to [0, 1] (X / 16: 64 features, 10 classes) — the first 1,400
 images of a seeded permutation — exported with skl2onnx (no ZipMap) and read back with
-`Network.load`, as a user's file. Per test image x (the first `--inputs` of the held-out rest),
+`Network.load`, as a user's file. Per test image x (the first `--images` of the held-out rest),
 two boxes: the full box [0, 1]^64 and the ball of radius `--radius` (max norm) around x clipped
 to it. For each:
 
@@ -13,11 +13,16 @@ to it. For each:
   replayed set within T. Its exact bounds: lower = the size where proved, else the exact lower bound
   the engine reports in its message (`exact lower bound L`: a minimum hitting set of exactly checked
   contrastive sets), else 1 (an AXp of a box where the class can change is never empty); upper =
-  the smallest exactly valid AXp known — the engine's set, or deletion's below.
+  the smallest exactly valid AXp known — the engine's set (its column: on a network with one
+  hidden ReLU layer the loop first asks about the set a relaxation certifies, `solvers.relaxed_axp`),
+  or deletion's below.
+* **certificate**: where proved with at least one feature, the witness-hitting certificate of
+  "no AXp of size − 1" (`solve_minimum(..., proof=…)`, written under `--work`), checked by
+  `cardinal.checker.check`: "accepted", or why there is none.
 * **deletion**: the subset-minimal AXp of `solvers.deletion` (sensitivity order, each step decided
-  by the exact set oracle), its size and seconds (its own limit T).
+  by the exact set oracle), its size and seconds (its own limit, `--deletion-limit`, default T).
 
-    python -m bench.digits [--inputs 20] [--time-limit 60] [--radius 0.1] [--out bench-results/digits.md]
+    python -m bench.digits [--images 20] [--time-limit 60] [--deletion-limit 60] [--radius 0.1] [--out bench-results/digits.md]
 
 (`--out bench/results/digits.md` refreshes the table kept in the repository.)
 """
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import os
 import re
 import statistics
@@ -42,11 +48,13 @@ from cardinal.solvers.deletion import SUBSET_MINIMAL, deletion
 from cardinal.solvers.oracle import SetOracle
 
 from bench.greedy import machine
+from cardinal.checker import check
 from cardinal.domain import Domain
 from cardinal.network import Network
 from cardinal.problem import Problem, Status
 
 _LOWER = re.compile(r"exact lower bound (\d+)")
+_CERTIFICATE = re.compile(r"certificate: (\S+\.json)")
 
 
 def digits_model(path: Path) -> tuple[Network, np.ndarray, np.ndarray, float]:
@@ -72,16 +80,16 @@ def digits_model(path: Path) -> tuple[Network, np.ndarray, np.ndarray, float]:
     return net, X[test], y[test], accuracy
 
 
-def run_box(net: Network, x: np.ndarray, box: Domain, time_limit: float) -> dict:
+def run_box(net: Network, x: np.ndarray, box: Domain, time_limit: float, deletion_limit: float, proofs: Path) -> dict:
     """The minimum AXp's outcome and bounds, and deletion's answer, on one box (module docstring)."""
     problem = Problem.make(net, x, "abductive", box)
     started = time.perf_counter()
     with SetOracle() as oracle:
-        found = deletion(problem, oracle, time_limit)
+        found = deletion(problem, oracle, deletion_limit)
     deletion_seconds = time.perf_counter() - started
     subset_minimal = found.features if found.status == SUBSET_MINIMAL else None
     started = time.perf_counter()
-    outcome = solve_minimum(net, x, "abductive", box, time_limit=time_limit)
+    outcome = solve_minimum(net, x, "abductive", box, time_limit=time_limit, proof=proofs)
     seconds = time.perf_counter() - started
     proved = outcome.status == Status.OPTIMAL and outcome.exact and outcome.replayed and outcome.solution is not None
     valid = outcome.solution if outcome.status in (Status.OPTIMAL, Status.FEASIBLE) and outcome.replayed else None
@@ -96,6 +104,8 @@ def run_box(net: Network, x: np.ndarray, box: Domain, time_limit: float) -> dict
         "proved": proved,
         "lower": lower,
         "upper": min(uppers, default=problem.n),
+        "engine": None if valid is None else len(valid),
+        "certificate": _certificate(net, outcome.message) if proved and outcome.solution else "—",
         "seconds": seconds,
         "deletion": None if subset_minimal is None else len(subset_minimal),
         "deletion_seconds": deletion_seconds,
@@ -105,8 +115,9 @@ def run_box(net: Network, x: np.ndarray, box: Domain, time_limit: float) -> dict
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.digits", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--inputs", type=int, default=20, help="test images to explain (default 20)")
-    parser.add_argument("--time-limit", type=float, default=60.0, help="seconds per minimum AXp and per deletion (default 60)")
+    parser.add_argument("--images", "--inputs", type=int, default=20, help="test images to explain (default 20)")
+    parser.add_argument("--time-limit", type=float, default=60.0, help="seconds per minimum AXp (default 60)")
+    parser.add_argument("--deletion-limit", type=float, help="seconds per deletion (default: the time limit)")
     parser.add_argument("--radius", type=float, default=0.1, help="radius of the ball (default 0.1)")
     parser.add_argument("--work", default="bench-results/digits", help="where the model file goes (not committed)")
     parser.add_argument("--out", default="bench-results/digits.md", help="results table (bench/results/digits.md to refresh)")
@@ -115,22 +126,35 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"model: widths {net.widths}, test accuracy {accuracy:.3f}", file=sys.stderr)
     load = os.getloadavg()[0]
     rows = []
-    for index in range(args.inputs):
+    deletion_limit = args.time_limit if args.deletion_limit is None else args.deletion_limit
+    for index in range(args.images):
         x, cube = X[index], Domain.unit(net.n_inputs)
         for name, box in (("full box", cube), (f"radius {args.radius:g}", cube.ball(x, args.radius))):
-            row = run_box(net, x, box, args.time_limit)
+            row = run_box(net, x, box, args.time_limit, deletion_limit, Path(args.work) / "proofs")
             rows.append((index, name, row))
             print(
-                f"image {index}, {name}: {_bounds(row)} ({row['status']}, {row['seconds']:.1f} s); deletion "
-                f"{row['deletion']} ({row['deletion_seconds']:.1f} s); {row['message']}",
+                f"image {index}, {name}: {_bounds(row)} ({row['status']}, {row['seconds']:.1f} s, engine "
+                f"{_size(row['engine'])}); deletion {_size(row['deletion'])} ({row['deletion_seconds']:.1f} s); {row['message']}",
                 file=sys.stderr,
                 flush=True,
             )
-    write_table(Path(args.out), rows, args, accuracy, (load, os.getloadavg()[0]))
+    write_table(Path(args.out), rows, args, deletion_limit, accuracy, (load, os.getloadavg()[0]))
 
 
 def _bounds(row: dict) -> str:
     return str(row["lower"]) if row["proved"] else f"[{row['lower']}, {row['upper']}]"
+
+
+def _certificate(net: Network, message: str) -> str:
+    """The checker's verdict on the certificate the outcome's message names, or why there is none."""
+    if (named := _CERTIFICATE.search(message)) is None:
+        return message[message.find("no certificate") :] or "none"
+    report = check(json.loads(Path(named.group(1)).read_text()), net.to_json())
+    return "accepted" if report.accepted else f"rejected: {report.message}"
+
+
+def _size(size: int | None) -> str:
+    return "—" if size is None else str(size)
 
 
 def _commit() -> str:
@@ -140,23 +164,28 @@ def _commit() -> str:
         return "unknown"
 
 
-def write_table(path: Path, rows: list[tuple[int, str, dict]], args: argparse.Namespace, accuracy: float, load: tuple) -> None:
+def write_table(
+    path: Path, rows: list[tuple[int, str, dict]], args: argparse.Namespace, deletion_limit: float, accuracy: float, load: tuple
+) -> None:
     """The results table (one row per image and box) with the totals, the machine and the command."""
     lines = [
         "# Minimum AXps of a scikit-learn digits MLP (64 → 16 → 10, skl2onnx)",
         "",
-        f"Run {datetime.date.today().isoformat()} at commit {_commit()} with `python -m bench.digits --inputs {args.inputs} "
-        f"--time-limit {args.time_limit:g} --radius {args.radius:g}` on {machine()}; load average {load[0]:.2f} at the "
-        f"start, {load[1]:.2f} at the end. Test accuracy {accuracy:.3f}. A size is exact where one number is shown, else "
-        "[exact lower bound, size of an exactly valid AXp]; deletion's answer is subset-minimal (exactly checked).",
+        f"Run {datetime.date.today().isoformat()} at commit {_commit()} with `python -m bench.digits --images {args.images} "
+        f"--time-limit {args.time_limit:g} --deletion-limit {deletion_limit:g} --radius {args.radius:g}` on {machine()}; load "
+        f"average {load[0]:.2f} at the start, {load[1]:.2f} at the end (the machine shared: timings under load). Test accuracy "
+        f"{accuracy:.3f}. A size is exact where one number is shown, else [exact lower bound, size of an exactly valid AXp]; "
+        "s: the whole call, the certificate's search included; engine: the size of the engine's own AXp (replayed "
+        "exactly); deletion's answer is subset-minimal (exactly checked).",
         "",
-        "| image | box | min AXp | proved | s | outcome | deletion | deletion s |",
-        "|---:|:--|---:|:--|---:|:--|---:|---:|",
+        "| image | box | min AXp | proved | s | outcome | engine | certificate | deletion | deletion s |",
+        "|---:|:--|---:|:--|---:|:--|---:|:--|---:|---:|",
     ]
     for index, name, row in rows:
         lines.append(
             f"| {index} | {name} | {_bounds(row)} | {'yes' if row['proved'] else 'no'} | {row['seconds']:.1f} | "
-            f"{row['status']} | {row['deletion'] if row['deletion'] is not None else '—'} | {row['deletion_seconds']:.1f} |"
+            f"{row['status']} | {_size(row['engine'])} | {row['certificate']} | {_size(row['deletion'])} | "
+            f"{row['deletion_seconds']:.1f} |"
         )
     lines.append("")
     for name in dict.fromkeys(name for _, name, _ in rows):

@@ -54,6 +54,7 @@ class BaseSolver:
 
     name = "base"
     exact = False
+    supply = True  # the hitting-set loop's own exact contrastive sets (`hitting.Supply`); False: the oracle's alone
 
     def close(self) -> None:
         """Free solver resources (environments, models); the default holds none."""
@@ -296,6 +297,7 @@ def solve_minimum(
     epsilon: float = DEFAULT_EPSILON,
     guarded: bool = True,
     proof: str | Path | None = None,
+    supply: bool = True,
 ) -> Outcome:
     """A minimum explanation of `kind` for x [n] by the named backend (`auto`: `auto_solver`'s
     choice for the problem), replayed exactly.
@@ -315,6 +317,10 @@ def solve_minimum(
     beside it (`networks/SHA256.json`). The outcome's message says where it went, or why there is
     none.
 
+    `supply`: False turns off the implicit hitting-set loop's own exact contrastive sets
+    (`hitting.Supply`, `BaseSolver.supply`), so that a non-monotone AXp rests on the backend's
+    flip answers alone (tests of what a backend says by itself); with `guarded=False` only.
+
     Raises `InputError` for bad input, and `cardinal.errors.UndecidedPrediction` (not an
     `InputError`: x is valid) when exact arithmetic cannot decide p(x) — a smooth network whose
     enclosure of f(x) contains the threshold, as where f(x) may equal it exactly — so that no
@@ -327,11 +333,14 @@ def solve_minimum(
         raise InputError(f"at_most must be ≥ 0, got {at_most}")
     if not time_limit > 0:
         raise InputError(f"time limit must be positive, got {time_limit}")
+    if not supply and guarded:
+        raise InputError("supply=False needs guarded=False (the backend runs in this process)")
     if proof is not None:
         proof = output_file(proof, "proof") if str(proof).endswith(".json") else output_directory(proof, "proof")
     with lent("oracle", SetOracle) as oracle:  # kept with its engines' processes for the next call
         if not guarded:
             with get_solver(solver) as backend:
+                backend.supply = supply
                 outcome = solve_problem(backend, problem, at_most, time_limit, oracle)
         else:
             with lent(solver, lambda: get_solver(solver, guarded=True)) as backend:  # an earlier call's started process

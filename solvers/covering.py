@@ -63,11 +63,13 @@ QUESTION_SHARE = 0.1  # the share of the time left that one exact question gets 
 QUESTION_SECONDS = 1.0  # and at least this
 
 
-def minimum_by_covering(problem: Problem, find_flip: FlipOracle, at_most: int | None, deadline: float) -> HittingResult:
+def minimum_by_covering(
+    problem: Problem, find_flip: FlipOracle, at_most: int | None, deadline: float, supply: bool = True
+) -> HittingResult:
     """The minimum AXp by covering (module docstring), `find_flip` the exact flip oracle; past
-    `COVER_FEATURES` features, the implicit hitting-set loop."""
+    `COVER_FEATURES` features, the implicit hitting-set loop (`supply` as there)."""
     if problem.n > COVER_FEATURES:
-        return minimum_abductive(problem, find_flip, at_most, deadline)
+        return minimum_abductive(problem, find_flip, at_most, deadline, supply)
     cover = _Covering(problem, find_flip, deadline)
     try:
         free = cover.grow(frozenset())

@@ -53,7 +53,7 @@ class Cvc5Solver(BaseSolver):
             return unmoved
         if problem.kind == "abductive" and not problem.monotone:
             query = _Query(replace(problem, kind="contrastive"))  # the free box, asked with assumptions
-            result = hitting.minimum_abductive(problem, query.find_flip, at_most, deadline)
+            result = hitting.minimum_abductive(problem, query.find_flip, at_most, deadline, self.supply)
             return self.outcome(result.status, started, solution=result.solution, raw_status=query.raw, message=result.message)
         return self.outcome(**_descend(_Query(problem), at_most, deadline), started=started)
 

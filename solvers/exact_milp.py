@@ -84,6 +84,7 @@ import itertools
 import math
 import time
 from dataclasses import dataclass
+from functools import partial
 
 import highspy
 import numpy as np
@@ -670,7 +671,7 @@ class ExactMilpSolver(BaseSolver):
         """Minimum AXp of a non-monotone network by covering (`solvers.covering`; past its features,
         implicit hitting sets), the flip search as the oracle."""
         try:
-            result = minimum_by_covering(problem, lambda free, until: flip_point(problem, free, until), at_most, deadline)
+            result = minimum_by_covering(problem, partial(flip_point, problem), at_most, deadline, self.supply)
         except OpenLeaves as error:
             return self.outcome(Status.ERROR, started, message=f"flip search: {error}")
         message = f"{result.oracle_calls} oracle calls" + (f"; {result.message}" if result.message else "")

@@ -152,7 +152,7 @@ class MilpSolver(BaseSolver):
             raise _Stopped(run)
 
         try:
-            result = minimum_abductive(problem, find_flip, at_most, deadline)
+            result = minimum_abductive(problem, find_flip, at_most, deadline, self.supply)
         except _Stopped as stop:
             status = Status.SIZE_LIMIT if stop.run.state is RunState.SIZE_LIMIT else Status.ERROR
             return self.outcome(status, started, raw_status=stop.run.raw_status, message="flip oracle stopped")

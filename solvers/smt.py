@@ -176,7 +176,7 @@ class Z3Solver(BaseSolver):
             encoding = _Encoding(problem, self.context)
             if problem.kind == "contrastive":
                 return _descend(encoding.check, problem.n, at_most, None, deadline)
-            result = hitting.minimum_abductive(problem, encoding.find_flip, at_most, deadline)
+            result = hitting.minimum_abductive(problem, encoding.find_flip, at_most, deadline, self.supply)
             return {"status": result.status, "solution": result.solution, "raw_status": encoding.raw, "message": result.message}
         flips = problem.flips(problem.counterpoint)
         if problem.kind == "contrastive" and flips is None:

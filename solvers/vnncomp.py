@@ -35,6 +35,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -85,7 +86,8 @@ class VnncompSolver(BaseSolver):
             return self.outcome(Status.UNSUPPORTED, started, message="VNN-LIB has no discrete inputs (binary box)")
         from .vnnlib import onnx_data
 
-        search = hitting.minimum_contrastive if problem.kind == "contrastive" else hitting.minimum_abductive
+        abductive = partial(hitting.minimum_abductive, supply=self.supply)
+        search = hitting.minimum_contrastive if problem.kind == "contrastive" else abductive
         with tempfile.TemporaryDirectory(prefix="cardinal-vnncomp-") as work:
             query = _Query(self, problem, Path(work))
             query.onnx.write_bytes(onnx_data(problem.net))

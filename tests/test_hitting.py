@@ -11,16 +11,20 @@ import math
 
 import numpy as np
 import pytest
-from cardinal.solvers import hitting
+from cardinal.solvers import hitting, relaxed_axp
+from cardinal.solvers.base import solve_minimum
 from cardinal.solvers.hitting import HittingSets
 from cardinal.verify.generate import median_threshold, random_network
 
 from cardinal.domain import Domain
+from cardinal.errors import InputError
 from cardinal.problem import Problem, Status
 
 
 def _smallest(sets: list[frozenset[int]], universe: int) -> int:
-    return next(k for k in range(universe + 1) for c in itertools.combinations(range(universe), k) if all(set(c) & s for s in sets))
+    return next(
+        k for k in range(universe + 1) for c in itertools.combinations(range(universe), k) if all(set(c) & s for s in sets)
+    )
 
 
 @pytest.mark.parametrize("maxsat", [True, False])
@@ -65,10 +69,13 @@ def _flipping_supports(problem: Problem) -> list[frozenset[int]]:
     return [frozenset(np.flatnonzero(v != problem.x).tolist()) for v in vertices[flips]]
 
 
-def _vertex_oracle(problem: Problem, supports: list[frozenset[int]]):
-    """The exact flip oracle by brute force: a flipping vertex moving only free features, or None."""
+def _vertex_oracle(problem: Problem, supports: list[frozenset[int]], asked: list[frozenset[int]] | None = None):
+    """The exact flip oracle by brute force: a flipping vertex moving only free features, or None
+    (each free set it is asked for goes to `asked`)."""
 
     def find_flip(free: frozenset[int], deadline: float) -> np.ndarray | None:
+        if asked is not None:
+            asked.append(free)
         inside = [s for s in supports if s <= free]
         if not inside:
             return None
@@ -99,28 +106,93 @@ def test_supply_gives_disjoint_contrastive_sets_inside_the_free_set(outputs: int
     assert checked > 20  # the sets were many, so the checks above ran
 
 
+@pytest.mark.parametrize("supply", [True, False])
 @pytest.mark.parametrize("outputs", [1, 3])
-def test_loop_minimum_and_lower_bounds_equal_brute_force(outputs: int) -> None:
-    """The loop (its supply and the exact oracle) ends OPTIMAL with the brute-force minimum and
-    says it as its lower bound; stopped at the oracle's first question, its lower bound is
-    exact: at most the minimum, and said in the message."""
+def test_loop_minimum_and_lower_bounds_equal_brute_force(outputs: int, supply: bool) -> None:
+    """The loop (its supply, or the exact oracle alone with `supply=False`) ends OPTIMAL with the
+    brute-force minimum and says it as its lower bound; stopped at the oracle's first question,
+    its lower bound is exact: at most the minimum, and said in the message (with the supply off,
+    nothing is known then: 0)."""
     for seed in range(10):
         problem = _cube(seed, 7 + seed % 3, outputs)
         supports = _flipping_supports(problem)
         minimum = next(
-            k for k in range(problem.n + 1) for c in itertools.combinations(range(problem.n), k) if all(set(c) & s for s in supports)
+            k
+            for k in range(problem.n + 1)
+            for c in itertools.combinations(range(problem.n), k)
+            if all(set(c) & s for s in supports)
         )
-        result = hitting.minimum_abductive(problem, _vertex_oracle(problem, supports), None, math.inf)
+        asked: list[frozenset[int]] = []
+        result = hitting.minimum_abductive(problem, _vertex_oracle(problem, supports, asked), None, math.inf, supply=supply)
         assert result.status == Status.OPTIMAL and result.solution is not None, (seed, result)
         assert len(result.solution) == minimum == result.lower, (seed, result)
         assert not any(s.isdisjoint(result.solution) for s in supports)  # an AXp: no flip with the rest free
+        assert result.oracle_calls == len(asked) and (supply or len(asked) > minimum)  # off: every set from the oracle
 
         def timing_out(free: frozenset[int], deadline: float) -> np.ndarray | None:
             raise hitting.OracleTimeout
 
-        stopped = hitting.minimum_abductive(problem, timing_out, None, math.inf)
-        if stopped.status == Status.OPTIMAL:  # the supply alone refuted every smaller candidate, and x stays put with all fixed
+        stopped = hitting.minimum_abductive(problem, timing_out, None, math.inf, supply=supply)
+        if not supply:
+            assert stopped.status == Status.TIMEOUT and stopped.lower == 0 and stopped.oracle_calls == 1, (seed, stopped)
+        elif stopped.status == Status.OPTIMAL:  # the supply alone refuted every smaller candidate, and x stays put with all fixed
             assert stopped.solution is not None and len(stopped.solution) == minimum == problem.n
         else:
             assert stopped.status == Status.TIMEOUT and stopped.solution is None, (seed, stopped)
             assert stopped.lower <= minimum and f"exact lower bound {stopped.lower}" in stopped.message, (seed, stopped)
+
+
+def test_supply_off_is_refused_for_a_guarded_call() -> None:
+    """`solve_minimum(..., supply=False)` sets the option on the backend in this process
+    (`tests/test_replay.py` shows its effect); a guarded call, whose backend runs in a child
+    process, refuses it with a one-line InputError."""
+    problem = _cube(0, 6, 1)
+    with pytest.raises(InputError, match="supply=False needs guarded=False"):
+        solve_minimum(problem.net, problem.x, "abductive", problem.domain, problem.threshold, solver="z3", supply=False)
+
+
+def _shallow(seed: int, n: int, outputs: int) -> Problem:
+    """`_cube` with one hidden ReLU layer (the form `relaxed_axp` takes)."""
+    rng = np.random.default_rng(100 + seed)
+    net = random_network(rng, n, (6,), "relu", monotone=False, outputs=outputs)
+    X = (rng.random((8, n)) < 0.5).astype(float)
+    threshold = median_threshold(net, X) if outputs == 1 else None
+    return Problem.make(net, X[seed % 8], "abductive", Domain.boolean(n), threshold)
+
+
+@pytest.mark.parametrize("outputs", [1, 3])
+def test_relaxed_sets_hit_every_flipping_vertex(outputs: int) -> None:
+    """A set the relaxation certifies (`relaxed_axp`) meets the support of every vertex of the cube
+    that flips (brute force): an AXp of the box, hence of its vertices. Found on most networks."""
+    found = 0
+    for seed in range(12):
+        problem = _shallow(seed, 7, outputs)
+        assert relaxed_axp.applies(problem)
+        chosen = relaxed_axp.relaxed_axp(problem, 30.0)
+        if chosen is not None:
+            found += 1
+            assert all(chosen & s for s in _flipping_supports(problem)), (seed, chosen)
+    assert found >= 6
+    assert not relaxed_axp.applies(_cube(0, 7, outputs))  # two hidden layers
+
+
+@pytest.mark.parametrize("outputs", [1, 3])
+def test_loop_seeded_by_the_relaxation_equals_brute_force(outputs: int) -> None:
+    """On one-hidden-layer networks the loop asked at once (`seed_after=0`) about the set the
+    relaxation certifies asks the oracle about it first, and still ends OPTIMAL with the
+    brute-force minimum."""
+    for seed in range(8):
+        problem = _shallow(seed, 7, outputs)
+        supports = _flipping_supports(problem)
+        minimum = next(
+            k
+            for k in range(problem.n + 1)
+            for c in itertools.combinations(range(problem.n), k)
+            if all(set(c) & s for s in supports)
+        )
+        asked: list[frozenset[int]] = []
+        result = hitting.minimum_abductive(problem, _vertex_oracle(problem, supports, asked), None, math.inf, seed_after=0.0)
+        assert result.status == Status.OPTIMAL and result.solution is not None and len(result.solution) == minimum, (seed, result)
+        seed_set = relaxed_axp.relaxed_axp(problem, 30.0)
+        if seed_set is not None and len(seed_set) < problem.n:
+            assert asked[0] == frozenset(range(problem.n)) - seed_set, (seed, asked[:1], seed_set)  # asked first

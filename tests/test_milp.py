@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cardinal.solvers import hitting
 from cardinal.solvers.base import get_solver, solve_problem
 from cardinal.solvers.encode import MilpModel, encode
 from cardinal.solvers.milp import MilpRun, MilpSolver, RunState, _witness
@@ -325,9 +324,11 @@ def test_model_shape_and_flip_oracle_fixes_selectors() -> None:
 
 # ---------------------------------------------------------------------------- status mapping
 class _Canned(MilpSolver):
-    """A backend whose every run ends as told."""
+    """A backend whose every run ends as told, the hitting-set loop's only source of points (its
+    own exact supply of contrastive sets, `hitting.Supply`, would refute the canned "no flip")."""
 
     name = "canned"
+    supply = False
 
     def __init__(self, state: RunState, with_values: bool) -> None:
         self.state, self.with_values = state, with_values
@@ -362,10 +363,7 @@ def test_run_states_map_to_statuses(state: RunState, with_values: bool, at_most:
         assert outcome.features == (0, 1, 2) and outcome.witness == (0.0, 0.0, 0.0)
 
 
-def test_non_monotone_infeasible_means_none_exists_and_hitting_maps(monkeypatch: pytest.MonkeyPatch) -> None:
-    # the canned MILP is the loop's only source of points here: without it, the loop's own supply
-    # of contrastive sets (exact points, `hitting.Supply`) refutes the canned "no flip"
-    monkeypatch.setattr(hitting.Supply, "sets", lambda self, free: [])
+def test_non_monotone_infeasible_means_none_exists_and_hitting_maps() -> None:
     net = _network(1, 4, (3,), "relu", monotone=False)
     problem = Problem.make(net, np.full(4, 0.5), "contrastive", Domain.unit(4), 0.0)
     assert _Canned(RunState.INFEASIBLE, False).solve(problem, None, 10.0).status == Status.NONE_EXISTS

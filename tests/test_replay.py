@@ -64,15 +64,14 @@ def test_milp_axp_on_the_cube_near_the_threshold(guarded: bool) -> None:
         assert found.status == Status.OPTIMAL and found.size == 1 and found.replayed, found
 
 
-def test_milp_empty_axp_on_the_cube_is_refuted(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The same with the loop's exact supply off: the MILPs' flip oracle finds no flip within ε
-    and they claim the empty AXp; y = (1, 0) refutes it."""
-    from cardinal.solvers import hitting
-
-    monkeypatch.setattr(hitting.Supply, "sets", lambda self, free: [])
+def test_milp_empty_axp_on_the_cube_is_refuted() -> None:
+    """The same with the loop's exact supply off (`supply=False`): the MILPs' flip oracle finds no
+    flip within ε and they claim the empty AXp; y = (1, 0) refutes it."""
     net, domain = difference_network(), Domain.boolean(2)
     for name in MILPS:
-        found = solve_minimum(net, np.array([0.0, 1.0]), "abductive", domain, CUBE_THRESHOLD, solver=name, guarded=False)
+        found = solve_minimum(
+            net, np.array([0.0, 1.0]), "abductive", domain, CUBE_THRESHOLD, solver=name, guarded=False, supply=False
+        )
         assert found.status == Status.REFUTED and found.claimed == Status.OPTIMAL and found.solution == (), found
         assert found.witness == (1.0, 0.0) and found.replayed and "flips" in found.message
 

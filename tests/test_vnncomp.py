@@ -78,17 +78,14 @@ def test_an_honest_tool_finds_the_exact_minimum(tmp_path: Path) -> None:
         assert len(outcome.solution) == len(exact.solution), (kind, outcome, exact)
 
 
-def test_a_lying_tool_is_refuted_and_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_lying_tool_is_refuted_and_changes_nothing(tmp_path: Path) -> None:
     """unsat to every question: 'no CXp exists' and 'the empty set is an AXp', both refuted. (The
-    hitting-set loop's own exact supply of contrastive sets is off, so that the AXp rests on the
-    tool's answers alone.)"""
-    from cardinal.solvers import hitting
-
-    monkeypatch.setattr(hitting.Supply, "sets", lambda self, free: [])
+    hitting-set loop's own exact supply of contrastive sets is off, `supply=False`, so that the
+    AXp rests on the tool's answers alone.)"""
     net, x, domain = _case()
     name = _tool(tmp_path / "liar", 'echo unsat > "$5"')
     for kind in ("contrastive", "abductive"):
-        outcome = solve_minimum(net, x, kind, domain, None, solver=name, time_limit=60, guarded=False)
+        outcome = solve_minimum(net, x, kind, domain, None, solver=name, time_limit=60, guarded=False, supply=False)
         assert outcome.status == Status.REFUTED and outcome.claimed is not None, outcome
         assert not outcome.proved
         exact = solve_minimum(net, x, kind, domain, None, solver="z3", time_limit=60)
