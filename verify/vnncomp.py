@@ -6,6 +6,9 @@ crosscheck suites): explanation questions as a benchmark folder in VNN-COMP's la
     DIR/vnnlib/STEM.vnnlib            one property (`solvers.vnnlib`)
     DIR/vnnlib/STEM.answer            its certified answer: `sat` or `unsat`, decided exactly as written
     DIR/vnnlib/STEM.counterexample    for every sat instance: a point, as a VNN-COMP results file holds it
+    DIR/vnnlib/STEM.proof.json        for every unsat instance where a method proves it: a `cardinal.proof/1`
+                                      certificate (`certificate`), checked by `cardinal proof check`
+    DIR/vnnlib/networks/SHA256.json   the network each certificate names (cardinal's JSON)
     DIR/README.md                     provenance: networks, settings, questions, counts per network
 
 Which questions, per input and kind: a minimum explanation is computed and proved by cardinal's
@@ -17,6 +20,14 @@ file answer differs from its question's (a tie on the boundary, the closure of a
 that no exact engine decides within the time limit is left out and counted in the README. Inputs
 whose minimum is not proved within the limit, which have no CXp, or whose prediction a smooth
 network's enclosure leaves undecided, ask nothing.
+
+**Certificates.** An unsat file says: no point of its region meets its output condition as
+written. That is the claim "no contrastive explanation at all" of the closure problem
+(`vnnlib.closure_problem`: the network, or for a closed strict side the network followed by one
+identity layer, −1 for K = 1 or the outputs reordered for K ≥ 2) over the region as its box —
+the free features in their bounds, the others pinned at x (lower = upper). `solvers.proof.search`
+proves it within the time limit and `cardinal.checker` accepts it before it is written; an unsat
+instance whose proof ends open has none and is counted in the README.
 """
 
 from __future__ import annotations
@@ -24,6 +35,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +54,7 @@ from cardinal.validate import output_directory
 
 from .export import region, write_files
 from .instance import Instance as SuiteInstance
+from .proofs import make
 
 CATEGORY = "cardinal-xbench"
 
@@ -56,6 +69,8 @@ class Question:
     text: str
     answer: str
     counterexample: str | None
+    certificate: str | None = None  # an unsat instance's checked `cardinal.proof/1` text
+    network: Network | None = None  # the network it names
 
 
 @dataclass
@@ -67,6 +82,7 @@ class Tally:
     no_explanation: int = 0
     ties: int = 0
     undecided: int = 0
+    uncertified: int = 0  # unsat instances without a certificate
 
 
 def questions(problem: Problem, minimum: tuple[int, ...]) -> list[tuple[tuple[int, ...], str]]:
@@ -141,11 +157,16 @@ def write_folder(
             tallies.append((part, instances, tally))
             every += instances
             files.append((out / "onnx" / f"{part.name}.onnx", onnx_data(part.net)))
+    networks: dict[str, str] = {}  # as `solvers.proof.write_certificate` writes them beside the certificates
     for instance in every:
         files.append((out / "vnnlib" / f"{instance.stem}.vnnlib", instance.text))
         files.append((out / "vnnlib" / f"{instance.stem}.answer", instance.answer + "\n"))
         if instance.counterexample is not None:
             files.append((out / "vnnlib" / f"{instance.stem}.counterexample", instance.counterexample))
+        if instance.certificate is not None and instance.network is not None:
+            files.append((out / "vnnlib" / f"{instance.stem}.proof.json", instance.certificate))
+            networks[instance.network.sha256] = json.dumps(instance.network.to_json()) + "\n"
+    files += [(out / "vnnlib" / "networks" / f"{digest}.json", text) for digest, text in networks.items()]
     table = io.StringIO()
     writer = csv.writer(table, lineterminator="\n")
     writer.writerows((f"onnx/{i.onnx}.onnx", f"vnnlib/{i.stem}.vnnlib", _seconds(timeout)) for i in every)
@@ -217,9 +238,27 @@ def _questions_of(part: Source, timeout: float, oracle: SetOracle) -> tuple[list
                     f"network: onnx/{part.name}.onnx; certified answer: {expected} (vnnlib/{stem}.answer)",
                 ]
                 text = vnnlib.property_text(problem, region(problem, chosen), comments)
-                example = vnnlib.counterexample_text(net, answer.witness) if answer.sat else None
-                instances.append(Question(stem, part.name, text, expected, example))
+                if answer.sat:
+                    instances.append(Question(stem, part.name, text, expected, vnnlib.counterexample_text(net, answer.witness)))
+                    continue
+                proof, network = certificate(problem, region(problem, chosen), f"{stem}.proof.json", timeout)
+                tally.uncertified += proof is None
+                instances.append(Question(stem, part.name, text, expected, None, proof, network))
     return instances, tally
+
+
+def certificate(problem: Problem, free: np.ndarray, name: str, time_limit: float) -> tuple[str | None, Network | None]:
+    """The checked certificate (its JSON text, and the network it names) that the property of the
+    region with free features `free` [n] bool has no counterexample as written (module docstring),
+    or (None, None) when none is found within `time_limit` seconds or the checker rejects it."""
+    closure, _ = vnnlib.closure_problem(problem)
+    lower = np.where(free, problem.domain.lower, problem.x)
+    upper = np.where(free, problem.domain.upper, problem.x)
+    pinned = Problem.make(closure.net, problem.x, "contrastive", Domain(lower, upper), closure.threshold)
+    written = make(pinned, pinned.n, "", name, time_limit)
+    if written.text is None or not written.entry.get("accepted"):
+        return None, None
+    return written.text, pinned.net
 
 
 def _seconds(timeout: float) -> str:
@@ -236,6 +275,7 @@ def _readme(title: str, tallies: Sequence[tuple[Source, list[Question], Tally]],
         made_by = "cardinal"
     every = [instance for _, instances, _ in tallies for instance in instances]
     sat = sum(i.answer == "sat" for i in every)
+    certified = sum(i.certificate is not None for i in every)
     lines = [
         f"# {CATEGORY}: {title}",
         "",
@@ -252,21 +292,30 @@ def _readme(title: str, tallies: Sequence[tuple[Source, list[Question], Tally]],
         "  holds it, the outputs from the float64 network",
         "- networks: `onnx/NAME.onnx`, float64 ONNX as cardinal reads it; K = 1: p(x) = 1 iff f(x) > t;",
         "  K ≥ 2: argmax, ties to the lowest index",
+        "- certificates: `vnnlib/STEM.proof.json` beside every unsat instance that cardinal's proof search",
+        f"  closed within the timeout ({certified} of {len(every) - sat}), each a `cardinal.proof/1` file",
+        "  (cardinal's docs/proofs.md) that no point of the file's region meets its output condition as written:",
+        '  the claim "no contrastive explanation at all" over the region as the box (the free features in',
+        "  their bounds, the others pinned at x). Its network, `vnnlib/networks/SHA256.json`, is the ONNX's,",
+        "  or for a strict side written as its closure the ONNX's followed by one identity layer (K = 1, p = 0:",
+        "  -f at threshold -t; K >= 2: the outputs reordered, the class of x last). Check them with",
+        "  `cardinal proof check vnnlib/*.proof.json` (exit 0: every one accepted); `--network` is not needed",
         "- left out (counted below): inputs whose minimum was not proved within the timeout, or with no CXp;",
         "  questions whose file answer is not the question's (a tie on a boundary), or that no exact engine decided",
         "",
         "| network | family | source | n | K | domain | radius | rows | sat | unsat "
-        "| not proved | no CXp | ties | undecided | sha256 |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| certified | not proved | no CXp | ties | undecided | sha256 |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for part, instances, tally in tallies:
         yes = sum(i.answer == "sat" for i in instances)
+        proofs = sum(i.certificate is not None for i in instances)
         domain = f"[{min(part.domain.lower.tolist())}, {max(part.domain.upper.tolist())}]"
         radius = "" if part.radius is None else str(part.radius)
         digest = hashlib.sha256(onnx_data(part.net)).hexdigest()[:16]
         lines.append(
             f"| {part.name} | {part.family} | {part.source} | {part.net.n_inputs} | {part.net.n_outputs} | {domain} | {radius} "
-            f"| {len(part.rows)} | {yes} | {len(instances) - yes} | {tally.unproved} | {tally.no_explanation} | {tally.ties} "
-            f"| {tally.undecided} | {digest} |"
+            f"| {len(part.rows)} | {yes} | {len(instances) - yes} | {proofs} | {tally.unproved} | {tally.no_explanation} "
+            f"| {tally.ties} | {tally.undecided} | {digest} |"
         )
     return "\n".join(lines) + "\n"
