@@ -122,14 +122,17 @@ def test_marabou_reads_the_files_and_agrees(tmp_path: Path) -> None:
     assert decided == {"sat", "unsat"}
 
 
-def test_cli_exports_k_classes_as_vnnlib_only_and_takes_a_radius(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_cli_exports_k_classes_in_every_format_and_takes_a_radius(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     net, X, _ = next(_cases())
     network, inputs = tmp_path / "net.json", tmp_path / "x.csv"
     net.save(network)
     np.savetxt(inputs, X, delimiter=",")
     base = ["export", str(network), "--inputs", str(inputs)]
-    assert main([*base, "--format", "mps", "--out", str(tmp_path / "a")]) == 2
-    assert "mps asks about one output" in capsys.readouterr().err and not (tmp_path / "a").exists()
+    assert main([*base, "--format", "mps", "--kind", "contrastive", "--radius", "0.25", "--out", str(tmp_path / "a")]) == 0
+    text = (tmp_path / "a" / "row0-contrastive.mps").read_text()
+    assert "argmax of 3 outputs" in text and "ties to the lowest index" in text
+    assert main([*base, "--format", "mps", "--kind", "abductive", "--out", str(tmp_path / "c")]) == 2
+    assert "no single MILP form" in capsys.readouterr().err and not (tmp_path / "c").exists()
     assert main([*base, "--format", "vnnlib", "--set", "0", "--radius", "0.25", "--out", str(tmp_path / "b")]) == 0
     lower, upper, _ = parse((tmp_path / "b" / "row0-contrastive.vnnlib").read_text())
     ball = Domain.unit(net.n_inputs).ball(X[0], 0.25)
