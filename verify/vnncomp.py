@@ -66,6 +66,7 @@ class Question:
 
     stem: str
     onnx: str  # the network's name: onnx/NAME.onnx
+    timeout: float  # seconds, its row of instances.csv
     text: str
     answer: str
     counterexample: str | None
@@ -114,6 +115,7 @@ class Source:
     domain: Domain
     threshold: float | None
     radius: float | Sequence[float] | None = None
+    timeout: float | None = None  # seconds per instance and per exact call here (None: the folder's)
 
 
 def export_layout(
@@ -153,7 +155,7 @@ def write_folder(
         for part in parts:
             if progress is not None:
                 progress(part.name)
-            instances, tally = _questions_of(part, timeout, oracle)
+            instances, tally = _questions_of(part, timeout if part.timeout is None else part.timeout, oracle)
             tallies.append((part, instances, tally))
             every += instances
             files.append((out / "onnx" / f"{part.name}.onnx", onnx_data(part.net)))
@@ -169,7 +171,7 @@ def write_folder(
     files += [(out / "vnnlib" / "networks" / f"{digest}.json", text) for digest, text in networks.items()]
     table = io.StringIO()
     writer = csv.writer(table, lineterminator="\n")
-    writer.writerows((f"onnx/{i.onnx}.onnx", f"vnnlib/{i.stem}.vnnlib", _seconds(timeout)) for i in every)
+    writer.writerows((f"onnx/{i.onnx}.onnx", f"vnnlib/{i.stem}.vnnlib", _seconds(i.timeout)) for i in every)
     files.append((out / "instances.csv", table.getvalue()))
     files.append((out / "README.md", _readme(title, tallies, timeout)))
     write_files(out, files)
@@ -179,26 +181,36 @@ def write_folder(
 XBENCH_SUITES = ("quick", "classifiers")
 
 
-def export_xbench(out: Path, timeout: float, progress: Callable[[str], None] | None = None) -> list[Question]:
+def export_xbench(
+    out: Path, timeout: float, progress: Callable[[str], None] | None = None, rows: int | None = None
+) -> list[Question]:
     """`cardinal export --suite xbench`: the questions of every instance of the quick and
-    classifiers crosscheck suites (`verify.suites`, built from fixed seeds; their models are
-    trained in a temporary folder) as one folder in VNN-COMP's layout (`write_folder`)."""
+    classifiers crosscheck suites (`suite_parts`; their models are trained in a temporary folder)
+    as one folder in VNN-COMP's layout (`write_folder`); `rows`: at most that many inputs per
+    suite instance (None: all)."""
     import tempfile
-
-    from .suites import SUITES
 
     out = refuse_nonempty(out)
     with tempfile.TemporaryDirectory(prefix="cardinal-xbench-") as work:
-        parts = [_suite_part(suite, instance) for suite in XBENCH_SUITES for instance in SUITES[suite](Path(work))]
+        parts = suite_parts(Path(work), rows)
     return write_folder(parts, out, timeout, f"explanation questions of the {' and '.join(XBENCH_SUITES)} suites", progress)
 
 
-def _suite_part(suite: str, instance: SuiteInstance) -> Source:
+def suite_parts(work: Path, rows: int | None = None) -> list[Source]:
+    """Every instance of the quick and classifiers crosscheck suites (`verify.suites`, built from
+    fixed seeds, models trained under `work`) as a part of the folder, its first `rows` inputs
+    (None: all)."""
+    from .suites import SUITES
+
+    return [_suite_part(suite, instance, rows) for suite in XBENCH_SUITES for instance in SUITES[suite](work)]
+
+
+def _suite_part(suite: str, instance: SuiteInstance, rows: int | None) -> Source:
     """A crosscheck suite's instance as a part of the folder."""
-    rows = tuple(range(len(instance.X)))
+    X = instance.X if rows is None else instance.X[:rows]
     return Source(
-        instance.id, f"suite {suite}: {instance.id}", instance.family, instance.net, instance.X, rows, tuple(instance.kinds),
-        instance.domain, instance.threshold, instance.radius,
+        instance.id, f"suite {suite}: {instance.id}", instance.family, instance.net, X, tuple(range(len(X))),
+        tuple(instance.kinds), instance.domain, instance.threshold, instance.radius,
     )  # fmt: skip
 
 
@@ -239,11 +251,12 @@ def _questions_of(part: Source, timeout: float, oracle: SetOracle) -> tuple[list
                 ]
                 text = vnnlib.property_text(problem, region(problem, chosen), comments)
                 if answer.sat:
-                    instances.append(Question(stem, part.name, text, expected, vnnlib.counterexample_text(net, answer.witness)))
+                    example = vnnlib.counterexample_text(net, answer.witness)
+                    instances.append(Question(stem, part.name, timeout, text, expected, example))
                     continue
                 proof, network = certificate(problem, region(problem, chosen), f"{stem}.proof.json", timeout)
                 tally.uncertified += proof is None
-                instances.append(Question(stem, part.name, text, expected, None, proof, network))
+                instances.append(Question(stem, part.name, timeout, text, expected, None, proof, network))
     return instances, tally
 
 
@@ -283,7 +296,8 @@ def _readme(title: str, tallies: Sequence[tuple[Source, list[Question], Tally]],
         "features is an explanation of a prediction, as a VNN-LIB 1.0 property whose SAT is a",
         "counterexample (cardinal's docs/formats.md, *Export*, and docs/benchmarking.md).",
         "",
-        f"- {len(every)} instances: {sat} sat, {len(every) - sat} unsat; timeout {_seconds(timeout)} s per instance",
+        f"- {len(every)} instances: {sat} sat, {len(every) - sat} unsat; timeout {_seconds(timeout)} s per instance "
+        "unless the table gives its network another (instances.csv gives each)",
         "- questions: per input and kind, a minimum explanation found and proved by cardinal's exact backends;",
         '  around it, "is it one?" and the same less each feature (AXp: unsat, then sat; CXp: sat, then unsat)',
         "- answers: `vnnlib/STEM.answer` (`sat`/`unsat`), each decided in exact rational arithmetic for the",
@@ -303,19 +317,20 @@ def _readme(title: str, tallies: Sequence[tuple[Source, list[Question], Tally]],
         "- left out (counted below): inputs whose minimum was not proved within the timeout, or with no CXp;",
         "  questions whose file answer is not the question's (a tie on a boundary), or that no exact engine decided",
         "",
-        "| network | family | source | n | K | domain | radius | rows | sat | unsat "
+        "| network | family | source | n | K | domain | radius | rows | timeout | sat | unsat "
         "| certified | not proved | no CXp | ties | undecided | sha256 |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for part, instances, tally in tallies:
         yes = sum(i.answer == "sat" for i in instances)
         proofs = sum(i.certificate is not None for i in instances)
+        seconds = _seconds(timeout if part.timeout is None else part.timeout)
         domain = f"[{min(part.domain.lower.tolist())}, {max(part.domain.upper.tolist())}]"
         radius = "" if part.radius is None else str(part.radius)
         digest = hashlib.sha256(onnx_data(part.net)).hexdigest()[:16]
         lines.append(
             f"| {part.name} | {part.family} | {part.source} | {part.net.n_inputs} | {part.net.n_outputs} | {domain} | {radius} "
-            f"| {len(part.rows)} | {yes} | {len(instances) - yes} | {proofs} | {tally.unproved} | {tally.no_explanation} "
-            f"| {tally.ties} | {tally.undecided} | {digest} |"
+            f"| {len(part.rows)} | {seconds} | {yes} | {len(instances) - yes} | {proofs} | {tally.unproved} "
+            f"| {tally.no_explanation} | {tally.ties} | {tally.undecided} | {digest} |"
         )
     return "\n".join(lines) + "\n"
