@@ -152,6 +152,7 @@ def build(out: Path, families: Sequence[str], rows: int, timeout: float) -> None
     from cardinal.verify.datasets import check_data_files
 
     parts: list[Source] = []
+    included = []
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="cardinal-xbench-") as work:
         for family in families:
@@ -161,9 +162,10 @@ def build(out: Path, families: Sequence[str], rows: int, timeout: float) -> None
                 )
                 continue
             parts += family_parts(family, Path(work), rows)
+            included.append(family)
             print(f"xbench: {family}: {len(parts)} network(s) so far", file=sys.stderr)
     every = write_folder(
-        parts, out, timeout, f"explanation questions of {', '.join(families)}",
+        parts, out, timeout, f"explanation questions of {', '.join(included)} ({rows} input(s) per network)",
         lambda name: print(f"xbench: {name} ({time.perf_counter() - started:.0f} s)", file=sys.stderr),
     )  # fmt: skip
     sat = sum(q.answer == "sat" for q in every)
@@ -371,6 +373,11 @@ def write_results(
         "| backend | correct | wrong | unknown (timeout) | error | n/a | median s (correct) | total s |",
         "|---|---|---|---|---|---|---|---|",
     ]
+    readme = (folder / "README.md").read_text().splitlines() if (folder / "README.md").is_file() else []
+    made = [
+        line.removeprefix("# ").removeprefix("- ") for line in readme if line.startswith(("# ", "- ")) and "instances:" in line
+    ]
+    lines[4:4] = [f"The folder: {readme[0].removeprefix('# ')}; {made[0] if made else ''} (its README).", ""] if readme else []
     wrong = []
     for backend in backends:
         answers = [(r[backend][0], r[backend][1], r) for r in records]
@@ -410,7 +417,7 @@ def write_results(
     axes.set_xlabel("seconds per instance")
     axes.set_ylabel("instances answered correctly within that time")
     axes.set_title(f"cardinal-xbench: {len(records)} instances, {limit:g} s limit")
-    axes.legend()
+    axes.legend(loc="center right")
     axes.grid(alpha=0.3)
     figure.tight_layout()
     write_figure(path.parent / "xbench_cactus.png", figure, 120)
