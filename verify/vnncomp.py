@@ -83,7 +83,6 @@ class Tally:
     no_explanation: int = 0
     ties: int = 0
     undecided: int = 0
-    uncertified: int = 0  # unsat instances without a certificate
 
 
 def questions(problem: Problem, minimum: tuple[int, ...]) -> list[tuple[tuple[int, ...], str]]:
@@ -181,18 +180,15 @@ def write_folder(
 XBENCH_SUITES = ("quick", "classifiers")
 
 
-def export_xbench(
-    out: Path, timeout: float, progress: Callable[[str], None] | None = None, rows: int | None = None
-) -> list[Question]:
+def export_xbench(out: Path, timeout: float, progress: Callable[[str], None] | None = None) -> list[Question]:
     """`cardinal export --suite xbench`: the questions of every instance of the quick and
     classifiers crosscheck suites (`suite_parts`; their models are trained in a temporary folder)
-    as one folder in VNN-COMP's layout (`write_folder`); `rows`: at most that many inputs per
-    suite instance (None: all)."""
+    as one folder in VNN-COMP's layout (`write_folder`)."""
     import tempfile
 
     out = refuse_nonempty(out)
     with tempfile.TemporaryDirectory(prefix="cardinal-xbench-") as work:
-        parts = suite_parts(Path(work), rows)
+        parts = suite_parts(Path(work))
     return write_folder(parts, out, timeout, f"explanation questions of the {' and '.join(XBENCH_SUITES)} suites", progress)
 
 
@@ -255,7 +251,6 @@ def _questions_of(part: Source, timeout: float, oracle: SetOracle) -> tuple[list
                     instances.append(Question(stem, part.name, timeout, text, expected, example))
                     continue
                 proof, network = certificate(problem, region(problem, chosen), f"{stem}.proof.json", timeout)
-                tally.uncertified += proof is None
                 instances.append(Question(stem, part.name, timeout, text, expected, None, proof, network))
     return instances, tally
 
