@@ -191,3 +191,26 @@ def test_a_lying_tool_changes_no_verdict_of_certify(tmp_path: Path, capsys: pyte
         assert two["refuted"] == [liar] or (claim["replayed"] and claim["size"] == len(two["minimum"])), claim
         assert one["certified"]
     assert together[0]["refuted"] == [liar] or together[1]["refuted"] == [liar]
+
+
+@pytest.mark.slow  # a layout and the exact oracle's start: 83 s on the loaded 2-core VM
+def test_the_xbench_runner_answers_as_certified_and_lists_a_wrong_answer(tmp_path: Path) -> None:
+    """bench.xbench's `cardinal` backend (the property parsed back, decided exactly) answers every
+    instance of a layout as its certified answer; a backend's wrong answer is listed in the table
+    under it and counted as wrong, never as correct."""
+    pytest.importorskip("matplotlib")
+    from bench.xbench import run, write_results
+
+    net, x, domain = _case()
+    bench = tmp_path / "bench"
+    export_layout(net, x[None, :], ("contrastive", "abductive"), domain, None, bench, 30, radius=0.3)
+    records = run(bench, ["cardinal"], 30, None, lambda line: None)
+    assert records and all(r["cardinal"][0] == r["answer"] for r in records)
+    lie = {"unsat": "sat", "sat": "unsat"}[records[0]["answer"]]
+    records[0]["liar"] = (lie, 0.1)
+    for record in records[1:]:
+        record["liar"] = (record["answer"], 0.1)
+    write_results(tmp_path / "results.md", records, ["cardinal", "liar"], bench, 30, ["run"])
+    table = (tmp_path / "results.md").read_text()
+    assert f"| liar | {len(records) - 1} | 1 |" in table and f"- liar: `{records[0]['instance']}` answered {lie}" in table
+    assert f"| cardinal | {len(records)} | 0 |" in table and (tmp_path / "xbench_cactus.png").stat().st_size > 0

@@ -8,6 +8,7 @@ replays in onnxruntime."""
 
 from __future__ import annotations
 
+import json
 import re
 import warnings
 from pathlib import Path
@@ -121,14 +122,17 @@ def test_marabou_reads_the_files_and_agrees(tmp_path: Path) -> None:
     assert decided == {"sat", "unsat"}
 
 
-def test_cli_exports_k_classes_as_vnnlib_only_and_takes_a_radius(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_cli_exports_k_classes_in_every_format_and_takes_a_radius(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     net, X, _ = next(_cases())
     network, inputs = tmp_path / "net.json", tmp_path / "x.csv"
     net.save(network)
     np.savetxt(inputs, X, delimiter=",")
     base = ["export", str(network), "--inputs", str(inputs)]
-    assert main([*base, "--format", "mps", "--out", str(tmp_path / "a")]) == 2
-    assert "mps asks about one output" in capsys.readouterr().err and not (tmp_path / "a").exists()
+    assert main([*base, "--format", "mps", "--kind", "contrastive", "--radius", "0.25", "--out", str(tmp_path / "a")]) == 0
+    text = (tmp_path / "a" / "row0-contrastive.mps").read_text()
+    assert "argmax of 3 outputs" in text and "ties to the lowest index" in text
+    assert main([*base, "--format", "mps", "--kind", "abductive", "--out", str(tmp_path / "c")]) == 2
+    assert "no single MILP form" in capsys.readouterr().err and not (tmp_path / "c").exists()
     assert main([*base, "--format", "vnnlib", "--set", "0", "--radius", "0.25", "--out", str(tmp_path / "b")]) == 0
     lower, upper, _ = parse((tmp_path / "b" / "row0-contrastive.vnnlib").read_text())
     ball = Domain.unit(net.n_inputs).ball(X[0], 0.25)
@@ -249,3 +253,39 @@ def test_a_link_planted_in_the_layout_folder_while_it_is_built_is_refused_and_no
     error = capsys.readouterr().err.strip()
     assert "link" in error and "\n" not in error
     assert list(elsewhere.iterdir()) == [] and sorted(p.name for p in out.iterdir()) == ["vnnlib"]
+
+
+def test_every_unsat_instance_has_a_certificate_the_checker_accepts_and_a_tampered_one_is_rejected(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """Beside every unsat instance of a small layout (a K = 3 network over ε-balls; a K = 1
+    network, both classes) a `cardinal.proof/1` certificate, its network in `vnnlib/networks/`:
+    `cardinal proof check` accepts them all (exit 0); the same certificate with its box widened to
+    the region of a sat instance of the same question (a claim now false) is rejected (exit 1)."""
+    from cardinal.verify.generate import median_threshold
+    from cardinal.verify.vnncomp import export_layout
+
+    rng = np.random.default_rng(3)
+    single = random_network(rng, 4, (5,), "relu", monotone=False)
+    X1 = rng.random((2, 4))
+    net, X, _ = list(_cases())[1]
+    layouts = [
+        (export_layout(net, X[:1], ("contrastive", "abductive"), Domain.unit(net.n_inputs), None, tmp_path / "k3", 30, radius=0.3), "k3"),
+        (export_layout(single, X1, ("abductive",), Domain.unit(4), median_threshold(single, X1), tmp_path / "k1", 30), "k1"),
+    ]
+    for questions, name in layouts:
+        folder = tmp_path / name / "vnnlib"
+        unsat = {q.stem for q in questions if q.answer == "unsat"}
+        assert unsat and {p.name.removesuffix(".proof.json") for p in folder.glob("*.proof.json")} == unsat
+        assert main(["proof", "check", *map(str, sorted(folder.glob("*.proof.json")))]) == 0
+        assert "REJECTED" not in capsys.readouterr().out
+    folder = tmp_path / "k3" / "vnnlib"
+    stem = next(p.name.removesuffix(".proof.json") for p in folder.glob("*abductive-q0.proof.json"))
+    document = json.loads((folder / f"{stem}.proof.json").read_text())
+    lower, upper, _ = parse((folder / f"{stem.removesuffix('q0')}q1.vnnlib").read_text())
+    assert (folder / f"{stem.removesuffix('q0')}q1.answer").read_text() == "sat\n"
+    document["problem"]["lower"], document["problem"]["upper"] = lower.tolist(), upper.tolist()
+    tampered = folder / "tampered.proof.json"
+    tampered.write_text(json.dumps(document))
+    assert main(["proof", "check", str(tampered)]) == 1
+    assert "REJECTED" in capsys.readouterr().out

@@ -20,6 +20,11 @@ Per input and kind, one file asks one question (docs/formats.md, *Export*):
   an AXp) that changes the prediction: SAT ⇔ S is a CXp; UNSAT ⇔ S is an AXp. VNN-LIB has no
   strict comparison, so reaching class 1 is written `Y_0 ≥ t` (the closure of f > t).
 
+K ≥ 2 classifiers (p(x) = c, the argmax, ties to the lowest index, stated in every file's
+header): MPS/LP leave c as the MILP does (`solvers.encode`: some f_j − f_c ≥ −γ for j < c, ≥ μ
+for j > c); SMT-LIB exactly (`(>= fj fc)` for j < c, `(> fj fc)` for j > c). With `radius` every
+format asks its question over the row's ball `Domain.ball(x, radius)`, the box the file states.
+
 AXps of non-monotone networks have no single MILP or QF_LRA form (cardinal answers them by
 implicit hitting sets), nor do smooth activations: those are refused with one line.
 
@@ -88,8 +93,6 @@ def refusal(problem: Problem, fmt: str) -> str | None:
     """Why `fmt` cannot ask this problem's question, or None."""
     if fmt == "vnnlib":
         return "VNN-LIB has no discrete inputs: a binary box cannot be exported" if problem.domain.binary else None
-    if problem.classes > 1:
-        return f"{fmt} asks about one output and a threshold; this network has {problem.classes} (use vnnlib)"
     if fmt == "smt2":
         return smtlib.supported(problem)
     if not problem.net.is_piecewise_linear:
@@ -168,11 +171,14 @@ def _comments(problem: Problem, row: int, question: str, where: str) -> list[str
     """The opening lines of every exported file: what it asks and of which input."""
     p, t = problem.prediction, problem.threshold
     box = "binary box" if problem.domain.binary else "box"
-    rule = f"f(x) {'>' if p == 1 else '<='} t = {t!r}" if problem.classes == 1 else f"the largest of {problem.classes} outputs"
-    return [
+    rule = f"f(x) {'>' if p == 1 else '<='} t = {t!r}" if problem.classes == 1 else f"argmax of {problem.classes} outputs"
+    lines = [
         f"cardinal export: {where}, row {row}, kind {problem.kind}: {question}",
         f"p(x) = {p} ({rule}); {problem.n} features in a {box}; feature indices 0-based",
     ]
+    if problem.classes > 1:
+        lines.append(f"prediction: {vnnlib.TIE_RULE.replace('Y_', 'f')}")
+    return lines
 
 
 def _files(
@@ -206,10 +212,15 @@ def _files(
     question = "minimum" if at_most is None else f"at_most {at_most}"
     mu, gamma = milp_margins(problem)
     asked = "the minimum size of" if at_most is None else f"is there, of size <= {at_most},"
+    goal = (
+        "class 1 is f >= t + mu, class 0 f <= t + gamma"
+        if problem.classes == 1
+        else f"leaving class c = {problem.prediction}: f_j - f_c >= -gamma for a j < c, >= mu for a j > c"
+    )
     comments = [
         *_comments(problem, row, f"{asked} {_kind_phrase(problem.kind)}? (the objective: its size)", where),
-        f"s{{i}} = 1: feature i in the set; y{{i}}: the input point; f: the output; margins mu = {mu!r}, gamma = {gamma!r}:",
-        "class 1 is f >= t + mu, class 0 f <= t + gamma; a step's 1 is h >= at - gamma, its 0 h <= at - mu",
+        f"s{{i}} = 1: feature i in the set; y{{i}}: the input point; f: the output(s); margins mu = {mu!r}, gamma = {gamma!r}:",
+        f"{goal}; a step's 1 is h >= at - gamma, its 0 h <= at - mu",
     ]
     return f"{stem}.{fmt}", milp_text(problem, at_most, fmt, comments), question
 
@@ -232,7 +243,8 @@ def export_inputs(
     """One file per input X [B, n] and kind into `out` (module docstring), `network.onnx` beside
     the VNN-LIB files, and `index.csv` listing them (no answers). `rows` [B]: the inputs' row
     numbers in their file (`--rows`), which name the files and the index rows (default 0..B−1).
-    `radius` (vnnlib only): each row's region lies in its ball `domain.ball(x, radius)`.
+    `radius`: each row's question is asked over its ball `domain.ball(x, radius)` (the box its
+    file states), in every format.
     smt2 without `at_most` asks greedy's size − 1 (monotone networks). Every question and every
     file name is checked before a file is written (`write_files`)."""
     rows = range(len(X)) if rows is None else rows
@@ -244,11 +256,9 @@ def export_inputs(
         raise InputError("--format vnnlib asks whether a fixed set is an explanation: give --set, and --set only with it")
     if features is not None and any(not 0 <= i < net.n_inputs for i in features):
         raise InputError(f"--set holds a feature outside 0..{net.n_inputs - 1}")
-    if radius is not None and fmt != "vnnlib":
-        raise InputError(f"--radius: {fmt} asks its questions over the domain box (give the ball as --domain; vnnlib takes it)")
     jobs = []
     for kind in kinds:
-        bounds = _greedy_bounds(net, X, kind, domain, threshold) if fmt == "smt2" and at_most is None else None
+        bounds = _greedy_bounds(net, X, kind, domain, threshold, radius) if fmt == "smt2" and at_most is None else None
         for index, (row, x) in enumerate(zip(rows, X, strict=True)):
             try:
                 box = domain if radius is None else domain.ball(x, radius)
@@ -287,13 +297,16 @@ def write_files(out: Path, files: Sequence[tuple[Path, str | bytes]]) -> None:
         write_atomic(path, data, root=out)
 
 
-def _greedy_bounds(net: Network, X: np.ndarray, kind: str, domain: Domain, threshold: float) -> list[int | None]:
-    """Certify's question per row: greedy's size − 1 (None where greedy gives no set of size ≥ 1)."""
+def _greedy_bounds(
+    net: Network, X: np.ndarray, kind: str, domain: Domain, threshold: float | None, radius: float | Sequence[float] | None
+) -> list[int | None]:
+    """Certify's question per row: greedy's size − 1 (None where greedy gives no set of size ≥ 1);
+    with `radius`, each row's over its own ball."""
     if not net.is_sign_monotone:
         raise InputError("--format smt2 without --at-most asks greedy's size − 1, and greedy needs a sign-monotone network")
     from .certify import greedy_answers
 
-    answers = greedy_answers(net, X, kind, domain, threshold)[1]
+    answers = greedy_answers(net, X, kind, domain, threshold, radius)[1]
     return [None if a.size is None or a.size == 0 else a.size - 1 for a in answers]
 
 

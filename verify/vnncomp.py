@@ -6,6 +6,9 @@ crosscheck suites): explanation questions as a benchmark folder in VNN-COMP's la
     DIR/vnnlib/STEM.vnnlib            one property (`solvers.vnnlib`)
     DIR/vnnlib/STEM.answer            its certified answer: `sat` or `unsat`, decided exactly as written
     DIR/vnnlib/STEM.counterexample    for every sat instance: a point, as a VNN-COMP results file holds it
+    DIR/vnnlib/STEM.proof.json        for every unsat instance where a method proves it: a `cardinal.proof/1`
+                                      certificate (`certificate`), checked by `cardinal proof check`
+    DIR/vnnlib/networks/SHA256.json   the network each certificate names (cardinal's JSON)
     DIR/README.md                     provenance: networks, settings, questions, counts per network
 
 Which questions, per input and kind: a minimum explanation is computed and proved by cardinal's
@@ -17,6 +20,14 @@ file answer differs from its question's (a tie on the boundary, the closure of a
 that no exact engine decides within the time limit is left out and counted in the README. Inputs
 whose minimum is not proved within the limit, which have no CXp, or whose prediction a smooth
 network's enclosure leaves undecided, ask nothing.
+
+**Certificates.** An unsat file says: no point of its region meets its output condition as
+written. That is the claim "no contrastive explanation at all" of the closure problem
+(`vnnlib.closure_problem`: the network, or for a closed strict side the network followed by one
+identity layer, −1 for K = 1 or the outputs reordered for K ≥ 2) over the region as its box —
+the free features in their bounds, the others pinned at x (lower = upper). `solvers.proof.search`
+proves it within the time limit and `cardinal.checker` accepts it before it is written; an unsat
+instance whose proof ends open has none and is counted in the README.
 """
 
 from __future__ import annotations
@@ -24,6 +35,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +54,7 @@ from cardinal.validate import output_directory
 
 from .export import region, write_files
 from .instance import Instance as SuiteInstance
+from .proofs import make
 
 CATEGORY = "cardinal-xbench"
 
@@ -53,9 +66,12 @@ class Question:
 
     stem: str
     onnx: str  # the network's name: onnx/NAME.onnx
+    timeout: float  # seconds, its row of instances.csv
     text: str
     answer: str
     counterexample: str | None
+    certificate: str | None = None  # an unsat instance's checked `cardinal.proof/1` text
+    network: Network | None = None  # the network it names
 
 
 @dataclass
@@ -98,6 +114,7 @@ class Source:
     domain: Domain
     threshold: float | None
     radius: float | Sequence[float] | None = None
+    timeout: float | None = None  # seconds per instance and per exact call here (None: the folder's)
 
 
 def export_layout(
@@ -137,18 +154,23 @@ def write_folder(
         for part in parts:
             if progress is not None:
                 progress(part.name)
-            instances, tally = _questions_of(part, timeout, oracle)
+            instances, tally = _questions_of(part, timeout if part.timeout is None else part.timeout, oracle)
             tallies.append((part, instances, tally))
             every += instances
             files.append((out / "onnx" / f"{part.name}.onnx", onnx_data(part.net)))
+    networks: dict[str, str] = {}  # as `solvers.proof.write_certificate` writes them beside the certificates
     for instance in every:
         files.append((out / "vnnlib" / f"{instance.stem}.vnnlib", instance.text))
         files.append((out / "vnnlib" / f"{instance.stem}.answer", instance.answer + "\n"))
         if instance.counterexample is not None:
             files.append((out / "vnnlib" / f"{instance.stem}.counterexample", instance.counterexample))
+        if instance.certificate is not None and instance.network is not None:
+            files.append((out / "vnnlib" / f"{instance.stem}.proof.json", instance.certificate))
+            networks[instance.network.sha256] = json.dumps(instance.network.to_json()) + "\n"
+    files += [(out / "vnnlib" / "networks" / f"{digest}.json", text) for digest, text in networks.items()]
     table = io.StringIO()
     writer = csv.writer(table, lineterminator="\n")
-    writer.writerows((f"onnx/{i.onnx}.onnx", f"vnnlib/{i.stem}.vnnlib", _seconds(timeout)) for i in every)
+    writer.writerows((f"onnx/{i.onnx}.onnx", f"vnnlib/{i.stem}.vnnlib", _seconds(i.timeout)) for i in every)
     files.append((out / "instances.csv", table.getvalue()))
     files.append((out / "README.md", _readme(title, tallies, timeout)))
     write_files(out, files)
@@ -160,24 +182,31 @@ XBENCH_SUITES = ("quick", "classifiers")
 
 def export_xbench(out: Path, timeout: float, progress: Callable[[str], None] | None = None) -> list[Question]:
     """`cardinal export --suite xbench`: the questions of every instance of the quick and
-    classifiers crosscheck suites (`verify.suites`, built from fixed seeds; their models are
-    trained in a temporary folder) as one folder in VNN-COMP's layout (`write_folder`)."""
+    classifiers crosscheck suites (`suite_parts`; their models are trained in a temporary folder)
+    as one folder in VNN-COMP's layout (`write_folder`)."""
     import tempfile
-
-    from .suites import SUITES
 
     out = refuse_nonempty(out)
     with tempfile.TemporaryDirectory(prefix="cardinal-xbench-") as work:
-        parts = [_suite_part(suite, instance) for suite in XBENCH_SUITES for instance in SUITES[suite](Path(work))]
+        parts = suite_parts(Path(work))
     return write_folder(parts, out, timeout, f"explanation questions of the {' and '.join(XBENCH_SUITES)} suites", progress)
 
 
-def _suite_part(suite: str, instance: SuiteInstance) -> Source:
+def suite_parts(work: Path, rows: int | None = None) -> list[Source]:
+    """Every instance of the quick and classifiers crosscheck suites (`verify.suites`, built from
+    fixed seeds, models trained under `work`) as a part of the folder, its first `rows` inputs
+    (None: all)."""
+    from .suites import SUITES
+
+    return [_suite_part(suite, instance, rows) for suite in XBENCH_SUITES for instance in SUITES[suite](work)]
+
+
+def _suite_part(suite: str, instance: SuiteInstance, rows: int | None) -> Source:
     """A crosscheck suite's instance as a part of the folder."""
-    rows = tuple(range(len(instance.X)))
+    X = instance.X if rows is None else instance.X[:rows]
     return Source(
-        instance.id, f"suite {suite}: {instance.id}", instance.family, instance.net, instance.X, rows, tuple(instance.kinds),
-        instance.domain, instance.threshold, instance.radius,
+        instance.id, f"suite {suite}: {instance.id}", instance.family, instance.net, X, tuple(range(len(X))),
+        tuple(instance.kinds), instance.domain, instance.threshold, instance.radius,
     )  # fmt: skip
 
 
@@ -217,9 +246,27 @@ def _questions_of(part: Source, timeout: float, oracle: SetOracle) -> tuple[list
                     f"network: onnx/{part.name}.onnx; certified answer: {expected} (vnnlib/{stem}.answer)",
                 ]
                 text = vnnlib.property_text(problem, region(problem, chosen), comments)
-                example = vnnlib.counterexample_text(net, answer.witness) if answer.sat else None
-                instances.append(Question(stem, part.name, text, expected, example))
+                if answer.sat:
+                    example = vnnlib.counterexample_text(net, answer.witness)
+                    instances.append(Question(stem, part.name, timeout, text, expected, example))
+                    continue
+                proof, network = certificate(problem, region(problem, chosen), f"{stem}.proof.json", timeout)
+                instances.append(Question(stem, part.name, timeout, text, expected, None, proof, network))
     return instances, tally
+
+
+def certificate(problem: Problem, free: np.ndarray, name: str, time_limit: float) -> tuple[str | None, Network | None]:
+    """The checked certificate (its JSON text, and the network it names) that the property of the
+    region with free features `free` [n] bool has no counterexample as written (module docstring),
+    or (None, None) when none is found within `time_limit` seconds or the checker rejects it."""
+    closure, _ = vnnlib.closure_problem(problem)
+    lower = np.where(free, problem.domain.lower, problem.x)
+    upper = np.where(free, problem.domain.upper, problem.x)
+    pinned = Problem.make(closure.net, problem.x, "contrastive", Domain(lower, upper), closure.threshold)
+    written = make(pinned, pinned.n, "", name, time_limit)
+    if written.text is None or not written.entry.get("accepted"):
+        return None, None
+    return written.text, pinned.net
 
 
 def _seconds(timeout: float) -> str:
@@ -236,6 +283,7 @@ def _readme(title: str, tallies: Sequence[tuple[Source, list[Question], Tally]],
         made_by = "cardinal"
     every = [instance for _, instances, _ in tallies for instance in instances]
     sat = sum(i.answer == "sat" for i in every)
+    certified = sum(i.certificate is not None for i in every)
     lines = [
         f"# {CATEGORY}: {title}",
         "",
@@ -243,7 +291,8 @@ def _readme(title: str, tallies: Sequence[tuple[Source, list[Question], Tally]],
         "features is an explanation of a prediction, as a VNN-LIB 1.0 property whose SAT is a",
         "counterexample (cardinal's docs/formats.md, *Export*, and docs/benchmarking.md).",
         "",
-        f"- {len(every)} instances: {sat} sat, {len(every) - sat} unsat; timeout {_seconds(timeout)} s per instance",
+        f"- {len(every)} instances: {sat} sat, {len(every) - sat} unsat; timeout {_seconds(timeout)} s per instance "
+        "unless the table gives its network another (instances.csv gives each)",
         "- questions: per input and kind, a minimum explanation found and proved by cardinal's exact backends;",
         '  around it, "is it one?" and the same less each feature (AXp: unsat, then sat; CXp: sat, then unsat)',
         "- answers: `vnnlib/STEM.answer` (`sat`/`unsat`), each decided in exact rational arithmetic for the",
@@ -252,21 +301,31 @@ def _readme(title: str, tallies: Sequence[tuple[Source, list[Question], Tally]],
         "  holds it, the outputs from the float64 network",
         "- networks: `onnx/NAME.onnx`, float64 ONNX as cardinal reads it; K = 1: p(x) = 1 iff f(x) > t;",
         "  K ≥ 2: argmax, ties to the lowest index",
+        "- certificates: `vnnlib/STEM.proof.json` beside every unsat instance that cardinal's proof search",
+        f"  closed within the timeout ({certified} of {len(every) - sat}), each a `cardinal.proof/1` file",
+        "  (cardinal's docs/proofs.md) that no point of the file's region meets its output condition as written:",
+        '  the claim "no contrastive explanation at all" over the region as the box (the free features in',
+        "  their bounds, the others pinned at x). Its network, `vnnlib/networks/SHA256.json`, is the ONNX's,",
+        "  or for a strict side written as its closure the ONNX's followed by one identity layer (K = 1, p = 0:",
+        "  -f at threshold -t; K >= 2: the outputs reordered, the class of x last). Check them with",
+        "  `cardinal proof check vnnlib/*.proof.json` (exit 0: every one accepted); `--network` is not needed",
         "- left out (counted below): inputs whose minimum was not proved within the timeout, or with no CXp;",
         "  questions whose file answer is not the question's (a tie on a boundary), or that no exact engine decided",
         "",
-        "| network | family | source | n | K | domain | radius | rows | sat | unsat "
-        "| not proved | no CXp | ties | undecided | sha256 |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| network | family | source | n | K | domain | radius | rows | timeout | sat | unsat "
+        "| certified | not proved | no CXp | ties | undecided | sha256 |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for part, instances, tally in tallies:
         yes = sum(i.answer == "sat" for i in instances)
+        proofs = sum(i.certificate is not None for i in instances)
+        seconds = _seconds(timeout if part.timeout is None else part.timeout)
         domain = f"[{min(part.domain.lower.tolist())}, {max(part.domain.upper.tolist())}]"
         radius = "" if part.radius is None else str(part.radius)
         digest = hashlib.sha256(onnx_data(part.net)).hexdigest()[:16]
         lines.append(
             f"| {part.name} | {part.family} | {part.source} | {part.net.n_inputs} | {part.net.n_outputs} | {domain} | {radius} "
-            f"| {len(part.rows)} | {yes} | {len(instances) - yes} | {tally.unproved} | {tally.no_explanation} | {tally.ties} "
-            f"| {tally.undecided} | {digest} |"
+            f"| {len(part.rows)} | {seconds} | {yes} | {len(instances) - yes} | {proofs} | {tally.unproved} "
+            f"| {tally.no_explanation} | {tally.ties} | {tally.undecided} | {digest} |"
         )
     return "\n".join(lines) + "\n"

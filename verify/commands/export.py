@@ -99,9 +99,6 @@ def _export(args: argparse.Namespace) -> int:
             raise InputError("--campaign and --solvers are for --suite")
         features = None if args.set is None else _feature_set(args.set)
         net, settings, X, rows = _load_problem(args)
-        if net.n_outputs > 1 and args.format != "vnnlib":
-            classes = net.n_outputs
-            raise InputError(f"{args.network}: {args.format} asks about one output and a threshold; this network has {classes}")
         entries = export_inputs(
             net, X, _kinds(args), settings.domain, settings.threshold, args.format, Path(args.out), args.at_most, features,
             args.epsilon, source=Path(args.network).name, rows=rows, radius=settings.radius,
