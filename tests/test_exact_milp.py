@@ -444,13 +444,37 @@ def test_numbers_beyond_what_a_float_lp_resolves_are_unsupported_not_errors() ->
 
 def test_minimum_cxps_decided_by_levels_equal_z3s_full_encoding(monkeypatch: pytest.MonkeyPatch) -> None:
     """Non-monotone CXps on tiny continuous boxes with set-by-set questions off, so that the levels
-    (`solvers.levels`, input splitting) decide them after the seed: the same minima as z3's full
-    encoding, and the levels do prove some of them."""
+    (`solvers.levels`, input splitting) decide them: the same minima as z3's full encoding, and
+    the levels do prove some of them."""
     monkeypatch.setattr(exact_milp, "SET_QUESTIONS", 0)
     by_levels = 0
     for seed in range(8):  # seed 56's minimum has 2 features: level 1 proved by splitting
         problem = _problem(50 + seed, False, False, "contrastive", n=8, hidden=(6, 4))
         ours, reference = _solve(problem), _solve(problem, "z3")
+        assert _size(ours) == _size(reference), (seed, ours, reference)
+        by_levels += "proved by splitting" in ours.message
+    assert by_levels > 0
+
+
+def test_early_levels_decide_without_the_seed_and_equal_the_branch_and_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Non-monotone CXps of ReLU networks on continuous boxes of at most `SEED_FEATURES` features:
+    the early levels are asked and the float MILP's seed is never run (it raises here); the minima
+    equal those of the branch and bound alone (no levels, no set-by-set questions), and the early
+    levels decide some of them."""
+
+    def no_seed(search: exact_milp._Minimum, seconds: float) -> None:
+        raise AssertionError("the seed ran")
+
+    monkeypatch.setattr(exact_milp._Minimum, "seed", no_seed)
+    by_levels = 0
+    for seed in range(8):
+        problem = _problem(50 + seed, False, False, "contrastive", n=8, hidden=(6, 4))
+        ours = _solve(problem)
+        with monkeypatch.context() as alone:
+            alone.setattr(exact_milp, "EARLY_SETS", 0)
+            alone.setattr(exact_milp, "SET_QUESTIONS", 0)
+            reference = _solve(problem)
+        assert "splitting" not in reference.message, reference
         assert _size(ours) == _size(reference), (seed, ours, reference)
         by_levels += "proved by splitting" in ours.message
     assert by_levels > 0
