@@ -480,6 +480,28 @@ def test_early_levels_decide_without_the_seed_and_equal_the_branch_and_bound(mon
     assert by_levels > 0
 
 
+def test_small_flip_questions_split_first_and_agree_with_the_branch_and_bound() -> None:
+    """Flip questions over 1 to `SPLIT_FREE` free features of ReLU networks on continuous boxes:
+    the splitting search first (the default) and the branch and bound alone (`split=False`) agree
+    on every question; every point either returns flips in exact arithmetic, moving only the free
+    features; both answers occur."""
+    import time
+
+    answers = []
+    for seed in range(4):
+        problem = _problem(70 + seed, False, False, "abductive", n=8, hidden=(6, 4))
+        rng = np.random.default_rng(seed)
+        for size in range(1, exact_milp.SPLIT_FREE + 1):
+            free = frozenset(rng.choice(8, size, replace=False).tolist())
+            split = exact_milp.flip_point(problem, free, time.perf_counter() + 60.0)
+            alone = exact_milp.flip_point(problem, free, time.perf_counter() + 60.0, split=False)
+            assert (split is None) == (alone is None), (seed, sorted(free))
+            for point in (p for p in (split, alone) if p is not None):
+                assert problem.flips(point) and all(point[i] == problem.x[i] for i in range(8) if i not in free)
+            answers.append(split is not None)
+    assert any(answers) and not all(answers)
+
+
 def test_flips_to_the_closed_side_leave_no_region_open_and_equal_z3() -> None:
     """Where the flip is f ≤ t (one output, p(x) = 1), the flip search minimizes f: its LP points
     lie inside the flipping region, not on f = t where floats flip and exact arithmetic may not
