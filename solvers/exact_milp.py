@@ -768,13 +768,14 @@ def _by_levels(problem: Problem, search: _Minimum, deadline: float, early: bool 
     the levels below it the search's floor, which ends the search); False where the levels do
     not fit or a question left regions open (the branch and bound goes on).
 
-    `early`: only the levels of at most `EARLY_SETS` subsets, whatever the cutoff, before the
-    float MILP's seed; those proved become the floor, at which a later incumbent ends the search. On the
-    signed 28-feature mix of `bench.heldout` (seed 2026, 10 s) Gurobi's seed ran out its 2.5 s
-    share on 5 of 6 queries, where levels 1–2 decided the minimum (2 or 1) in 0.1–0.4 s; level 3
-    asked early took one query past its limit (its subsets left to the exact oracle)."""
+    `early` (before the float MILP's seed), where the levels up to the cutoff do not fit: only
+    the levels of at most `EARLY_SETS` subsets; those proved become the floor, at which a later incumbent ends the search.
+    On the signed 28-feature CXp mix of `bench.heldout` (seed 2026, 10 s) Gurobi's seed ran out its
+    2.5 s share on the 4 of 6 queries that reached it and a fifth spent 2.8 s on 28 single-feature
+    questions to the branch and bound; with levels 1–2 asked first, 5 of 6 were decided in
+    0.3–0.7 s. Level 3 asked early took one query past its limit (its subsets left to the exact oracle)."""
     below = search.cutoff + 1
-    if early:
+    if early and not levels_fit(problem.n, below):
         below = min(below, next(j for j in range(1, problem.n + 2) if j > problem.n or math.comb(problem.n, j) > EARLY_SETS))
     if not levels_fit(problem.n, below) or below - 1 <= search.floor:
         return False

@@ -471,7 +471,7 @@ def test_early_levels_decide_without_the_seed_and_equal_the_branch_and_bound(mon
         problem = _problem(50 + seed, False, False, "contrastive", n=8, hidden=(6, 4))
         ours = _solve(problem)
         with monkeypatch.context() as alone:
-            alone.setattr(exact_milp, "EARLY_SETS", 0)
+            alone.setattr(exact_milp, "levels_fit", lambda n, below: False)
             alone.setattr(exact_milp, "SET_QUESTIONS", 0)
             reference = _solve(problem)
         assert "splitting" not in reference.message, reference
