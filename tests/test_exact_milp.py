@@ -444,8 +444,8 @@ def test_numbers_beyond_what_a_float_lp_resolves_are_unsupported_not_errors() ->
 
 def test_minimum_cxps_decided_by_levels_equal_z3s_full_encoding(monkeypatch: pytest.MonkeyPatch) -> None:
     """Non-monotone CXps on tiny continuous boxes with set-by-set questions off, so that the levels
-    (`solvers.levels`, input splitting) decide them after the seed: the same minima as z3's full
-    encoding, and the levels do prove some of them."""
+    (`solvers.levels`, input splitting) decide them: the same minima as z3's full encoding, and
+    the levels do prove some of them."""
     monkeypatch.setattr(exact_milp, "SET_QUESTIONS", 0)
     by_levels = 0
     for seed in range(8):  # seed 56's minimum has 2 features: level 1 proved by splitting
@@ -454,6 +454,52 @@ def test_minimum_cxps_decided_by_levels_equal_z3s_full_encoding(monkeypatch: pyt
         assert _size(ours) == _size(reference), (seed, ours, reference)
         by_levels += "proved by splitting" in ours.message
     assert by_levels > 0
+
+
+def test_early_levels_decide_without_the_seed_and_equal_the_branch_and_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Non-monotone CXps of ReLU networks on continuous boxes of at most `SEED_FEATURES` features:
+    the early levels are asked and the float MILP's seed is never run (it raises here); the minima
+    equal those of the branch and bound alone (no levels, no set-by-set questions), and the early
+    levels decide some of them."""
+
+    def no_seed(search: exact_milp._Minimum, seconds: float) -> None:
+        raise AssertionError("the seed ran")
+
+    monkeypatch.setattr(exact_milp._Minimum, "seed", no_seed)
+    by_levels = 0
+    for seed in range(8):
+        problem = _problem(50 + seed, False, False, "contrastive", n=8, hidden=(6, 4))
+        ours = _solve(problem)
+        with monkeypatch.context() as alone:
+            alone.setattr(exact_milp, "levels_fit", lambda n, below: False)
+            alone.setattr(exact_milp, "SET_QUESTIONS", 0)
+            reference = _solve(problem)
+        assert "splitting" not in reference.message, reference
+        assert _size(ours) == _size(reference), (seed, ours, reference)
+        by_levels += "proved by splitting" in ours.message
+    assert by_levels > 0
+
+
+def test_small_flip_questions_split_first_and_agree_with_the_branch_and_bound() -> None:
+    """Flip questions over 1 to `SPLIT_FREE` free features of ReLU networks on continuous boxes:
+    the splitting search first (the default) and the branch and bound alone (`split=False`) agree
+    on every question; every point either returns flips in exact arithmetic, moving only the free
+    features; both answers occur."""
+    import time
+
+    answers = []
+    for seed in range(4):
+        problem = _problem(70 + seed, False, False, "abductive", n=8, hidden=(6, 4))
+        rng = np.random.default_rng(seed)
+        for size in range(1, exact_milp.SPLIT_FREE + 1):
+            free = frozenset(rng.choice(8, size, replace=False).tolist())
+            split = exact_milp.flip_point(problem, free, time.perf_counter() + 60.0)
+            alone = exact_milp.flip_point(problem, free, time.perf_counter() + 60.0, split=False)
+            assert (split is None) == (alone is None), (seed, sorted(free))
+            for point in (p for p in (split, alone) if p is not None):
+                assert problem.flips(point) and all(point[i] == problem.x[i] for i in range(8) if i not in free)
+            answers.append(split is not None)
+    assert any(answers) and not all(answers)
 
 
 def test_flips_to_the_closed_side_leave_no_region_open_and_equal_z3() -> None:
