@@ -36,12 +36,13 @@ def explain_lines(
     time_limit: float,
     device: str = "auto",
     verify: bool = True,
+    traversal: str = "sensitivity",
 ) -> list[dict[str, Any]]:
     """explain's output lines for X [B, n] (its row numbers `rows` [B]) and each of `kinds`:
-    deletion where `method` says so or (None) the network is not sign-monotone, else greedy;
-    annotated with the settings and names (`record.annotated`)."""
+    deletion (in `traversal`, `solvers.deletion.TRAVERSALS`) where `method` says so or (None) the
+    network is not sign-monotone, else greedy; annotated with the settings and names (`record.annotated`)."""
     if method == "deletion" or (method is None and not net.is_sign_monotone):
-        return annotated(_deletion_lines(net, settings, X, rows, kinds, time_limit), net, settings)
+        return annotated(_deletion_lines(net, settings, X, rows, kinds, time_limit, traversal), net, settings)
     directions = signs.to_json(net.directions, net.output_directions)
     answers = _greedy_answers(net, settings, X, kinds, device, verify)
     lines = []
@@ -100,7 +101,13 @@ def _greedy_answers(
 
 
 def _deletion_lines(
-    net: Network, settings: Settings, X: np.ndarray, rows: Sequence[int], kinds: Sequence[str], time_limit: float
+    net: Network,
+    settings: Settings,
+    X: np.ndarray,
+    rows: Sequence[int],
+    kinds: Sequence[str],
+    time_limit: float,
+    traversal: str,
 ) -> list[dict[str, Any]]:
     """explain's lines from the deletion explainer (`solvers.deletion`), one row at a time, each
     oracle question limited to `time_limit`: "check" exact (a subset-minimal answer, or none
@@ -112,7 +119,9 @@ def _deletion_lines(
     outputs = net.forward(X).numpy().reshape(len(X), -1)  # [B, K]
     with SetOracle() as oracle:
         runs = {
-            kind: deletion_answers(net, X, kind, settings.domain, settings.threshold, oracle, time_limit, settings.radius)[0]
+            kind: deletion_answers(
+                net, X, kind, settings.domain, settings.threshold, oracle, time_limit, settings.radius, traversal
+            )[0]
             for kind in kinds
         }
     lines = []
@@ -131,6 +140,7 @@ def _deletion_lines(
                 "method": "deletion",
                 "check": "exact" if decided else "undecided",
                 "queries": 0 if run is None else run.queries,
+                "traversal": traversal,
             }
             if run is not None and run.witness is not None:
                 line["witness"] = list(run.witness)
