@@ -144,11 +144,14 @@ class SetOracle:
     """The exact set oracle (module docstring) over `engines`; a context manager that ends the
     engines' processes."""
 
-    def __init__(self, engines: tuple[Engine, ...] = ENGINES, intervals: bool = True, screens: bool = True) -> None:
+    def __init__(self, engines: tuple[Engine, ...] = ENGINES, intervals: bool = True, screens: bool | None = None) -> None:
         """`intervals`: the interval test before the engines (False: the engines alone decide);
-        `screens`: the linear-relaxation bound and the gradient search in this process after it
-        (False: the interval test and the engines alone, as before issue 40)."""
-        self.engines, self.intervals, self.screens = engines, intervals, screens
+        `screens`: the linear-relaxation bound and the points replayed exactly, in this process,
+        after it (False: the interval test and the engines alone, as before issue 40). By default
+        they run where `intervals` is on and there are engines: they answer only what the engines
+        would, faster, and an oracle built with fewer tests stays as limited as it was asked to be."""
+        self.engines, self.intervals = engines, intervals
+        self.screens = intervals and bool(engines) if screens is None else screens
         self._started: dict[str, GuardedSolver | str] = {}  # name → its guarded engine, or why it is missing
 
     def flip(self, problem: Problem, free: frozenset[int], time_limit: float) -> Flip:
