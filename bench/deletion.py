@@ -98,7 +98,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             size = "—" if answer.features is None else len(answer.features)
             line = f"{name}: {label}: {answer.status} {size} ({answer.queries} questions, {seconds:.1f} s)"
             print(line, file=sys.stderr, flush=True)
-    write_table(Path(args.out), rows, args, load_before, os.getloadavg())
+        write_table(Path(args.out), rows, args, load_before, os.getloadavg())  # after each problem: a stopped run keeps its rows
 
 
 def write_table(path: Path, rows: list, args: argparse.Namespace, load_before: tuple, load_after: tuple) -> None:
