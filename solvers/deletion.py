@@ -1,9 +1,9 @@
 """The sequential deletion explainer (as VeriX and other formal explainers use it): a
 *subset-minimal* explanation of any network, each step decided exactly.
 
-`deletion(problem, oracle, time_limit)` traverses the n features once, in the sensitivity order
-below, and asks one exact set question per step, "is there a y in the box, equal to x off the
-free features F, with p(y) ≠ p(x)?" (`solvers.oracle`):
+`deletion(problem, oracle, time_limit, traversal)` traverses the n features once, in an order
+(below), and asks exact set questions, "is there a y in the box, equal to x off the free
+features F, with p(y) ≠ p(x)?" (`solvers.oracle`), one per step:
 
 * **AXp.** S starts as every feature (F = ∅: y = x, nothing to ask). Step i frees i: no y flips
   with F ∪ {i} free → i leaves S (F grows); some y flips → i stays in S.
@@ -17,6 +17,16 @@ answer is **subset-minimal**: each i it keeps was needed when judged, and a prop
 answer without i lies inside the set judged then. It is *not* cardinality-minimal in general:
 certify and crosscheck compare it with the exact minimum.
 
+**Traversals** (`TRAVERSALS`): "index" judges the features one by one in index order;
+"sensitivity" (the default, as VeriX) one by one in the sensitivity order below; "quickxplain"
+(VeriX+'s binary search) judges blocks of the sensitivity order, starting from the whole order:
+one question asks whether every feature of the block can leave at once (AXp: F ∪ block free; CXp:
+S \\ block free); yes → they all leave; no → the block's two halves are judged in turn (a single
+feature that cannot leave stays). Since the properties are closed upwards, a block leaves only
+when each of its features would have left one by one, so the answer is the sensitivity
+traversal's, in fewer questions where most features leave. A question asked again (a block's
+second half, once its first half left, has its parent's free set) takes the earlier answer.
+
 **Order** (deterministic, exact): feature i's sensitivity is the smallest margin of p(x) over the
 two points x with x_i set to l_i and to u_i (the box's ends), computed exactly (`cardinal.exact`;
 for smooth networks the enclosure's lower end). The margin is f(y) − t when p(x) = 1 and
@@ -25,11 +35,12 @@ this smallest margin, largest first — the least sensitive feature is judged fi
 features that matter least leave the set first — ties by lower index.
 
 **Exactness.** Each step is decided by the exact set oracle (exact interval bounds first, then
-enumerate on small binary boxes, the exact MILP's flip search and z3 on piecewise-linear
-networks, K ≥ 2 classes included, each engine in a guarded child process), or, on a monotone network, by the
-monotone shortcut (one exact evaluation of x with F set to the counterpoint x': it flips iff
-some y does). A step that neither decides (a limit, a smooth network the oracle cannot encode, an
-undecided enclosure) ends the run with status `unknown` and no set: nothing is guessed.
+an exact linear-relaxation bound and points replayed exactly, then enumerate on small binary
+boxes, the exact MILP's flip search and z3 on piecewise-linear networks, K ≥ 2 classes included,
+each engine in a guarded child process), or, on a monotone network, by the monotone shortcut
+(one exact evaluation of x with F set to the counterpoint x': it flips iff some y does). A step
+that neither decides (a limit, a smooth network the oracle cannot encode, an undecided
+enclosure) ends the run with status `unknown` and no set: nothing is guessed.
 """
 
 from __future__ import annotations
@@ -45,6 +56,8 @@ from cardinal.problem import Kind, Problem
 from .oracle import Flip, SetOracle, check_witness
 
 METHOD = "deletion"
+TRAVERSALS = ("index", "sensitivity", "quickxplain")
+ASKED_BEFORE = "asked before"  # a step's engine where an earlier question with the same free set answered it
 SUBSET_MINIMAL, NONE_EXISTS, UNKNOWN = "subset_minimal", "none_exists", "unknown"
 
 
@@ -53,11 +66,14 @@ class Step:
     """One question of the run: `feature` judged (None: the CXp's first question, every feature
     free: "kept" when it flips, else "none_exists"), its `verdict` — "removed" (it leaves the
     set), "kept", or "undecided" — and the
-    `engine` that decided it (shortcut, enumerate, exact-milp, z3, definition) or why none did."""
+    `engine` that decided it (shortcut, enumerate, exact-milp, z3, definition) or why none did.
+    `block` [k]: the features judged together (quickxplain: "removed" removes them all, "split"
+    — the block's question flipped — judges its halves next); (feature,) for a single one."""
 
     feature: int | None
     verdict: str
     engine: str
+    block: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -78,13 +94,16 @@ class Deletion:
     queries: int
     note: str = ""
     method: str = METHOD
+    traversal: str = "sensitivity"
 
 
-def deletion(problem: Problem, oracle: SetOracle, time_limit: float) -> Deletion:
+def deletion(problem: Problem, oracle: SetOracle, time_limit: float, traversal: str = "sensitivity") -> Deletion:
     """The subset-minimal explanation of `problem` (module docstring); each oracle question gets
-    `time_limit` seconds (> 0)."""
-    order = _sensitivity_order(problem)
-    return _Run(problem, oracle, time_limit).explain(order)
+    `time_limit` seconds (> 0). `traversal`: one of `TRAVERSALS` (module docstring)."""
+    if traversal not in TRAVERSALS:
+        raise ValueError(f"unknown traversal {traversal!r} (use {', '.join(TRAVERSALS)})")
+    order = tuple(range(problem.n)) if traversal == "index" else _sensitivity_order(problem)
+    return _Run(problem, oracle, time_limit, traversal).explain(order)
 
 
 def _sensitivity_order(problem: Problem) -> tuple[int, ...]:
@@ -110,63 +129,86 @@ def _margin(outputs: tuple[Enclosure, ...], problem: Problem) -> Fraction:
 class _Run:
     """One run of the algorithm: the questions, counted and recorded."""
 
-    def __init__(self, problem: Problem, oracle: SetOracle, time_limit: float) -> None:
-        self.problem, self.oracle, self.time_limit = problem, oracle, time_limit
+    def __init__(self, problem: Problem, oracle: SetOracle, time_limit: float, traversal: str) -> None:
+        self.problem, self.oracle, self.time_limit, self.traversal = problem, oracle, time_limit, traversal
         self.steps: list[Step] = []
         self.queries = 0
+        self.answered: dict[frozenset[int], Flip] = {}  # each decided question's answer, by its free set
 
     def explain(self, order: tuple[int, ...]) -> Deletion:
         everything = frozenset(range(self.problem.n))
-        if self.problem.kind == Kind.ABDUCTIVE:
-            free: frozenset[int] = frozenset()
-            for i in order:
-                flip = self._ask(i, free | {i})
-                if flip.answer is None:
-                    return self._unknown(order, i, flip)
-                free = free if flip.answer else free | {i}
-            return self._done(order, tuple(sorted(everything - free)), None)
-        first = self._ask(None, everything)
-        if first.answer is None:
-            return self._unknown(order, None, first)
-        if not first.answer:
-            return self._result(order, NONE_EXISTS)
-        chosen, witness = everything, first.witness
-        for i in order:
-            flip = self._ask(i, chosen - {i})
-            if flip.answer is None:
-                return self._unknown(order, i, flip)
-            if flip.answer:
-                chosen, witness = chosen - {i}, flip.witness
-        return self._done(order, tuple(sorted(chosen)), witness)
+        self.abductive = self.problem.kind == Kind.ABDUCTIVE
+        if self.abductive:
+            self.free: frozenset[int] = frozenset()
+        else:
+            first = self._ask(None, everything)
+            if first.answer is None:
+                return self._unknown(order, None, first)
+            if not first.answer:
+                return self._result(order, NONE_EXISTS)
+            self.chosen, self.witness = everything, first.witness
+        blocks = [order] if self.traversal == "quickxplain" else [(i,) for i in order]
+        try:
+            while blocks:
+                blocks[:0] = self._judge(blocks.pop(0))
+        except _Undecided as undecided:
+            return self._unknown(order, undecided.feature, undecided.flip)
+        if self.abductive:
+            return self._done(order, tuple(sorted(everything - self.free)), None)
+        return self._done(order, tuple(sorted(self.chosen)), self.witness)
 
-    def _ask(self, feature: int | None, free: frozenset[int]) -> Flip:
-        """Does some y, equal to x off `free`, flip the prediction? Recorded as the step of
-        `feature` (its verdict from the kind: a flip keeps an AXp's feature, removes a CXp's)."""
+    def _judge(self, block: tuple[int, ...]) -> list[tuple[int, ...]]:
+        """Ask whether the features of `block` can all leave the set (AXp: freed with the free
+        features; CXp: fixed back to x, the rest of the set still free); when they can, they
+        leave. Returns the blocks still to judge: none, or the two halves of a block of two or
+        more features whose question said no (a single feature that cannot leave stays)."""
+        free = self.free | set(block) if self.abductive else self.chosen - set(block)
         flip = self._flip(free)
         if flip.answer is None:
-            verdict = "undecided"
-        elif feature is None:
-            verdict = "kept" if flip.answer else "none_exists"
-        else:
-            verdict = "kept" if flip.answer == (self.problem.kind == Kind.ABDUCTIVE) else "removed"
+            self.steps.append(Step(block[0] if len(block) == 1 else None, "undecided", flip.note, block))
+            raise _Undecided(block[0] if len(block) == 1 else None, flip)
+        leaves = flip.answer != self.abductive
+        if leaves and self.abductive:
+            self.free = free
+        elif leaves:
+            self.chosen, self.witness = free, flip.witness
+        verdict = "removed" if leaves else "kept" if len(block) == 1 else "split"
+        self.steps.append(Step(block[0] if len(block) == 1 else None, verdict, flip.note, block))
+        return [] if leaves or len(block) == 1 else [block[: len(block) // 2], block[len(block) // 2 :]]
+
+    def _ask(self, feature: int | None, free: frozenset[int]) -> Flip:
+        """The CXp's first question: does some y, equal to x off `free` (every feature), flip?"""
+        flip = self._flip(free)
+        verdict = "undecided" if flip.answer is None else "kept" if flip.answer else "none_exists"
         self.steps.append(Step(feature, verdict, flip.note))
         return flip
 
     def _flip(self, free: frozenset[int]) -> Flip:
+        """The answer for `free`: by definition (none free), from an earlier question with the
+        same free set (quickxplain: a block's second half, once its first half left, asks its
+        parent's question again), or asked of the shortcut or the oracle (counted)."""
         problem = self.problem
         if not free:
             return Flip(False, None, "definition")  # y = x
+        if free in self.answered:
+            return Flip(self.answered[free].answer, self.answered[free].witness, ASKED_BEFORE)
         self.queries += 1
         if not problem.monotone:
-            return self.oracle.flip(problem, free, self.time_limit)
-        y = modified_inputs(problem.x, sorted(free), problem.counterpoint)
-        flips = problem.flips(y)
-        if flips is None:
-            return Flip(None, None, "shortcut: the exact enclosure is undecided (smooth margin)")
-        return Flip(flips, tuple(y.tolist()) if flips else None, "shortcut")
+            flip = self.oracle.flip(problem, free, self.time_limit)
+        else:
+            y = modified_inputs(problem.x, sorted(free), problem.counterpoint)
+            flips = problem.flips(y)
+            if flips is None:
+                return Flip(None, None, "shortcut: the exact enclosure is undecided (smooth margin)")
+            flip = Flip(flips, tuple(y.tolist()) if flips else None, "shortcut")
+        if flip.answer is not None:
+            self.answered[free] = flip
+        return flip
 
     def _unknown(self, order: tuple[int, ...], feature: int | None, flip: Flip) -> Deletion:
         judged = "the first question (every feature free)" if feature is None else f"feature {feature}"
+        if feature is None and self.steps and len(self.steps[-1].block) > 1:
+            judged = f"a block of {len(self.steps[-1].block)} features"
         note = f"deletion stopped at {judged}: undecided ({flip.note})"
         return self._result(order, UNKNOWN, note=note)
 
@@ -187,4 +229,24 @@ class _Run:
         note: str = "",
     ) -> Deletion:
         problem = self.problem
-        return Deletion(problem.kind, problem.prediction, status, features, witness, order, tuple(self.steps), self.queries, note)
+        return Deletion(
+            problem.kind,
+            problem.prediction,
+            status,
+            features,
+            witness,
+            order,
+            tuple(self.steps),
+            self.queries,
+            note,
+            METHOD,
+            self.traversal,
+        )
+
+
+class _Undecided(Exception):
+    """A question that no engine decided: the run ends `unknown`."""
+
+    def __init__(self, feature: int | None, flip: Flip) -> None:
+        super().__init__(flip.note)
+        self.feature, self.flip = feature, flip

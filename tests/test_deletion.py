@@ -11,9 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cardinal.solvers import linear_bound
 from cardinal.solvers.base import solve_minimum
-from cardinal.solvers.deletion import NONE_EXISTS, SUBSET_MINIMAL, UNKNOWN, Deletion, deletion
-from cardinal.solvers.oracle import Flip, SetOracle, check_witness
+from cardinal.solvers.deletion import ASKED_BEFORE, NONE_EXISTS, SUBSET_MINIMAL, TRAVERSALS, UNKNOWN, Deletion, deletion
+from cardinal.solvers.oracle import Flip, SetOracle, check_witness, pinned
 from cardinal.verify.certify import certify, deletion_answers
 from cardinal.verify.cli import main
 from cardinal.verify.generate import random_network
@@ -23,7 +24,7 @@ from cardinal.domain import Domain
 from cardinal.exact import ExactNetwork
 from cardinal.network import Layer, Network
 from cardinal.problem import Problem, Status, Verdict
-from tests.bruteforce import vertex_minimum, vertex_valid
+from tests.bruteforce import Reference, vertex_minimum, vertex_valid
 
 IDENTITY = Activation.make("identity")
 
@@ -68,12 +69,15 @@ def _problem(net: Network, x: np.ndarray, kind: str, domain: Domain) -> Problem:
 CASES = [(1, True), (1, False), (3, False)]  # (K, monotone): a K = 3 argmax is never monotone
 
 
+@pytest.mark.parametrize("traversal", TRAVERSALS)
 @pytest.mark.parametrize(("classes", "monotone"), CASES)
 @pytest.mark.parametrize("kind", ["contrastive", "abductive"])
-def test_boolean_cube_answers_are_valid_and_subset_minimal(classes: int, monotone: bool, kind: str, oracle) -> None:
+def test_boolean_cube_answers_are_valid_and_subset_minimal(
+    classes: int, monotone: bool, kind: str, traversal: str, oracle
+) -> None:
     """Every vertex decided exactly: the answer is an explanation, dropping any one of its
     features breaks it, and it is no smaller than the minimum; no CXp exactly when brute force
-    finds none."""
+    finds none. In every traversal."""
     n = 6
     domain = Domain.boolean(n)
     seen = set()
@@ -81,7 +85,8 @@ def test_boolean_cube_answers_are_valid_and_subset_minimal(classes: int, monoton
         net = _network(seed, n, classes, monotone)
         for x in _inputs(net, True, seed, far=kind == "contrastive"):
             problem = _problem(net, x, kind, domain)
-            answer = deletion(problem, oracle, 30.0)
+            answer = deletion(problem, oracle, 30.0, traversal)
+            assert answer.traversal == traversal
             minimum = vertex_minimum(problem)
             if minimum is None:
                 assert answer.status == NONE_EXISTS and answer.features is None
@@ -93,7 +98,7 @@ def test_boolean_cube_answers_are_valid_and_subset_minimal(classes: int, monoton
             assert len(features) >= minimum
             if kind == "contrastive":
                 assert check_witness(problem, frozenset(features), answer.witness)[0] is True
-            assert answer.queries == len([s for s in answer.steps if s.engine != "definition"])
+            assert answer.queries == len([s for s in answer.steps if s.engine not in ("definition", ASKED_BEFORE)])
             seen.add(len(features))
     assert len(seen) >= 2, seen  # not every answer of one size
 
@@ -124,19 +129,25 @@ def _highs_finds_flip(problem: Problem, free: list[int]) -> bool:
     return outcome.status in (Status.OPTIMAL, Status.FEASIBLE) and outcome.replayed
 
 
+@pytest.mark.parametrize(
+    ("traversal", "radius"), [("sensitivity", None), ("index", 0.3), ("quickxplain", None), ("quickxplain", 0.3)]
+)
 @pytest.mark.parametrize(("classes", "monotone"), CASES)
 @pytest.mark.parametrize("kind", ["contrastive", "abductive"])
-def test_tiny_box_answers_agree_with_an_independent_search(classes: int, monotone: bool, kind: str, oracle) -> None:
-    """On [0, 1]^4 (continuous) no grid point refutes the answer, and HiGHS (a MILP, witnesses
-    replayed exactly) finds the flip that every kept feature needs: the AXp without it, the CXp
-    itself; a CXp without any one of its features has no flipping grid point."""
+def test_tiny_box_answers_agree_with_an_independent_search(
+    classes: int, monotone: bool, kind: str, traversal: str, radius: float | None, oracle
+) -> None:
+    """On [0, 1]^4 (continuous; with `radius`, its ball around x) no grid point refutes the
+    answer, and HiGHS (a MILP, witnesses replayed exactly) finds the flip that every kept
+    feature needs: the AXp without it, the CXp itself; a CXp without any one of its features has
+    no flipping grid point."""
     n = 4
-    domain = Domain.unit(n)
     for seed in range(2):
         net = _network(10 + seed, n, classes, monotone)
         for x in _inputs(net, False, seed, count=2):
+            domain = Domain.unit(n) if radius is None else Domain.unit(n).ball(x, radius)
             problem = _problem(net, x, kind, domain)
-            answer = deletion(problem, oracle, 30.0)
+            answer = deletion(problem, oracle, 30.0, traversal)
             if answer.status == NONE_EXISTS:
                 assert not _some_grid_point_flips(problem, list(range(n)))
                 assert not _highs_finds_flip(problem, list(range(n)))
@@ -164,6 +175,78 @@ def test_the_order_is_least_sensitive_first_ties_by_index(oracle) -> None:
     # f(x) = 1.5; free 1 and 3: f ≥ 0.5 > 0, removed; with 2 too f reaches −0.5, with 0 −1: kept
     assert [step.verdict for step in answer.steps] == ["removed", "removed", "kept", "kept"]
     assert answer.features == (0, 2)
+
+
+@pytest.mark.parametrize(("classes", "kind"), [(1, "abductive"), (3, "abductive"), (3, "contrastive")])
+def test_quickxplain_gives_the_sequential_answer_of_its_order(classes: int, kind: str, oracle) -> None:
+    """A block leaves the set only when each of its features would have left it one by one (the
+    properties are closed upwards), so quickxplain's answer is the sensitivity traversal's; the
+    index traversal asks feature by feature in index order."""
+    n = 8
+    for seed in range(2):
+        net = _network(20 + seed, n, classes, False)
+        for x in _inputs(net, False, seed, count=2):
+            problem = _problem(net, x, kind, Domain.unit(n).ball(x, 0.25))
+            sequential = deletion(problem, oracle, 30.0, "sensitivity")
+            blocks = deletion(problem, oracle, 30.0, "quickxplain")
+            assert sequential.status == blocks.status == SUBSET_MINIMAL
+            assert blocks.features == sequential.features and blocks.order == sequential.order
+            assert blocks.traversal == "quickxplain" and sequential.traversal == "sensitivity"
+            judged = [step for step in blocks.steps if step.block]
+            assert judged[0].block == blocks.order  # the first block is the whole order
+            assert all(step.verdict == "split" for step in judged if step.verdict not in ("removed", "kept"))
+            if kind == "contrastive":
+                assert check_witness(problem, frozenset(blocks.features), blocks.witness)[0] is True
+            by_index = deletion(problem, oracle, 30.0, "index")
+            assert by_index.order == tuple(range(n))
+            assert [step.feature for step in by_index.steps if step.block] == list(range(n))
+
+
+def test_an_unknown_traversal_is_refused(oracle) -> None:
+    problem = _problem(_network(0, 3, 1, True), np.full(3, 0.5), "abductive", Domain.unit(3))
+    with pytest.raises(ValueError, match="unknown traversal 'fastest'"):
+        deletion(problem, oracle, 30.0, "fastest")
+
+
+@pytest.mark.parametrize("classes", [1, 3])
+def test_the_linear_bound_holds_at_every_grid_point(classes: int) -> None:
+    """Where the exact linear-relaxation bound says a box keeps p(x), brute force (its own exact
+    arithmetic) finds no grid point of the box that flips; and it proves boxes that exact
+    interval arithmetic does not."""
+    n, proved, beyond_intervals = 3, 0, 0
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        net = random_network(rng, n, (6, 5), "relu", monotone=False, outputs=classes)
+        x = rng.random(n)
+        box = Domain.unit(n).ball(x, float(rng.choice([0.05, 0.15, 0.3])))
+        problem = _problem(net, x, "abductive", box)
+        if not linear_bound.box_keeps(problem, box.lower, box.upper):
+            continue
+        proved += 1
+        beyond_intervals += not problem.exact.box_keeps(box.lower, box.upper, problem.prediction, problem.threshold)
+        axes = [np.linspace(box.lower[i], box.upper[i], 7) for i in range(n)]
+        grid = np.array(list(itertools.product(*axes)))
+        assert (Reference(net).predictions(grid, problem.threshold) == problem.prediction).all(), seed
+    assert proved >= 5 and beyond_intervals >= 1, (proved, beyond_intervals)
+
+
+def test_the_screens_change_no_answer(oracle) -> None:
+    """The oracle's screens (the linear bound, the gradient search) answer what the engines alone
+    answer, on every question of a deletion run; their answers name them."""
+    net = _network(11, 6, 3, False)
+    x = _inputs(net, False, 11, count=1)[0]
+    problem = _problem(net, x, "abductive", Domain.unit(6).ball(x, 0.5))  # each screen decides some questions here
+    engines = set()
+    with SetOracle(screens=False) as plain:
+        for size in range(1, 7):
+            for free in itertools.combinations(range(6), size):
+                screened, alone = oracle.flip(problem, frozenset(free), 30.0), plain.flip(problem, frozenset(free), 30.0)
+                assert screened.answer is not None and screened.answer == alone.answer, free
+                engines.add(screened.note)
+                if screened.answer:
+                    assert check_witness(problem, frozenset(free), screened.witness)[0] is True
+                    assert pinned(problem, frozenset(free)).flips(np.array(screened.witness)) is True
+    assert {"exact linear-relaxation bound over the box", "gradient search (replayed exactly)"} <= engines, engines
 
 
 def test_same_input_same_answer_and_rows_alone_as_in_a_batch(oracle) -> None:
@@ -278,6 +361,32 @@ def test_explain_method_deletion_on_a_monotone_network(tmp_path: Path, capsys: p
         features = line["features"]
         assert problem.is_explanation(features) is True
         assert not any(problem.is_explanation([f for f in features if f != i]) for i in features)
+
+
+def test_explain_traversal_is_recorded(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """explain --traversal: each line names it; quickxplain's answers are the default's (the
+    same order); index's are valid and subset-minimal on the cube; a bad name is one line, exit 2."""
+    net = _network(9, 5, 3, False)
+    network, inputs = tmp_path / "net.json", tmp_path / "x.csv"
+    network.write_text(json.dumps(net.to_json()))
+    X = _inputs(net, True, 9, count=2)
+    np.savetxt(inputs, X, delimiter=",")
+    common = ["explain", str(network), "--inputs", str(inputs), "--binary"]
+    runs = {}
+    for traversal in TRAVERSALS:
+        assert main([*common, "--traversal", traversal]) == 0
+        runs[traversal] = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+        assert {line["traversal"] for line in runs[traversal]} == {traversal}
+    assert [line["features"] for line in runs["quickxplain"]] == [line["features"] for line in runs["sensitivity"]]
+    for line in runs["index"]:
+        problem = _problem(net, X[line["row"]], line["kind"], Domain.boolean(5))
+        features = tuple(line["features"])
+        assert line["check"] == "exact" and vertex_valid(problem, features)
+        assert not any(vertex_valid(problem, tuple(f for f in features if f != i)) for i in features)
+    assert main([*common, "--traversal", "fastest"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and len(captured.err.strip().splitlines()) == 1
+    assert "argument --traversal: invalid choice: 'fastest'" in captured.err
 
 
 @pytest.mark.parametrize("command", ["certify", "crosscheck"])

@@ -240,9 +240,10 @@ def deletion_answers(
     oracle: SetOracle,
     time_limit: float,
     radius: Radius | None = None,
+    traversal: str = "sensitivity",
 ) -> tuple[list[Deletion | None], list[GreedyAnswer]]:
-    """The deletion explainer (`solvers.deletion`) on each row of X [B, n], one row at a time
-    (each row's answer is that of the row alone); every oracle question gets `time_limit` s.
+    """The deletion explainer (`solvers.deletion`, in `traversal`) on each row of X [B, n], one row
+    at a time (each row's answer is that of the row alone); every oracle question gets `time_limit` s.
     Returns the runs (None where exact arithmetic cannot decide p(x)) and the answers as certify
     judges them (check "undecided" where a step was undecided: no set, no evidence)."""
     runs: list[Deletion | None] = []
@@ -251,7 +252,7 @@ def deletion_answers(
         started = time.perf_counter()
         try:
             box = domain if radius is None else domain.ball(x, radius)
-            run: Deletion | None = deletion(Problem.make(net, x, kind, box, threshold), oracle, time_limit)
+            run: Deletion | None = deletion(Problem.make(net, x, kind, box, threshold), oracle, time_limit, traversal)
         except UndecidedPrediction:
             run = None
         seconds = time.perf_counter() - started

@@ -41,13 +41,14 @@ def explain_lines(
     device: str = "auto",
     verify: bool = True,
     oracle: SetOracle | None = None,
+    traversal: str = "sensitivity",
 ) -> list[dict[str, Any]]:
     """explain's output lines for X [B, n] (its row numbers `rows` [B]) and each of `kinds`:
-    deletion where `method` says so or (None) the network is not sign-monotone, else greedy;
-    annotated with the settings and names (`record.annotated`). Deletion asks its questions of
-    `oracle`, left open (None: an oracle of its own, closed before returning)."""
+    deletion (in `traversal`, `solvers.deletion.TRAVERSALS`) where `method` says so or (None) the
+    network is not sign-monotone, else greedy; annotated with the settings and names (`record.annotated`).
+    Deletion asks its questions of `oracle`, left open (None: an oracle of its own, closed before returning)."""
     if method == "deletion" or (method is None and not net.is_sign_monotone):
-        return annotated(_deletion_lines(net, settings, X, rows, kinds, time_limit, oracle), net, settings)
+        return annotated(_deletion_lines(net, settings, X, rows, kinds, time_limit, oracle, traversal), net, settings)
     directions = signs.to_json(net.directions, net.output_directions)
     answers = _greedy_answers(net, settings, X, kinds, device, verify)
     lines = []
@@ -113,6 +114,7 @@ def _deletion_lines(
     kinds: Sequence[str],
     time_limit: float,
     oracle: SetOracle | None,
+    traversal: str,
 ) -> list[dict[str, Any]]:
     """explain's lines from the deletion explainer (`solvers.deletion`), one row at a time, each
     question to `oracle` (None: one of its own) limited to `time_limit`: "check" exact (a
@@ -125,7 +127,9 @@ def _deletion_lines(
     outputs = net.forward(X).numpy().reshape(len(X), -1)  # [B, K]
     with SetOracle() if oracle is None else contextlib.nullcontext(oracle) as asked:
         runs = {
-            kind: deletion_answers(net, X, kind, settings.domain, settings.threshold, asked, time_limit, settings.radius)[0]
+            kind: deletion_answers(
+                net, X, kind, settings.domain, settings.threshold, asked, time_limit, settings.radius, traversal
+            )[0]
             for kind in kinds
         }
     lines = []
@@ -144,6 +148,7 @@ def _deletion_lines(
                 "method": "deletion",
                 "check": "exact" if decided else "undecided",
                 "queries": 0 if run is None else run.queries,
+                "traversal": traversal,
             }
             if run is not None and run.witness is not None:
                 line["witness"] = list(run.witness)

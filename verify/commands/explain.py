@@ -10,6 +10,8 @@ from cardinal.validate import output_file, seconds
 
 from .common import METHOD_CHOICES, _emit, _kinds, _load_problem
 
+TRAVERSALS = ("index", "sensitivity", "quickxplain")  # `solvers.deletion.TRAVERSALS`, without importing the engines
+
 
 def _add_explain(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
     explain = commands.add_parser(
@@ -31,7 +33,8 @@ def _add_explain(commands: argparse._SubParsersAction, problem: argparse.Argumen
         "either end of its box, computed exactly; ties by lower index), each removed from the set unless that breaks "
         "the explanation, one exact question per feature (z3, or enumeration on small binary boxes; the monotone "
         "shortcut on sign-monotone networks): a subset-minimal explanation (no feature can be dropped), not "
-        'necessarily a minimum one. Its lines add "queries" (exact questions asked); a question no engine decides '
+        'necessarily a minimum one. Its lines add "queries" (exact questions asked) and "traversal" (--traversal); '
+        "a question no engine decides "
         'within --time-limit leaves the line undecided ("exists" null, the reason in notes): nothing is guessed.',
     )
     explain.add_argument(
@@ -49,6 +52,14 @@ def _add_explain(commands: argparse._SubParsersAction, problem: argparse.Argumen
     explain.add_argument(
         "--time-limit", type=seconds, default=60.0, help="deletion: seconds per exact question (default 60)"
     )
+    explain.add_argument(
+        "--traversal",
+        choices=TRAVERSALS,
+        default="sensitivity",
+        help="deletion: the order of its questions — index (feature order), sensitivity (VeriX's, the default) or "
+        "quickxplain (VeriX+'s binary search: a whole block of features in one question, split only when it fails; "
+        "the same answer as sensitivity, in fewer questions where most features leave)",
+    )
     explain.set_defaults(handler=_explain)
 
 
@@ -59,7 +70,16 @@ def _explain(args: argparse.Namespace) -> int:
         output_file(args.out, "--out")
     net, settings, X, rows = _load_problem(args)
     lines = explain_lines(
-        net, settings, X, rows, _kinds(args), args.method, args.time_limit, device=args.device, verify=not args.no_verify
+        net,
+        settings,
+        X,
+        rows,
+        _kinds(args),
+        args.method,
+        args.time_limit,
+        device=args.device,
+        verify=not args.no_verify,
+        traversal=args.traversal,
     )
     _emit(lines, args.out)
     return 0
