@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch  # noqa: F401 (the [all] extras promise it: missing fails, not skips)
-from cardinal.verify.campaign import certify_unit, run_campaign
+from cardinal.verify.campaign import CampaignResult, certify_unit, run_campaign
 from cardinal.verify.cases import Case, replay
 from cardinal.verify.cli import main
 from cardinal.verify.generate import (
@@ -50,9 +50,18 @@ def tiny_instances() -> list[Instance]:
 
 
 
-def test_end_to_end_campaign(tmp_path: Path) -> None:
-    result = run_campaign("tiny", tmp_path, ("enumerate",), 30.0, instances=tiny_instances())
-    records = JsonLines(tmp_path / "records.jsonl").read()
+@pytest.fixture(scope="module")
+def whole(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, CampaignResult]:
+    """One uninterrupted campaign of the tiny instances (enumerate, one worker), shared by the
+    module's tests as the reference of their interrupted, killed and two-worker runs: its folder
+    (read-only) and its result."""
+    folder = tmp_path_factory.mktemp("whole")
+    return folder, run_campaign("tiny", folder, ("enumerate",), 30.0, instances=tiny_instances())
+
+
+def test_end_to_end_campaign(whole: tuple[Path, CampaignResult]) -> None:
+    folder, result = whole
+    records = JsonLines(folder / "records.jsonl").read()
     assert result.records == len(records) == 2 * (3 + 3 + 1)
     keys = {
         "instance",
@@ -73,19 +82,18 @@ def test_end_to_end_campaign(tmp_path: Path) -> None:
     assert design["contrastive"]["certified"] is True
     assert design["abductive"]["verdict"] == "greedy_minimal"
     assert all(r["verdict"] in ("greedy_minimal", "greedy_suboptimal", "none_exists") for r in records)
-    summary = (tmp_path / "summary.md").read_text()
+    summary = (folder / "summary.md").read_text()
     assert "greedy_suboptimal" in summary and "## Solver runtimes" in summary
     for name in ("gap_distribution", "greedy_vs_minimum", "certification_cactus", "certification_time"):
-        assert (tmp_path / "figures" / f"{name}.png").stat().st_size > 0
+        assert (folder / "figures" / f"{name}.png").stat().st_size > 0
         assert f"](figures/{name}.png)" in summary
-    cases = sorted((tmp_path / "cases").glob("*.json"))
+    cases = sorted((folder / "cases").glob("*.json"))
     assert len(cases) == sum(r["verdict"] == "greedy_suboptimal" for r in records) >= 1
     assert all(replay(Case.load(path)).holds for path in cases)
 
 
-def test_interrupted_then_resumed_equals_uninterrupted(tmp_path: Path) -> None:
-    whole = tmp_path / "whole"
-    run_campaign("tiny", whole, ("enumerate",), 30.0, instances=tiny_instances())
+def test_interrupted_then_resumed_equals_uninterrupted(tmp_path: Path, whole: tuple[Path, CampaignResult]) -> None:
+    reference = whole[0]
 
     def stop_after_five(done: int, total: int, key: str) -> None:
         if done == 5:
@@ -98,7 +106,7 @@ def test_interrupted_then_resumed_equals_uninterrupted(tmp_path: Path) -> None:
         run_campaign("tiny", parts, ("enumerate",), 30.0, instances=tiny_instances())
     second = run_campaign("tiny", parts, ("enumerate",), 30.0, resume=True, instances=tiny_instances())
     assert second.new == second.records - 5
-    assert without_timings(JsonLines(parts / "records.jsonl").read()) == without_timings(JsonLines(whole / "records.jsonl").read())
+    assert without_timings(JsonLines(parts / "records.jsonl").read()) == without_timings(JsonLines(reference / "records.jsonl").read())
 
 
 KILL_SCRIPT = """
@@ -115,7 +123,7 @@ run_campaign("tiny", Path({out!r}), ("enumerate",), 30.0, resume=True, instances
 """
 
 
-def test_killed_run_loses_no_finished_record(tmp_path: Path) -> None:
+def test_killed_run_loses_no_finished_record(tmp_path: Path, whole: tuple[Path, CampaignResult]) -> None:
     out = tmp_path / "killed"
     root = str(Path(__file__).resolve().parents[1])
     script = KILL_SCRIPT.format(root=root, out=str(out))
@@ -129,10 +137,9 @@ def test_killed_run_loses_no_finished_record(tmp_path: Path) -> None:
     finished = JsonLines(log).read()
     assert 3 <= len(finished) < 14  # every line whole, and the run really was cut short
     run_campaign("tiny", out, ("enumerate",), 30.0, resume=True, instances=tiny_instances())
-    whole = tmp_path / "whole"
-    run_campaign("tiny", whole, ("enumerate",), 30.0, instances=tiny_instances())
-    assert without_timings(JsonLines(log).read()) == without_timings(JsonLines(whole / "records.jsonl").read())
-    assert sorted(p.name for p in (out / "cases").glob("*.json")) == sorted(p.name for p in (whole / "cases").glob("*.json"))
+    reference = whole[0]
+    assert without_timings(JsonLines(log).read()) == without_timings(JsonLines(reference / "records.jsonl").read())
+    assert sorted(p.name for p in (out / "cases").glob("*.json")) == sorted(p.name for p in (reference / "cases").glob("*.json"))
 
 
 def test_torn_last_line_is_dropped_and_cut_before_the_next_append(tmp_path: Path) -> None:
@@ -146,10 +153,9 @@ def test_torn_last_line_is_dropped_and_cut_before_the_next_append(tmp_path: Path
     assert log.path.read_text() == '{"key": "a"}\n{"key": "c"}\n'
 
 
-def test_two_workers_equal_one(tmp_path: Path) -> None:
-    run_campaign("tiny", tmp_path / "one", ("enumerate",), 30.0, workers=1, instances=tiny_instances())
+def test_two_workers_equal_one(tmp_path: Path, whole: tuple[Path, CampaignResult]) -> None:
     run_campaign("tiny", tmp_path / "two", ("enumerate",), 30.0, workers=2, instances=tiny_instances())
-    one = without_timings(JsonLines(tmp_path / "one" / "records.jsonl").read())
+    one = without_timings(JsonLines(whole[0] / "records.jsonl").read())
     two = without_timings(JsonLines(tmp_path / "two" / "records.jsonl").read())
     assert one == two and len(one) == 14
 
@@ -208,22 +214,26 @@ def test_set_cover_network_computes_coverage_on_the_cube() -> None:
             assert float(net.forward(np.array(bits, dtype=float))) == (1.0 if len(covered) == 3 else 0.0)
 
 
-def test_a_suite_slice_run_twice_gives_the_same_records(tmp_path: Path) -> None:
-    """Reproducible runs: the quick suite's own generator (relu and step, 4 and 8 features), the
-    campaign's default solvers, run twice, the second time in reverse order (so that no answer may depend on
-    the calls a backend served before): the same records apart from timings, the same case files."""
+@pytest.mark.parametrize(
+    ("hidden", "records"), [(((8,),), 24), pytest.param(((8,), (8, 8)), 48, marks=pytest.mark.slow)], ids=["8", "8+8x8"]
+)
+def test_a_suite_slice_run_twice_gives_the_same_records(tmp_path: Path, hidden: tuple, records: int) -> None:
+    """Reproducible runs: the quick suite's own generator (relu and step, 4 and 8 features; one
+    hidden layer, with -m slow also two), the campaign's default solvers, run twice, the second time
+    in reverse order (so that no answer may depend on the calls a backend served before): the same
+    records apart from timings, the same case files."""
     from cardinal.verify.campaign import default_solvers
     from cardinal.verify.suites import _random
 
     def instances() -> list[Instance]:
-        return list(_random(2026, ("relu", "step"), (4, 8), ((8,), (8, 8)), rows=3))
+        return list(_random(2026, ("relu", "step"), (4, 8), hidden, rows=3))
 
     solvers = default_solvers()
     run_campaign("slice", tmp_path / "a", solvers, 30.0, instances=instances())
     run_campaign("slice", tmp_path / "b", solvers, 30.0, instances=instances()[::-1])
     first = without_timings(JsonLines(tmp_path / "a" / "records.jsonl").read())
     second = without_timings(JsonLines(tmp_path / "b" / "records.jsonl").read())
-    assert len(first) == 48 and first == second
+    assert len(first) == records and first == second
     assert {r["verdict"] for r in first} >= {"greedy_minimal", "greedy_suboptimal"}
     assert sorted(p.name for p in (tmp_path / "a" / "cases").glob("*.json")) == sorted(
         p.name for p in (tmp_path / "b" / "cases").glob("*.json")

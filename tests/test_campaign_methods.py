@@ -9,7 +9,7 @@ import argparse
 from pathlib import Path
 
 import pytest
-from cardinal.verify.campaign import run_campaign
+from cardinal.verify.campaign import CampaignResult, run_campaign
 from cardinal.verify.certify import GreedyAnswer, certify_answers, judge
 from cardinal.verify.commands.crosscheck import method_list
 from cardinal.verify.instance import Instance
@@ -41,10 +41,18 @@ def _minimum(record: Record, instances: list[Instance]) -> int | None:
     return vertex_minimum(problem)
 
 
-def test_both_explainers_one_record_each_on_shared_calls(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def both(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, CampaignResult]:
+    """One uninterrupted campaign of `_instances()` with both explainers, shared by the module's
+    tests (read-only): its folder and its result."""
+    folder = tmp_path_factory.mktemp("both")
+    return folder, run_campaign("tiny", folder, ("enumerate",), 30.0, instances=_instances(), methods=BOTH)
+
+
+def test_both_explainers_one_record_each_on_shared_calls(both: tuple[Path, CampaignResult]) -> None:
     instances = _instances()
-    result = run_campaign("tiny", tmp_path, ("enumerate",), 30.0, instances=instances, methods=BOTH)
-    records = read_records(tmp_path / "records.jsonl")
+    folder, result = both
+    records = read_records(folder / "records.jsonl")
     assert result.records == len(records) == 3 * 2 * 2 + 3 * 2  # monotone: both explainers; K = 3: deletion only
     keys = [r.key for r in records]
     assert len(set(keys)) == len(keys)
@@ -78,16 +86,15 @@ def test_both_explainers_one_record_each_on_shared_calls(tmp_path: Path) -> None
         assert proved.startswith(f"{sum(r.gap == 0 for r in chosen)} (")
         expected = sorted({r.gap for r in chosen})
         assert gaps == ", ".join(f"{gap}: {sum(r.gap == gap for r in chosen)}" for gap in expected)
-    summary = (tmp_path / "summary.md").read_text()
+    summary = (folder / "summary.md").read_text()
     assert "## Explainers against the exact minimum" in summary and "](figures/explainer_gap.png)" in summary
-    assert (tmp_path / "figures" / "explainer_gap.png").stat().st_size > 0
+    assert (folder / "figures" / "explainer_gap.png").stat().st_size > 0
 
 
-def test_resume_with_both_explainers_does_not_duplicate(tmp_path: Path) -> None:
+def test_resume_with_both_explainers_does_not_duplicate(tmp_path: Path, both: tuple[Path, CampaignResult]) -> None:
     """Stopped after 3 records (in the middle of an explanation's two records), resumed twice:
     every record once, with the verdicts of an uninterrupted run."""
-    whole = tmp_path / "whole"
-    run_campaign("tiny", whole, ("enumerate",), 30.0, instances=_instances(), methods=BOTH)
+    whole = both[0]
 
     def stop_after_three(done: int, total: int, key: str) -> None:
         if done == 3:

@@ -168,12 +168,15 @@ def test_the_gradient_search_leaves_any_class() -> None:
     ("monotone", "kind", "by_sets"),
     [(True, "contrastive", True), (True, "abductive", True), (False, "abductive", True), (False, "contrastive", True), (False, "contrastive", False)],
 )
-def test_minimum_on_a_tiny_box_equals_z3s_full_encoding(monotone: bool, kind: str, by_sets: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("seeds", [range(3), pytest.param(range(3, 6), marks=pytest.mark.slow)], ids=["seeds0-2", "seeds3-5"])
+def test_minimum_on_a_tiny_box_equals_z3s_full_encoding(
+    monotone: bool, kind: str, by_sets: bool, seeds: range, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Non-monotone CXps with small bounds decided set by set, and without (the branch and bound)."""
     if not by_sets:
         monkeypatch.setattr(exact_milp, "SET_QUESTIONS", 0)
         monkeypatch.setattr(levels, "LEVEL_SETS", 0)  # and no levels: the branch and bound alone
-    for seed in range(6):
+    for seed in seeds:
         problem = _problem(50 + seed, monotone, False, kind)
         ours, reference = _solve(problem), _solve(problem, "z3")
         assert _size(ours) == _size(reference), (seed, ours, reference)
@@ -223,10 +226,13 @@ class _WrongHighs:
         return True, True, (self.rng.normal(size=self.real.getNumRow()) * 10.0 ** self.rng.integers(-3, 4)).tolist()
 
 
+@pytest.mark.parametrize("seeds", [range(3), pytest.param(range(3, 6), marks=pytest.mark.slow)], ids=["seeds0-2", "seeds3-5"])
 @pytest.mark.parametrize("classes", [1, 3])
 @pytest.mark.parametrize("kind", ["contrastive", "abductive"])
 @pytest.mark.parametrize("binary", [True, False])
-def test_a_wrong_float_lp_gives_no_wrong_proof(kind: str, binary: bool, classes: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_wrong_float_lp_gives_no_wrong_proof(
+    kind: str, binary: bool, classes: int, seeds: range, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Every LP answer and every float MILP seed is corrupted: an answer is either right (exact
     evidence only: the safe bounds of any multipliers, exact replays) or no proof at all; on one
     output and on K = 3 classes (the argmax disjunction)."""
@@ -239,7 +245,7 @@ def test_a_wrong_float_lp_gives_no_wrong_proof(kind: str, binary: bool, classes:
     monkeypatch.setattr(exact_milp, "optimize", lambda model, seconds: SimpleNamespace(values=rng.random(model.shape[1])))
     _no_gradient_search(monkeypatch)
     proofs = 0
-    for seed in range(6):
+    for seed in seeds:
         if classes == 1:
             problem = _problem(200 + seed, False, binary, kind, n=4, hidden=(3, 2))
         else:

@@ -9,7 +9,6 @@ import itertools
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -393,16 +392,14 @@ def test_backend_status_tables() -> None:
 
 
 # ---------------------------------------------------------------------------- limits
-@pytest.mark.timing
 def test_time_limit_is_never_a_verdict(backend: MilpSolver) -> None:
     """Stopped by its limit, a MILP answers FEASIBLE with a replayed set (when it holds one) or
-    TIMEOUT with none; never a verdict. Within 5 s of wall time (0.5 s alone: 10x)."""
+    TIMEOUT with none; never a verdict. (How soon it stops: `bench/limits.py`.)"""
     net = random_network(np.random.default_rng(1), 28, (32, 32), "relu")
     X = np.random.default_rng(101).random((40, 28))
     problem = Problem.make(net, X[9], "contrastive", Domain.unit(28), median_threshold(net, X))  # takes seconds
-    started = time.perf_counter()
     outcome = solve_problem(backend, problem, None, 0.05)
-    assert outcome.status in (Status.TIMEOUT, Status.FEASIBLE) and time.perf_counter() - started < 5.0
+    assert outcome.status in (Status.TIMEOUT, Status.FEASIBLE)
     assert outcome.has_solution == (outcome.status == Status.FEASIBLE) and (outcome.replayed or not outcome.has_solution)
     hitting_net = _network(3, 10, (12, 8), "relu", monotone=False)
     abductive = Problem.make(

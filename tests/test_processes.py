@@ -1,7 +1,7 @@
 """Processes and limits: one campaign per folder (a lock that a killed run does not leave behind),
 no process outliving a killed campaign or caller (also while it starts), none left unreaped or
-printing, SIGTERM ending a command as Ctrl-C does, and time limits that hold on every backend,
-counted from the call."""
+printing, SIGTERM ending a command as Ctrl-C does, and a backend that overruns its time limit
+stopped from outside (how soon: `bench/limits.py`; no test asserts wall time)."""
 
 from __future__ import annotations
 
@@ -14,11 +14,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cardinal.solvers.base import BaseSolver, available_solvers, get_solver, solve_problem
-from cardinal.solvers.guard import allowed_overrun, report_incumbent
+from cardinal.solvers.base import BaseSolver, available_solvers, solve_problem
+from cardinal.solvers.guard import report_incumbent
 from cardinal.verify.campaign import run_campaign
 from cardinal.verify.cli import main
-from cardinal.verify.generate import median_threshold, random_network
 
 from cardinal.errors import InputError
 from cardinal.io import JsonLines
@@ -106,14 +105,6 @@ def _assert_gone(pids: set[int], within: float) -> None:
     while any(_running(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert [pid for pid in pids if _running(pid)] == []
-
-
-def loaded_bound(limit: float) -> float:
-    """The wall time a call limited to `limit` may take in these tests: the guard promises the limit
-    plus `allowed_overrun` (10%, at least 1 s); five times that overrun keeps a machine loaded to
-    several times its cores from failing them, and still tells a stopped call from one that ran on
-    (60 s here, 30 to 42 s for the unguarded slow instance)."""
-    return limit + 5 * allowed_overrun(limit)
 
 
 def _one_line_refusal(capsys: pytest.CaptureFixture, code: int, pattern: str) -> None:
@@ -300,8 +291,10 @@ class IgnoresItsLimit(BaseSolver):
         return Outcome(Status.NONE_WITHIN, self.name, 60.0)
 
 
-@pytest.mark.timing
 def test_a_backend_that_ignores_its_limit_is_stopped_from_outside() -> None:
+    """A backend that overruns its 1 s limit by a minute is stopped from outside: the call answers
+    TIMEOUT (the backend itself would answer NONE_WITHIN, after its minute), its solver process is
+    killed, and the next call runs in a fresh one. How near the limit it stops: `bench/limits.py`."""
     from cardinal.solvers.guard import GuardedSolver
 
     from cardinal.network import Network
@@ -309,14 +302,18 @@ def test_a_backend_that_ignores_its_limit_is_stopped_from_outside() -> None:
 
     problem = Problem.make(Network.from_json(DESIGN_NETWORK), np.ones(3), "contrastive", threshold=0.5)
     backend = GuardedSolver("ignores-its-limit", IgnoresItsLimit, {})
+    served_by = []
     try:
-        for _ in range(2):  # the second call runs in a fresh process
-            started = time.perf_counter()
+        for _ in range(2):
+            assert backend.wait_started(time.perf_counter() + 300), "the solver process did not start"
+            served_by.append(backend._child.pid)
             outcome = backend.solve(problem, None, 1.0)
-            assert time.perf_counter() - started <= loaded_bound(1.0)
-            assert outcome.status == Status.TIMEOUT and "stopped from outside" in outcome.message
+            assert outcome.status == Status.TIMEOUT and outcome.raw_status == "killed", outcome
+            assert "stopped from outside" in outcome.message and not outcome.has_solution
+            _assert_gone({served_by[-1]}, within=60.0)
     finally:
         backend.close()
+    assert served_by[0] != served_by[1]
 
 
 # A start-up hook for the solver processes of a test's subprocess: with CARDINAL_TEST_SLOW_TORCH
@@ -358,25 +355,28 @@ def _slowly_starting(tmp_path: Path, action: str, seconds: float = 60.0) -> subp
     return subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-@pytest.mark.timing
 def test_the_first_call_counts_the_start_of_its_solver_process(tmp_path: Path) -> None:
-    """A solver process that is still starting at a call's limit does not hold the call: it answers
-    TIMEOUT at the limit (the message says why), and the caller ends at once."""
+    """A solver process that is still starting (here for 10 minutes) at a call's 1 s limit does not
+    hold the call: it answers TIMEOUT, the message says why, and the caller ends without waiting
+    for the start (2 minutes is a hang guard, not a speed claim: `bench/limits.py` measures it)."""
     action = """
 backend = GuardedSolver("ignores-its-limit", IgnoresItsLimit, {})
-started = time.perf_counter()
 outcome = backend.solve(problem, None, 1.0)
-print(outcome.status.value, time.perf_counter() - started, outcome.message, sep="|")
+print(outcome.status.value, outcome.raw_status, outcome.message, sep="|")
 """
-    process = _slowly_starting(tmp_path, action)
-    out, err = process.communicate(timeout=120)
+    process = _slowly_starting(tmp_path, action, seconds=600.0)
+    try:
+        out, err = process.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise AssertionError("the caller waited for its solver process to start") from None
     assert process.returncode == 0, err
-    status, seconds, message = out.strip().split("|")
-    assert status == "timeout" and float(seconds) <= loaded_bound(1.0), out
+    status, raw_status, message = out.strip().split("|")
+    assert (status, raw_status) == ("timeout", "not started"), out
     assert "stopped from outside" in message and "still starting" in message
 
 
-@pytest.mark.timing
 def test_a_solver_pool_waits_for_its_solver_processes_before_its_first_call(tmp_path: Path) -> None:
     """A command's pool (certify, crosscheck, check) lets its solver processes start before its
     first call is timed: a verdict does not depend on how long they took to start (10 s here,
@@ -579,37 +579,3 @@ def test_guarded_calls_run_as_many_threads_as_their_caller() -> None:
         script = THREADS_OF_A_GUARDED_CALL.format(root=ROOT, threads=threads)
         done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
         assert done.stdout.split() == [str(threads), str(threads)], done.stderr
-
-
-@pytest.fixture(scope="module")
-def wide() -> list[Problem]:
-    """A monotone ReLU network 28 → 512 → 512 → 512 → 1: HiGHS's presolve (42 s) and z3's exact
-    cuts (30 s) overran a 2 s limit on it before the guard."""
-    rng = np.random.default_rng(0)
-    net = random_network(rng, 28, (512, 512, 512), "relu")
-    X = rng.random((4, 28))
-    threshold = median_threshold(net, X)
-    return [Problem.make(net, X[0], kind, threshold=threshold) for kind in ("contrastive", "abductive")]
-
-
-@pytest.mark.timing
-@pytest.mark.parametrize(
-    ("name", "kind"), [("highs", "contrastive"), ("z3", "abductive"), ("enumerate", "abductive"), ("gurobi", "contrastive")]
-)
-def test_time_limit_holds_on_a_slow_instance(name: str, kind: str, wide: list[Problem]) -> None:
-    """Each call ends near its 2 s limit (its process already started): within `loaded_bound`, where
-    unguarded HiGHS's presolve and z3's cuts ran 30 to 42 s."""
-    assert name in available_solvers(), f"{name} is not installed, which the [all] extras promise"
-    problem = wide[0] if kind == "contrastive" else wide[1]
-    limit = 2.0
-    with get_solver(name, guarded=True) as backend:
-        from cardinal.network import Network
-        from tests.conftest import DESIGN_NETWORK
-
-        small = Problem.make(Network.from_json(DESIGN_NETWORK), np.ones(3), "contrastive", threshold=0.5)
-        solve_problem(backend, small, None, limit)  # start the process outside the measured call
-        started = time.perf_counter()
-        outcome = solve_problem(backend, problem, 10, limit)
-        seconds = time.perf_counter() - started
-    assert seconds <= loaded_bound(limit), (outcome.status, seconds)
-    assert outcome.status in (Status.TIMEOUT, Status.FEASIBLE, Status.OPTIMAL, Status.NONE_WITHIN, Status.SIZE_LIMIT)
