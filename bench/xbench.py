@@ -11,12 +11,17 @@ every unsat one where a method proves it) from these families (`--families`, def
 * `digits-cnn` — a 2-Conv CNN on the same 8 × 8 digits, `Conv2d(1, 4, 3)` → ReLU → `Conv2d(4, 4,
   3)` → ReLU → Flatten → `Linear(64, 10)` (trained here, seeded, weights rounded to 2^-10), read
   through cardinal's torch reader, which unrolls each conv into a dense layer (64 → 144 → 64 →
-  10), radius 0.2, both kinds, 30 s per instance;
+  10), radius 0.1 (at 0.2 no minimum CXp was proved within 30 s), both kinds, 60 s per instance,
+  from the second test image on (the first has no CXp at 0.1);
 * `verix-fc` — VeriX's MNIST-FC shape 784 → 10 → 10 → 10 as `bench.verix` builds it (digits
-  upsampled to 28 × 28, exported as tf2onnx does), radius 0.1, CXps only (a minimum AXp there
-  takes minutes: bench/results/verix.md), 30 s per instance;
+  upsampled to 28 × 28, exported as tf2onnx does), radius 0.05 (bench/results/verix.md's ε), CXps
+  only (a minimum AXp there is not proved in 300 s: verix.md), 60 s per instance, from the second
+  test image on (the first's minimum CXp, 160 features, would ask 161 questions; `SETTINGS`);
 * `paper` — the paper's monotone networks (`verify.paper.paper_models`) on its datasets, where
   the data folder ($CARDINAL_DATA, else ../shared/data) holds them; otherwise skipped with a line.
+
+An input and kind ask questions only where the minimum is proved within the family's limit (the
+others are counted "not proved" in the folder's README): every instance rests on a proved minimum.
 
     python -m bench.xbench build --out DIR [--families suites,digits-mlp,...] [--rows 2] [--time-limit 10]
 
@@ -38,6 +43,7 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime
+import os
 import re
 import sys
 import tempfile
@@ -61,8 +67,13 @@ from cardinal.problem import Problem
 
 FAMILIES = ("suites", "digits-mlp", "digits-cnn", "verix-fc", "paper")
 BACKENDS = ("cardinal", "highs", "gurobi", "z3", "cvc5", "marabou")
-RADIUS = 0.2  # the digits networks' balls (max norm): at 0.1 their first test image has no CXp (measured)
-DIGITS_TIMEOUT = 30.0  # seconds per instance of the digits networks (64 features, 10 classes)
+# Per family: (radius of the balls, seconds per instance and per exact call, first test row). Measured under a load
+# near 9 on the 2-core VM: the MLP's minimum CXp at 0.2 is proved in 30 s, its first image has none at 0.1; the CNN's
+# minimum CXps at 0.2 were not proved in 30 s (33 and 10 features found, 500 nodes), at 0.1 row 1's (24 features) in
+# 17 s and row 0 has none (and its AXp, empty, was not proved within 60 s in a build); VeriX's MNIST-FC at 0.05
+# (bench/results/verix.md's ε) proved rows 1 and 2 (19 and 58 features) in 13 and 20 s, row 0's (160 features in
+# verix.md) not in 30 s, and 160 would ask 161 questions on 784 inputs.
+SETTINGS = {"digits-mlp": (0.2, 30.0, 0), "digits-cnn": (0.1, 60.0, 1), "verix-fc": (0.05, 60.0, 1)}
 
 
 # ---------------------------------------------------------------------------- build
@@ -114,6 +125,8 @@ def family_parts(family: str, work: Path, rows: int) -> list[Source]:
     both = ("contrastive", "abductive")
     if family == "suites":
         return suite_parts(work, rows)
+    if family in SETTINGS:
+        radius, timeout, first = SETTINGS[family]
     if family in ("digits-mlp", "digits-cnn"):
         if family == "digits-mlp":
             from bench.digits import digits_model
@@ -123,14 +136,16 @@ def family_parts(family: str, work: Path, rows: int) -> list[Source]:
         else:
             net, X = digits_cnn(work / "digits-cnn.pt")
             source = "bench.xbench: Conv2d(1,4,3)-ReLU-Conv2d(4,4,3)-ReLU-Linear(64,10), torch"
-        X = X[:rows]
-        return [Source(family, source, family, net, X, tuple(range(len(X))), both, Domain.unit(64), None, RADIUS, DIGITS_TIMEOUT)]
+        X = X[first : first + rows]
+        return [Source(family, source, family, net, X, tuple(range(first, first + len(X))), both, Domain.unit(64), None, radius,
+                       timeout)]  # fmt: skip
     if family == "verix-fc":
         net, X = verix_fc(work / "verix-fc.onnx")
         source = "bench.verix: VeriX's MNIST-FC shape 784-10-10-10 on digits upsampled to 28 x 28, tf2onnx-style ONNX"
+        X = X[first : first + rows]
         return [
-            Source("verix-fc", source, family, net, X[:rows], tuple(range(rows)), ("contrastive",), Domain.unit(784), None,
-                   0.1, timeout=30.0)
+            Source("verix-fc", source, family, net, X, tuple(range(first, first + len(X))), ("contrastive",), Domain.unit(784),
+                   None, radius, timeout)
         ]  # fmt: skip
     if family == "paper":
         from cardinal.verify.paper import DATASETS, paper_models
@@ -156,7 +171,7 @@ def build(out: Path, families: Sequence[str], rows: int, timeout: float) -> None
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="cardinal-xbench-") as work:
         for family in families:
-            if family == "paper" and check_data_files():
+            if family == "paper" and any(state != "ok" for _, state in check_data_files()):
                 print(
                     "xbench: paper skipped: the data folder ($CARDINAL_DATA or ../shared/data) lacks its files", file=sys.stderr
                 )
@@ -348,19 +363,27 @@ def run(
 
 
 def write_results(
-    path: Path, records: list[dict], backends: Sequence[str], folder: Path, limit: float, argv: Sequence[str]
+    path: Path,
+    records: list[dict],
+    backends: Sequence[str],
+    folder: Path,
+    limit: float,
+    argv: Sequence[str],
+    load: tuple[float, float] | None = None,
 ) -> None:
-    """The table (`path`) and the cactus plot beside it (`xbench_cactus.png`)."""
+    """The table (`path`) and the cactus plot beside it (`xbench_cactus.png`); `load`: the machine's
+    one-minute load average when the run started and ended."""  # fmt: skip
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(figsize=(7, 4.5))
+    figure, axes = plt.subplots(figsize=(8, 4.5))
     lines = [
         "# cardinal-xbench: the backends on the explanation benchmark",
         "",
-        f"`python -m bench.xbench {' '.join(argv)}` on {datetime.date.today()}, {machine()}.",
+        f"`python -m bench.xbench {' '.join(argv)}` on {datetime.date.today()}, {machine()}"
+        + ("." if load is None else f"; load average {load[0]:.1f} at the start, {load[1]:.1f} at the end (shared VM)."),
         f"Folder {folder.name}: {len(records)} instances asked ({sum(r['answer'] == 'sat' for r in records)} sat), "
         f"{limit:g} s per instance and backend, one at a time. Each answer is compared with the folder's certified one "
         "(decided in exact arithmetic): *correct* counts answers equal to it, *wrong* answers that differ (listed below; "
@@ -417,7 +440,7 @@ def write_results(
     axes.set_xlabel("seconds per instance")
     axes.set_ylabel("instances answered correctly within that time")
     axes.set_title(f"cardinal-xbench: {len(records)} instances, {limit:g} s limit")
-    axes.legend(loc="center right")
+    axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)  # outside: no curve's tail hidden
     axes.grid(alpha=0.3)
     figure.tight_layout()
     write_figure(path.parent / "xbench_cactus.png", figure, 120)
@@ -450,8 +473,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         else:
             backends = installed([b.strip() for b in args.backends.split(",") if b.strip()])
             folder = Path(args.folder)
+            start = os.getloadavg()[0]
             records = run(folder, backends, args.time_limit, args.limit, lambda line: print(line, file=sys.stderr, flush=True))
-            write_results(Path(args.out), records, backends, folder, args.time_limit, sys.argv[1:] if argv is None else argv)
+            write_results(Path(args.out), records, backends, folder, args.time_limit, sys.argv[1:] if argv is None else argv,
+                          (start, os.getloadavg()[0]))  # fmt: skip
     except InputError as error:
         print(f"xbench: error: {error}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -94,11 +94,20 @@ def test_highs_reads_a_non_monotone_cxp_on_the_cube(tmp_path: Path) -> None:
     assert checked == 12
 
 
-def test_k_class_and_ball_questions_in_mps_lp_and_smtlib_answer_as_cardinal(tmp_path: Path) -> None:
-    """K = 3 classifiers (CXps; argmax, ties to the lowest index, stated in each file) over the
-    box and over ε-balls, and a K = 1 network over ε-balls (both kinds): HiGHS's optimum of each
-    MPS and LP file is cardinal's exact minimum, and z3 answers each SMT-LIB file asking for at
-    most minimum − 1 features unsat and for at most the minimum sat."""
+@pytest.mark.parametrize(
+    "case",
+    [
+        "k3-ball",
+        pytest.param("k3-box", marks=pytest.mark.slow),  # with the two below: 47 s on the loaded 2-core VM
+        pytest.param("k1-ball-contrastive", marks=pytest.mark.slow),
+        pytest.param("k1-ball-abductive", marks=pytest.mark.slow),
+    ],
+)
+def test_k_class_and_ball_questions_in_mps_lp_and_smtlib_answer_as_cardinal(tmp_path: Path, case: str) -> None:
+    """K = 3 classifiers (CXps; argmax, ties to the lowest index, stated in each file) over an
+    ε-ball (the default run) and over the box, and a K = 1 network over ε-balls (both kinds):
+    HiGHS's optimum of each MPS and LP file is cardinal's exact minimum, and z3 answers each
+    SMT-LIB file asking for at most minimum − 1 features unsat and for at most the minimum sat."""
     from cardinal.solvers.base import solve_minimum
     from cardinal.verify.generate import random_network as classifier
 
@@ -108,31 +117,31 @@ def test_k_class_and_ball_questions_in_mps_lp_and_smtlib_answer_as_cardinal(tmp_
     three = classifier(rng, 4, (6,), "relu", monotone=False, outputs=3)
     single = random_network(rng, 4, (4, 3), RELU, monotone=True)
     X = rng.random((2, 4))
-    cases = [
-        (three, None, "contrastive", None), (three, None, "contrastive", 0.3),
-        (single, median_threshold(single, X), "contrastive", 0.3), (single, median_threshold(single, X), "abductive", 0.3),
-    ]  # fmt: skip
+    net, threshold, kind, radius = {
+        "k3-ball": (three, None, "contrastive", 0.3), "k3-box": (three, None, "contrastive", None),
+        "k1-ball-contrastive": (single, median_threshold(single, X), "contrastive", 0.3),
+        "k1-ball-abductive": (single, median_threshold(single, X), "abductive", 0.3),
+    }[case]  # fmt: skip
     domain, asked = Domain.unit(4), 0
-    for index, (net, threshold, kind, radius) in enumerate(cases):
-        for row, x in enumerate(X):
-            box = domain if radius is None else domain.ball(x, radius)
-            exact = solve_minimum(net, x, kind, box, threshold, time_limit=60)
-            assert exact.exact and exact.status in (Status.OPTIMAL, Status.NONE_EXISTS), exact
-            minimum = None if exact.status == Status.NONE_EXISTS else len(exact.solution)
-            for fmt in ("mps", "lp"):
-                out = tmp_path / f"{index}-{row}-{fmt}"
-                entry = export_inputs(net, x[None, :], [kind], domain, threshold, fmt, out, radius=radius)[0]
-                text = (out / entry.file).read_text()
-                assert ("ties to the lowest index" in text) == (net is three)
-                value = highs_answer(out / entry.file)
-                assert (value is None) if minimum is None else value == pytest.approx(minimum), (index, row, fmt, value, minimum)
-            for bound, answer in ((minimum - 1, "unsat"), (minimum, "sat")) if minimum else ():
-                out = tmp_path / f"{index}-{row}-smt2-{bound}"
-                entry = export_inputs(net, x[None, :], [kind], domain, threshold, "smt2", out, bound, radius=radius)[0]
-                assert ("ties to the lowest index" in (out / entry.file).read_text()) == (net is three)
-                assert z3_answer(out / entry.file) == answer, (index, row, bound)
-                asked += 1
-    assert asked >= 4
+    for row, x in enumerate(X):
+        box = domain if radius is None else domain.ball(x, radius)
+        exact = solve_minimum(net, x, kind, box, threshold, time_limit=60)
+        assert exact.exact and exact.status in (Status.OPTIMAL, Status.NONE_EXISTS), exact
+        minimum = None if exact.status == Status.NONE_EXISTS else len(exact.solution)
+        for fmt in ("mps", "lp"):
+            out = tmp_path / f"{row}-{fmt}"
+            entry = export_inputs(net, x[None, :], [kind], domain, threshold, fmt, out, radius=radius)[0]
+            text = (out / entry.file).read_text()
+            assert ("ties to the lowest index" in text) == (net is three)
+            value = highs_answer(out / entry.file)
+            assert (value is None) if minimum is None else value == pytest.approx(minimum), (row, fmt, value, minimum)
+        for bound, answer in ((minimum - 1, "unsat"), (minimum, "sat")) if minimum else ():
+            out = tmp_path / f"{row}-smt2-{bound}"
+            entry = export_inputs(net, x[None, :], [kind], domain, threshold, "smt2", out, bound, radius=radius)[0]
+            assert ("ties to the lowest index" in (out / entry.file).read_text()) == (net is three)
+            assert z3_answer(out / entry.file) == answer, (row, bound)
+            asked += 1
+    assert asked >= 1
 
 
 @pytest.mark.parametrize("monotone", [True, False])

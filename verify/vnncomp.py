@@ -183,13 +183,17 @@ XBENCH_SUITES = ("quick", "classifiers")
 def export_xbench(out: Path, timeout: float, progress: Callable[[str], None] | None = None) -> list[Question]:
     """`cardinal export --suite xbench`: the questions of every instance of the quick and
     classifiers crosscheck suites (`suite_parts`; their models are trained in a temporary folder)
-    as one folder in VNN-COMP's layout (`write_folder`)."""
+    as one folder in VNN-COMP's layout (`write_folder`): the published set's `suites` family only;
+    `python -m bench.xbench build` builds the whole set (its other families' builders live in
+    bench/, which the application does not import)."""
     import tempfile
 
     out = refuse_nonempty(out)
     with tempfile.TemporaryDirectory(prefix="cardinal-xbench-") as work:
         parts = suite_parts(Path(work))
-    return write_folder(parts, out, timeout, f"explanation questions of the {' and '.join(XBENCH_SUITES)} suites", progress)
+    title = (f"explanation questions of the {' and '.join(XBENCH_SUITES)} suites (the published set's `suites` family; "
+             "`python -m bench.xbench build` builds the whole set)")  # fmt: skip
+    return write_folder(parts, out, timeout, title, progress)
 
 
 def suite_parts(work: Path, rows: int | None = None) -> list[Source]:

@@ -33,7 +33,8 @@ def _add_export(commands: argparse._SubParsersAction, problem: argparse.Argument
         "--suite",
         choices=("quick", "standard", "xbench"),
         help="export a whole crosscheck suite instead of one network; xbench: the quick and classifiers suites' questions "
-        "in VNN-COMP's layout (as --layout vnncomp)",
+        "in VNN-COMP's layout (as --layout vnncomp), the published set's `suites` family only: `python -m bench.xbench "
+        "build` (from a clone's root) builds the whole published set, digits and VeriX networks included",
     )
     export.add_argument(
         "--layout",
@@ -47,7 +48,7 @@ def _add_export(commands: argparse._SubParsersAction, problem: argparse.Argument
         "--time-limit",
         type=seconds,
         default=10.0,
-        help="--suite, --layout: seconds per solver call, and per instance (default 10)"
+        help="--suite, --layout: seconds per solver call, and per instance (default 10)",
     )
     export.add_argument(
         "--workers", type=count(1, MAX_WORKERS), default=1, help=f"--suite: parallel solver processes, at most {MAX_WORKERS}"
@@ -133,7 +134,8 @@ def _export_layout(args: argparse.Namespace) -> int:
 
 
 def _export_xbench(args: argparse.Namespace) -> int:
-    """`export --suite xbench`: the quick and classifiers suites' questions in VNN-COMP's layout."""
+    """`export --suite xbench`: the quick and classifiers suites' questions in VNN-COMP's layout (the
+    published set's `suites` family; `python -m bench.xbench build` builds the whole set)."""
     from cardinal.verify.vnncomp import export_xbench, refuse_nonempty
 
     if args.network is not None or args.inputs is not None:
@@ -144,7 +146,8 @@ def _export_xbench(args: argparse.Namespace) -> int:
     refuse_nonempty(Path(args.out))
     instances = export_xbench(Path(args.out), args.time_limit, lambda name: print(f"cardinal export: {name}", file=sys.stderr))
     sat = sum(instance.answer == "sat" for instance in instances)
-    print(f"cardinal export: {len(instances)} instances ({sat} sat) in {args.out}/ (see {args.out}/README.md)", file=sys.stderr)
+    print(f"cardinal export: {len(instances)} instances ({sat} sat) in {args.out}/ (see {args.out}/README.md); the suites "
+          "only: `python -m bench.xbench build` builds the whole published set", file=sys.stderr)  # fmt: skip
     return 0
 
 
