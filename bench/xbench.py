@@ -23,7 +23,7 @@ every unsat one where a method proves it) from these families (`--families`, def
 An input and kind ask questions only where the minimum is proved within the family's limit (the
 others are counted "not proved" in the folder's README): every instance rests on a proved minimum.
 
-    python -m bench.xbench build --out DIR [--families suites,digits-mlp,...] [--rows 2] [--time-limit 10]
+    python -m bench.xbench build --out DIR [--families suites,digits-mlp,...] [--rows 1] [--time-limit 10]
 
 **run** asks each backend every instance of a folder (at most `--limit` per network, the first
 ones), each within `--time-limit` seconds: `cardinal` (its exact decision of the property as
@@ -454,7 +454,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     making = commands.add_parser("build", help="build the folder")
     making.add_argument("--out", required=True)
     making.add_argument("--families", default=",".join(FAMILIES))
-    making.add_argument("--rows", type=int, default=2, help="inputs per network (default 2)")
+    making.add_argument("--rows", type=int, default=1, help="inputs per network (default 1: the published set, 767 instances)")
     making.add_argument("--time-limit", type=float, default=10.0)
     running = commands.add_parser("run", help="run the backends on a folder")
     running.add_argument("folder")
