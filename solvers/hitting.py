@@ -180,13 +180,13 @@ class Screened:
     (`solvers.linear_bound`), each a proof that no y flips (None, with no engine asked); then the
     corners where the bound's linear functions are least, each replayed exactly (one that flips
     is the answer); the rest go to `find_flip`. Only where the bound applies (ReLU or identity
-    hidden layers): elsewhere every question goes to `find_flip`. Counts what each decided.
+    hidden layers) and when `enabled` (the backend's `supply` option: off, every answer is
+    `find_flip`'s own, as its tests ask); elsewhere every question goes to `find_flip`. Counts
+    what each decided (`summary`, in the engines' messages)."""
 
-    Measured (loaded 2-core machine): see `summary` in the engines' messages and bench/results/digits.md."""
-
-    def __init__(self, problem: Problem, find_flip: FlipOracle) -> None:
+    def __init__(self, problem: Problem, find_flip: FlipOracle, enabled: bool = True) -> None:
         self.problem, self.find_flip = problem, find_flip
-        self.applies = problem.net.is_piecewise_linear and linear_bound.applies(problem.net)
+        self.applies = enabled and problem.net.is_piecewise_linear and linear_bound.applies(problem.net)
         self.proved = self.flipped = self.passed = 0
 
     def __call__(self, free: frozenset[int], deadline: float) -> np.ndarray | None:
