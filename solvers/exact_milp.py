@@ -100,7 +100,7 @@ from .encode import MilpModel, encode, refusing_unencodable
 from .guard import report_incumbent
 from .highs import highs_lp, new_highs
 from .highs import optimize as highs_optimize
-from .hitting import OracleTimeout, shrink_witness
+from .hitting import OracleTimeout, Screened, shrink_witness
 from .levels import SPLIT_NODES, Unproved, by_levels
 from .levels import fits as levels_fit
 from .milp import MilpRun, RunState
@@ -675,12 +675,13 @@ class ExactMilpSolver(BaseSolver):
 
     def _hitting_sets(self, problem: Problem, at_most: int | None, started: float, deadline: float) -> Outcome:
         """Minimum AXp of a non-monotone network by covering (`solvers.covering`; past its features,
-        implicit hitting sets), the flip search as the oracle."""
+        implicit hitting sets), the flip search as the oracle behind the exact screens (`hitting.Screened`)."""
+        oracle = Screened(problem, partial(flip_point, problem), self.supply)  # the exact screens before the flip search
         try:
-            result = minimum_by_covering(problem, partial(flip_point, problem), at_most, deadline, self.supply)
+            result = minimum_by_covering(problem, oracle, at_most, deadline, self.supply)
         except OpenLeaves as error:
             return self.outcome(Status.ERROR, started, message=f"flip search: {error}")
-        message = f"{result.oracle_calls} oracle calls" + (f"; {result.message}" if result.message else "")
+        message = f"{result.oracle_calls} oracle calls ({oracle.summary()})" + (f"; {result.message}" if result.message else "")
         return self.outcome(result.status, started, solution=result.solution, message=message)
 
 

@@ -44,6 +44,7 @@ free, flips the prediction.
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -53,9 +54,10 @@ import numpy as np
 
 from cardinal.problem import Problem, Status, stopped
 
-from . import relaxed_axp
+from . import linear_bound, relaxed_axp
 from .attack import first_order_moves, flipping_points, scores
 from .guard import report_incumbent
+from .oracle import check_witness
 
 SEED_AFTER = 5.0  # seconds of the loop before it asks about `_seed`'s set (most small problems end sooner)
 SEED_SHARE, SEED_SECONDS = 0.2, 15.0  # the time `_seed` may take: a share of the time left, at most this
@@ -128,13 +130,17 @@ def _abductive_loop(
                     return _stopped(best, at_most, calls, max(lower, contrastive_sets.disjoint()))
                 if y is None:
                     best, exact = seed, True
+                    report_incumbent(sorted(best))
                 elif problem.flips(y):  # the floats were wrong: a contrastive set like any other
                     contrastive_sets.add(shrink_witness(problem, y, supply.order[::-1]))
                 continue
         candidate = contrastive_sets.greedy()
         limit = at_most if best is None else len(best) - 1  # a candidate must beat these
         if exact or supply.applies or (limit is not None and len(candidate) > limit):
-            candidate = contrastive_sets.minimum(limit)
+            try:
+                candidate = contrastive_sets.minimum(limit, deadline)
+            except OracleTimeout:
+                return _stopped(best, at_most, calls, max(lower, contrastive_sets.disjoint()))
             if candidate is None:  # every AXp has more than `limit` features
                 if best is None:
                     return HittingResult(Status.NONE_WITHIN, None, calls, lower=(limit or 0) + 1)
@@ -142,7 +148,7 @@ def _abductive_loop(
             lower, exact = max(lower, len(candidate)), True
         if candidate == features:  # nothing free: y = x, which cannot flip (no float oracle asked)
             y = None
-        elif found := supply.sets(features - candidate):  # small sets by the gradient search: no oracle asked
+        elif found := supply.sets(features - candidate, deadline):  # small sets by the gradient search: no oracle asked
             for contrastive in found:
                 contrastive_sets.add(contrastive)
             exact = False
@@ -157,6 +163,7 @@ def _abductive_loop(
             if exact:
                 return HittingResult(Status.OPTIMAL, tuple(sorted(candidate)), calls, lower=len(candidate))
             best, exact = candidate, True
+            report_incumbent(sorted(best))
             continue
         flipped = problem.flips(y)
         if not flipped:  # the oracle says S is no AXp, but its point does not show it: no verdict
@@ -164,6 +171,48 @@ def _abductive_loop(
             return HittingResult(Status.ERROR, None, calls, f"the flip oracle's point {reason} in exact arithmetic")
         contrastive_sets.add(shrink_witness(problem, y, supply.order[::-1]))
         exact = False
+
+
+class Screened:
+    """A flip oracle behind the exact screens that `solvers.oracle` runs before its engines (issue
+    40), for the loops here and in `solvers.covering`: over the box pinned to x off `free`, the
+    interval test (`ExactNetwork.box_keeps`), then the exact linear-relaxation bound
+    (`solvers.linear_bound`), each a proof that no y flips (None, with no engine asked); then the
+    corners where the bound's linear functions are least, each replayed exactly (one that flips
+    is the answer); the rest go to `find_flip`. Only where the bound applies (ReLU or identity
+    hidden layers) and when `enabled` (the backend's `supply` option: off, every answer is
+    `find_flip`'s own, as its tests ask); elsewhere every question goes to `find_flip`. Counts
+    what each decided (`summary`, in the engines' messages)."""
+
+    def __init__(self, problem: Problem, find_flip: FlipOracle, enabled: bool = True) -> None:
+        self.problem, self.find_flip = problem, find_flip
+        self.applies = enabled and problem.net.is_piecewise_linear and linear_bound.applies(problem.net)
+        self.proved = self.flipped = self.passed = 0
+
+    def __call__(self, free: frozenset[int], deadline: float) -> np.ndarray | None:
+        problem = self.problem
+        if self.applies and time.perf_counter() < deadline:
+            pinned = np.isin(np.arange(problem.n), sorted(free))
+            lower = np.where(pinned, problem.domain.lower, problem.x)
+            upper = np.where(pinned, problem.domain.upper, problem.x)
+            if problem.exact.box_keeps(lower, upper, problem.prediction, problem.threshold):
+                self.proved += 1
+                return None
+            keeps, corners = linear_bound.screen(problem, lower, upper)
+            if keeps:
+                self.proved += 1
+                return None
+            predictions = problem.predictions(corners)
+            for corner in corners[(predictions >= 0) & (predictions != problem.prediction)]:
+                if check_witness(problem, free, tuple(corner.tolist()))[0]:
+                    self.flipped += 1
+                    return corner
+        self.passed += 1
+        return self.find_flip(free, deadline)
+
+    def summary(self) -> str:
+        """What the screens decided, for an engine's message."""
+        return f"screens: {self.proved} no-flip proofs, {self.flipped} flipping corners, {self.passed} questions passed on"
 
 
 def _seed(problem: Problem, supply: Supply, at_most: int | None, deadline: float) -> frozenset[int] | None:
@@ -209,11 +258,12 @@ class Supply:
         effects, self.ends = first_order_moves(problem) if self.applies else (np.zeros(problem.n), problem.x)
         self.order = tuple(int(i) for i in np.lexsort((np.arange(problem.n), -effects)))  # largest effect first
 
-    def sets(self, free: frozenset[int]) -> list[frozenset[int]]:
-        """Up to `MOST` pairwise disjoint contrastive sets inside `free` (class docstring)."""
+    def sets(self, free: frozenset[int], deadline: float = math.inf) -> list[frozenset[int]]:
+        """Up to `MOST` pairwise disjoint contrastive sets inside `free` (class docstring), fewer
+        when the `deadline` (a time.perf_counter() value) passes."""
         found: list[frozenset[int]] = []
         left = [i for i in self.order if i in free]
-        while self.applies and left and len(found) < self.MOST:
+        while self.applies and left and len(found) < self.MOST and time.perf_counter() < deadline:
             y = self._corner(left)
             if y is None:
                 y = self._searched(left, seed=len(found))
@@ -319,11 +369,30 @@ class HittingSets:
         share no element."""
         return _disjoint_count(self.sets())
 
-    def minimum(self, limit: int | None) -> frozenset[int] | None:
-        """A smallest hitting set; None if every one has more than `limit` elements."""
+    def minimum(self, limit: int | None, deadline: float = math.inf) -> frozenset[int] | None:
+        """A smallest hitting set; None if every one has more than `limit` elements. RC2 is
+        interrupted at the `deadline` (a time.perf_counter() value): then OracleTimeout, and this
+        object is done (RC2's state after an interruption is not trusted). Its calls grow with the
+        bound: 0.3–1.1 s each at 17–20 on the digits MLP of `bench.digits` (500–770 sets), and one
+        that ran past a loop's deadline left a guarded call killed with no bound."""
         if self.maxsat is None:
             return minimum_hitting_set(self.sets(), limit)
-        model = self.maxsat.compute()
+        if time.perf_counter() >= deadline:
+            raise OracleTimeout
+        interrupted = threading.Event()
+        timer = None
+        if math.isfinite(deadline):
+            maxsat = self.maxsat
+            timer = threading.Timer(max(deadline - time.perf_counter(), 0.0), lambda: (interrupted.set(), maxsat.interrupt()))
+            timer.start()
+        try:
+            model = self.maxsat.compute(expect_interrupt=timer is not None)
+        finally:
+            if timer is not None:
+                timer.cancel()
+                timer.join()  # an interruption under way ends before RC2 is used or deleted
+        if interrupted.is_set():
+            raise OracleTimeout
         if model is None:  # no hard clause is empty, so this cannot happen: say so loudly
             raise RuntimeError("RC2 found no hitting set of non-empty sets")
         chosen = frozenset(v - 1 for v in model if 0 < v <= self.n)

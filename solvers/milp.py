@@ -28,7 +28,7 @@ from cardinal.problem import Outcome, Problem, Status, stopped
 
 from .base import BaseSolver
 from .encode import MilpModel, encode, refusing_unencodable
-from .hitting import OracleTimeout, minimum_abductive
+from .hitting import OracleTimeout, Screened, minimum_abductive
 
 
 class RunState(StrEnum):
@@ -130,7 +130,8 @@ class MilpSolver(BaseSolver):
         return self.outcome(Status.ERROR, started, raw_status=run.raw_status, message="no verdict from the MILP")
 
     def _hitting_sets(self, problem: Problem, at_most: int | None, started: float, deadline: float) -> Outcome:
-        """Minimum AXp of a non-monotone network by implicit hitting sets, this backend as oracle."""
+        """Minimum AXp of a non-monotone network by implicit hitting sets, this backend as oracle
+        behind the exact screens (`hitting.Screened`)."""
         last = [""]
 
         def find_flip(free: frozenset[int], until: float) -> np.ndarray | None:
@@ -151,12 +152,13 @@ class MilpSolver(BaseSolver):
                 raise OracleTimeout
             raise _Stopped(run)
 
+        oracle = Screened(problem, find_flip, self.supply)  # the exact screens before the MILP
         try:
-            result = minimum_abductive(problem, find_flip, at_most, deadline, self.supply)
+            result = minimum_abductive(problem, oracle, at_most, deadline, self.supply)
         except _Stopped as stop:
             status = Status.SIZE_LIMIT if stop.run.state is RunState.SIZE_LIMIT else Status.ERROR
             return self.outcome(status, started, raw_status=stop.run.raw_status, message="flip oracle stopped")
-        message = f"{result.oracle_calls} oracle calls" + (f"; {result.message}" if result.message else "")
+        message = f"{result.oracle_calls} oracle calls ({oracle.summary()})" + (f"; {result.message}" if result.message else "")
         return self.outcome(result.status, started, solution=result.solution, raw_status=last[0], message=message)
 
     def _margin_witness(self, problem: Problem, free: frozenset[int], deadline: float) -> np.ndarray | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import itertools
 import math
+import time
 
 import numpy as np
 import pytest
@@ -196,3 +197,81 @@ def test_loop_seeded_by_the_relaxation_equals_brute_force(outputs: int) -> None:
         seed_set = relaxed_axp.relaxed_axp(problem, 30.0)
         if seed_set is not None and len(seed_set) < problem.n:
             assert asked[0] == frozenset(range(problem.n)) - seed_set, (seed, asked[:1], seed_set)  # asked first
+
+
+def test_rc2_stops_at_its_deadline() -> None:
+    """A minimum hitting set asked past its deadline raises OracleTimeout without asking RC2, and
+    one asked of a hard family (3,000 random sets of 3–9 of 64 elements: seconds of RC2) with a
+    deadline 0.05 s away is interrupted there (RC2 cannot finish it in that time)."""
+    importlib.import_module("pysat")
+    rng = np.random.default_rng(1)
+    with HittingSets(64) as family:
+        for _ in range(3000):
+            family.add(frozenset(rng.choice(64, size=int(rng.integers(3, 10)), replace=False).tolist()))
+        with pytest.raises(hitting.OracleTimeout):
+            family.minimum(None, deadline=0.0)
+        with pytest.raises(hitting.OracleTimeout):
+            family.minimum(None, deadline=time.perf_counter() + 0.05)
+
+
+@pytest.mark.parametrize("outputs", [1, 3])
+def test_loop_stopped_inside_the_hitting_step_keeps_its_bound(outputs: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The regression of issue 40 (a call stopped at its deadline while RC2 ran answered nothing):
+    a loop whose minimum hitting set is interrupted (OracleTimeout on its second call) ends TIMEOUT
+    or FEASIBLE with the exact lower bound of the minima before it (≥ the first's size, ≤ the
+    brute-force minimum, said in its message), and any AXp it keeps hits every flipping support."""
+    original = HittingSets.minimum
+    stopped = 0
+    for seed in range(10):
+        problem = _cube(seed, 8, outputs)
+        supports = _flipping_supports(problem)
+        minimum = _smallest(supports, problem.n)
+        sizes: list[int] = []
+
+        def interrupted(
+            self: HittingSets, limit: int | None, deadline: float = math.inf, sizes: list[int] = sizes
+        ) -> frozenset[int] | None:
+            if len(sizes) == 1:
+                raise hitting.OracleTimeout
+            found = original(self, limit, deadline)
+            sizes.append(-1 if found is None else len(found))
+            return found
+
+        monkeypatch.setattr(HittingSets, "minimum", interrupted)
+        result = hitting.minimum_abductive(problem, _vertex_oracle(problem, supports), None, math.inf, seed_after=math.inf)
+        if result.status == Status.OPTIMAL:  # decided by its first minimum hitting set
+            assert result.solution is not None and len(result.solution) == minimum, (seed, result)
+            continue
+        stopped += 1
+        assert result.status in (Status.TIMEOUT, Status.FEASIBLE), (seed, result)
+        assert sizes[-1] <= result.lower <= minimum and f"exact lower bound {result.lower}" in result.message, (seed, result)
+        if result.solution is not None:
+            assert all(set(result.solution) & s for s in supports), (seed, result)
+    assert stopped >= 3  # the interruption was met, so the checks above ran
+
+
+@pytest.mark.parametrize("outputs", [1, 3])
+def test_screened_oracle_agrees_with_brute_force(outputs: int) -> None:
+    """`Screened` answers None only where no flipping support lies inside the free set, and a point
+    only where it flips exactly and agrees with x off the free set; it decides some questions
+    itself (no-flip proofs of the exact bound), and the loop with it ends with the brute-force
+    minimum."""
+    rng = np.random.default_rng(3)
+    proved = 0
+    for seed in range(8):
+        problem = _cube(seed, 8, outputs)
+        supports = _flipping_supports(problem)
+        oracle = hitting.Screened(problem, _vertex_oracle(problem, supports))
+        assert oracle.applies
+        for _ in range(12):
+            free = frozenset(np.flatnonzero(rng.random(problem.n) < rng.random()).tolist())
+            y = oracle(free, math.inf)
+            if y is None:
+                assert not any(s <= free for s in supports), (seed, free)
+            else:
+                assert problem.flips(y) and all(y[i] == problem.x[i] for i in range(problem.n) if i not in free), (seed, free)
+        proved += oracle.proved
+        result = hitting.minimum_abductive(problem, hitting.Screened(problem, _vertex_oracle(problem, supports)), None, math.inf)
+        assert result.status == Status.OPTIMAL and result.solution is not None, (seed, result)
+        assert len(result.solution) == _smallest(supports, problem.n), (seed, result)
+    assert proved > 0
