@@ -19,8 +19,9 @@ digit classifiers of the `classifiers` suite it settles, in milliseconds, the "n
 the child's round trip and the MILP's setup cost about a second a question on VeriX's
 784-feature MNIST-FC shape), the exact linear-relaxation bound (`solvers.linear_bound`, False
 where it proves the pinned box keeps p(x)), and points that may flip — the box's corners where its
-linear bounds are least, then the gradient search (`solvers.attack`) — each replayed exactly
-(True). Then
+linear bounds are least, then the gradient search (`solvers.attack`), then a float MILP's point
+(HiGHS, at most `FLOAT_MILP_SECONDS` a question) — each replayed exactly (True; a float "no flip"
+proves nothing and goes on to the engines). Then
 enumerate on binary boxes of at most `VERTEX_FEATURES` features (every vertex, decided exactly:
 30 ms where z3 took 0.5–3.7 s on 6-feature networks), then the exact MILP's flip search
 (`exact_milp.ExactMilpFlipSearch`: a gradient search, then a branch and bound with safe bounds;
@@ -150,26 +151,31 @@ def _float_milp_point(problem: Problem, free: frozenset[int], seconds: float) ->
     """A point y [n] that HiGHS, in floating point, finds flipping in the flip question's MILP
     kept off its boundaries (`encode(..., free=free, margin=True)`: its closed sides ε off, its
     strict ones 2ε), equal to x off `free` and clipped to the box; None where it finds none
-    within `seconds`, the model cannot be encoded, or HiGHS is not installed. Evidence to replay,
-    never a proof: the flip questions near a deletion's answer, which neither the bound's corners
+    within `seconds` (the encoding's time counted), the model cannot be encoded, or HiGHS is not
+    installed. Evidence to replay, never a proof: the flip questions near a deletion's answer, which neither the bound's corners
     nor the gradient search reach, and which the child's MILP found at about a second each
     (bench/results/deletion.md)."""
     try:
+        import highspy
+
         from .highs import highs_lp
         from .quiet_highs import new_highs
     except ImportError as error:
         interrupted_import(error)
         return None
+    deadline = time.perf_counter() + seconds
     try:
         model = encode(problem, free=free, margin=True)
     except Unencodable:
         return None
+    if (remaining := deadline - time.perf_counter()) <= 0:
+        return None
     highs = new_highs()
-    for key, value in (("output_flag", False), ("time_limit", max(seconds, 0.01)), ("random_seed", 0)):
+    for key, value in (("output_flag", False), ("time_limit", remaining), ("random_seed", 0)):
         highs.setOptionValue(key, value)
     highs.passModel(highs_lp(model))
     highs.run()
-    found = highs.getInfo().primal_solution_status == 2  # a feasible point, optimal or cut short by the limit
+    found = highs.getInfo().primal_solution_status == highspy.SolutionStatus.kSolutionStatusFeasible  # optimal or cut short
     values = np.array(highs.getSolution().col_value, dtype=np.float64) if found else None
     highs.clear()
     if values is None:
