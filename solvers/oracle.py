@@ -19,9 +19,8 @@ digit classifiers of the `classifiers` suite it settles, in milliseconds, the "n
 the child's round trip and the MILP's setup cost about a second a question on VeriX's
 784-feature MNIST-FC shape), the exact linear-relaxation bound (`solvers.linear_bound`, False
 where it proves the pinned box keeps p(x)), and points that may flip — the box's corners where its
-linear bounds are least, then the gradient search (`solvers.attack`), then a float MILP's point
-(HiGHS, at most `FLOAT_MILP_SECONDS` a question) — each replayed exactly (True; a float "no flip"
-proves nothing and goes on to the engines). Then
+linear bounds are least, then the gradient search (`solvers.attack`) — each replayed exactly
+(True). Then
 enumerate on binary boxes of at most `VERTEX_FEATURES` features (every vertex, decided exactly:
 30 ms where z3 took 0.5–3.7 s on 6-feature networks), then the exact MILP's flip search
 (`exact_milp.ExactMilpFlipSearch`: a gradient search, then a branch and bound with safe bounds;
@@ -58,11 +57,9 @@ from cardinal.problem import Problem, Status
 
 from . import linear_bound
 from .attack import flipping_point
-from .encode import Unencodable, encode
 from .guard import STARTUP_WAIT, GuardedSolver
 
 VERTEX_FEATURES = 20  # enumerate on binary boxes: 2^20 vertices took 4.4 s (20 × 16 × 16 ReLU network, no flip)
-FLOAT_MILP_SECONDS = 1.0  # the float MILP screen's cap per question (also at most the question's own limit)
 
 
 @dataclass(frozen=True)
@@ -122,13 +119,12 @@ def pinned(problem: Problem, free: frozenset[int]) -> Problem:
     return Problem.make(problem.net, problem.x, "contrastive", box, problem.threshold, problem.epsilon)
 
 
-def _screened(problem: Problem, free: frozenset[int], box: Domain, time_limit: float) -> Flip | None:
+def _screened(problem: Problem, free: frozenset[int], box: Domain) -> Flip | None:
     """The question decided in this process where it is cheap: False where the exact
     linear-relaxation bound (`solvers.linear_bound`) proves that the box `box` (pinned to x off
     `free`) keeps p(x); True where a corner that minimizes one of its linear bounds, or else the
-    gradient search (`solvers.attack`), or else a float MILP (`_float_milp_point`, at most
-    `FLOAT_MILP_SECONDS` and `time_limit`), gives a point that flips, replayed exactly; None
-    otherwise (the engines decide: a float "no flip" proves nothing)."""
+    gradient search (`solvers.attack`), gives a point that flips, replayed exactly; None
+    otherwise (the engines decide)."""
     if not problem.net.is_piecewise_linear:
         return None
     keeps, corners = linear_bound.screen(problem, box.lower, box.upper)
@@ -141,48 +137,7 @@ def _screened(problem: Problem, free: frozenset[int], box: Domain, time_limit: f
     y = flipping_point(problem, free)
     if y is not None and check_witness(problem, free, witness := tuple(float(v) for v in y))[0]:
         return Flip(True, witness, "gradient search (replayed exactly)")
-    y = _float_milp_point(problem, free, min(FLOAT_MILP_SECONDS, time_limit))
-    if y is not None and check_witness(problem, free, witness := tuple(float(v) for v in y))[0]:
-        return Flip(True, witness, "float MILP (replayed exactly)")
     return None
-
-
-def _float_milp_point(problem: Problem, free: frozenset[int], seconds: float) -> np.ndarray | None:
-    """A point y [n] that HiGHS, in floating point, finds flipping in the flip question's MILP
-    kept off its boundaries (`encode(..., free=free, margin=True)`: its closed sides ε off, its
-    strict ones 2ε), equal to x off `free` and clipped to the box; None where it finds none
-    within `seconds` (the encoding's time counted), the model cannot be encoded, or HiGHS is not
-    installed. Evidence to replay, never a proof: the flip questions near a deletion's answer, which neither the bound's corners
-    nor the gradient search reach, and which the child's MILP found at about a second each
-    (bench/results/deletion.md)."""
-    try:
-        import highspy
-
-        from .highs import highs_lp
-        from .quiet_highs import new_highs
-    except ImportError as error:
-        interrupted_import(error)
-        return None
-    deadline = time.perf_counter() + seconds
-    try:
-        model = encode(problem, free=free, margin=True)
-    except Unencodable:
-        return None
-    if (remaining := deadline - time.perf_counter()) <= 0:
-        return None
-    highs = new_highs()
-    for key, value in (("output_flag", False), ("time_limit", remaining), ("random_seed", 0)):
-        highs.setOptionValue(key, value)
-    highs.passModel(highs_lp(model))
-    highs.run()
-    found = highs.getInfo().primal_solution_status == highspy.SolutionStatus.kSolutionStatusFeasible  # optimal or cut short
-    values = np.array(highs.getSolution().col_value, dtype=np.float64) if found else None
-    highs.clear()
-    if values is None:
-        return None
-    movable = np.isin(np.arange(problem.n), sorted(free))
-    y = np.where(movable, values[model.inputs], problem.x)
-    return np.clip(y, problem.domain.lower, problem.domain.upper)
 
 
 class SetOracle:
@@ -206,7 +161,7 @@ class SetOracle:
         box = question.domain
         if self.intervals and problem.exact.box_keeps(box.lower, box.upper, problem.prediction, problem.threshold):
             return Flip(False, None, "exact interval bounds over the box")
-        if self.screens and (screened := _screened(problem, free, box, time_limit)) is not None:
+        if self.screens and (screened := _screened(problem, free, box)) is not None:
             return screened
         notes = []
         for name, engine in ((e.name, self._engine(e)) for e in self.engines if e.applies(problem)):
