@@ -389,6 +389,27 @@ def test_explain_traversal_is_recorded(tmp_path: Path, capsys: pytest.CaptureFix
     assert "argument --traversal: invalid choice: 'fastest'" in captured.err
 
 
+def test_the_api_takes_a_traversal_to_the_record(oracle) -> None:
+    """cardinal.explain and cardinal.Explainer take traversal= as explain --traversal does: the
+    answer is that traversal's deletion answer and its record names it, with prove or without; a
+    bad name is one InputError."""
+    import cardinal
+
+    net = _network(9, 5, 3, False)
+    x = _inputs(net, False, 9, count=1)[0]
+    problem = _problem(net, x, "abductive", Domain.unit(5))
+    expected = {t: deletion(problem, oracle, 30.0, t).features for t in TRAVERSALS}
+    for traversal in ("index", "quickxplain"):
+        answer = cardinal.explain(net, x, "abductive", method="deletion", traversal=traversal, prove=False)
+        assert answer.features == expected[traversal] and answer.to_dict()["traversal"] == traversal
+    with cardinal.Explainer(net) as explainer:
+        proved = explainer.explain(x, "abductive", method="deletion", traversal="index")
+        assert proved.to_dict()["traversal"] == "index" and proved.proved
+        assert proved.upper is not None and proved.upper <= len(expected["index"])
+        with pytest.raises(cardinal.InputError, match="traversal 'fastest': choose one of index, sensitivity, quickxplain"):
+            explainer.explain(x, "abductive", method="deletion", traversal="fastest")
+
+
 @pytest.mark.parametrize("command", ["certify", "crosscheck"])
 def test_a_bad_method_is_one_line_exit_2(command: str, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     network, inputs = tmp_path / "net.json", tmp_path / "x.csv"

@@ -273,12 +273,13 @@ def explainer_answers(
     threshold: float | None,
     time_limit: float,
     radius: Radius | None = None,
+    traversal: str = "sensitivity",
 ) -> list[GreedyAnswer | None]:
     """The answers that certify judges for X [B, n]: greedy's on a sign-monotone network (None per row
-    elsewhere: greedy does not apply), or deletion's on any network (its questions asked of the
-    pool's oracle)."""
+    elsewhere: greedy does not apply), or deletion's on any network (in `traversal`, its questions
+    asked of the pool's oracle)."""
     if method == Method.DELETION:
-        return list(deletion_answers(net, X, kind, domain, threshold, pool.oracle, time_limit, radius)[1])
+        return list(deletion_answers(net, X, kind, domain, threshold, pool.oracle, time_limit, radius, traversal)[1])
     if net.is_sign_monotone:
         return list(greedy_answers(net, X, kind, domain, threshold, radius)[1])
     return [None] * len(X)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from cardinal.solvers.deletion import TRAVERSALS
 from cardinal.solvers.oracle import SetOracle
 
 from cardinal.domain import Domain, Radius
@@ -114,6 +115,7 @@ def explain(
     kind: str = "contrastive",
     *,
     method: str = "auto",
+    traversal: str = "sensitivity",
     radius: Radius | None = None,
     threshold: float | None = None,
     domain: Domain | None = None,
@@ -129,7 +131,11 @@ def explain(
     [n] (→ one `Explanation`) or a 2-D array [B, n] (→ a list, with a progress bar on a terminal).
     `kind`: "contrastive" or "abductive". `method`: "auto" (greedy on a sign-monotone network,
     deletion on any other; then the exact minimum where `prove`), "greedy", "deletion", or
-    "minimum" (the exact solvers alone). `radius`: explain inside the ball of x (docs/semantics.md);
+    "minimum" (the exact solvers alone). `traversal`: the order of deletion's questions, as
+    `cardinal explain --traversal` — "index", "sensitivity" (VeriX's, the default) or
+    "quickxplain" (VeriX+'s binary search: the sensitivity traversal's answer, in fewer questions
+    where most features leave); named in the answer's record (`to_dict()["traversal"]`) where
+    deletion ran. `radius`: explain inside the ball of x (docs/semantics.md);
     `threshold`, `domain`: as the CLI's flags (default: the model's metadata, else 0 and [0, 1]^n).
     `proof_dir`: write certificates (and the network once) there; None keeps them in memory.
     `time_limit`: seconds per solver call and per certificate search (default 60).
@@ -137,10 +143,10 @@ def explain(
     Each call starts the exact solvers' processes and ends them before it returns; to explain
     input after input, an `Explainer` keeps them between calls.
     """
-    _check_arguments(kind, method, prove)
+    _check_arguments(kind, method, prove, traversal)
     with Explainer(model, radius=radius, threshold=threshold, domain=domain, proof_dir=proof_dir, time_limit=time_limit,
                    input_shape=input_shape) as explainer:
-        return explainer.explain(x, kind, method=method, prove=prove)
+        return explainer.explain(x, kind, method=method, traversal=traversal, prove=prove)
 
 
 class Explainer:
@@ -152,7 +158,7 @@ class Explainer:
                 e = explainer.explain(x, "abductive")
 
     The arguments are `explain`'s, split as they are fixed: the model and its settings here (read
-    and resolved once), the input, kind, method and `prove` per call. Each answer is the one
+    and resolved once), the input, kind, method, traversal and `prove` per call. Each answer is the one
     `explain` gives for the same arguments; only the solver processes' start-up is saved, paid on
     the first call that needs them (the explainer's exact questions, or the proof with `prove`).
     """
@@ -177,25 +183,31 @@ class Explainer:
         self._closed = False
 
     def explain(
-        self, x: Sequence[float] | np.ndarray, kind: str = "contrastive", *, method: str = "auto", prove: bool = True
+        self,
+        x: Sequence[float] | np.ndarray,
+        kind: str = "contrastive",
+        *,
+        method: str = "auto",
+        traversal: str = "sensitivity",
+        prove: bool = True,
     ) -> Explanation | list[Explanation]:
-        """`explain(model, x, kind, method=method, prove=prove, ...)` with this explainer's model
-        and settings: x [n] → one `Explanation`, x [B, n] → a list."""
+        """`explain(model, x, kind, method=method, traversal=traversal, prove=prove, ...)` with this
+        explainer's model and settings: x [n] → one `Explanation`, x [B, n] → a list."""
         if self._closed:
             raise InputError("this Explainer is closed: make a new one")
-        _check_arguments(kind, method, prove)
+        _check_arguments(kind, method, prove, traversal)
         single = np.ndim(x) == 1
         X = self.settings.domain.check(np.atleast_2d(np.asarray(x, dtype=np.float64)), source="x")
         explainer = _explainer(method, self.net)
         if prove:
             if self._pool is None:
                 self._pool = SolverPool(proving_solvers(self.net, self.settings.domain), first_proof=True)
-            explanations = _proved(self.net, self.settings, X, kind, explainer, self.limit, self.folder, self._pool,
-                                   _bar(range(len(X)), len(X)))
+            explanations = _proved(self.net, self.settings, X, kind, explainer, traversal, self.limit, self.folder,
+                                   self._pool, _bar(range(len(X)), len(X)))
         else:
             if self._oracle is None and explainer == "deletion":
                 self._oracle = SetOracle()
-            explanations = _unproved(self.net, self.settings, X, kind, explainer, self.limit, self._oracle)
+            explanations = _unproved(self.net, self.settings, X, kind, explainer, traversal, self.limit, self._oracle)
         return explanations[0] if single else explanations
 
     def close(self) -> None:
@@ -213,14 +225,16 @@ class Explainer:
         self.close()
 
 
-def _check_arguments(kind: str, method: str, prove: bool) -> None:
-    """One-line errors for a kind, method or `prove` that `explain` does not take."""
+def _check_arguments(kind: str, method: str, prove: bool, traversal: str) -> None:
+    """One-line errors for a kind, method, traversal or `prove` that `explain` does not take."""
     if kind not in KINDS:
         raise InputError(f"kind {kind!r}: choose contrastive or abductive")
     if method not in METHODS:
         raise InputError(f"method {method!r}: choose one of {', '.join(METHODS)}")
     if method == "minimum" and not prove:
         raise InputError("method 'minimum' is the exact solvers' answer: it needs prove=True")
+    if traversal not in TRAVERSALS:
+        raise InputError(f"traversal {traversal!r}: choose one of {', '.join(TRAVERSALS)}")
 
 
 def _network(model: Any, input_shape: Sequence[int] | None) -> tuple[Network, str]:
@@ -258,9 +272,10 @@ def _bar(rows: range, total: int) -> Any:
     return rows
 
 
-def _proved(net: Network, settings: Any, X: np.ndarray, kind: str, explainer: str | None, limit: float,
+def _proved(net: Network, settings: Any, X: np.ndarray, kind: str, explainer: str | None, traversal: str, limit: float,
             folder: ProofFolder | None, pool: SolverPool, rows: Any) -> list[Explanation]:
-    """`certify --proof` on X [B, n] with `pool`'s solvers: the explainer, the solvers, the certificates."""
+    """`certify --proof` on X [B, n] with `pool`'s solvers: the explainer (deletion in `traversal`,
+    which the record then names, as `explain`'s lines do), the solvers, the certificates."""
     import time
 
     out = []
@@ -269,7 +284,7 @@ def _proved(net: Network, settings: Any, X: np.ndarray, kind: str, explainer: st
         answers: list[Any] = [None] * len(X)
     else:
         answers = explainer_answers(explainer, pool, net, X, kind, settings.domain, settings.threshold, limit,
-                                    settings.radius)
+                                    settings.radius, traversal)
     explained = (time.perf_counter() - started) / max(1, len(X))
     for row in rows:
         x, answer = X[row], answers[row]
@@ -285,6 +300,8 @@ def _proved(net: Network, settings: Any, X: np.ndarray, kind: str, explainer: st
         record = annotated([judged.to_json()], net, settings)[0]
         if proof is not None or folder is not None:
             record["proof"] = _entry(proof, reason, folder)
+        if explainer == "deletion":
+            record["traversal"] = traversal
         if record["proved_by"] == "engine" and proof is not None and proof.accepted:
             record["proved_by"] = "certificate"  # held in memory: the record's proof entry names no file
         features = judged.minimum
@@ -331,14 +348,14 @@ def _entry(proof: Proof | None, reason: str, folder: ProofFolder | None) -> dict
     return entry
 
 
-def _unproved(net: Network, settings: Any, X: np.ndarray, kind: str, explainer: str | None,
+def _unproved(net: Network, settings: Any, X: np.ndarray, kind: str, explainer: str | None, traversal: str,
               limit: float, oracle: SetOracle | None) -> list[Explanation]:
     """The explainer alone on X [B, n], as `cardinal explain` runs it (`explaining.explain_lines`;
     deletion's questions asked of `oracle`): each answer checked exactly, no minimality proof."""
     import time
 
     started = time.perf_counter()
-    lines = explain_lines(net, settings, X, range(len(X)), (kind,), explainer, limit, oracle=oracle)
+    lines = explain_lines(net, settings, X, range(len(X)), (kind,), explainer, limit, oracle=oracle, traversal=traversal)
     seconds = (time.perf_counter() - started) / max(1, len(X))
     out = []
     for line in lines:
