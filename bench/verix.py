@@ -107,18 +107,23 @@ def train_fc(X: np.ndarray, y: np.ndarray, seed: int = 0) -> nn.Sequential:
                 scale = 1.0 / np.sqrt(linear.in_features)
                 linear.weight.copy_(torch.from_numpy(start.uniform(-scale, scale, size=tuple(linear.weight.shape))))
                 linear.bias.zero_()
-        inputs, targets = torch.tensor(X), torch.tensor(y, dtype=torch.long)
-        optimiser = torch.optim.Adam(model.parameters(), lr=0.01)
-        for _ in range(300):
-            optimiser.zero_grad()
-            nn.functional.cross_entropy(model(inputs), targets).backward()
-            optimiser.step()
-        with torch.no_grad():
-            for parameter in model.parameters():
-                parameter.copy_(torch.round(parameter / GRID) * GRID)
+        fit_rounded(model, torch.tensor(X), torch.tensor(y, dtype=torch.long))
         return model
     finally:
         torch.set_num_threads(threads)
+
+
+def fit_rounded(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor) -> None:
+    """Train `model` in place: 300 full-batch Adam steps (lr 0.01) of cross-entropy on inputs [B, ...]
+    and class indices targets [B], then every parameter rounded to a multiple of `GRID`."""
+    optimiser = torch.optim.Adam(model.parameters(), lr=0.01)
+    for _ in range(300):
+        optimiser.zero_grad()
+        nn.functional.cross_entropy(model(inputs), targets).backward()
+        optimiser.step()
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.copy_(torch.round(parameter / GRID) * GRID)
 
 
 def tf2onnx_bytes(model: nn.Sequential) -> bytes:

@@ -84,6 +84,7 @@ def digits_cnn(path: Path) -> tuple[Network, np.ndarray]:
     from sklearn.datasets import load_digits
     from torch import nn
 
+    from bench.verix import fit_rounded
     from cardinal.formats.torch_io import torch_bytes
 
     digits = load_digits()
@@ -93,17 +94,12 @@ def digits_cnn(path: Path) -> tuple[Network, np.ndarray]:
     torch.manual_seed(5)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # seeded and repeatable; the machine is shared
-    model = nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU(), nn.Conv2d(4, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(64, 10)).double()
-    inputs, targets = torch.tensor(X[train]).reshape(-1, 1, 8, 8), torch.tensor(y[train], dtype=torch.long)
-    optimiser = torch.optim.Adam(model.parameters(), lr=0.01)
-    for _ in range(300):
-        optimiser.zero_grad()
-        nn.functional.cross_entropy(model(inputs), targets).backward()
-        optimiser.step()
-    with torch.no_grad():
-        for parameter in model.parameters():
-            parameter.copy_(torch.round(parameter * 1024) / 1024)
-    torch.set_num_threads(threads)
+    try:
+        layers = (nn.Conv2d(1, 4, 3), nn.ReLU(), nn.Conv2d(4, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(64, 10))
+        model = nn.Sequential(*layers).double()
+        fit_rounded(model, torch.tensor(X[train]).reshape(-1, 1, 8, 8), torch.tensor(y[train], dtype=torch.long))
+    finally:
+        torch.set_num_threads(threads)
     write_atomic(path, torch_bytes(model))
     return Network.load(path, input_shape=(1, 8, 8)), X[test]
 
