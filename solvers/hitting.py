@@ -116,9 +116,13 @@ def _abductive_loop(
     calls = 0
     lower = 0  # the largest minimum hitting set's size so far: no AXp is smaller
     seed_at = time.perf_counter() + seed_after  # when the loop, not done yet, asks about `_seed`'s set
+
+    def stop() -> HittingResult:  # at the deadline: the best AXp and the exact lower bound so far
+        return _stopped(best, at_most, calls, max(lower, contrastive_sets.disjoint()))
+
     while True:
         if time.perf_counter() > deadline:
-            return _stopped(best, at_most, calls, max(lower, contrastive_sets.disjoint()))
+            return stop()
         if time.perf_counter() >= seed_at:
             seed_at = math.inf
             seed = _seed(problem, supply, at_most if best is None else len(best) - 1, deadline)
@@ -127,7 +131,7 @@ def _abductive_loop(
                 try:
                     y = find_flip(features - seed, deadline)
                 except OracleTimeout:
-                    return _stopped(best, at_most, calls, max(lower, contrastive_sets.disjoint()))
+                    return stop()
                 if y is None:
                     best, exact = seed, True
                     report_incumbent(sorted(best))
@@ -140,7 +144,7 @@ def _abductive_loop(
             try:
                 candidate = contrastive_sets.minimum(limit, deadline)
             except OracleTimeout:
-                return _stopped(best, at_most, calls, max(lower, contrastive_sets.disjoint()))
+                return stop()
             if candidate is None:  # every AXp has more than `limit` features
                 if best is None:
                     return HittingResult(Status.NONE_WITHIN, None, calls, lower=(limit or 0) + 1)
@@ -158,7 +162,7 @@ def _abductive_loop(
             try:
                 y = find_flip(features - candidate, deadline)
             except OracleTimeout:
-                return _stopped(best, at_most, calls, max(lower, contrastive_sets.disjoint()))
+                return stop()
         if y is None:
             if exact:
                 return HittingResult(Status.OPTIMAL, tuple(sorted(candidate)), calls, lower=len(candidate))
