@@ -63,6 +63,11 @@ def _cube(seed: int, n: int, outputs: int) -> Problem:
     return Problem.make(net, X[seed % 8], "abductive", Domain.boolean(n), threshold)
 
 
+def _minimum_hitting(n: int, supports: list[frozenset[int]]) -> int:
+    """The size of the smallest set of the n features that meets every support, by enumeration."""
+    return next(k for k in range(n + 1) for c in itertools.combinations(range(n), k) if all(set(c) & s for s in supports))
+
+
 def _flipping_supports(problem: Problem) -> list[frozenset[int]]:
     """The features moved by each vertex of the cube that flips the prediction exactly (brute force)."""
     vertices = np.array(list(itertools.product((0.0, 1.0), repeat=problem.n)))
@@ -117,12 +122,7 @@ def test_loop_minimum_and_lower_bounds_equal_brute_force(outputs: int, supply: b
     for seed in range(10):
         problem = _cube(seed, 7 + seed % 3, outputs)
         supports = _flipping_supports(problem)
-        minimum = next(
-            k
-            for k in range(problem.n + 1)
-            for c in itertools.combinations(range(problem.n), k)
-            if all(set(c) & s for s in supports)
-        )
+        minimum = _minimum_hitting(problem.n, supports)
         asked: list[frozenset[int]] = []
         result = hitting.minimum_abductive(problem, _vertex_oracle(problem, supports, asked), None, math.inf, supply=supply)
         assert result.status == Status.OPTIMAL and result.solution is not None, (seed, result)
@@ -185,12 +185,7 @@ def test_loop_seeded_by_the_relaxation_equals_brute_force(outputs: int) -> None:
     for seed in range(8):
         problem = _shallow(seed, 7, outputs)
         supports = _flipping_supports(problem)
-        minimum = next(
-            k
-            for k in range(problem.n + 1)
-            for c in itertools.combinations(range(problem.n), k)
-            if all(set(c) & s for s in supports)
-        )
+        minimum = _minimum_hitting(problem.n, supports)
         asked: list[frozenset[int]] = []
         result = hitting.minimum_abductive(problem, _vertex_oracle(problem, supports, asked), None, math.inf, seed_after=0.0)
         assert result.status == Status.OPTIMAL and result.solution is not None and len(result.solution) == minimum, (seed, result)
