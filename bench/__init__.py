@@ -33,8 +33,13 @@ def parse(parser: Parser, argv: Sequence[str] | None) -> argparse.Namespace:
     name = parser.prog.rsplit(" ", 1)[-1]
     parser.add_argument("--out", default=f"bench-results/{name}.md", help="markdown table to write (default: %(default)s)")
     args = parser.parse_args(argv)
+    check_out(parser, args.out)
+    return args
+
+
+def check_out(parser: argparse.ArgumentParser, out: str) -> None:
+    """Refuse an --out file that cannot be written (the parser's one-line error, exit 2), before any work."""
     try:
-        output_file(args.out, "--out")
+        output_file(out, "--out")
     except InputError as error:
         parser.error(str(error))
-    return args

@@ -33,6 +33,7 @@ import numpy as np
 from cardinal.solvers.deletion import TRAVERSALS, Deletion, deletion
 from cardinal.solvers.oracle import SetOracle
 
+from bench import Parser, check_out
 from bench.digits import _commit, digits_model
 from bench.greedy import machine
 from bench.verix import N, digits_28, tf2onnx_bytes, train_fc
@@ -69,7 +70,7 @@ def run_problem(problem: Problem, traversals: Sequence[str], time_limit: float) 
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.deletion", description=__doc__.split("\n\n")[0])
+    parser = Parser(prog="python -m bench.deletion", description=__doc__.split("\n\n")[0])
     parser.add_argument("--verix-images", type=int, default=2, help="MNIST-FC-shaped test images (default 2)")
     parser.add_argument("--digits-images", type=int, default=2, help="digits MLP test images, full box (default 2)")
     parser.add_argument("--radius", type=float, default=0.05, help="the MNIST-FC ball's radius (default 0.05)")
@@ -78,6 +79,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--work", default="bench-results/deletion", help="where the model files go (not committed)")
     parser.add_argument("--out", default="bench-results/deletion.md", help="results table (bench/results/deletion.md to refresh)")
     args = parser.parse_args(argv)
+    check_out(parser, args.out)
     traversals = [t for t in args.traversals.split(",") if t]
     if unknown := [t for t in traversals if t not in TRAVERSALS]:
         parser.error(f"unknown traversal {unknown[0]!r} (use {', '.join(TRAVERSALS)})")

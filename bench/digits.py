@@ -47,6 +47,7 @@ from cardinal.solvers.base import solve_minimum
 from cardinal.solvers.deletion import SUBSET_MINIMAL, deletion
 from cardinal.solvers.oracle import SetOracle
 
+from bench import Parser, check_out
 from bench.greedy import machine
 from cardinal.checker import check
 from cardinal.domain import Domain
@@ -114,7 +115,7 @@ def run_box(net: Network, x: np.ndarray, box: Domain, time_limit: float, deletio
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.digits", description=__doc__.split("\n\n")[0])
+    parser = Parser(prog="python -m bench.digits", description=__doc__.split("\n\n")[0])
     parser.add_argument("--images", "--inputs", type=int, default=20, help="test images to explain (default 20)")
     parser.add_argument("--time-limit", type=float, default=60.0, help="seconds per minimum AXp (default 60)")
     parser.add_argument("--deletion-limit", type=float, help="seconds per deletion (default: the time limit)")
@@ -122,6 +123,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--work", default="bench-results/digits", help="where the model file goes (not committed)")
     parser.add_argument("--out", default="bench-results/digits.md", help="results table (bench/results/digits.md to refresh)")
     args = parser.parse_args(argv)
+    check_out(parser, args.out)
     net, X, _, accuracy = digits_model(Path(args.work) / "digits_mlp16.onnx")
     print(f"model: widths {net.widths}, test accuracy {accuracy:.3f}", file=sys.stderr)
     load = os.getloadavg()[0]

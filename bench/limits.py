@@ -37,14 +37,13 @@ from cardinal.solvers.guard import GuardedSolver, allowed_overrun
 from cardinal.verify.generate import median_threshold, random_network
 from tabulate import tabulate
 
-from bench import Parser
+from bench import bench_parser, parse
 from bench.greedy import machine
 from cardinal.domain import Domain
-from cardinal.errors import InputError
 from cardinal.io import write_atomic
 from cardinal.network import Network
 from cardinal.problem import Outcome, Problem, Status
-from cardinal.validate import count, output_file
+from cardinal.validate import count
 
 DESIGN = {
     "format": "cardinal.network/1",
@@ -128,14 +127,9 @@ def rows(repeats: int) -> list[list[object]]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = Parser(prog=f"cardinal bench {__name__.rsplit('.', 1)[-1]}", description=__doc__.splitlines()[0])
+    parser = bench_parser(__file__, __doc__)
     parser.add_argument("--repeats", type=count(1), default=3, help="calls per row (default %(default)s)")
-    parser.add_argument("--out", default="bench-results/limits.md", help="markdown table to write (default: %(default)s)")
-    args = parser.parse_args(argv)
-    try:
-        output_file(args.out, "--out")
-    except InputError as error:
-        parser.error(str(error))
+    args = parse(parser, argv)
     began = time.perf_counter()
     print(" | ".join(HEADERS), flush=True)
     table = rows(args.repeats)
