@@ -393,10 +393,11 @@ with SolverPool(["enumerate"]) as pool:
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
 def test_a_caller_killed_while_its_solver_processes_start_leaves_none(tmp_path: Path) -> None:
-    """SIGKILL a caller whose solver process is still starting (importing torch, here for a
-    minute): that process ends within seconds, not when its start is over."""
+    """SIGKILL a caller whose solver process is still starting (importing torch, here for ten
+    minutes): that process ends with it, not when its start is over (2 minutes is a hang guard,
+    far inside the start, not a speed claim)."""
     action = 'backend = GuardedSolver("ignores-its-limit", IgnoresItsLimit, {})\nprint("asked", flush=True)\ntime.sleep(120)'
-    process = _slowly_starting(tmp_path, action)
+    process = _slowly_starting(tmp_path, action, seconds=600.0)
     assert process.stdout.readline().strip() == "asked", process.stderr.read()
     deadline = time.monotonic() + 30
     while not (below := _descendants(process.pid)):
@@ -404,7 +405,7 @@ def test_a_caller_killed_while_its_solver_processes_start_leaves_none(tmp_path: 
         time.sleep(0.05)
     os.kill(process.pid, signal.SIGKILL)
     process.communicate()
-    _assert_gone(below, within=30.0)
+    _assert_gone(below, within=120.0)
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
