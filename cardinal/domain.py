@@ -179,7 +179,7 @@ class Domain:
             raise InputError(f"{source}: a binary domain has no ball around an input; drop --binary or the radius")
         r = self.radius(radius, source)
         x = self.check(np.asarray(x, dtype=np.float64).reshape(1, -1), source="the ball's centre")[0]
-        low, high = _towards(x, -r, math.inf), _towards(x, r, -math.inf)
+        low, high = rounded_sum(x, -r, math.inf), rounded_sum(x, r, -math.inf)
         return Domain(np.maximum(self.lower, low), np.minimum(self.upper, high))
 
     def counterpoint(self, predictions: np.ndarray, directions: np.ndarray | None = None) -> np.ndarray:
@@ -200,7 +200,7 @@ class Domain:
 _TWO_SUM_LIMIT = 2.0**1000
 
 
-def _towards(x: np.ndarray, r: np.ndarray, side: float) -> np.ndarray:
+def rounded_sum(x: np.ndarray, r: np.ndarray, side: float) -> np.ndarray:
     """The double nearest the exact x + r [n] on the side of `side` (+inf: the smallest double ≥ it;
     −inf: the largest ≤ it), or ±inf where fl(x + r) overflows (a box's bound then decides). fl(x + r)
     is the nearest double to x + r, so one step towards `side` is enough when it lies on the wrong

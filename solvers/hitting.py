@@ -56,11 +56,13 @@ from cardinal.problem import Problem, Status, stopped
 
 from . import linear_bound, relaxed_axp
 from .attack import first_order_moves, flipping_points, scores
+from .deletion import SUBSET_MINIMAL, deletion
 from .guard import report_incumbent
-from .oracle import check_witness
+from .oracle import Flip, check_witness
 
 SEED_AFTER = 5.0  # seconds of the loop before it asks about `_seed`'s set (most small problems end sooner)
 SEED_SHARE, SEED_SECONDS = 0.2, 15.0  # the time `_seed` may take: a share of the time left, at most this
+DELETION_SHARE = 0.3  # the share of the time left that `_deletion_seed` may take
 
 
 class OracleTimeout(Exception):
@@ -125,7 +127,14 @@ def _abductive_loop(
             return stop()
         if time.perf_counter() >= seed_at:
             seed_at = math.inf
-            seed = _seed(problem, supply, at_most if best is None else len(best) - 1, deadline)
+            limit = at_most if best is None else len(best) - 1
+            found, seed_calls = _deletion_seed(problem, find_flip, contrastive_sets, supply, limit, deadline)
+            calls += seed_calls
+            if found is not None:
+                best, exact = found, True
+                report_incumbent(sorted(best))
+                continue
+            seed = _seed(problem, supply, limit, deadline)
             if seed is not None:  # an AXp found directly, if the oracle agrees
                 calls += 1
                 try:
@@ -217,6 +226,46 @@ class Screened:
     def summary(self) -> str:
         """What the screens decided, for an engine's message."""
         return f"screens: {self.proved} no-flip proofs, {self.flipped} flipping corners, {self.passed} questions passed on"
+
+
+def _deletion_seed(
+    problem: Problem, find_flip: FlipOracle, contrastive_sets: HittingSets, supply: Supply, at_most: int | None, deadline: float
+) -> tuple[frozenset[int] | None, int]:
+    """A subset-minimal AXp by deletion (`solvers.deletion`, the quickxplain traversal), each
+    question asked of the loop's own oracle, for at most `DELETION_SHARE` of the time left: an
+    AXp from the upper side (the oracle proved its free set keeps p(x)), which bounds every later
+    candidate and is the answer of a call stopped at its deadline. Every point that flips on the
+    way gives the loop a contrastive set. Returns the AXp (None when deletion did not finish or
+    it has more than `at_most` features) and the oracle calls made. Measured on the digits MLP
+    of `bench.digits` (full box): 36–45 features in 2–5 s, where the relaxation's set had 49–54."""
+    until = time.perf_counter() + DELETION_SHARE * (deadline - time.perf_counter())
+    asker = _LoopAsker(find_flip, until, contrastive_sets, supply)
+    found = deletion(problem, asker, max(until - time.perf_counter(), 1e-3), traversal="quickxplain")  # type: ignore[arg-type]
+    if found.status != SUBSET_MINIMAL or found.features is None or (at_most is not None and len(found.features) > at_most):
+        return None, asker.calls
+    return frozenset(found.features), asker.calls
+
+
+class _LoopAsker:
+    """The loop's flip oracle in the shape deletion asks (`flip(problem, free, time_limit)` →
+    `oracle.Flip`), stopped at `until`; each flipping point's shrunk support joins the loop's sets."""
+
+    def __init__(self, find_flip: FlipOracle, until: float, contrastive_sets: HittingSets, supply: Supply) -> None:
+        self.find_flip, self.until, self.sets, self.supply = find_flip, until, contrastive_sets, supply
+        self.calls = 0
+
+    def flip(self, problem: Problem, free: frozenset[int], time_limit: float) -> Flip:
+        self.calls += 1
+        try:
+            y = self.find_flip(free, min(self.until, time.perf_counter() + time_limit))
+        except OracleTimeout:
+            return Flip(None, None, "the loop's share of time for deletion ran out")
+        if y is None:
+            return Flip(False, None, "the loop's flip oracle")
+        if not problem.flips(y):
+            return Flip(None, None, "the loop's flip oracle gave a point that does not flip exactly")
+        self.sets.add(shrink_witness(problem, y, self.supply.order[::-1]))
+        return Flip(True, tuple(float(v) for v in y), "the loop's flip oracle")
 
 
 def _seed(problem: Problem, supply: Supply, at_most: int | None, deadline: float) -> frozenset[int] | None:

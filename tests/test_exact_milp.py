@@ -554,3 +554,29 @@ def test_a_closed_side_flip_search_keeps_step_units_strict() -> None:
     search = exact_milp._Flip(problem, frozenset({0}), time.perf_counter() + 30.0)
     assert search.run() and search.open == 0 and search.point is None
     search.close()
+
+
+@pytest.mark.parametrize("prediction", [0, 1])
+def test_k_class_flip_searches_keep_the_tie_rule_at_the_boundary(prediction: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """K ≥ 2 flips are asked class by class (`_flip_searches`): f = (y0, y1) through an identity
+    ReLU layer, one feature free, its box ending exactly where the two outputs tie. A tie goes to
+    the lower index, so the rival 0 of c = 1 takes the class at the tie (a flip, exactly at the
+    box's end: its search finds it) and the rival 1 of c = 0 does not (no flip: the exact bounds
+    leave it no search): the closed and the strict side."""
+    monkeypatch.setattr(exact_milp, "flipping_point", lambda problem, free, seed=0: None)  # the searches decide
+    eye = np.eye(2)
+    net = Network([Layer(eye, np.zeros(2), Activation.make("relu")), Layer(eye, np.zeros(2), Activation.make("identity"))])
+    x = np.array([0.75, 0.5]) if prediction == 0 else np.array([0.5, 0.75])
+    domain = Domain.broadcast([0.0, 0.0], [1.0, 0.75], 2) if prediction == 0 else Domain.broadcast([0.0, 0.5], [1.0, 1.0], 2)
+    problem = Problem.make(net, x, "abductive", domain)
+    assert problem.prediction == prediction
+    model = exact_milp.encode(problem, free=frozenset({1}), exact=True)
+    relaxation = exact_milp._Relaxation(model, np.zeros(model.shape[1]))
+    searches = exact_milp._flip_searches(problem, frozenset({1}), time.perf_counter() + 30.0, model, relaxation)
+    assert [search.rival for search in searches] == ([] if prediction == 0 else [0])
+    relaxation.close()
+    y = exact_milp.flip_point(problem, frozenset({1}), time.perf_counter() + 30.0, split=False)
+    if prediction == 0:
+        assert y is None
+    else:
+        assert y is not None and y[1] == 0.5 and y[0] == 0.5 and problem.flips(y)

@@ -178,10 +178,11 @@ def test_relaxed_sets_hit_every_flipping_vertex(outputs: int) -> None:
 
 
 @pytest.mark.parametrize("outputs", [1, 3])
-def test_loop_seeded_by_the_relaxation_equals_brute_force(outputs: int) -> None:
-    """On one-hidden-layer networks the loop asked at once (`seed_after=0`) about the set the
-    relaxation certifies asks the oracle about it first, and still ends OPTIMAL with the
-    brute-force minimum."""
+def test_loop_seeded_by_the_relaxation_equals_brute_force(outputs: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On one-hidden-layer networks the loop asked at once (`seed_after=0`), where deletion gives
+    no AXp (turned off here), asks the oracle about the set the relaxation certifies first, and
+    still ends OPTIMAL with the brute-force minimum."""
+    monkeypatch.setattr(hitting, "_deletion_seed", lambda *args: (None, 0))
     for seed in range(8):
         problem = _shallow(seed, 7, outputs)
         supports = _flipping_supports(problem)
@@ -192,6 +193,35 @@ def test_loop_seeded_by_the_relaxation_equals_brute_force(outputs: int) -> None:
         seed_set = relaxed_axp.relaxed_axp(problem, 30.0)
         if seed_set is not None and len(seed_set) < problem.n:
             assert asked[0] == frozenset(range(problem.n)) - seed_set, (seed, asked[:1], seed_set)  # asked first
+
+
+@pytest.mark.parametrize("outputs", [1, 3])
+def test_loop_seeded_by_deletion_answers_with_its_axp(outputs: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loop asked at once (`seed_after=0`) runs deletion on its own oracle first: it still ends
+    OPTIMAL with the brute-force minimum; and where every minimum hitting set is then interrupted,
+    it answers FEASIBLE with deletion's set: an AXp (it hits every flipping support), no smaller
+    than the minimum."""
+    for seed in range(8):
+        problem = _cube(seed, 8, outputs)
+        supports = _flipping_supports(problem)
+        minimum = _minimum_hitting(problem.n, supports)
+        result = hitting.minimum_abductive(problem, _vertex_oracle(problem, supports), None, math.inf, seed_after=0.0)
+        assert result.status == Status.OPTIMAL and result.solution is not None and len(result.solution) == minimum, (seed, result)
+    stopped = 0
+    with monkeypatch.context() as patched:
+        patched.setattr(HittingSets, "minimum", lambda self, limit, deadline=math.inf: (_ for _ in ()).throw(hitting.OracleTimeout()))
+        for seed in range(8):
+            problem = _cube(seed, 8, outputs)
+            supports = _flipping_supports(problem)
+            result = hitting.minimum_abductive(problem, _vertex_oracle(problem, supports), None, math.inf, seed_after=0.0)
+            if result.status == Status.OPTIMAL:  # the hitting sets were never asked: nothing to stop
+                continue
+            assert result.status == Status.FEASIBLE and result.solution is not None, (seed, result)
+            chosen = frozenset(result.solution)
+            assert all(chosen & s for s in supports), (seed, result)
+            assert len(chosen) >= _minimum_hitting(problem.n, supports)
+            stopped += 1
+    assert stopped >= 4
 
 
 def test_rc2_stops_at_its_deadline() -> None:

@@ -457,3 +457,26 @@ def test_highs_prints_nothing() -> None:
     command = [sys.executable, "-c", script, json.dumps(DESIGN_NETWORK)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True, cwd=root)
     assert result.stdout == ""
+
+
+def test_the_encodings_differences_round_as_fractions_do() -> None:
+    """`encode._differences` (TwoSum's exact error, vectorised) gives the double nearest the exact
+    a − b on the side asked, as the Fractions it replaced: random magnitudes, signs, equal pairs,
+    and differences whose rounding is inexact."""
+    from fractions import Fraction
+
+    from cardinal.solvers.encode import _differences, _rounded
+
+    rng = np.random.default_rng(0)
+    inexact = 0
+    for _ in range(300):
+        a = rng.random(40) * 10.0 ** rng.integers(-8, 8)
+        b = rng.random(40) * 10.0 ** rng.integers(-8, 8)
+        same = rng.random(40) < 0.2
+        a[same] = b[same]
+        a[rng.random(40) < 0.3] *= -1.0
+        exact = [Fraction(p) - Fraction(q) for p, q in zip(a.tolist(), b.tolist(), strict=True)]
+        for direction in (-1, 1):
+            assert (_differences(a, b, direction) == _rounded(exact, direction)).all()
+        inexact += sum(Fraction(float(e)) != e for e in exact)
+    assert inexact > 1000
