@@ -19,27 +19,22 @@ Per test image x (the first `--images` of a seeded split) and its ball B = [0, 1
   arithmetic in exact rationals carries that through the network to a positive lower bound on
   f_c − f_j for every other class j (`_keeps_class`; a float64 screen finds the k, the rationals
   prove it). Proved when the bounds meet; no CXp exists when no k ≤ 784 flips.
-* **Minimum AXp** (target: proved within 300 s). Implicit hitting sets (the loop of
-  `solvers.hitting` that `cardinal certify` runs, here keeping its sets) with HiGHS as the flip
-  oracle. Every contrastive set it collects is
-  replayed exactly, so the minimum hitting set of those sets is an exact *lower* bound (every AXp
-  hits every CXp). The *upper* bound is an AXp verified exactly: the loop's final candidate if
-  exact interval arithmetic proves that fixing it keeps the class over B, else the set that
-  deletion by interval arithmetic leaves (features in order of their first-layer weight mass,
-  each dropped while a float64 screen still keeps the class; the final set proved in rationals),
-  else all 784 features. Proved when the bounds meet.
+* **Minimum AXp** (target: proved within 300 s). The call a user makes,
+  `solve_minimum(net, x, "abductive", B, time_limit=T)` (what `cardinal.explain(...,
+  method="minimum")` runs: the exact MILP engine in its guarded child, the answer replayed
+  exactly): the implicit-hitting-set loop of `solvers.hitting`, whose first seed is deletion on
+  its own exact oracle (a subset-minimal AXp, the upper bound) and whose minimum hitting sets of
+  exactly checked contrastive sets give the exact *lower* bound it reports ("exact lower bound
+  L"). Proved when it answers OPTIMAL; else [L, the size of its exactly valid AXp]. With
+  `--float-only`: a loop of its own with the float MILP as flip oracle, its lower bound a
+  minimum hitting set of the exactly replayed contrastive sets, its upper bound an AXp verified
+  in exact interval arithmetic (the final candidate if it holds, else interval deletion).
 
-**`--exact`** (the default; `--float-only` leaves it out, the bounds above alone): the exact MILP
-engine (`exact-milp`, `solvers.exact_milp`: HiGHS's LPs pruning only by safe bounds, every
-incumbent replayed exactly) in the mix. The minimum CXp is its answer:
-optimal (its set replayed) is a proof; where it stops at the limit, its best set (else the
-float MILP's, replayed) is the upper bound and the interval bound above the lower one. For the
-AXp, the sequential deletion explainer (`solvers.deletion`, each step decided by the exact set
-oracle, whose engine here is the exact MILP's flip search) first gives a subset-minimal AXp, an
-exact upper bound (measured: 146 and 199 features where interval deletion proved 608 and 299);
-then the loop, in the rest of the AXp's time, asks the exact flip search instead of the float
-MILP: a "no flip" is an exact proof that the candidate is an AXp, so a minimum hitting set
-answered so is the proved minimum. The AXp seconds count both.
+**`--exact`** (the default; `--float-only` leaves it out): the exact MILP engine (`exact-milp`,
+`solvers.exact_milp`: HiGHS's LPs pruning only by safe bounds, every incumbent replayed exactly)
+answers both. The minimum CXp is its answer: optimal (its set replayed) is a proof; where it
+stops at the limit, its best set (else the float MILP's, replayed) is the upper bound and the
+interval bound above the lower one.
 
 z3's full encoding is not run: on the 64-feature digit classifier of `crosscheck --suite
 classifiers` 6 of 8 of its calls already ended at a 20 s limit (not measured at 784 inputs). The
@@ -56,6 +51,7 @@ import argparse
 import contextlib
 import datetime
 import io
+import re
 import statistics
 import sys
 import time
@@ -65,13 +61,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from cardinal.solvers.base import available_solvers, get_solver, solve_problem
-from cardinal.solvers.deletion import SUBSET_MINIMAL, deletion
+from cardinal.solvers.base import available_solvers, get_solver, solve_minimum, solve_problem
 from cardinal.solvers.encode import encode
-from cardinal.solvers.exact_milp import OpenLeaves, flip_point
 from cardinal.solvers.hitting import OracleTimeout, minimum_hitting_set, shrink_witness
 from cardinal.solvers.milp import RunState, _witness
-from cardinal.solvers.oracle import SetOracle
 from cardinal.verify.classifiers import GRID
 from torch import nn
 
@@ -81,6 +74,7 @@ from cardinal.network import Network
 from cardinal.problem import Problem, Status
 
 SHAPE = (28, 28, 1)
+_LOWER = re.compile(r"exact lower bound (\d+)")
 N = 784
 
 
@@ -283,23 +277,6 @@ def _flip_oracle(backend, problem: Problem):
     return find_flip
 
 
-def _exact_flip_oracle(problem: Problem):
-    """The exact MILP engine's flip search as the oracle (`exact_milp.flip_point`): its None is an
-    exact proof that no point flips; regions it leaves open end the loop (ERROR)."""
-
-    def find_flip(free: frozenset[int], until: float) -> np.ndarray | None:
-        try:
-            return flip_point(problem, free, until)
-        except OpenLeaves as error:
-            raise _Undecided(str(error)) from None
-
-    return find_flip
-
-
-class _Undecided(Exception):
-    """The exact flip search left regions open: no answer, no proof."""
-
-
 def minimum_axp(find_flip, problem: Problem, time_limit: float) -> tuple[Status, tuple[int, ...] | None, int]:
     """The implicit-hitting-set loop of `solvers.hitting` with `find_flip` as flip oracle, keeping
     its contrastive sets: (status, the candidate it ended with, the exact lower bound — the size
@@ -313,9 +290,6 @@ def minimum_axp(find_flip, problem: Problem, time_limit: float) -> tuple[Status,
         try:
             y = find_flip(everything - candidate, deadline)
         except OracleTimeout:
-            break
-        except _Undecided:
-            status = Status.ERROR
             break
         if y is None:
             status = Status.OPTIMAL
@@ -351,9 +325,12 @@ def cxp_bounds(backend, problem: Problem, time_limit: float, exact: bool) -> tup
     return lower, upper, lower == N + 1
 
 
-def run_image(net: Network, x: np.ndarray, radius: float, cxp_limit: float, axp_limit: float, milp: str, exact: bool) -> dict:
+def run_image(
+    net: Network, x: np.ndarray, radius: float, cxp_limit: float, axp_limit: float, milp: str, exact: bool, proofs: Path
+) -> dict:
     """The CXp and AXp bounds of one image with their seconds (module docstring); `milp`: the
-    MILP backend's name; `exact`: the exact MILP engine proves (module docstring)."""
+    MILP backend's name; `exact`: the exact MILP engine proves (module docstring); certificates
+    go to `proofs`."""
     box = Domain.unit(N).ball(x, radius)
     row: dict = {}
     with get_solver(milp) as backend:
@@ -363,18 +340,16 @@ def run_image(net: Network, x: np.ndarray, radius: float, cxp_limit: float, axp_
         row["cxp"] = (*cxp_bounds(backend, problem, cxp_limit, exact), time.perf_counter() - started)
         started = time.perf_counter()
         problem = Problem.make(net, x, "abductive", box)
-        upper = N
-        if exact:  # a subset-minimal AXp, each step decided exactly (module docstring)
-            with SetOracle() as oracle:
-                subset_minimal = deletion(problem, oracle, axp_limit)
-            if subset_minimal.status == SUBSET_MINIMAL and subset_minimal.features is not None:
-                upper = len(subset_minimal.features)
-        find_flip = _exact_flip_oracle(problem) if exact else _flip_oracle(backend, problem)
-        status, candidate, lower = minimum_axp(find_flip, problem, max(axp_limit - (time.perf_counter() - started), 1e-3))
-        if exact and status == Status.OPTIMAL and candidate is not None:  # proved an AXp by the exact flip search
-            upper = min(upper, len(candidate))
+        if exact:  # the call a user makes (module docstring)
+            outcome = solve_minimum(net, x, "abductive", box, time_limit=axp_limit, proof=proofs)
+            status = outcome.status
+            proved = status == Status.OPTIMAL and outcome.exact and outcome.replayed and outcome.solution is not None
+            valid = outcome.solution if status in (Status.OPTIMAL, Status.FEASIBLE) and outcome.replayed else None
+            upper = N if valid is None else len(valid)
+            lower = upper if proved else max((int(m) for m in _LOWER.findall(outcome.message)), default=1)
         else:
-            upper = min(upper, len(verified_axp(problem, candidate if status == Status.OPTIMAL else None)))
+            status, candidate, lower = minimum_axp(_flip_oracle(backend, problem), problem, axp_limit)
+            upper = len(verified_axp(problem, candidate if status == Status.OPTIMAL else None))
         row["axp"] = (lower, upper, status.value, time.perf_counter() - started)
     return row
 
@@ -411,7 +386,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"model {path}: widths {net.widths}, test accuracy {accuracy:.3f}; {net.metadata.dropped}", file=sys.stderr)
     rows = []
     for index in test[: args.images]:
-        row = run_image(net, X[index], args.radius, args.cxp_limit, args.axp_limit, args.milp, args.exact)
+        proofs = Path(args.work) / "proofs"
+        row = run_image(net, X[index], args.radius, args.cxp_limit, args.axp_limit, args.milp, args.exact, proofs)
         rows.append((int(index), row))
         (cl, cu, cnone, cs), (al, au, astatus, asec) = row["cxp"], row["axp"]
         print(
