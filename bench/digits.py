@@ -1,9 +1,11 @@
 """Benchmark: minimum AXps of a scikit-learn digits classifier, as a user exports it (issue 40).
 
-The model: scikit-learn's `MLPClassifier((16,), random_state=0, max_iter=300)` (ReLU, Adam) trained
-on the bundled 8 × 8 digits scaled to [0, 1] (X / 16: 64 features, 10 classes) — the first 1,400
-images of a seeded permutation — exported with skl2onnx (no ZipMap) and read back with
-`Network.load`, as a user's file. Per test image x (the first `--images` of the held-out rest),
+The model (`--model mlp`, the default): scikit-learn's `MLPClassifier((16,), random_state=0,
+max_iter=300)` (ReLU, Adam) trained on the bundled 8 × 8 digits scaled to [0, 1] (X / 16: 64
+features, 10 classes) — the first 1,400 images of a seeded permutation — exported with skl2onnx
+(no ZipMap) and read back with `Network.load`, as a user's file. `--model cnn`: the 2-Conv CNN of
+`bench.xbench` (Conv2d(1, 4, 3) → ReLU → Conv2d(4, 4, 3) → ReLU → Linear(64, 10), torch, the same
+split), unrolled exactly. Per test image x (the first `--images` of the held-out rest),
 two boxes: the full box [0, 1]^64 and the ball of radius `--radius` (max norm) around x clipped
 to it. For each:
 
@@ -22,7 +24,8 @@ to it. For each:
 * **deletion**: the subset-minimal AXp of `solvers.deletion` (sensitivity order, each step decided
   by the exact set oracle), its size and seconds (its own limit, `--deletion-limit`, default T).
 
-    python -m bench.digits [--images 20] [--time-limit 60] [--deletion-limit 60] [--radius 0.1] [--out bench-results/digits.md]
+    python -m bench.digits [--model mlp|cnn] [--images 20] [--time-limit 60] [--deletion-limit 60]
+                           [--radius 0.1] [--out bench-results/digits.md]
 
 (`--out bench/results/digits.md` refreshes the table kept in the repository.)
 """
@@ -81,6 +84,28 @@ def digits_model(path: Path) -> tuple[Network, np.ndarray, np.ndarray, float]:
     return net, X[test], y[test], accuracy
 
 
+def cnn_model(path: Path) -> tuple[Network, np.ndarray, np.ndarray, float]:
+    """The 2-Conv CNN of `bench.xbench` (`digits_cnn`: Conv2d(1, 4, 3) → ReLU → Conv2d(4, 4, 3) →
+    ReLU → Linear(64, 10), torch, trained there on the same split), read back from `path` and
+    unrolled exactly: (network, test images X [m, 64], their labels [m], test accuracy)."""
+    from sklearn.datasets import load_digits
+
+    from bench.xbench import digits_cnn
+
+    digits = load_digits()
+    order = np.random.default_rng(0).permutation(len(digits.data))
+    net, X = digits_cnn(path)
+    y = digits.target[order[1400:]]
+    accuracy = float((net.forward(X).numpy().argmax(1) == y).mean())
+    return net, X, y, accuracy
+
+
+MODELS = {  # --model: (what the table's title says, the builder, the model file's name)
+    "mlp": ("a scikit-learn digits MLP (64 → 16 → 10, skl2onnx)", digits_model, "digits_mlp16.onnx"),
+    "cnn": ("a digits CNN with two Conv layers (64 → 4×6×6 → 4×4×4 → 10, unrolled)", cnn_model, "digits_cnn.pt"),
+}
+
+
 def run_box(net: Network, x: np.ndarray, box: Domain, time_limit: float, deletion_limit: float, proofs: Path) -> dict:
     """The minimum AXp's outcome and bounds, and deletion's answer, on one box (module docstring)."""
     problem = Problem.make(net, x, "abductive", box)
@@ -120,11 +145,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--time-limit", type=float, default=60.0, help="seconds per minimum AXp (default 60)")
     parser.add_argument("--deletion-limit", type=float, help="seconds per deletion (default: the time limit)")
     parser.add_argument("--radius", type=float, default=0.1, help="radius of the ball (default 0.1)")
+    parser.add_argument("--model", choices=sorted(MODELS), default="mlp", help="the MLP above (default) or the 2-Conv CNN")
     parser.add_argument("--work", default="bench-results/digits", help="where the model file goes (not committed)")
     parser.add_argument("--out", default="bench-results/digits.md", help="results table (bench/results/digits.md to refresh)")
     args = parser.parse_args(argv)
     check_out(parser, args.out)
-    net, X, _, accuracy = digits_model(Path(args.work) / "digits_mlp16.onnx")
+    _, build, filename = MODELS[args.model]
+    net, X, _, accuracy = build(Path(args.work) / filename)
     print(f"model: widths {net.widths}, test accuracy {accuracy:.3f}", file=sys.stderr)
     load = os.getloadavg()[0]
     rows = []
@@ -171,9 +198,10 @@ def write_table(
 ) -> None:
     """The results table (one row per image and box) with the totals, the machine and the command."""
     lines = [
-        "# Minimum AXps of a scikit-learn digits MLP (64 → 16 → 10, skl2onnx)",
+        f"# Minimum AXps of {MODELS[args.model][0]}",
         "",
-        f"Run {datetime.date.today().isoformat()} at commit {_commit()} with `python -m bench.digits --images {args.images} "
+        f"Run {datetime.date.today().isoformat()} at commit {_commit()} with `python -m bench.digits --model {args.model} "
+        f"--images {args.images} "
         f"--time-limit {args.time_limit:g} --deletion-limit {deletion_limit:g} --radius {args.radius:g}` on {machine()}; load "
         f"average {load[0]:.2f} at the start, {load[1]:.2f} at the end (the machine shared: timings under load). Test accuracy "
         f"{accuracy:.3f}. A size is exact where one number is shown, else [exact lower bound, size of an exactly valid AXp]; "

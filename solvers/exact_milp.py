@@ -578,19 +578,48 @@ class _Flip(_Search):
             self.point, self.done = y, True
 
 
-def _flip_searches(problem: Problem, free: frozenset[int], deadline: float, model: MilpModel, relaxation: _Relaxation) -> list[_Flip]:
+def _flip_searches(
+    problem: Problem, free: frozenset[int], deadline: float, model: MilpModel, relaxation: _Relaxation
+) -> list[_Flip]:
     """The searches over `model` (the flip question's exact closure) that together ask the flip
     question (`_Flip`), in turn, all on one `relaxation` of it: one search, or with K ≥ 2 outputs
     one per rival class that exact bounds leave possible, the classes nearest c at x first (the
     order matters for speed only)."""
     if model.rivals is None:
         return [_Flip(problem, free, deadline, model, relaxation=relaxation)]
+    return [_Flip(problem, free, deadline, model, j, relaxation) for j in _rivals(problem, model)]
+
+
+def _rivals(problem: Problem, model: MilpModel) -> list[int]:
+    """The rival classes j [≤ K − 1] that exact bounds leave possible in `model` (β_j not fixed at
+    0), those nearest c at x first (the order matters for speed only); none on one output."""
+    if model.rivals is None:
+        return []
     scores = problem.net.forward(problem.x[None, :]).detach().numpy()[0]
     rivals = [j for j, beta in enumerate(model.rivals.tolist()) if beta >= 0 and model.upper[beta] > 0]
-    return [_Flip(problem, free, deadline, model, j, relaxation) for j in sorted(rivals, key=lambda j: (-scores[j], j))]
+    return sorted(rivals, key=lambda j: (-scores[j], j))
 
 
-def _flip_by_searches(problem: Problem, free: frozenset[int], deadline: float, model: MilpModel, rivals: list[int | None] | None, budget: float) -> tuple[np.ndarray | None, list[int | None], int, int]:
+def _by_class(search: _Minimum) -> bool:
+    """Run the minimum's branch and bound; with K ≥ 2 outputs once per rival class j (β_j fixed at
+    1, the others at 0: the smallest CXp is the smallest that reaches some class), each run
+    keeping the incumbent and cutoff of the runs before. True when every run finished."""
+    model = search.model
+    if model.rivals is None:
+        return search.run()
+    rivals = _rivals(search.problem, model)
+    for rival in rivals:
+        for j in rivals:
+            beta = float(j == rival)
+            search.restrict(int(model.rivals[j]), beta, beta)
+        if not search.run():
+            return False
+    return True
+
+
+def _flip_by_searches(
+    problem: Problem, free: frozenset[int], deadline: float, model: MilpModel, rivals: list[int | None] | None, budget: float
+) -> tuple[np.ndarray | None, list[int | None], int, int]:
     """Run the searches of `_flip_searches` (only those of `rivals` when given) in turn, each up to
     `budget` nodes: (a point that flips or None, the rivals that ran out of nodes, regions left
     open, nodes). Raises OracleTimeout at the deadline."""
@@ -695,7 +724,7 @@ class ExactMilpSolver(BaseSolver):
             except OracleTimeout:
                 status, kept = stopped(search.best, at_most)
                 return self.outcome(status, started, solution=kept, witness=search.witness if kept else None)
-            finished = by_sets or search.run()
+            finished = by_sets or _by_class(search)
         finally:
             search.close()
         message = "decided set by set" if by_sets else f"{search.nodes} nodes"
@@ -796,7 +825,8 @@ def flip_point(problem: Problem, free: frozenset[int], deadline: float, split: b
     if point is not None:
         return point
     if pending:  # the rivals that ran out of quick nodes, on the tightened closure
-        point, _, more_open, more_nodes = _flip_by_searches(problem, free, deadline, tightened(problem, free, deadline), pending, math.inf)
+        model = tightened(problem, free, deadline)
+        point, _, more_open, more_nodes = _flip_by_searches(problem, free, deadline, model, pending, math.inf)
         if point is not None:
             return point
         opened, nodes = opened + more_open, nodes + more_nodes
