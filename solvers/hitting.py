@@ -62,6 +62,7 @@ from .oracle import Flip, check_witness
 
 SEED_AFTER = 5.0  # seconds of the loop before it asks about `_seed`'s set (most small problems end sooner)
 SEED_SHARE, SEED_SECONDS = 0.2, 15.0  # the time `_seed` may take: a share of the time left, at most this
+SEED_QUARTER = 0.25  # a short call seeds itself after this share of its time, if sooner than `SEED_AFTER`
 DELETION_SHARE = 0.5  # the share of the time left that `_deletion_seed` may take
 
 
@@ -97,8 +98,10 @@ def minimum_abductive(
 ) -> HittingResult:
     """Run the implicit-hitting-set loop until a minimum AXp, a bound, or the deadline. `supply`:
     False turns `Supply` off, so that every contrastive set comes from `find_flip` (what an
-    oracle's answers alone give: its tests). `seed_after`: the loop's seconds before it asks about
-    the set a relaxation certifies (`_seed`), once."""
+    oracle's answers alone give: its tests). `seed_after`: the loop's seconds before it seeds
+    itself (deletion, else the set a relaxation certifies: `_deletion_seed`, `_seed`), once; a
+    call of less than 4 × `seed_after` seconds seeds itself after a quarter of them (a 10 s call:
+    2.5 s, leaving deletion half of the rest); infinite: never."""
     with HittingSets(problem.n) as contrastive_sets:
         return _abductive_loop(problem, find_flip, at_most, deadline, contrastive_sets, Supply(problem, supply), seed_after)
 
@@ -117,7 +120,8 @@ def _abductive_loop(
     exact = False  # whether the next candidate must be a minimum hitting set
     calls = 0
     lower = 0  # the largest minimum hitting set's size so far: no AXp is smaller
-    seed_at = time.perf_counter() + seed_after  # when the loop, not done yet, asks about `_seed`'s set
+    now = time.perf_counter()  # when the loop, not done yet, seeds itself: after `seed_after` s, or a quarter of its time
+    seed_at = now + (seed_after if math.isinf(seed_after) else min(seed_after, SEED_QUARTER * (deadline - now)))
 
     def stop() -> HittingResult:  # at the deadline: the best AXp and the exact lower bound so far
         return _stopped(best, at_most, calls, max(lower, contrastive_sets.disjoint()))
