@@ -4,8 +4,8 @@ The model (`--model mlp`, the default): scikit-learn's `MLPClassifier((16,), ran
 max_iter=300)` (ReLU, Adam) trained on the bundled 8 × 8 digits scaled to [0, 1] (X / 16: 64
 features, 10 classes) — the first 1,400 images of a seeded permutation — exported with skl2onnx
 (no ZipMap) and read back with `Network.load`, as a user's file. `--model cnn`: the 2-Conv CNN of
-`bench.xbench` (Conv2d(1, 4, 3) → ReLU → Conv2d(4, 4, 3) → ReLU → Linear(64, 10), torch, the same
-split), unrolled exactly. Per test image x (the first `--images` of the held-out rest),
+`bench.xbench` (`digits_cnn` here: Conv2d(1, 4, 3) → ReLU → Conv2d(4, 4, 3) → ReLU → Linear(64, 10),
+torch, the same split), unrolled exactly. Per test image x (the first `--images` of the held-out rest),
 two boxes: the full box [0, 1]^64 and the ball of radius `--radius` (max norm) around x clipped
 to it. For each:
 
@@ -54,6 +54,7 @@ from bench import Parser, check_out
 from bench.greedy import machine
 from cardinal.checker import check
 from cardinal.domain import Domain
+from cardinal.io import write_atomic
 from cardinal.network import Network
 from cardinal.problem import Problem, Status
 
@@ -84,13 +85,38 @@ def digits_model(path: Path) -> tuple[Network, np.ndarray, np.ndarray, float]:
     return net, X[test], y[test], accuracy
 
 
-def cnn_model(path: Path) -> tuple[Network, np.ndarray, np.ndarray, float]:
-    """The 2-Conv CNN of `bench.xbench` (`digits_cnn`: Conv2d(1, 4, 3) → ReLU → Conv2d(4, 4, 3) →
-    ReLU → Linear(64, 10), torch, trained there on the same split), read back from `path` and
-    unrolled exactly: (network, test images X [m, 64], their labels [m], test accuracy)."""
+def digits_cnn(path: Path) -> tuple[Network, np.ndarray]:
+    """The 2-Conv CNN of `bench.xbench` (Conv2d(1, 4, 3) → ReLU → Conv2d(4, 4, 3) → ReLU →
+    Linear(64, 10)) trained on the first 1,400 digits of a seeded permutation (the split of
+    `digits_model`), written to `path` and read back: (network, test images [m, 64])."""
+    import torch
     from sklearn.datasets import load_digits
+    from torch import nn
 
-    from bench.xbench import digits_cnn
+    from bench.verix import fit_rounded
+    from cardinal.formats.torch_io import torch_bytes
+
+    digits = load_digits()
+    X, y = digits.data / 16.0, digits.target
+    order = np.random.default_rng(0).permutation(len(X))
+    train, test = order[:1400], order[1400:]
+    torch.manual_seed(5)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # seeded and repeatable; the machine is shared
+    try:
+        layers = (nn.Conv2d(1, 4, 3), nn.ReLU(), nn.Conv2d(4, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(64, 10))
+        model = nn.Sequential(*layers).double()
+        fit_rounded(model, torch.tensor(X[train]).reshape(-1, 1, 8, 8), torch.tensor(y[train], dtype=torch.long))
+    finally:
+        torch.set_num_threads(threads)
+    write_atomic(path, torch_bytes(model))
+    return Network.load(path, input_shape=(1, 8, 8)), X[test]
+
+
+def cnn_model(path: Path) -> tuple[Network, np.ndarray, np.ndarray, float]:
+    """The 2-Conv CNN (`digits_cnn`), read back from `path` and unrolled exactly: (network, test
+    images X [m, 64], their labels [m], test accuracy)."""
+    from sklearn.datasets import load_digits
 
     digits = load_digits()
     order = np.random.default_rng(0).permutation(len(digits.data))

@@ -77,33 +77,6 @@ SETTINGS = {"digits-mlp": (0.2, 30.0, 0), "digits-cnn": (0.1, 60.0, 1), "verix-f
 
 
 # ---------------------------------------------------------------------------- build
-def digits_cnn(path: Path) -> tuple[Network, np.ndarray]:
-    """The 2-Conv CNN (module docstring) trained on the first 1,400 digits of a seeded permutation
-    (the split of `bench.digits`), written to `path` and read back: (network, test images [m, 64])."""
-    import torch
-    from sklearn.datasets import load_digits
-    from torch import nn
-
-    from bench.verix import fit_rounded
-    from cardinal.formats.torch_io import torch_bytes
-
-    digits = load_digits()
-    X, y = digits.data / 16.0, digits.target
-    order = np.random.default_rng(0).permutation(len(X))
-    train, test = order[:1400], order[1400:]
-    torch.manual_seed(5)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # seeded and repeatable; the machine is shared
-    try:
-        layers = (nn.Conv2d(1, 4, 3), nn.ReLU(), nn.Conv2d(4, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(64, 10))
-        model = nn.Sequential(*layers).double()
-        fit_rounded(model, torch.tensor(X[train]).reshape(-1, 1, 8, 8), torch.tensor(y[train], dtype=torch.long))
-    finally:
-        torch.set_num_threads(threads)
-    write_atomic(path, torch_bytes(model))
-    return Network.load(path, input_shape=(1, 8, 8)), X[test]
-
-
 def verix_fc(path: Path) -> tuple[Network, np.ndarray]:
     """VeriX's MNIST-FC shape as `bench.verix` builds and exports it, read back from `path`:
     (network, test images [m, 784])."""
@@ -130,6 +103,8 @@ def family_parts(family: str, work: Path, rows: int) -> list[Source]:
             net, X, _, _ = digits_model(work / "digits-mlp.onnx")
             source = "bench.digits: scikit-learn MLPClassifier((16,)), skl2onnx"
         else:
+            from bench.digits import digits_cnn
+
             net, X = digits_cnn(work / "digits-cnn.pt")
             source = "bench.xbench: Conv2d(1,4,3)-ReLU-Conv2d(4,4,3)-ReLU-Linear(64,10), torch"
         X = X[first : first + rows]
