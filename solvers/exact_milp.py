@@ -819,9 +819,9 @@ def flip_point(problem: Problem, free: frozenset[int], deadline: float, split: b
     found = flipping_point(problem, free)
     if found is not None:
         return found
-    quick = len(problem.net.layers) > 2  # a deeper network: first without `tightened`'s LPs
-    model = encode(problem, free=free, exact=True) if quick else tightened(problem, free, deadline)
-    point, pending, opened, nodes = _flip_by_searches(problem, free, deadline, model, None, QUICK_NODES if quick else math.inf)
+    budget = QUICK_NODES if len(problem.net.layers) > 2 else math.inf  # `tightened` changes only deeper networks
+    model = encode(problem, free=free, exact=True)
+    point, pending, opened, nodes = _flip_by_searches(problem, free, deadline, model, None, budget)
     if point is not None:
         return point
     if pending:  # the rivals that ran out of quick nodes, on the tightened closure

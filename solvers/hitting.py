@@ -132,25 +132,14 @@ def _abductive_loop(
         if time.perf_counter() >= seed_at:
             seed_at = math.inf
             limit = at_most if best is None else len(best) - 1
-            found, seed_calls = _deletion_seed(problem, find_flip, contrastive_sets, supply, limit, deadline)
+            found, seed_calls, timed_out = _seeded(problem, find_flip, contrastive_sets, supply, limit, deadline)
             calls += seed_calls
+            if timed_out:
+                return stop()
             if found is not None:
                 best, exact = found, True
                 report_incumbent(sorted(best))
-                continue
-            seed = _seed(problem, supply, limit, deadline)
-            if seed is not None:  # an AXp found directly, if the oracle agrees
-                calls += 1
-                try:
-                    y = find_flip(features - seed, deadline)
-                except OracleTimeout:
-                    return stop()
-                if y is None:
-                    best, exact = seed, True
-                    report_incumbent(sorted(best))
-                elif problem.flips(y):  # the floats were wrong: a contrastive set like any other
-                    contrastive_sets.add(shrink_witness(problem, y, supply.order[::-1]))
-                continue
+            continue
         candidate = contrastive_sets.greedy()
         limit = at_most if best is None else len(best) - 1  # a candidate must beat these
         if exact or supply.applies or (limit is not None and len(candidate) > limit):
@@ -230,6 +219,30 @@ class Screened:
     def summary(self) -> str:
         """What the screens decided, for an engine's message."""
         return f"screens: {self.proved} no-flip proofs, {self.flipped} flipping corners, {self.passed} questions passed on"
+
+
+def _seeded(
+    problem: Problem, find_flip: FlipOracle, contrastive_sets: HittingSets, supply: Supply, at_most: int | None, deadline: float
+) -> tuple[frozenset[int] | None, int, bool]:
+    """The loop's one seeding: deletion's AXp (`_deletion_seed`), else the set a relaxation
+    certifies (`_seed`) if the oracle finds no flip with the rest free (a flip it finds instead
+    is a contrastive set like any other). Returns the AXp or None, the oracle calls made, and
+    whether the oracle stopped at the deadline."""
+    found, calls = _deletion_seed(problem, find_flip, contrastive_sets, supply, at_most, deadline)
+    if found is not None:
+        return found, calls, False
+    seed = _seed(problem, supply, at_most, deadline)
+    if seed is None:
+        return None, calls, False
+    try:
+        y = find_flip(frozenset(range(problem.n)) - seed, deadline)
+    except OracleTimeout:
+        return None, calls + 1, True
+    if y is None:
+        return seed, calls + 1, False
+    if problem.flips(y):  # the floats were wrong
+        contrastive_sets.add(shrink_witness(problem, y, supply.order[::-1]))
+    return None, calls + 1, False
 
 
 def _deletion_seed(
