@@ -161,6 +161,10 @@ class Outcome:
     replayed: bool = False
     message: str = ""
     claimed: Status | None = None
+    # the points behind an implicit hitting-set loop's contrastive sets (where it proved a minimum AXp
+    # or none within k): each the (feature, value) pairs where a point of the box that flips p(x)
+    # differs from x — a certificate's lemmas (`solvers.proof_hitting`); not in `to_json`
+    lemmas: tuple[tuple[tuple[int, float], ...], ...] = field(default=(), repr=False)
 
     @property
     def has_solution(self) -> bool:

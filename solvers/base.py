@@ -364,7 +364,7 @@ def _with_certificate(problem: Problem, outcome: Outcome, at_most: int | None, p
     k = exact_claim(problem, outcome, at_most)
     if k is None:
         return outcome.noted("no certificate: no exact 'nothing smaller' claim")
-    found = search(problem, k, time.perf_counter() + time_limit)
+    found = search(problem, k, time.perf_counter() + time_limit, hints=outcome.lemmas)
     if found.certificate is None:
         return outcome.noted(f"no certificate: {found.reason}")
     text = json.dumps(found.certificate, separators=(",", ":")) + "\n"

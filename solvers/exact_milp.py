@@ -786,7 +786,7 @@ class ExactMilpSolver(BaseSolver):
         except OpenLeaves as error:
             return self.outcome(Status.ERROR, started, message=f"flip search: {error}")
         message = f"{result.oracle_calls} oracle calls ({oracle.summary()})" + (f"; {result.message}" if result.message else "")
-        return self.outcome(result.status, started, solution=result.solution, message=message)
+        return self.outcome(result.status, started, solution=result.solution, message=message, lemmas=result.lemmas)
 
 
 def flip_point(problem: Problem, free: frozenset[int], deadline: float, split: bool = True) -> np.ndarray | None:

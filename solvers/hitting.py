@@ -70,6 +70,10 @@ class OracleTimeout(Exception):
     """The flip oracle ran out of time."""
 
 
+# The points behind contrastive sets, each the (feature, value) pairs where a point of the box that
+# flips the prediction (exactly) differs from x: the lemmas of a "witness-hitting" certificate.
+Lemmas = tuple[tuple[tuple[int, float], ...], ...]
+
 # free features (those allowed to differ from x), deadline (time.perf_counter() value) →
 # a flipping point y [n], or None when none exists. Raises OracleTimeout.
 FlipOracle = Callable[[frozenset[int], float], np.ndarray | None]
@@ -86,6 +90,7 @@ class HittingResult:
     message: str = ""
     witness: tuple[float, ...] | None = None  # `minimum_contrastive`: the point that flips [n]
     lower: int = 0  # `minimum_abductive`: exact, no AXp has fewer features (its size where OPTIMAL)
+    lemmas: Lemmas = ()  # `minimum_abductive`, OPTIMAL or NONE_WITHIN: the points behind its sets (`HittingSets`)
 
 
 def minimum_abductive(
@@ -148,15 +153,16 @@ def _abductive_loop(
             except OracleTimeout:
                 return stop()
             if candidate is None:  # every AXp has more than `limit` features
+                lemmas = tuple(contrastive_sets.lemmas)
                 if best is None:
-                    return HittingResult(Status.NONE_WITHIN, None, calls, lower=(limit or 0) + 1)
-                return HittingResult(Status.OPTIMAL, tuple(sorted(best)), calls, lower=len(best))
+                    return HittingResult(Status.NONE_WITHIN, None, calls, lower=(limit or 0) + 1, lemmas=lemmas)
+                return HittingResult(Status.OPTIMAL, tuple(sorted(best)), calls, lower=len(best), lemmas=lemmas)
             lower, exact = max(lower, len(candidate)), True
         if candidate == features:  # nothing free: y = x, which cannot flip (no float oracle asked)
             y = None
         elif found := supply.sets(features - candidate, deadline):  # small sets by the gradient search: no oracle asked
-            for contrastive in found:
-                contrastive_sets.add(contrastive)
+            for point in found:
+                contrastive_sets.add(support(problem, point), point)
             exact = False
             continue
         else:
@@ -167,7 +173,8 @@ def _abductive_loop(
                 return stop()
         if y is None:
             if exact:
-                return HittingResult(Status.OPTIMAL, tuple(sorted(candidate)), calls, lower=len(candidate))
+                lemmas = tuple(contrastive_sets.lemmas)
+                return HittingResult(Status.OPTIMAL, tuple(sorted(candidate)), calls, lower=len(candidate), lemmas=lemmas)
             best, exact = candidate, True
             report_incumbent(sorted(best))
             continue
@@ -175,7 +182,7 @@ def _abductive_loop(
         if not flipped:  # the oracle says S is no AXp, but its point does not show it: no verdict
             reason = "is undecided (smooth margin)" if flipped is None else "does not flip the prediction"
             return HittingResult(Status.ERROR, None, calls, f"the flip oracle's point {reason} in exact arithmetic")
-        contrastive_sets.add(shrink_witness(problem, y, supply.order[::-1]))
+        _add_shrunk(problem, contrastive_sets, y, supply)
         exact = False
 
 
@@ -241,7 +248,7 @@ def _seeded(
     if y is None:
         return seed, calls + 1, False
     if problem.flips(y):  # the floats were wrong
-        contrastive_sets.add(shrink_witness(problem, y, supply.order[::-1]))
+        _add_shrunk(problem, contrastive_sets, y, supply)
     return None, calls + 1, False
 
 
@@ -281,7 +288,7 @@ class _LoopAsker:
             return Flip(False, None, "the loop's flip oracle")
         if not problem.flips(y):
             return Flip(None, None, "the loop's flip oracle gave a point that does not flip exactly")
-        self.sets.add(frozenset(int(i) for i in np.flatnonzero(y != problem.x)))  # not shrunk: 72 s, not 55, on MNIST-FC
+        self.sets.add(support(problem, y), y)  # not shrunk: 72 s, not 55, on MNIST-FC
         return Flip(True, tuple(float(v) for v in y), "the loop's flip oracle")
 
 
@@ -328,10 +335,11 @@ class Supply:
         effects, self.ends = first_order_moves(problem) if self.applies else (np.zeros(problem.n), problem.x)
         self.order = tuple(int(i) for i in np.lexsort((np.arange(problem.n), -effects)))  # largest effect first
 
-    def sets(self, free: frozenset[int], deadline: float = math.inf) -> list[frozenset[int]]:
-        """Up to `MOST` pairwise disjoint contrastive sets inside `free` (class docstring), fewer
-        when the `deadline` (a time.perf_counter() value) passes."""
-        found: list[frozenset[int]] = []
+    def sets(self, free: frozenset[int], deadline: float = math.inf) -> list[np.ndarray]:
+        """The points [n] behind up to `MOST` pairwise disjoint contrastive sets inside `free`
+        (class docstring; each set: where its point differs from x), fewer when the `deadline` (a
+        time.perf_counter() value) passes."""
+        found: list[np.ndarray] = []
         left = [i for i in self.order if i in free]
         while self.applies and left and len(found) < self.MOST and time.perf_counter() < deadline:
             y = self._corner(left)
@@ -339,9 +347,9 @@ class Supply:
                 y = self._searched(left, seed=len(found))
             if y is None:
                 break
-            contrastive = self._shrunk(y)
-            found.append(contrastive)
-            left = [i for i in left if i not in contrastive]
+            point = self._shrunk(y)
+            found.append(point)
+            left = [i for i in left if point[i] == self.problem.x[i]]
         return found
 
     def _corner(self, left: list[int]) -> np.ndarray | None:
@@ -354,10 +362,10 @@ class Supply:
         flips = (predicted >= 0) & (predicted != problem.prediction)
         return Y[int(np.argmax(flips))] if flips.any() else None
 
-    def _shrunk(self, y: np.ndarray) -> frozenset[int]:
-        """The features where a point that flips exactly, y [n], still differs from x after each
-        changed feature, least effect first, is reset while the float score stays above
-        `SHRINK_SLACK`, if that point flips exactly; else `shrink_witness` (exact at every step)."""
+    def _shrunk(self, y: np.ndarray) -> np.ndarray:
+        """A point that flips exactly, y [n], with each changed feature, least effect first, reset
+        to x while the float score stays above `SHRINK_SLACK`, if that point flips exactly; else
+        `shrink_points`' (exact at every step)."""
         problem, z = self.problem, np.array(y, dtype=np.float64)
         for i in self.order[::-1]:
             if z[i] != problem.x[i]:
@@ -366,8 +374,8 @@ class Supply:
                 if scores(problem, trial[None, :])[0] > self.SHRINK_SLACK:
                     z = trial
         if problem.flips(z):
-            return frozenset(int(i) for i in np.flatnonzero(z != problem.x))
-        return shrink_witness(problem, y, self.order[::-1])
+            return z
+        return shrink_points(problem, np.asarray(y, dtype=np.float64)[None, :], self.order[::-1])[0]
 
     def _searched(self, left: list[int], seed: int) -> np.ndarray | None:
         """The gradient search's first flipping point [n] on prefixes of `left`, or None."""
@@ -393,10 +401,12 @@ class HittingSets:
     rebuilding the matrix for each took 26 of 60 s on a 28-feature ReLU network) and a minimum
     one. The minimum comes from PySAT's RC2 (an exact MaxSAT solver on integers: one hard clause
     per set, a soft clause ¬e per element), kept between calls so that each new set is one more
-    clause; every answer is checked to hit every set. Without PySAT, `minimum_hitting_set`."""
+    clause; every answer is checked to hit every set. Without PySAT, `minimum_hitting_set`.
+    `lemmas`: the points behind the sets added with one (`add`), for a certificate."""
 
     def __init__(self, n: int) -> None:
         self.n = n
+        self.lemmas: list[tuple[tuple[int, float], ...]] = []
         self.matrix = np.zeros((64, n), dtype=bool)  # [capacity, n]; the first `count` rows are the sets
         self.count = 0
         self.maxsat = _maxsat(n)
@@ -415,7 +425,11 @@ class HittingSets:
     def sets(self) -> list[frozenset[int]]:
         return [frozenset(int(i) for i in np.flatnonzero(row)) for row in self.matrix[: self.count]]
 
-    def add(self, found: frozenset[int]) -> None:
+    def add(self, found: frozenset[int], point: np.ndarray | None = None) -> None:
+        """One more set; `point` [n]: a point that flips exactly and differs from x on `found`
+        alone, kept in `lemmas`."""
+        if point is not None:
+            self.lemmas.append(tuple((i, float(point[i])) for i in sorted(found)))
         if self.count == len(self.matrix):
             self.matrix = np.concatenate([self.matrix, np.zeros_like(self.matrix)])
         self.matrix[self.count, list(found)] = True
@@ -491,6 +505,17 @@ def _stopped(best: frozenset[int] | None, at_most: int | None, calls: int, lower
     the exact lower bound (said in the message too)."""
     status, kept = stopped(None if best is None else tuple(sorted(best)), at_most)
     return HittingResult(status, kept, calls, f"exact lower bound {lower}", lower=lower)
+
+
+def support(problem: Problem, y: np.ndarray) -> frozenset[int]:
+    """The features where y [n] differs from x."""
+    return frozenset(int(i) for i in np.flatnonzero(np.asarray(y) != problem.x))
+
+
+def _add_shrunk(problem: Problem, contrastive_sets: HittingSets, y: np.ndarray, supply: Supply) -> None:
+    """The flipping point y [n] shrunk exactly (least effect first), added with its set."""
+    point = shrink_points(problem, np.asarray(y, dtype=np.float64)[None, :], supply.order[::-1])[0]
+    contrastive_sets.add(support(problem, point), point)
 
 
 def shrink_witness(problem: Problem, y: np.ndarray, order: Sequence[int] | None = None) -> frozenset[int]:

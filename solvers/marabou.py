@@ -76,7 +76,8 @@ class MarabouSolver(BaseSolver):
         witness = result.witness
         if witness is not None and problem.monotone:  # the exact point of the shortcut, a vertex of the box
             witness = tuple(modified_inputs(problem.x, result.solution, problem.counterpoint).tolist())
-        fields = {"solution": result.solution, "witness": witness, "raw_status": query.raw, "message": message}
+        fields = {"solution": result.solution, "witness": witness, "raw_status": query.raw, "message": message,
+                  "lemmas": result.lemmas}
         return self.outcome(result.status, started, **fields)
 
 

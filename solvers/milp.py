@@ -159,7 +159,8 @@ class MilpSolver(BaseSolver):
             status = Status.SIZE_LIMIT if stop.run.state is RunState.SIZE_LIMIT else Status.ERROR
             return self.outcome(status, started, raw_status=stop.run.raw_status, message="flip oracle stopped")
         message = f"{result.oracle_calls} oracle calls ({oracle.summary()})" + (f"; {result.message}" if result.message else "")
-        return self.outcome(result.status, started, solution=result.solution, raw_status=last[0], message=message)
+        fields = {"solution": result.solution, "raw_status": last[0], "message": message, "lemmas": result.lemmas}
+        return self.outcome(result.status, started, **fields)
 
     def _margin_witness(self, problem: Problem, free: frozenset[int], deadline: float) -> np.ndarray | None:
         """A point y [n] that agrees with x off `free` and flips the prediction in exact arithmetic,

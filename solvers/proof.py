@@ -56,6 +56,7 @@ from cardinal.problem import Kind, Problem
 from cardinal.rounding import SAFETY, TINY, UNIT_ROUNDOFF, gamma
 
 from . import proof_lp
+from .hitting import Lemmas
 from .oracle import SetOracle
 from .proof_box import search_box
 from .proof_hitting import search_hitting
@@ -97,13 +98,16 @@ def prove(problem: Problem, k: int, deadline: float = math.inf) -> dict[str, Any
     return search(problem, k, deadline).certificate
 
 
-def search(problem: Problem, k: int, deadline: float = math.inf, oracle: SetOracle | None = None) -> Proof:
+def search(
+    problem: Problem, k: int, deadline: float = math.inf, oracle: SetOracle | None = None, hints: Lemmas = ()
+) -> Proof:
     """`prove`, with the reason when there is no certificate. With the monotone shortcut:
     `shortcut_tree` for `FIRST_BUDGET` seconds, `shortcut_lp` where it applies for `LP_BUDGET`,
     then `shortcut_tree` until the deadline; the reason names each one's.
     Without the monotone shortcut an AXp claim is proved by witness lemmas
-    (`solvers.proof_hitting`, which asks `oracle`, the exact set oracle: None, this process's lent
-    one), a CXp claim on a piecewise-linear network (any K; identity, relu, leaky_relu of slope
+    (`solvers.proof_hitting`, which starts from `hints`, the points behind a solver run's
+    contrastive sets — `Outcome.lemmas` — and asks `oracle`, the exact set oracle: None, this
+    process's lent one), a CXp claim on a piecewise-linear network (any K; identity, relu, leaky_relu of slope
     below 1, hardtanh) by LP bounds (`solvers.proof_lp`), any other CXp claim (step, smooth
     units, leaky_relu of slope ≥ 1) by interval boxes (`solvers.proof_box`)."""
     started = time.perf_counter()
@@ -111,7 +115,7 @@ def search(problem: Problem, k: int, deadline: float = math.inf, oracle: SetOrac
         raise ValueError(f"k must lie in 0..{problem.n}, got {k}")
     if not problem.monotone:
         if problem.kind == Kind.ABDUCTIVE:
-            found = search_hitting(problem, k, deadline, oracle)
+            found = search_hitting(problem, k, deadline, oracle, hints)
         else:
             found = proof_lp.search_lp(problem, k, deadline) if proof_lp.applies(problem) else search_box(problem, k, deadline)
         document = None if found.proof is None else _document(problem, k, found.proof)

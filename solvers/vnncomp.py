@@ -96,7 +96,8 @@ class VnncompSolver(BaseSolver):
             except _Stopped as stop:
                 return self.outcome(Status.ERROR, started, raw_status="error", message=f"{stop} ({query.calls} instances)")
         message = f"{query.calls} instances" + (f"; {result.message}" if result.message else "")
-        fields = {"solution": result.solution, "witness": result.witness, "raw_status": query.raw, "message": message}
+        fields = {"solution": result.solution, "witness": result.witness, "raw_status": query.raw, "message": message,
+                  "lemmas": result.lemmas}
         return self.outcome(result.status, started, **fields)
 
 

@@ -92,8 +92,9 @@ def _vertex_oracle(problem: Problem, supports: list[frozenset[int]], asked: list
 
 @pytest.mark.parametrize("outputs", [1, 3])
 def test_supply_gives_disjoint_contrastive_sets_inside_the_free_set(outputs: int) -> None:
-    """Every set `Supply.sets` returns lies inside the free set, shares no feature with the others,
-    and contains the support of a vertex that flips (brute force): a genuine contrastive set."""
+    """Every point `Supply.sets` returns flips exactly, and its set (where it leaves x) lies
+    inside the free set, shares no feature with the others, and contains the support of a vertex
+    that flips (brute force): a genuine contrastive set."""
     rng = np.random.default_rng(11)
     checked = 0
     for seed in range(10):
@@ -103,7 +104,9 @@ def test_supply_gives_disjoint_contrastive_sets_inside_the_free_set(outputs: int
         assert supply.applies
         for _ in range(6):
             free = frozenset(np.flatnonzero(rng.random(problem.n) < 0.7).tolist())
-            found = supply.sets(free)
+            points = supply.sets(free)
+            assert all(problem.flips(y) for y in points)
+            found = [hitting.support(problem, y) for y in points]
             for index, contrastive in enumerate(found):
                 assert contrastive and contrastive <= free, (seed, free, contrastive)
                 assert all(not contrastive & other for other in found[:index]), (seed, found)

@@ -225,3 +225,38 @@ def test_a_witness_search_past_its_deadline_gives_none_and_a_k3_cxp_gets_lp_boun
     found = search(contrastive, 0)  # CXps of K ≥ 2 ReLU networks: method lp-tree, a tree per rival class
     assert found.certificate is not None and found.certificate["proof"]["method"] == "lp-tree", found.reason
     assert _check(found.certificate, contrastive).accepted
+
+
+class _NeverAsked:
+    """An exact set oracle that must not be asked: the lemmas given settle the claim."""
+
+    def flip(self, *args: object) -> None:
+        raise AssertionError("the oracle was asked, though the run's lemmas settle the claim")
+
+
+@pytest.mark.parametrize("classes", [1, 3], ids=["K=1", "K=3"])
+def test_the_certificate_of_a_proved_minimum_reuses_the_runs_lemmas(classes: int) -> None:
+    """The implicit hitting-set loop that proved a minimum AXp carries the points behind its sets
+    (`Outcome.lemmas`); a certificate built from them alone, no oracle asked, is accepted, names
+    only lemmas its tree uses, and hints that are no lemmas (a point that keeps p(x), one outside the
+    box) are dropped, not written."""
+    problem, _ = _rich(classes)
+    m = vertex_minimum(problem)
+    outcome = solve_minimum(problem.net, problem.x, "abductive", problem.domain, solver="z3", guarded=False)
+    assert outcome.status == "optimal" and outcome.size == m and outcome.lemmas
+    for lemma in outcome.lemmas:  # each a point of the box that flips, differing from x where it says
+        y = problem.x.copy()
+        for i, value in lemma:
+            assert value != problem.x[i]
+            y[i] = value
+        assert problem.flips(y)
+    keeps = tuple((i, float(problem.x[i])) for i in range(problem.n))  # y = x: keeps p(x)
+    outside = ((0, 2.0),)
+    found = search(problem, m - 1, oracle=_NeverAsked(), hints=(keeps, outside, *outcome.lemmas))  # type: ignore[arg-type]
+    assert found.certificate is not None, found.reason
+    report = _check(found.certificate, problem)
+    assert report.accepted, report.message
+    lemmas = found.certificate["proof"]["lemmas"]
+    assert [[0, 2.0]] not in lemmas and 0 < len(lemmas) <= len(outcome.lemmas)
+    named = {w for node in _nodes(found.certificate["proof"]["root"]) for w in node.get("disjoint", [node.get("branch")])}
+    assert named == set(range(len(lemmas)))

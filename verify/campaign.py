@@ -255,7 +255,8 @@ def certify_unit(unit: Unit, pool: SolverPool | None = None) -> list[Certified]:
                     problem, certificate.verdict, certificate.minimum, certificate.minimum_proved, certificate.certified
                 )
                 if claim not in made:
-                    made[claim] = make(problem, *claim, certificate_file(key), unit.proof_time_limit, unit.proof_embed)
+                    made[claim] = make(problem, *claim, certificate_file(key), unit.proof_time_limit, unit.proof_embed,
+                                       certificate.solvers)
                     text = made[claim].text
                 written = made[claim]
         record = Record(

@@ -224,7 +224,8 @@ def check_explanations(
                     features = claim.features
                     k = problem.n if features is None else len(features) - 1
                     proved = (k, "") if k >= 0 else (None, "the minimum is the empty set: nothing is smaller")
-                    judgement = replace(judgement, proof=proofs.write(problem, proved, f"row{claim.row}-{claim.kind}"))
+                    judgement = replace(judgement, proof=proofs.write(problem, proved, f"row{claim.row}-{claim.kind}",
+                                                                          judgement.solvers))
                 judgements.append(judgement)
             if progress is not None:
                 progress()

@@ -296,7 +296,7 @@ def _proved(net: Network, settings: Any, X: np.ndarray, kind: str, explainer: st
         started = time.perf_counter()
         if problem is not None:
             claim = claim_of(problem, judged.verdict, judged.minimum, judged.minimum_proved, judged.certified)
-            proof, reason = _proof(problem, claim, row, kind, folder, limit)
+            proof, reason = _proof(problem, claim, row, kind, folder, limit, judged.solvers)
         record = annotated([judged.to_json()], net, settings)[0]
         if proof is not None or folder is not None:
             record["proof"] = _entry(proof, reason, folder)
@@ -321,12 +321,13 @@ def _proved(net: Network, settings: Any, X: np.ndarray, kind: str, explainer: st
 
 
 def _proof(problem: Any, claim: tuple[int | None, str], row: int, kind: str, folder: ProofFolder | None,
-           limit: float) -> tuple[Proof | None, str]:
-    """The certificate of one result's claim (`claim_of`), written into `folder` or kept in memory."""
+           limit: float, outcomes: dict[str, Any]) -> tuple[Proof | None, str]:
+    """The certificate of one result's claim (`claim_of`), written into `folder` or kept in memory;
+    its search starts from the solvers' `outcomes` (their lemmas)."""
     from cardinal.solvers.proof import certificate_file
 
     name = certificate_file(f"row{row}-{kind}")
-    written = make(problem, *claim, name, limit, embed=folder is None)
+    written = make(problem, *claim, name, limit, embed=folder is None, outcomes=outcomes)
     if written.text is None:
         return None, written.entry["reason"]
     path = None

@@ -24,7 +24,7 @@ import json
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,7 @@ from cardinal import checker
 from cardinal.errors import InputError
 from cardinal.io import MAX_DATA_BYTES, decode_text, json_lines, parse_json, read_input, read_json
 from cardinal.network import Network
-from cardinal.problem import Problem, Verdict
+from cardinal.problem import Outcome, Problem, Verdict
 from cardinal.validate import output_directory
 
 from .record import proves_none
@@ -62,13 +62,18 @@ def claim_of(
     return len(minimum) - 1, ""
 
 
-def make(problem: Problem, k: int | None, reason: str, name: str, time_limit: float, embed: bool = False) -> Written:
+def make(
+    problem: Problem, k: int | None, reason: str, name: str, time_limit: float, embed: bool = False,
+    outcomes: Mapping[str, Outcome] | None = None,
+) -> Written:
     """Prove "no explanation within k" (generation limited to `time_limit` s), check the
-    certificate with `cardinal.checker`, and return its entry and text (`Written`)."""
+    certificate with `cardinal.checker`, and return its entry and text (`Written`). `outcomes`:
+    the solvers' outcomes for the claim, whose lemmas (`Outcome.lemmas`) the search starts from."""
     if k is None:
         return Written({"file": None, "reason": reason})
     started = time.perf_counter()
-    found = search(problem, k, started + time_limit)
+    hints = tuple(lemma for outcome in (outcomes or {}).values() for lemma in outcome.lemmas)
+    found = search(problem, k, started + time_limit, hints=hints)
     if found.certificate is None:
         return Written({"file": None, "reason": f"no certificate: {found.reason} after {found.nodes} node(s)"})
     network = problem.net.to_json()
@@ -114,10 +119,12 @@ class ProofFolder:
     def __init__(self, folder: str | Path, network: Network, time_limit: float, embed: bool = False) -> None:
         self.folder, self.network, self.time_limit, self.embed = Path(folder), network, time_limit, embed
 
-    def write(self, problem: Problem, claim: tuple[int | None, str], key: str) -> dict[str, Any]:
+    def write(
+        self, problem: Problem, claim: tuple[int | None, str], key: str, outcomes: Mapping[str, Outcome] | None = None
+    ) -> dict[str, Any]:
         """The `proof` entry of one result whose claim (k, or None and why: `claim_of`) is given,
-        its certificate written when there is one."""
-        written = make(problem, *claim, certificate_file(key), self.time_limit, self.embed)
+        its certificate written when there is one (`make`, with the solvers' `outcomes`)."""
+        written = make(problem, *claim, certificate_file(key), self.time_limit, self.embed, outcomes)
         save(self.folder, written, self.network, self.embed)
         return written.entry
 

@@ -95,7 +95,8 @@ def _certify(args: argparse.Namespace) -> int:
                     claim = claim_of(
                         problem, certificate.verdict, certificate.minimum, certificate.minimum_proved, certificate.certified
                     )
-                    certificate = replace(certificate, proof=proofs.write(problem, claim, f"row{row}-{kind}"))
+                    entry = proofs.write(problem, claim, f"row{row}-{kind}", certificate.solvers)
+                    certificate = replace(certificate, proof=entry)
                 certificates.append(certificate)
                 lines.append(certificate.to_json())
                 if problem is not None and certificate.verdict in (Verdict.SOLVER_DISAGREEMENT, Verdict.GREEDY_SUBOPTIMAL):
