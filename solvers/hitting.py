@@ -54,7 +54,7 @@ import numpy as np
 
 from cardinal.problem import Problem, Status, stopped
 
-from . import linear_bound, relaxed_axp
+from . import linear_bound, relaxed_axp, reset_bound
 from .attack import first_order_moves, flipping_points, scores
 from .deletion import SUBSET_MINIMAL, deletion
 from .guard import report_incumbent
@@ -64,6 +64,7 @@ SEED_AFTER = 5.0  # seconds of the loop before it asks about `_seed`'s set (most
 SEED_SHARE, SEED_SECONDS = 0.2, 15.0  # the time `_seed` may take: a share of the time left, at most this
 SEED_QUARTER = 0.25  # a short call seeds itself after this share of its time, if sooner than `SEED_AFTER`
 DELETION_SHARE = 0.5  # the share of the time left that `_deletion_seed` may take
+RESET_SHARE = 0.25  # and `_by_reset`, after it
 
 
 class OracleTimeout(Exception):
@@ -144,6 +145,13 @@ def _abductive_loop(
             if found is not None:
                 best, exact = found, True
                 report_incumbent(sorted(best))
+            floor, best, proved = _by_reset(problem, find_flip, best, supply, deadline)
+            lower = max(lower, floor + 1)
+            lemmas = tuple(contrastive_sets.lemmas)
+            if best is not None and (proved or len(best) <= lower):
+                return HittingResult(Status.OPTIMAL, tuple(sorted(best)), calls, lower=len(best), lemmas=lemmas)
+            if best is None and at_most is not None and floor >= at_most:
+                return HittingResult(Status.NONE_WITHIN, None, calls, lower=floor + 1, lemmas=lemmas)
             continue
         candidate = contrastive_sets.greedy()
         limit = at_most if best is None else len(best) - 1  # a candidate must beat these
@@ -250,6 +258,34 @@ def _seeded(
     if problem.flips(y):  # the floats were wrong
         _add_shrunk(problem, contrastive_sets, y, supply)
     return None, calls + 1, False
+
+
+def _by_reset(
+    problem: Problem, find_flip: FlipOracle, best: frozenset[int] | None, supply: Supply, deadline: float
+) -> tuple[int, frozenset[int] | None, bool]:
+    """After the seeding: the reset bound's floor (`reset_bound.reset_floor`: no AXp has at most
+    that many features; −1: none), and where the best AXp known is within `reset_bound.RESET_GAP`
+    of it, the reset-bound tree for "none smaller" (`reset_bound.search_reset`, `RESET_SHARE` of
+    the time left, asking the loop's oracle where gradient ascent finds no flip; an AXp that
+    oracle finds instead is smaller, and the tree is tried again for it). Returns the floor, the
+    smallest AXp known, and whether it is proved minimum. Only with the supply on (the backends'
+    own answers alone otherwise)."""
+    if not supply.applies or not reset_bound.applies(problem):
+        return -1, best, False
+    until = time.perf_counter() + RESET_SHARE * (deadline - time.perf_counter())
+    floor = reset_bound.reset_floor(problem, until)
+    try:
+        while best is not None and floor < len(best) - 1 <= floor + reset_bound.RESET_GAP and time.perf_counter() < until:
+            found = reset_bound.search_reset(problem, len(best) - 1, until, find_flip, floor)
+            if found.proof is not None:
+                return floor, best, True
+            if found.counterexample is None:
+                break
+            best = frozenset(found.counterexample)
+            report_incumbent(sorted(best))
+    except OracleTimeout:
+        pass
+    return floor, best, False
 
 
 def _deletion_seed(

@@ -59,10 +59,13 @@ from . import proof_lp
 from .hitting import Lemmas
 from .oracle import SetOracle
 from .proof_box import search_box
-from .proof_hitting import search_hitting
+from .proof_hitting import search_abductive
+from .proof_stop import FORMAT as FORMAT
 from .proof_stop import Stopped as _Stop
+from .proof_stop import claim_json as claim_json
+from .proof_stop import document as _document
+from .proof_stop import problem_json as problem_json
 
-FORMAT = "cardinal.proof/1"
 # A node with at most this many largest sets becomes a leaf "all" (the checker allows 4096): each
 # set costs the checker an exact evaluation, so a split that closes with a few leaves is cheaper
 # (measured on the quick suite's trained networks: 4 gave the least checking time of 1, 4, 16, 64).
@@ -115,7 +118,7 @@ def search(
         raise ValueError(f"k must lie in 0..{problem.n}, got {k}")
     if not problem.monotone:
         if problem.kind == Kind.ABDUCTIVE:
-            found = search_hitting(problem, k, deadline, oracle, hints)
+            found = search_abductive(problem, k, deadline, oracle, hints)
         else:
             found = proof_lp.search_lp(problem, k, deadline) if proof_lp.applies(problem) else search_box(problem, k, deadline)
         document = None if found.proof is None else _document(problem, k, found.proof)
@@ -179,31 +182,6 @@ def _line(problem: Problem) -> Problem:
     base, target = problem.base, problem.target
     domain = Domain(np.minimum(base, target), np.maximum(base, target), binary=True)
     return Problem.make(problem.net, base, "contrastive", domain, problem.threshold)
-
-
-def _document(problem: Problem, k: int, proof: dict[str, Any]) -> dict[str, Any]:
-    """The certificate of "no explanation of `problem`'s kind within k" with its `proof` object."""
-    return {"format": FORMAT, "problem": problem_json(problem), "claim": claim_json(problem, k), "proof": proof}
-
-
-def problem_json(problem: Problem) -> dict[str, Any]:
-    """The certificate's `problem` object: every number the double cardinal holds."""
-    return {
-        "network_sha256": problem.net.sha256,
-        "x": problem.x.tolist(),
-        "kind": problem.kind,
-        "lower": problem.domain.lower.tolist(),
-        "upper": problem.domain.upper.tolist(),
-        "binary": bool(problem.domain.binary),
-        "threshold": None if problem.threshold is None else float(problem.threshold),
-    }
-
-
-def claim_json(problem: Problem, k: int) -> dict[str, Any]:
-    """`{"none_exists": true}` for a CXp with k = n, else `{"no_explanation_within": k}`."""
-    if k == problem.n and problem.kind == Kind.CONTRASTIVE:
-        return {"none_exists": True}
-    return {"no_explanation_within": k}
 
 
 # ---------------------------------------------------------------------------- the node bound

@@ -34,12 +34,30 @@ import numpy as np
 
 from cardinal.problem import Problem
 
+from . import reset_bound
 from .attack import flipping_point
 from .guard import lent
 from .hitting import HittingSets, Lemmas, shrink_points, support
 from .oracle import SetOracle
 from .proof_stop import Searched
 from .proof_stop import Stopped as _Stop
+
+RESET_SHARE = 0.25  # `search_abductive` gives the reset bound this share of the time first
+
+
+def search_abductive(
+    problem: Problem, k: int, deadline: float, oracle: SetOracle | None = None, hints: Lemmas = ()
+) -> Searched:
+    """A certificate that no AXp of `problem` has at most k features: method "reset-bound"
+    (`solvers.reset_bound`, where it applies, for `RESET_SHARE` of the time, the oracle asked
+    where gradient ascent finds no flip), else "witness-hitting" (`search_hitting`)."""
+    with lent("oracle", SetOracle) if oracle is None else nullcontext(oracle) as asked:
+        if reset_bound.applies(problem):
+            until = time.perf_counter() + RESET_SHARE * (deadline - time.perf_counter())
+            found = reset_bound.search_reset(problem, k, until, lambda free, stop: _flip(problem, free, stop, asked))
+            if found.proof is not None or found.counterexample is not None:
+                return found
+        return search_hitting(problem, k, deadline, asked, hints)
 
 
 def search_hitting(

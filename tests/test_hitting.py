@@ -213,6 +213,7 @@ def test_loop_seeded_by_deletion_answers_with_its_axp(outputs: int, monkeypatch:
     stopped = 0
     with monkeypatch.context() as patched:
         patched.setattr(HittingSets, "minimum", lambda self, limit, deadline=math.inf: (_ for _ in ()).throw(hitting.OracleTimeout()))
+        patched.setattr(hitting, "_by_reset", lambda problem, flip, best, supply, deadline: (-1, best, False))  # deletion's alone
         for seed in range(8):
             problem = _cube(seed, 8, outputs)
             supports = _flipping_supports(problem)

@@ -153,7 +153,7 @@ WRONG_SHAPES = [  # (path, value, what the one-line message names)
     (("network", "layers", 0), 7, "network layer 1: 'weight' must be"),
     (("problem",), [], "a certificate needs the objects"),
     (("claim", "no_explanation_within"), 10**400, "claim must be"),
-    (("proof", "method"), ["shortcut-tree"], "proof.method must be one of the five method names"),
+    (("proof", "method"), ["shortcut-tree"], "proof.method must be one of the six method names"),
     (("proof", "root"), [], "a node must be an object"),
     (("proof", "root", "split"), 10**400, "not a feature index"),
 ]

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from cardinal.solvers import reset_bound
 from cardinal.solvers.base import solve_minimum
 from cardinal.solvers.proof import search
 from cardinal.solvers.proof_hitting import hitting_tree
@@ -28,6 +29,13 @@ from cardinal.domain import Domain
 from cardinal.network import Layer, Network
 from cardinal.problem import Problem
 from tests.bruteforce import vertex_minimum, vertex_valid
+
+
+@pytest.fixture(autouse=True)
+def _witness_hitting_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This file tests method "witness-hitting": the reset bound, which `proof.search` and the
+    hitting-set loop try first where it applies, is off (tests/test_proofs_reset.py has it)."""
+    monkeypatch.setattr(reset_bound, "applies", lambda problem: False)
 
 
 def _network(rng: np.random.Generator, n: int, hidden: int, classes: int) -> Network:

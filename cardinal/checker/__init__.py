@@ -8,14 +8,16 @@ given (checked against the certificate's SHA-256), and the argument written in d
 one per method: "shortcut-tree", the monotone shortcut on a sign-monotone network (which it checks
 itself), interval arithmetic and layer-by-layer linear bounds; "shortcut-lp", the same shortcut
 and an lp-tree over the box of its points; "witness-hitting" (AXps of any network), points that
-change the prediction and a hitting-set tree; "lp-tree" (CXps of relu, leaky_relu and hardtanh
+change the prediction and a hitting-set tree; "reset-bound" (AXps of networks of the linear
+leaf's activations), one such point and a budgeted linear bound over its resets; "lp-tree" (CXps of relu, leaky_relu and hardtanh
 networks, K ≥ 1), its own LP relaxation (`LpRelaxation`, the reference encoding) and weak duality, in
 rationals; "box-tree" (CXps of any network, K ≥ 1), interval evaluation over boxes of the input
 (`BoxTree`).
 
 Files: `exact` (the network, its exact evaluation and enclosures, the prediction rule — every
 method rests on it), then one file per method family: `shortcut` (shortcut-tree, shortcut-lp; with `linear`, the tree's
-leaf "linear"), `hitting` (witness-hitting and the hitting tree), `lp` (lp-tree), `box` (box-tree). To audit one
+leaf "linear"), `hitting` (witness-hitting and the hitting tree), `reset` (reset-bound, with
+`linear`), `lp` (lp-tree), `box` (box-tree). To audit one
 certificate, read this file, `exact` and its method's file.
 
 `check(certificate, network)` returns a `Report` (accepted or the first step that fails, with the
@@ -45,7 +47,10 @@ from .exact import (
 from .hitting import _hitting
 from .linear import LAYERS as LINEAR_LAYERS
 from .lp import LpRelaxation
+from .reset import Resets, _reset
 from .shortcut import MAX_ALL_SETS, Shortcut, check_shortcut
+
+METHODS = ("shortcut-tree", "shortcut-lp", "witness-hitting", "reset-bound", "lp-tree", "box-tree")
 
 __all__ = [
     "FORMAT",
@@ -57,6 +62,7 @@ __all__ = [
     "CertificateError",
     "LpRelaxation",
     "Report",
+    "Resets",
     "Shortcut",
     "check",
     "network_sha256",
@@ -98,9 +104,9 @@ def check(certificate: Any, network: Any | None = None) -> Report:
     else:
         raise CertificateError("claim must be {'no_explanation_within': k} (0 ≤ k ≤ n) or, contrastive, {'none_exists': true}")
     method = proof.get("method")
-    if not isinstance(method, str) or method not in ("shortcut-tree", "shortcut-lp", "witness-hitting", "lp-tree", "box-tree"):
+    if not isinstance(method, str) or method not in METHODS:
         raise CertificateError(f"unknown proof method {method!r}" if isinstance(method, str) and len(method) < 40 else
-                               "proof.method must be one of the five method names")  # fmt: skip
+                               "proof.method must be one of the six method names")  # fmt: skip
     said = f"no {kind} explanation of at most {k} feature(s)"
     if claim == {"none_exists": True}:
         said = "no contrastive explanation at all"
@@ -156,6 +162,10 @@ def _check(
         if kind != "abductive":
             raise _Rejected("witness lemmas prove claims about abductive explanations only")
         return _hitting(net, x, box, threshold, prediction, k, proof)
+    if proof["method"] == "reset-bound":
+        if kind != "abductive":
+            raise _Rejected("a reset bound proves claims about abductive explanations only")
+        return _reset(layers, x, box, threshold, prediction, k, proof)
     if proof["method"] == "lp-tree":
         if kind != "contrastive":
             raise _Rejected("LP bounds prove claims about contrastive explanations only")

@@ -60,11 +60,16 @@ class LinearBound:
                 raise _Rejected(f"leaf 'linear': layer {number} is {layer.name}, not identity, relu, leaky_relu or hardtanh")
         self.net, self.base, self.target, self.moves, self.shift, self.monotone = net, base, target, moves, shift, monotone
 
-    def bound(self, chosen: frozenset[int], open_: list[int], budget: int, goal: int, threshold: Fraction) -> tuple[bool, Form]:
+    def bound(
+        self, chosen: frozenset[int], open_: list[int], budget: int, goal: int, threshold: Fraction, at_most: bool = False
+    ) -> tuple[bool, Form]:
         """Whether no set of in = `chosen` plus `budget` (or all, if fewer) of `open_` reaches `goal`
         (f > `threshold` for goal 1, f ≤ it for 0), and the coefficients of the output's form that
-        decides it (upper for goal 1, lower for goal 0) [open], × 2^-BITS."""
+        decides it (upper for goal 1, lower for goal 0) [open], × 2^-BITS. `at_most`: plus at most
+        `budget` of `open_` (method "reset-bound", where validity is not closed upwards): a form's
+        range then takes only the negative (positive) ones of its r smallest (largest) coefficients."""
         r = min(budget, len(open_))
+        low_part, high_part = (min, max) if at_most else ((lambda c, _: c),) * 2
         floor = self._pre_activations(chosen)  # each unit between its values at y(in) and y(in ∪ open)
         ceiling = self._pre_activations(chosen | frozenset(open_))
         upper, lower = self._first(floor[0], open_)
@@ -72,8 +77,8 @@ class LinearBound:
         for number, layer in enumerate(self.net.layers):
             if number:
                 upper, lower = self._affine(number, lines, upper, lower)
-            lows = [form[-1] + sum(sorted(form[:-1])[:r]) for form in lower]
-            highs = [form[-1] + sum(sorted(form[:-1], reverse=True)[:r]) for form in upper]
+            lows = [form[-1] + sum(low_part(c, 0) for c in sorted(form[:-1])[:r]) for form in lower]
+            highs = [form[-1] + sum(high_part(c, 0) for c in sorted(form[:-1], reverse=True)[:r]) for form in upper]
             for unit, direction in enumerate(self.monotone[number]):
                 if direction:
                     ends = sorted((floor[number][unit], ceiling[number][unit]))
