@@ -263,29 +263,30 @@ def _seeded(
 def _by_reset(
     problem: Problem, find_flip: FlipOracle, best: frozenset[int] | None, supply: Supply, deadline: float
 ) -> tuple[int, frozenset[int] | None, bool]:
-    """After the seeding: the reset bound's floor (`reset_bound.reset_floor`: no AXp has at most
-    that many features; −1: none), and where the best AXp known is within `reset_bound.RESET_GAP`
-    of it, the reset-bound tree for "none smaller" (`reset_bound.search_reset`, `RESET_SHARE` of
-    the time left, asking the loop's oracle where gradient ascent finds no flip; an AXp that
-    oracle finds instead is smaller, and the tree is tried again for it). Returns the floor, the
-    smallest AXp known, and whether it is proved minimum. Only with the supply on (the backends'
-    own answers alone otherwise)."""
+    """After the seeding, for `RESET_SHARE` of the time left: the reset bound's floor
+    (`reset_bound.reset_floor`: no AXp has at most that many features; −1: none), raised one
+    claim at a time by reset-bound trees (`reset_bound.search_reset`, asking the loop's oracle
+    where gradient ascent finds no flip: an AXp that oracle finds instead is smaller, and the
+    best known) until it meets the best AXp known. Returns the floor, the smallest AXp known, and
+    whether it is proved minimum. Only with the supply on (the backends' own answers alone
+    otherwise)."""
     if not supply.applies or not reset_bound.applies(problem):
         return -1, best, False
     until = time.perf_counter() + RESET_SHARE * (deadline - time.perf_counter())
     floor = reset_bound.reset_floor(problem, until)
     try:
-        while best is not None and floor < len(best) - 1 <= floor + reset_bound.RESET_GAP and time.perf_counter() < until:
-            found = reset_bound.search_reset(problem, len(best) - 1, until, find_flip, floor)
+        while best is not None and floor < len(best) - 1 and time.perf_counter() < until:
+            found = reset_bound.search_reset(problem, floor + 1, until, find_flip, floor)
             if found.proof is not None:
-                return floor, best, True
-            if found.counterexample is None:
+                floor += 1
+            elif found.counterexample is not None:
+                best = frozenset(found.counterexample)
+                report_incumbent(sorted(best))
+            else:
                 break
-            best = frozenset(found.counterexample)
-            report_incumbent(sorted(best))
     except OracleTimeout:
         pass
-    return floor, best, False
+    return floor, best, best is not None and floor >= len(best) - 1
 
 
 def _deletion_seed(

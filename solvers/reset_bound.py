@@ -41,7 +41,7 @@ STARTS = 4  # gradient-ascent starts per rival: x, the box's centre, random poin
 STEPS = 60
 
 
-RESET_GAP = 4  # `search_reset` builds a tree only for claims at most this far above the root's bound
+RESET_GAP = 8  # `search_reset` builds a tree only for claims at most this far above the root's bound
 
 
 def applies(problem: Problem) -> bool:
