@@ -193,6 +193,25 @@ class _Net:
         return self.output(*self.affine(0, y, y))
 
 
+def _point(pairs: Any, x: list[Fraction], box: tuple, where: str) -> list[Fraction]:
+    """x with the values of `pairs` (`[feature, value]`, each feature once: else `CertificateError`),
+    which must lie in the box, at an end of each feature when it is binary (else `_Rejected`)."""
+    lower, upper, binary = box
+    n = len(x)
+    if not isinstance(pairs, list) or not all(isinstance(p, list) and len(p) == 2 and _index(p[0], n) for p in pairs):
+        raise CertificateError(f"{where}: must be a list of [feature, value] pairs")
+    if len({pair[0] for pair in pairs}) != len(pairs):
+        raise CertificateError(f"{where}: a feature is given twice")
+    y = list(x)
+    for i, value in pairs:
+        y[i] = Fraction(_number(value, f"{where}: the value of feature {i}"))
+    outside = [i for i in range(n) if not lower[i] <= y[i] <= upper[i] or (binary and y[i] not in (lower[i], upper[i]))]
+    if outside:
+        ends = " (binary: only its two ends)" if binary else ""
+        raise _Rejected(f"{where}: feature {outside[0]} lies outside the box{ends}")
+    return y
+
+
 def _dot(row: list[int], values: list[int]) -> int:
     return sum(w * v for w, v in zip(row, values, strict=True) if w)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from .exact import CertificateError, _index, _Lazy, _Net, _number, _predict, _Rejected
+from .exact import CertificateError, _index, _Lazy, _Net, _point, _predict, _Rejected
 
 
 def _hitting(
@@ -16,7 +16,6 @@ def _hitting(
     the listed features changed) whose prediction differs from p(x), so the features D where y
     differs from x meet every AXp (an AXp outside D would fix y's features to x's and keep p(x)).
     The tree shows that no set of at most k features meets every D. Returns (leaves, evaluations)."""
-    lower, upper, binary = box
     n = len(x)
     lemmas = proof.get("lemmas")
     if not isinstance(lemmas, list):
@@ -24,20 +23,7 @@ def _hitting(
     sets = []
     for number, lemma in enumerate(lemmas):
         where = f"lemma {number}"
-        if not isinstance(lemma, list) or not all(
-            isinstance(pair, list) and len(pair) == 2 and _index(pair[0], n) for pair in lemma
-        ):
-            raise CertificateError(f"{where}: must be a list of [feature, value] pairs")
-        if len({pair[0] for pair in lemma}) != len(lemma):
-            raise CertificateError(f"{where}: a feature is given twice")
-        y = list(x)
-        for i, value in lemma:
-            y[i] = Fraction(_number(value, f"{where}: the value of feature {i}"))
-        outside = [i for i in range(n) if not lower[i] <= y[i] <= upper[i] or (binary and y[i] not in (lower[i], upper[i]))]
-        if outside:
-            raise _Rejected(
-                f"{where}: feature {outside[0]} lies outside the box" + (" (binary: only its two ends)" if binary else "")
-            )
+        y = _point(lemma, x, box, where)
         if _predict(net.point(y), threshold, where) == prediction:
             raise _Rejected(f"{where}: its point does not change the prediction")
         sets.append(frozenset(i for i in range(n) if y[i] != x[i]))

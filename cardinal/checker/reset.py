@@ -20,7 +20,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from .exact import CertificateError, _index, _Layer, _Net, _number, _predict, _Rejected, _scaled, network_sha256
+from .exact import CertificateError, _index, _Layer, _Net, _point, _predict, _Rejected, _scaled, network_sha256
 from .linear import LinearBound
 
 
@@ -62,20 +62,8 @@ def _leaf(
     chosen: frozenset[int], out: frozenset[int], where: str,
 ) -> None:  # fmt: skip
     """Check one leaf "point" of the node (chosen, out), or `_Rejected`."""
-    lower, upper, binary = box
     n, classes = len(x), len(layers[-1].weight)
-    pairs = node["point"]
-    if not isinstance(pairs, list) or not all(isinstance(p, list) and len(p) == 2 and _index(p[0], n) for p in pairs):
-        raise CertificateError(f"{where}: point must be a list of [feature, value] pairs")
-    if len({p[0] for p in pairs}) != len(pairs):
-        raise CertificateError(f"{where}: point: a feature is given twice")
-    y = list(x)
-    for i, value in pairs:
-        y[i] = Fraction(_number(value, f"{where}: the value of feature {i}"))
-    outside = [i for i in range(n) if not lower[i] <= y[i] <= upper[i] or (binary and y[i] not in (lower[i], upper[i]))]
-    if outside:
-        ends = " (binary: only its two ends)" if binary else ""
-        raise _Rejected(f"{where}: feature {outside[0]} of its point lies outside the box{ends}")
+    y = _point(node["point"], x, box, f"{where}: point")
     rival = node["rival"]
     if classes == 1:
         if rival is not None:
