@@ -37,7 +37,7 @@ from cardinal.problem import Problem
 from . import reset_bound
 from .attack import flipping_point
 from .guard import lent
-from .hitting import HittingSets, Lemmas, shrink_points, support
+from .hitting import HittingSets, Lemmas, add_point, shrink_points
 from .oracle import SetOracle
 from .proof_stop import Searched
 from .proof_stop import Stopped as _Stop
@@ -67,33 +67,26 @@ def search_hitting(
     features, or None and why; its `nodes`: the lemmas found. `oracle`: the exact set oracle to ask
     (None: this process's lent one); `hints`: lemmas to start from (a solver run's), each judged
     here first."""
-    sets: list[frozenset[int]] = []
-    lemmas: list[list[list[float]]] = []  # each: the [feature, value] pairs where its point leaves x
+    found = HittingSets(problem.n)
     try:
-        with lent("oracle", SetOracle) if oracle is None else nullcontext(oracle) as asked, HittingSets(problem.n) as found:
+        with lent("oracle", SetOracle) if oracle is None else nullcontext(oracle) as asked, found:
             for y in _judged(problem, hints):
-                changed = support(problem, y)
-                sets.append(changed)
-                found.add(changed)
-                lemmas.append([[i, float(y[i])] for i in sorted(changed)])
+                add_point(problem, found, y)
             while (candidate := found.minimum(k)) is not None:
                 if time.perf_counter() > deadline:
                     raise _Stop("deadline")
                 y = _flip(problem, frozenset(range(problem.n)) - candidate, deadline, asked)
                 if y is None:
                     raise _Stop(f"the claim is false: {sorted(candidate)} is an abductive explanation", tuple(sorted(candidate)))
-                y = shrink_points(problem, y[None, :])[0]
-                changed = support(problem, y)
-                sets.append(changed)
-                found.add(changed)
-                lemmas.append([[i, float(y[i])] for i in sorted(changed)])
-        root = hitting_tree(sets, k, deadline)
+                add_point(problem, found, shrink_points(problem, y[None, :])[0])
+        root = hitting_tree(found.sets(), k, deadline)
     except _Stop as stop:
-        return Searched(None, str(stop), len(sets), stop.counterexample)
+        return Searched(None, str(stop), len(found), stop.counterexample)
     named = sorted(_named(root))
     renumber = {w: number for number, w in enumerate(named)}
-    proof = {"method": "witness-hitting", "lemmas": [lemmas[w] for w in named], "root": _renumbered(root, renumber)}
-    return Searched(proof, "proved", len(sets))
+    lemmas = [[list(pair) for pair in found.lemmas[w]] for w in named]
+    proof = {"method": "witness-hitting", "lemmas": lemmas, "root": _renumbered(root, renumber)}
+    return Searched(proof, "proved", len(found))
 
 
 def _judged(problem: Problem, hints: Lemmas) -> list[np.ndarray]:

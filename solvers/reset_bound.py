@@ -54,12 +54,13 @@ def applies(problem: Problem) -> bool:
     )
 
 
-def reset_floor(problem: Problem, deadline: float) -> int:
+def reset_floor(problem: Problem, deadline: float, tree: _Tree | None = None) -> int:
     """The largest k that one point proves (a tree of one leaf): no AXp has at most k features;
-    −1 where no point proves anything (or the method does not apply)."""
+    −1 where no point proves anything (or the method does not apply). `tree`: the search whose
+    root points to use (they are computed once per tree)."""
     if not applies(problem):
         return -1
-    tree = _Tree(problem, 0, deadline)
+    tree = _Tree(problem, 0, deadline) if tree is None else tree
     best = -1
     for leaf in tree.leaves_at(frozenset()):
         if time.perf_counter() > deadline:
@@ -87,10 +88,10 @@ def search_reset(problem: Problem, k: int, deadline: float, flip: Flipper | None
     (`Searched.counterexample`). `floor`: `reset_floor`'s answer, when known."""
     if not applies(problem):
         return Searched(None, "the reset bound does not apply", 0)
-    floor = reset_floor(problem, deadline) if floor is None else floor
+    tree = _Tree(problem, k, deadline, flip)
+    floor = reset_floor(problem, deadline, tree) if floor is None else floor
     if floor < k - RESET_GAP:
         return Searched(None, f"the reset bound's root proves {floor}, too far below {k}", 1)
-    tree = _Tree(problem, k, deadline, flip)
     try:
         root = tree.node(frozenset(), frozenset())
     except _Stop as stop:
@@ -109,12 +110,14 @@ class _Tree:
         domain = problem.domain
         box = (domain.lower.tolist(), domain.upper.tolist(), bool(domain.binary))
         self.checks = checker.Resets(problem.net.to_json(), problem.x.tolist(), box, problem.threshold, k)
+        self._leaves: dict[frozenset[int], list[dict]] = {}  # in → its candidate leaves
 
     def leaves_at(self, chosen: frozenset[int]) -> list[dict]:
-        """Candidate leaves "point" for nodes whose in is `chosen`, widest float margin first."""
-        x = self.problem.x
-        return [{"point": [[int(i), float(y[i])] for i in np.flatnonzero(y != x)], "rival": rival}
-                for y, rival in _points(self.problem, chosen)]  # fmt: skip
+        """Candidate leaves "point" for nodes whose in is `chosen`, widest float margin first
+        (gradient ascent once per in)."""
+        if chosen not in self._leaves:
+            self._leaves[chosen] = [_leaf(self.problem, y, rival) for y, rival in _points(self.problem, chosen)]
+        return self._leaves[chosen]
 
     def node(self, chosen: frozenset[int], out: frozenset[int]) -> dict:
         if time.perf_counter() > self.deadline:
@@ -133,7 +136,6 @@ class _Tree:
             raise _Stop("the bound fails on a leaf with nothing left to branch on")
         return {"branch": i, "children": [self.node(chosen | {i}, out), self.node(chosen, out | {i})]}
 
-
     def _asked(self, chosen: frozenset[int]) -> list[dict]:
         """The leaf of the point that the exact oracle finds with `chosen` fixed at x; `_Stop` when
         there is no oracle or it finds none (then `chosen` is an AXp: the counterexample)."""
@@ -144,12 +146,13 @@ class _Tree:
             raise _Stop(f"the claim is false: {sorted(chosen)} is an abductive explanation", tuple(sorted(chosen)))
         if not self.problem.flips(y):
             raise _Stop("the flip oracle's point does not flip exactly")
-        return [{"point": [[int(i), float(y[i])] for i in np.flatnonzero(y != self.problem.x)], "rival": _rival(self.problem, y)}]
+        rival = None if self.problem.classes == 1 else int(self.problem.predictions(y[None, :])[0])  # the class y takes
+        return [_leaf(self.problem, y, rival)]
 
 
-def _rival(problem: Problem, y: np.ndarray) -> int | None:
-    """The class y [n] is predicted (K ≥ 2; it differs from p(x)); None for K = 1."""
-    return None if problem.classes == 1 else int(problem.predictions(y[None, :])[0])
+def _leaf(problem: Problem, y: np.ndarray, rival: int | None) -> dict:
+    """The leaf "point" of y [n] (the pairs where it differs from x) and its rival."""
+    return {"point": [[int(i), float(y[i])] for i in np.flatnonzero(y != problem.x)], "rival": rival}
 
 
 def _costliest(problem: Problem, leaf: dict, decided: frozenset[int]) -> int | None:
