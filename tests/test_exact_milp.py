@@ -486,6 +486,28 @@ def test_early_levels_decide_without_the_seed_and_equal_the_branch_and_bound(mon
     assert by_levels > 0
 
 
+def test_levels_below_a_new_incumbent_decide_and_equal_the_branch_and_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no early levels, no seed and no set-by-set questions, the levels are asked only when
+    the branch and bound's incumbent brings the levels below it within reach
+    (`_Minimum.improved`): the minima equal those of the branch and bound alone, and such levels
+    decide some of them."""
+    by_levels = exact_milp._by_levels
+    monkeypatch.setattr(exact_milp, "_by_levels", lambda problem, search, deadline, early=False: not early and by_levels(problem, search, deadline))
+    monkeypatch.setattr(exact_milp, "_seeded", lambda problem: False)
+    monkeypatch.setattr(exact_milp, "SET_QUESTIONS", 0)
+    decided = 0
+    for seed in range(8):
+        problem = _problem(50 + seed, False, False, "contrastive", n=8, hidden=(6, 4))
+        ours = _solve(problem)
+        with monkeypatch.context() as alone:
+            alone.setattr(exact_milp, "levels_fit", lambda n, below: False)
+            reference = _solve(problem)
+        assert "splitting" not in reference.message, reference
+        assert _size(ours) == _size(reference), (seed, ours, reference)
+        decided += "proved by splitting" in ours.message
+    assert decided > 0
+
+
 def test_small_flip_questions_split_first_and_agree_with_the_branch_and_bound() -> None:
     """Flip questions over 1 to `SPLIT_FREE` free features of ReLU networks on continuous boxes:
     the splitting search first (the default) and the branch and bound alone (`split=False`) agree
