@@ -96,6 +96,14 @@ class Deletion:
     method: str = METHOD
     traversal: str = "sensitivity"
 
+    @property
+    def removed(self) -> frozenset[int]:
+        """The features that left the set (every "removed" step's block). For an AXp this holds
+        even where the run stopped `unknown`: the features not removed form an AXp, exactly valid
+        (the last removal's question proved that they keep p(x) with every other feature free),
+        though not shown subset-minimal."""
+        return frozenset(j for step in self.steps if step.verdict == "removed" for j in step.block)
+
 
 def deletion(problem: Problem, oracle: SetOracle, time_limit: float, traversal: str = "sensitivity") -> Deletion:
     """The subset-minimal explanation of `problem` (module docstring); each oracle question gets

@@ -292,6 +292,26 @@ def test_an_undecided_step_gives_no_answer(kind: str, after: int) -> None:
     assert "undecided (z3: timeout)" in answer.note
 
 
+def test_the_features_an_undecided_axp_run_did_not_remove_form_an_axp() -> None:
+    """A run stopped undecided after k questions still proved its removals: on Boolean cubes the
+    features it did not remove form an AXp (brute force over the vertices), and every feature
+    removed was judged "removed" by a decided question."""
+    n, checked = 6, 0
+    for seed in range(3):
+        net = _network(seed, n, 3, False)
+        for x in _inputs(net, True, seed):
+            problem = _problem(net, x, "abductive", Domain.boolean(n))
+            for after in (2, 4):
+                with _Undecided(after) as undecided:
+                    answer = deletion(problem, undecided, 30.0)
+                assert answer.status == UNKNOWN and answer.features is None
+                removed = [j for step in answer.steps if step.verdict == "removed" for j in step.block]
+                assert answer.removed == frozenset(removed)
+                assert vertex_valid(problem, tuple(sorted(set(range(n)) - answer.removed)))
+                checked += bool(answer.removed)
+    assert checked > 0  # some run removed a feature before it stopped
+
+
 def test_a_network_no_engine_decides_gives_no_answer() -> None:
     """A non-monotone sigmoid network: z3 cannot encode it, so the first question is undecided."""
     rng = np.random.default_rng(0)

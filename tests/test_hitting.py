@@ -185,7 +185,7 @@ def test_loop_seeded_by_the_relaxation_equals_brute_force(outputs: int, monkeypa
     """On one-hidden-layer networks the loop asked at once (`seed_after=0`), where deletion gives
     no AXp (turned off here), asks the oracle about the set the relaxation certifies first, and
     still ends OPTIMAL with the brute-force minimum."""
-    monkeypatch.setattr(hitting, "_deletion_seed", lambda *args: (None, 0))
+    monkeypatch.setattr(hitting, "_deletion_seed", lambda *args: (None, None, 0))
     for seed in range(8):
         problem = _shallow(seed, 7, outputs)
         supports = _flipping_supports(problem)
@@ -226,6 +226,36 @@ def test_loop_seeded_by_deletion_answers_with_its_axp(outputs: int, monkeypatch:
             assert len(chosen) >= _minimum_hitting(problem.n, supports)
             stopped += 1
     assert stopped >= 4
+
+
+@pytest.mark.parametrize("outputs", [1, 3])
+def test_a_deletion_seed_stopped_undecided_still_gives_the_loop_its_axp(outputs: int) -> None:
+    """Where the oracle stops deciding (every question from the fifth on runs out its time, as on
+    the full-box CNN of `bench.digits`), the deletion seed ends undecided; the loop then answers
+    FEASIBLE with the features deletion did not remove: an AXp (it hits every flipping support,
+    brute force), of fewer than all features where deletion removed some."""
+    answered = 0
+    for seed in range(8):
+        problem = _cube(seed, 8, outputs)
+        supports = _flipping_supports(problem)
+        exact = _vertex_oracle(problem, supports)
+        calls = [0]
+
+        def find_flip(free: frozenset[int], deadline: float) -> np.ndarray | None:
+            calls[0] += 1
+            if calls[0] > 4:
+                raise hitting.OracleTimeout
+            return exact(free, deadline)
+
+        result = hitting.minimum_abductive(problem, find_flip, None, math.inf, seed_after=0.0, supply=False)
+        if result.status == Status.OPTIMAL:  # decided within four questions
+            continue
+        assert result.status == Status.FEASIBLE and result.solution is not None, (seed, result)
+        chosen = frozenset(result.solution)
+        assert all(chosen & s for s in supports), (seed, result)
+        assert len(chosen) < problem.n
+        answered += 1
+    assert answered >= 4
 
 
 def test_rc2_stops_at_its_deadline() -> None:
