@@ -58,10 +58,10 @@ def screen(problem: Problem, lower: np.ndarray, upper: np.ndarray) -> tuple[bool
     net = problem.net
     if not applies(net):
         return False, np.empty((0, problem.n))
-    weights = _weights(net)
-    low, high = _aligned(
-        Dyadic.from_floats(np.asarray(lower, dtype=np.float64)), Dyadic.from_floats(np.asarray(upper, dtype=np.float64))
-    )
+    lower, upper = np.asarray(lower, dtype=np.float64), np.asarray(upper, dtype=np.float64)
+    free = lower != upper
+    weights = _pinned_folded(_weights(net), Dyadic.from_floats(lower[~free]), free)
+    low, high = _aligned(Dyadic.from_floats(lower[free]), Dyadic.from_floats(upper[free]))
     relaxations: list[_Relaxation] = []
     for layer, (weight, bias) in zip(net.layers[:-1], weights[:-1], strict=True):
         both, _ = _lower_bounds(_stack(weight, _negated(weight)), _stack(bias, _negated(bias)), relaxations, weights, low, high)
@@ -73,8 +73,21 @@ def screen(problem: Problem, lower: np.ndarray, upper: np.ndarray) -> tuple[bool
         relaxations.append(_relaxation(lo, hi, layer.activation.name))
     objective, constant, strict = _objective(problem, weights[-1])
     bounds, coefficients = _lower_bounds(objective, constant, relaxations, weights, low, high)
-    corners = np.where(coefficients.ints > 0, np.asarray(lower, dtype=np.float64), np.asarray(upper, dtype=np.float64))
-    return bool(np.all(np.where(strict, bounds.ints > 0, bounds.ints >= 0))), corners.astype(np.float64)
+    corners = np.tile(lower, (len(coefficients.ints), 1))
+    corners[:, free] = np.where(coefficients.ints > 0, lower[free], upper[free])
+    return bool(np.all(np.where(strict, bounds.ints > 0, bounds.ints >= 0))), corners
+
+
+def _pinned_folded(weights: list[tuple[Dyadic, Dyadic]], pinned: Dyadic, free: np.ndarray) -> list[tuple[Dyadic, Dyadic]]:
+    """The layers with the first one over the free features alone: its weight's columns where
+    `free` [n] (bool), and its bias plus the pinned features' exact contribution W[:, ~free]·pinned
+    ([n − f] values): the same function of the free features, exactly, so the same bound, at a
+    cost that grows with the free features only (most deletion questions pin most of them)."""
+    (weight, bias), *rest = weights
+    if free.all():
+        return weights
+    folded = bias + Dyadic(weight.ints[:, ~free].dot(pinned.ints), weight.exp + pinned.exp)
+    return [(Dyadic(weight.ints[:, free], weight.exp), folded), *rest]
 
 
 def _weights(net: Network) -> list[tuple[Dyadic, Dyadic]]:

@@ -18,9 +18,11 @@ digit classifiers of the `classifiers` suite it settles, in milliseconds, the "n
 ε-ball" claims where z3 stopped at its 10 s limit. Then, in this process (`screens`, issue 40:
 the child's round trip and the MILP's setup cost about a second a question on VeriX's
 784-feature MNIST-FC shape), the exact linear-relaxation bound (`solvers.linear_bound`, False
-where it proves the pinned box keeps p(x)), and points that may flip — the box's corners where its
-linear bounds are least, then the gradient search (`solvers.attack`) — each replayed exactly
-(True). Then
+where it proves the pinned box keeps p(x)), and the box's corners where its linear bounds are
+least, points that may flip, each replayed exactly (True); the gradient search is left to the
+exact MILP's engine, which starts with it (asked here as well, it repeated the same search: on
+MNIST-FC's deletion, `bench.deletion`, it found none of the 199 flips the engine found, and cost
+about 5 s of the run's 55). Then
 enumerate on binary boxes of at most `VERTEX_FEATURES` features (every vertex, decided exactly:
 30 ms where z3 took 0.5–3.7 s on 6-feature networks), then the exact MILP's flip search
 (`exact_milp.ExactMilpFlipSearch`: a gradient search, then a branch and bound with safe bounds;
@@ -56,7 +58,6 @@ from cardinal.errors import InputError, interrupted_import
 from cardinal.problem import Problem, Status
 
 from . import linear_bound
-from .attack import flipping_point
 from .guard import STARTUP_WAIT, GuardedSolver
 
 VERTEX_FEATURES = 20  # enumerate on binary boxes: 2^20 vertices took 4.4 s (20 × 16 × 16 ReLU network, no flip)
@@ -122,9 +123,8 @@ def pinned(problem: Problem, free: frozenset[int]) -> Problem:
 def _screened(problem: Problem, free: frozenset[int], box: Domain) -> Flip | None:
     """The question decided in this process where it is cheap: False where the exact
     linear-relaxation bound (`solvers.linear_bound`) proves that the box `box` (pinned to x off
-    `free`) keeps p(x); True where a corner that minimizes one of its linear bounds, or else the
-    gradient search (`solvers.attack`), gives a point that flips, replayed exactly; None
-    otherwise (the engines decide)."""
+    `free`) keeps p(x); True where a corner that minimizes one of its linear bounds gives a point
+    that flips, replayed exactly; None otherwise (the engines decide)."""
     if not problem.net.is_piecewise_linear:
         return None
     keeps, corners = linear_bound.screen(problem, box.lower, box.upper)
@@ -134,9 +134,6 @@ def _screened(problem: Problem, free: frozenset[int], box: Domain) -> Flip | Non
     for corner in corners[(predictions >= 0) & (predictions != problem.prediction)]:
         if check_witness(problem, free, witness := tuple(float(v) for v in corner))[0]:
             return Flip(True, witness, "a corner of the linear bound (replayed exactly)")
-    y = flipping_point(problem, free)
-    if y is not None and check_witness(problem, free, witness := tuple(float(v) for v in y))[0]:
-        return Flip(True, witness, "gradient search (replayed exactly)")
     return None
 
 

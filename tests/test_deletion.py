@@ -21,7 +21,7 @@ from cardinal.verify.generate import random_network
 
 from cardinal.activations import Activation
 from cardinal.domain import Domain
-from cardinal.exact import ExactNetwork
+from cardinal.exact import Dyadic, ExactNetwork
 from cardinal.network import Layer, Network
 from cardinal.problem import Problem, Status, Verdict
 from tests.bruteforce import Reference, vertex_minimum, vertex_valid
@@ -231,8 +231,8 @@ def test_the_linear_bound_holds_at_every_grid_point(classes: int) -> None:
 
 
 def test_the_screens_change_no_answer(oracle) -> None:
-    """The oracle's screens (the linear bound, the gradient search) answer what the engines alone
-    answer, on every question of a deletion run; their answers name them."""
+    """The oracle's screens (the linear bound, its corners) answer what the engines alone answer,
+    on every question of a deletion run; their answers name them."""
     net = _network(11, 6, 3, False)
     x = _inputs(net, False, 11, count=1)[0]
     problem = _problem(net, x, "abductive", Domain.unit(6).ball(x, 0.5))  # each screen decides some questions here
@@ -246,7 +246,27 @@ def test_the_screens_change_no_answer(oracle) -> None:
                 if screened.answer:
                     assert check_witness(problem, frozenset(free), screened.witness)[0] is True
                     assert pinned(problem, frozenset(free)).flips(np.array(screened.witness)) is True
-    assert {"exact linear-relaxation bound over the box", "gradient search (replayed exactly)"} <= engines, engines
+    assert "exact linear-relaxation bound over the box" in engines, engines
+    assert engines & {"a corner of the linear bound (replayed exactly)", "exact-milp"}, engines  # and flips found
+
+
+def test_folding_the_pinned_features_keeps_the_first_layer_exactly() -> None:
+    """`linear_bound._pinned_folded`: the first layer over the free features alone, its bias
+    holding the pinned features' contribution, gives exactly W·y + b at points that keep the
+    pinned features at their values (exact rationals)."""
+    from fractions import Fraction
+
+    rng = np.random.default_rng(3)
+    net = _network(3, 7, 3, False)
+    weights = linear_bound._weights(net)
+    layer = net.layers[0]
+    for _ in range(5):
+        free = rng.random(7) < 0.5
+        y = rng.random(7)
+        (weight, bias), *_ = linear_bound._pinned_folded(weights, Dyadic.from_floats(y[~free]), free)
+        folded = (weight @ Dyadic.from_floats(y[free]) + bias).fractions()
+        whole = [sum(Fraction(w) * Fraction(v) for w, v in zip(row, y, strict=True)) + Fraction(b) for row, b in zip(layer.weight, layer.bias, strict=True)]
+        assert list(folded) == whole
 
 
 def test_same_input_same_answer_and_rows_alone_as_in_a_batch(oracle) -> None:
