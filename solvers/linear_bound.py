@@ -33,6 +33,7 @@ from cardinal.network import Network
 from cardinal.problem import Problem
 
 PRECISION = 40  # layer bounds and slopes are rounded outwards to multiples of 2^-PRECISION
+FLOAT_MARGIN = 1e-6  # a float estimate of the bound below minus this skips the exact bound (`_float_estimate`)
 
 _Relaxation = tuple[Dyadic, Dyadic, Dyadic]  # per unit [d]: lower slope α, upper slope a, upper intercept −a·lo
 _WEIGHTS: weakref.WeakKeyDictionary[Network, list[tuple[Dyadic, Dyadic]]] = weakref.WeakKeyDictionary()
@@ -59,6 +60,9 @@ def screen(problem: Problem, lower: np.ndarray, upper: np.ndarray) -> tuple[bool
     if not applies(net):
         return False, np.empty((0, problem.n))
     lower, upper = np.asarray(lower, dtype=np.float64), np.asarray(upper, dtype=np.float64)
+    estimate, signs = _float_estimate(problem, lower, upper)
+    if estimate.min() < -FLOAT_MARGIN:  # the exact bound would prove nothing either: not computed
+        return False, np.where(signs > 0, lower, upper)
     free = lower != upper
     weights = _pinned_folded(_weights(net), Dyadic.from_floats(lower[~free]), free)
     low, high = _aligned(Dyadic.from_floats(lower[free]), Dyadic.from_floats(upper[free]))
@@ -76,6 +80,43 @@ def screen(problem: Problem, lower: np.ndarray, upper: np.ndarray) -> tuple[bool
     corners = np.tile(lower, (len(coefficients.ints), 1))
     corners[:, free] = np.where(coefficients.ints > 0, lower[free], upper[free])
     return bool(np.all(np.where(strict, bounds.ints > 0, bounds.ints >= 0))), corners
+
+
+def _float_estimate(problem: Problem, lower: np.ndarray, upper: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The same bound computed in float64, only to skip the exact one where it cannot prove
+    anything (a float estimate below −`FLOAT_MARGIN`; where the floats err the cost is one proof
+    missed, never a wrong one): the estimates [m] and the coefficients [m, n] of the linear
+    functions of y. Measured on MNIST-FC's deletion (`bench.deletion`): the exact bound failed on
+    253 of its 488 questions, at about 17 ms each."""
+    layers = problem.net.layers
+    relaxations: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def bound(objective: np.ndarray, constant: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        for (alpha, slope, intercept), layer in zip(reversed(relaxations), reversed(layers[: len(relaxations)]), strict=True):
+            positive = objective >= 0
+            constant = constant + np.where(positive, 0.0, objective * intercept).sum(axis=1)
+            objective = np.where(positive, objective * alpha, objective * slope)
+            constant = constant + objective @ layer.bias
+            objective = objective @ layer.weight
+        return constant + np.minimum(objective * lower, objective * upper).sum(axis=1), objective
+
+    for layer in layers[:-1]:
+        both, _ = bound(np.concatenate([layer.weight, -layer.weight]), np.concatenate([layer.bias, -layer.bias]))
+        lo, hi = both[: layer.width], -both[layer.width :]
+        if layer.activation.name == "identity":
+            ones = np.ones(layer.width)
+            relaxations.append((ones, ones, np.zeros(layer.width)))
+            continue
+        unstable = (lo < 0) & (hi > 0)
+        slope = np.where(hi <= 0, 0.0, np.where(lo >= 0, 1.0, hi / np.where(unstable, hi - lo, 1.0)))
+        alpha = np.where(unstable, (hi > -lo).astype(np.float64), slope)
+        relaxations.append((alpha, slope, np.where(unstable, -slope * lo, 0.0)))
+    last, c = layers[-1], problem.prediction
+    if problem.classes == 1:
+        sign = 1.0 if c == 1 else -1.0
+        return bound(sign * last.weight, sign * (last.bias - problem.threshold))
+    rivals = [j for j in range(problem.classes) if j != c]
+    return bound(last.weight[[c] * len(rivals)] - last.weight[rivals], last.bias[c] - last.bias[rivals])
 
 
 def _pinned_folded(weights: list[tuple[Dyadic, Dyadic]], pinned: Dyadic, free: np.ndarray) -> list[tuple[Dyadic, Dyadic]]:
