@@ -209,6 +209,16 @@ def test_an_unknown_traversal_is_refused(oracle) -> None:
         deletion(problem, oracle, 30.0, "fastest")
 
 
+def _ball(seed: int, n: int, classes: int, radii: list[float]) -> tuple[np.random.Generator, Problem]:
+    """The AXp problem of a random non-monotone (6, 5) ReLU network with `classes` outputs at x
+    uniform in [0, 1]^n, over the unit box's ball around x of one of `radii`; and the generator,
+    going on from where they were drawn."""
+    rng = np.random.default_rng(seed)
+    net = random_network(rng, n, (6, 5), "relu", monotone=False, outputs=classes)
+    x = rng.random(n)
+    return rng, _problem(net, x, "abductive", Domain.unit(n).ball(x, float(rng.choice(radii))))
+
+
 @pytest.mark.parametrize("classes", [1, 3])
 def test_the_linear_bound_holds_at_every_grid_point(classes: int) -> None:
     """Where the exact linear-relaxation bound says a box keeps p(x), brute force (its own exact
@@ -216,11 +226,8 @@ def test_the_linear_bound_holds_at_every_grid_point(classes: int) -> None:
     interval arithmetic does not."""
     n, proved, beyond_intervals = 3, 0, 0
     for seed in range(40):
-        rng = np.random.default_rng(seed)
-        net = random_network(rng, n, (6, 5), "relu", monotone=False, outputs=classes)
-        x = rng.random(n)
-        box = Domain.unit(n).ball(x, float(rng.choice([0.05, 0.15, 0.3])))
-        problem = _problem(net, x, "abductive", box)
+        _, problem = _ball(seed, n, classes, [0.05, 0.15, 0.3])
+        net, box = problem.net, problem.domain
         if not linear_bound.box_keeps(problem, box.lower, box.upper):
             continue
         proved += 1
@@ -238,13 +245,10 @@ def test_the_float_estimate_skips_only_what_the_exact_bound_cannot_prove(classes
     boxes it proves with the estimate never trusted, and the estimate does skip some."""
     n, proved, skipped = 6, 0, 0
     for seed in range(60):
-        rng = np.random.default_rng(seed)
-        net = random_network(rng, n, (6, 5), "relu", monotone=False, outputs=classes)
-        x = rng.random(n)
-        box = Domain.unit(n).ball(x, float(rng.choice([0.02, 0.1, 0.3])))
+        rng, problem = _ball(seed, n, classes, [0.02, 0.1, 0.3])
         pinned = rng.random(n) < 0.4
+        x, box = problem.x, problem.domain
         lower, upper = np.where(pinned, x, box.lower), np.where(pinned, x, box.upper)
-        problem = _problem(net, x, "abductive", box)
         keeps = linear_bound.box_keeps(problem, lower, upper)
         with monkeypatch.context() as never:
             never.setattr(linear_bound, "FLOAT_MARGIN", math.inf)

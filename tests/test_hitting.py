@@ -228,6 +228,20 @@ def test_loop_seeded_by_deletion_answers_with_its_axp(outputs: int, monkeypatch:
     assert stopped >= 4
 
 
+def _stopping_after(find_flip, asked: int):
+    """`find_flip` for its first `asked` questions; every later one runs out of its time (OracleTimeout)."""
+    calls = 0
+
+    def stopping(free: frozenset[int], deadline: float) -> np.ndarray | None:
+        nonlocal calls
+        calls += 1
+        if calls > asked:
+            raise hitting.OracleTimeout
+        return find_flip(free, deadline)
+
+    return stopping
+
+
 @pytest.mark.parametrize("outputs", [1, 3])
 def test_a_deletion_seed_stopped_undecided_still_gives_the_loop_its_axp(outputs: int) -> None:
     """Where the oracle stops deciding (every question from the fifth on runs out its time, as on
@@ -238,15 +252,7 @@ def test_a_deletion_seed_stopped_undecided_still_gives_the_loop_its_axp(outputs:
     for seed in range(8):
         problem = _cube(seed, 8, outputs)
         supports = _flipping_supports(problem)
-        exact = _vertex_oracle(problem, supports)
-        calls = [0]
-
-        def find_flip(free: frozenset[int], deadline: float) -> np.ndarray | None:
-            calls[0] += 1
-            if calls[0] > 4:
-                raise hitting.OracleTimeout
-            return exact(free, deadline)
-
+        find_flip = _stopping_after(_vertex_oracle(problem, supports), 4)
         result = hitting.minimum_abductive(problem, find_flip, None, math.inf, seed_after=0.0, supply=False)
         if result.status == Status.OPTIMAL:  # decided within four questions
             continue
