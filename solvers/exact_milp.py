@@ -416,7 +416,7 @@ class _Minimum(_Search):
     def improved(self) -> None:
         """Where the new cutoff brings every level below it within reach (`_by_levels`: a CXp
         search on a ReLU network over a continuous box), the levels decide the search."""
-        if self.monotone:
+        if self.monotone or not split_applies(self.problem):
             return
         try:
             if _by_levels(self.problem, self, self.deadline):
