@@ -505,6 +505,20 @@ def test_levels_below_a_new_incumbent_decide_and_equal_the_branch_and_bound(monk
     assert _decided_by_levels_as_by_the_branch_and_bound(monkeypatch) > 0
 
 
+def test_binary_boxes_take_no_levels_after_a_new_incumbent(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A non-monotone CXp on a binary box of more than `VERTEX_FEATURES` features, decided by the
+    branch and bound (no set-by-set questions): a new incumbent asks no levels there (the
+    splitting search takes continuous boxes only; it raised here once), and the minimum equals
+    the branch and bound's with no levels at all."""
+    monkeypatch.setattr(exact_milp, "SET_QUESTIONS", 0)
+    problem = _problem(903, False, True, "contrastive", n=exact_milp.VERTEX_FEATURES + 4, hidden=(6, 4))
+    ours = _solve(problem, time_limit=30.0)
+    with monkeypatch.context() as alone:
+        alone.setattr(exact_milp, "levels_fit", lambda n, below: False)
+        reference = _solve(problem, time_limit=30.0)
+    assert _size(ours) == _size(reference), (ours, reference)
+
+
 def test_small_flip_questions_split_first_and_agree_with_the_branch_and_bound() -> None:
     """Flip questions over 1 to `SPLIT_FREE` free features of ReLU networks on continuous boxes:
     the splitting search first (the default) and the branch and bound alone (`split=False`) agree
