@@ -421,7 +421,7 @@ class _Minimum(_Search):
         try:
             if _by_levels(self.problem, self, self.deadline):
                 self.done = True
-        except (OracleTimeout, Unproved):  # no verdict from the levels: the branch and bound goes on
+        except OracleTimeout:  # no verdict from the levels: the branch and bound goes on
             pass
 
     def examine(self, values: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> None:
@@ -744,7 +744,10 @@ class ExactMilpSolver(BaseSolver):
             except OracleTimeout:
                 status, kept = stopped(search.best, at_most)
                 return self.outcome(status, started, solution=kept, witness=search.witness if kept else None)
-            finished = by_sets or _by_class(search)
+            try:
+                finished = by_sets or _by_class(search)
+            except Unproved as error:  # a level's point, asked after a new incumbent, failed the exact check
+                return self.outcome(Status.ERROR, started, message=str(error))
         finally:
             search.close()
         message = "decided set by set" if by_sets else f"{search.nodes} nodes"

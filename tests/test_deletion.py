@@ -274,8 +274,7 @@ def test_the_screens_change_no_answer(oracle) -> None:
                 if screened.answer:
                     assert check_witness(problem, frozenset(free), screened.witness)[0] is True
                     assert pinned(problem, frozenset(free)).flips(np.array(screened.witness)) is True
-    assert "exact linear-relaxation bound over the box" in engines, engines
-    assert engines & {"a corner of the linear bound (replayed exactly)", "exact-milp"}, engines  # and flips found
+    assert {"exact linear-relaxation bound over the box", "a corner of the linear bound (replayed exactly)"} <= engines, engines
 
 
 def test_folding_the_pinned_features_keeps_the_first_layer_exactly() -> None:
@@ -342,8 +341,7 @@ def test_an_undecided_step_gives_no_answer(kind: str, after: int) -> None:
 
 def test_the_features_an_undecided_axp_run_did_not_remove_form_an_axp() -> None:
     """A run stopped undecided after k questions still proved its removals: on Boolean cubes the
-    features it did not remove form an AXp (brute force over the vertices), and every feature
-    removed was judged "removed" by a decided question."""
+    features it did not remove form an AXp (brute force over the vertices)."""
     n, checked = 6, 0
     for seed in range(3):
         net = _network(seed, n, 3, False)
@@ -353,8 +351,6 @@ def test_the_features_an_undecided_axp_run_did_not_remove_form_an_axp() -> None:
                 with _Undecided(after) as undecided:
                     answer = deletion(problem, undecided, 30.0)
                 assert answer.status == UNKNOWN and answer.features is None
-                removed = [j for step in answer.steps if step.verdict == "removed" for j in step.block]
-                assert answer.removed == frozenset(removed)
                 assert vertex_valid(problem, tuple(sorted(set(range(n)) - answer.removed)))
                 checked += bool(answer.removed)
     assert checked > 0  # some run removed a feature before it stopped

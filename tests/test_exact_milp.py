@@ -505,13 +505,20 @@ def test_levels_below_a_new_incumbent_decide_and_equal_the_branch_and_bound(monk
     assert _decided_by_levels_as_by_the_branch_and_bound(monkeypatch) > 0
 
 
-def test_binary_boxes_take_no_levels_after_a_new_incumbent(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A non-monotone CXp on a binary box of more than `VERTEX_FEATURES` features, decided by the
-    branch and bound (no set-by-set questions): a new incumbent asks no levels there (the
-    splitting search takes continuous boxes only; it raised here once), and the minimum equals
-    the branch and bound's with no levels at all."""
+@pytest.mark.parametrize("case", ["binary box", "leaky_relu"])
+def test_levels_are_not_asked_where_splitting_does_not_apply(case: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Non-monotone CXps the splitting search does not take — a binary box of more than
+    `VERTEX_FEATURES` features, a leaky-ReLU network on a continuous box — decided by the branch
+    and bound (no set-by-set questions): a new incumbent asks no levels there (they raised here
+    once), and the minimum equals the branch and bound's with no levels at all."""
     monkeypatch.setattr(exact_milp, "SET_QUESTIONS", 0)
-    problem = _problem(903, False, True, "contrastive", n=exact_milp.VERTEX_FEATURES + 4, hidden=(6, 4))
+    if case == "binary box":
+        problem = _problem(903, False, True, "contrastive", n=exact_milp.VERTEX_FEATURES + 4, hidden=(6, 4))
+    else:
+        rng = np.random.default_rng(10)
+        net = random_network(rng, 12, (8, 6), "leaky_relu", monotone=False)
+        X = rng.random((6, 12))
+        problem = Problem.make(net, X[0], "contrastive", Domain.unit(12), median_threshold(net, X))
     ours = _solve(problem, time_limit=30.0)
     with monkeypatch.context() as alone:
         alone.setattr(exact_milp, "levels_fit", lambda n, below: False)
