@@ -917,7 +917,8 @@ def _by_levels(problem: Problem, search: _Minimum, deadline: float, early: bool 
     if not levels_fit(problem.n, below) or below - 1 <= search.floor:
         return False
     try:
-        levels = by_levels(problem, lambda free, until: flip_point(problem, free, until, split=False), below, deadline)
+        ask = partial(flip_point, problem, split=False)
+        levels = by_levels(problem, ask, below, deadline, search.floor)
     except OpenLeaves:
         return False
     search.floor = max(search.floor, levels.proved)

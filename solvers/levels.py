@@ -57,13 +57,13 @@ def fits(n: int, below: int) -> bool:
     return below - 1 <= LEVEL_MOST and all(math.comb(n, j) <= LEVEL_SETS for j in range(1, below))
 
 
-def by_levels(problem: Problem, find_flip: FlipOracle, below: int, deadline: float) -> Levels:
-    """Prove levels 1, 2, … up to `below` − 1 (module docstring) until one flips or a level is
-    too large. `find_flip` is the exact oracle for the subsets the splitting search leaves;
-    raises `OracleTimeout` at the deadline and `Unproved` when the oracle's point fails."""
+def by_levels(problem: Problem, find_flip: FlipOracle, below: int, deadline: float, proved: int = 0) -> Levels:
+    """Prove levels `proved` + 1, … up to `below` − 1 (module docstring; levels up to `proved`
+    are already proved) until one flips or a level is too large. `find_flip` is the exact oracle
+    for the subsets the splitting search leaves; raises `OracleTimeout` at the deadline and
+    `Unproved` when the oracle's point fails."""
     splitter = BoxSplitter(problem)
-    proved = 0
-    for j in range(1, below):
+    for j in range(proved + 1, below):
         if not fits(problem.n, j + 1):
             break
         point = _level(problem, j, splitter, find_flip, deadline)

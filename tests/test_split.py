@@ -120,6 +120,27 @@ def test_levels_find_the_minimum_of_z3s_full_encoding(monkeypatch: pytest.Monkey
             assert len(moved) == minimum and problem.flips(result.point)
 
 
+def test_levels_start_above_the_levels_already_proved(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`by_levels(..., proved=k)` asks no subset of k features or fewer (the splitting search is
+    watched) and ends where asking from level 1 ends."""
+    monkeypatch.setattr(levels, "LEVEL_MOST", 5)
+    sizes: list[int] = []  # the sizes of the free sets the splitting search is asked about
+    flips = levels.BoxSplitter.flips
+    started_above = 0
+    for seed in range(4):
+        problem = _problem(seed, 1 + 2 * (seed % 2), n=5, radius=0.25)
+        whole = levels.by_levels(problem, _no_oracle, problem.n + 1, math.inf)
+        known = min(whole.proved, 2)
+        sizes.clear()
+        with monkeypatch.context() as watched:
+            watched.setattr(levels.BoxSplitter, "flips", lambda self, sets, *a, **k: sizes.extend(map(len, sets)) or flips(self, sets, *a, **k))
+            later = levels.by_levels(problem, _no_oracle, problem.n + 1, math.inf, proved=known)
+        assert later.proved == whole.proved and (later.point is None) == (whole.point is None), seed
+        assert sizes and min(sizes) > known, (seed, sizes)
+        started_above += known > 0
+    assert started_above >= 2
+
+
 def _z3_oracle(problem: Problem):
     def find_flip(free: frozenset[int], deadline: float) -> np.ndarray | None:
         return smt._Encoding(problem, z3.Context()).find_flip(free, time.perf_counter() + 60.0)
