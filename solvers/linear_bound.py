@@ -111,12 +111,13 @@ def _float_estimate(problem: Problem, lower: np.ndarray, upper: np.ndarray) -> t
         slope = np.where(hi <= 0, 0.0, np.where(lo >= 0, 1.0, hi / np.where(unstable, hi - lo, 1.0)))
         alpha = np.where(unstable, (hi > -lo).astype(np.float64), slope)
         relaxations.append((alpha, slope, np.where(unstable, -slope * lo, 0.0)))
-    last, c = layers[-1], problem.prediction
-    if problem.classes == 1:
-        sign = 1.0 if c == 1 else -1.0
-        return bound(sign * last.weight, sign * (last.bias - problem.threshold))
-    rivals = [j for j in range(problem.classes) if j != c]
-    return bound(last.weight[[c] * len(rivals)] - last.weight[rivals], last.bias[c] - last.bias[rivals])
+    objective, constant, _ = _objective(problem, _weights(problem.net)[-1])  # the exact objectives, read as floats
+    return bound(_floats(objective), _floats(constant))
+
+
+def _floats(value: Dyadic) -> np.ndarray:
+    """The nearest float64s of a batch of dyadics."""
+    return np.ldexp(value.ints.astype(np.float64), value.exp)
 
 
 def _pinned_folded(weights: list[tuple[Dyadic, Dyadic]], pinned: Dyadic, free: np.ndarray) -> list[tuple[Dyadic, Dyadic]]:

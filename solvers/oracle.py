@@ -21,8 +21,8 @@ the child's round trip and the MILP's setup cost about a second a question on Ve
 where it proves the pinned box keeps p(x)), and the box's corners where its linear bounds are
 least, points that may flip, each replayed exactly (True); the gradient search is left to the
 exact MILP's engine, which starts with it (asked here as well, it repeated the same search: on
-MNIST-FC's deletion, `bench.deletion`, it found none of the 199 flips the engine found, and cost
-about 5 s of the run's 55). Then
+MNIST-FC's deletion, `bench.deletion`, it found none of the 199 flips the engine found, and took
+about a tenth of the run in an in-process profile). Then
 enumerate on binary boxes of at most `VERTEX_FEATURES` features (every vertex, decided exactly:
 30 ms where z3 took 0.5–3.7 s on 6-feature networks), then the exact MILP's flip search
 (`exact_milp.ExactMilpFlipSearch`: a gradient search, then a branch and bound with safe bounds;
