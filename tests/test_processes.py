@@ -25,6 +25,7 @@ from cardinal.problem import Outcome, Problem, Status
 from tests.test_campaign import tiny_instances
 
 ROOT = str(Path(__file__).resolve().parents[1])
+HANG_GUARD = 120.0  # seconds a test waits for what must happen (a process seen, a zombie reaped) before it calls it a hang: not a speed claim
 
 # A campaign of the tiny instances through `cardinal crosscheck`, slowed down (0.3 s per record)
 # so that it is still running when the test acts on it.
@@ -399,7 +400,7 @@ def test_a_caller_killed_while_its_solver_processes_start_leaves_none(tmp_path: 
     action = 'backend = GuardedSolver("ignores-its-limit", IgnoresItsLimit, {})\nprint("asked", flush=True)\ntime.sleep(120)'
     process = _slowly_starting(tmp_path, action, seconds=600.0)
     assert process.stdout.readline().strip() == "asked", process.stderr.read()
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + HANG_GUARD  # inside the 600 s start all the same
     while not (below := _descendants(process.pid)):
         assert time.monotonic() < deadline, "no solver process started"
         time.sleep(0.05)
@@ -441,7 +442,7 @@ def test_a_killed_child_is_reaped_at_once() -> None:
     problem = Problem.make(Network.from_json(DESIGN_NETWORK), np.ones(3), "contrastive", threshold=0.5)
     with GuardedSolver("ignores-its-limit", IgnoresItsLimit, {}) as backend:
         assert backend.solve(problem, None, 0.1).status == Status.TIMEOUT
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + HANG_GUARD
     while (zombies := [pid for pid in _descendants(os.getpid()) if _identity(pid) and not _running(pid)]) and (
         time.monotonic() < deadline
     ):
