@@ -38,10 +38,17 @@ def _run(tmp_path: Path, *extra: str) -> tuple[Path, Path]:
     return folder, out
 
 
+def _named(folder: Path, stem: str) -> Path:
+    """The one certificate of `folder` written for record key `stem` ("row1-contrastive"): its
+    name holds its SHA-256 as well (`proofs.certificate_name`)."""
+    (path,) = folder.glob(f"{stem}-*.proof.json")
+    return path
+
+
 def test_proof_check_states_the_claim_in_full(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     folder, _ = _run(tmp_path)
     capsys.readouterr()
-    path = folder / "row1-contrastive.proof.json"
+    path = _named(folder, "row1-contrastive")
     document = json.loads(path.read_text())
     assert main(["proof", "check", str(path)]) == 0
     out = capsys.readouterr().out
@@ -67,7 +74,7 @@ def test_records_bind_each_certificate_and_a_swapped_file_is_rejected(tmp_path: 
     assert said.count("accepted: ") == 6 and f"record: {out} line 1 (row 0, contrastive)" in said
     swapped = tmp_path / "swapped"
     shutil.copytree(folder, swapped)
-    first, second = swapped / "row0-contrastive.proof.json", swapped / "row1-contrastive.proof.json"
+    first, second = _named(swapped, "row0-contrastive"), _named(swapped, "row1-contrastive")
     first.write_bytes((folder / second.name).read_bytes())
     second.write_bytes((folder / first.name).read_bytes())
     assert main(["proof", "check", str(first), str(second)]) == 0  # without the records, each is a valid certificate
@@ -78,9 +85,9 @@ def test_records_bind_each_certificate_and_a_swapped_file_is_rejected(tmp_path: 
     assert said[0].startswith(f"{first}: REJECTED") and f"{out} line 1 (row 0, contrastive)" in said[0]
     # a record that states another problem than the file (same bytes named, problem edited) is rejected too
     edited = [dict(line, proof={**line["proof"], "problem": {**line["proof"]["problem"], "x": [0.0, 0.0, 0.0]}})
-              if line["proof"]["file"] == "row2-contrastive.proof.json" else line for line in lines]  # fmt: skip
+              if line["proof"]["file"] == _named(folder, "row2-contrastive").name else line for line in lines]  # fmt: skip
     (tmp_path / "edited.jsonl").write_text("".join(json.dumps(line) + "\n" for line in edited))
-    assert main(["proof", "check", "--records", str(tmp_path / "edited.jsonl"), str(folder / "row2-contrastive.proof.json")]) == 1
+    assert main(["proof", "check", "--records", str(tmp_path / "edited.jsonl"), str(_named(folder, "row2-contrastive"))]) == 1
     assert "its problem is not the one" in capsys.readouterr().out
     assert main(["proof", "check", "--records", str(out), str(tmp_path / "net.json")]) == 2  # no record names it
     assert "no record of" in capsys.readouterr().err
@@ -113,7 +120,7 @@ def test_a_networks_link_is_refused_by_proof_and_by_proof_check(tmp_path: Path, 
     shutil.move(folder / "networks", outside / "real")
     (folder / "networks").symlink_to(outside / "real")
     capsys.readouterr()
-    assert main(["proof", "check", str(folder / "row0-contrastive.proof.json")]) == 2
+    assert main(["proof", "check", str(_named(folder, "row0-contrastive"))]) == 2
     err = capsys.readouterr().err
     assert "networks is a symbolic link" in err and err.count("\n") == 1
 

@@ -216,8 +216,6 @@ def certify_unit(unit: Unit, pool: SolverPool | None = None) -> list[Certified]:
     every explainer's answer is judged on their outcomes (`certify.certify_answers`); the records
     after the first name the first in `solvers_from`. `pool`: the solvers to run (default: this
     process's pool of `unit.solvers`)."""
-    from cardinal.solvers.proof import certificate_file
-
     from cardinal.domain import Domain
     from cardinal.network import Network
 
@@ -255,7 +253,7 @@ def certify_unit(unit: Unit, pool: SolverPool | None = None) -> list[Certified]:
                     problem, certificate.verdict, certificate.minimum, certificate.minimum_proved, certificate.certified
                 )
                 if claim not in made:
-                    made[claim] = make(problem, *claim, certificate_file(key), unit.proof_time_limit, unit.proof_embed,
+                    made[claim] = make(problem, *claim, key, unit.proof_time_limit, unit.proof_embed,
                                        certificate.solvers)
                     text = made[claim].text
                 written = made[claim]

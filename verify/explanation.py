@@ -34,7 +34,7 @@ from cardinal.problem import DEFAULT_EPSILON, KINDS
 
 from .certify import SolverPool, certify_input, explainer_answers, proving_solvers
 from .explaining import explain_lines
-from .proofs import ProofFolder, check_file, claim_of, make
+from .proofs import ProofFolder, check_file, claim_of, make, save
 from .record import annotated, proves_none
 from .settings import Flags, resolve
 
@@ -49,22 +49,34 @@ DEFAULT_TIME_LIMIT = 60.0  # seconds per solver call and per certificate search,
 class Proof:
     """The certificate (`cardinal.proof/1`, docs/proofs.md) of an explanation's "nothing smaller":
     `claim` (the certificate's claim), `accepted` (by the independent checker when it was made),
-    `path` (the file under `proof_dir`; None when it is held in memory, network embedded) and its
-    JSON `text`. `check()` runs the checker again, on the file or the text."""
+    `path` (the file under `proof_dir`; None when it is held in memory, network embedded), its
+    JSON `text`, and what binds it to this answer: `sha256` (of the text) and `problem` (the
+    certificate's problem). `entry` is the record's `proof` entry, as `certify --proof` writes it.
+    `check()` runs the checker again, on this answer's certificate only."""
 
     claim: dict[str, Any]
     accepted: bool
     text: str = field(repr=False)
     path: Path | None = None
+    sha256: str = ""
+    problem: dict[str, Any] = field(default_factory=dict, repr=False)
+    entry: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def check(self) -> bool:
-        """True when `cardinal.checker` accepts the certificate now (the file when written)."""
+        """True when the certificate read now (the file when written, else the text) is this
+        answer's — its SHA-256 is `sha256` and its problem is `problem` — and `cardinal.checker`
+        accepts it; False when the file holds another certificate or the checker rejects it."""
         if self.path is not None:
-            return check_file(self.path).report.accepted
+            return _bound(check_file(self.path), self.sha256, self.problem)
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / "certificate.json"
             path.write_text(self.text)
-            return check_file(path).report.accepted
+            return _bound(check_file(path), self.sha256, self.problem)
+
+
+def _bound(checked: Any, sha256: str, problem: dict[str, Any]) -> bool:
+    """Whether a checked certificate (`proofs.Checked`) is the bound one and accepted."""
+    return checked.sha256 == sha256 and checked.certificate.get("problem") == problem and checked.report.accepted
 
 
 @dataclass(frozen=True)
@@ -322,31 +334,28 @@ def _proved(net: Network, settings: Any, X: np.ndarray, kind: str, explainer: st
 
 def _proof(problem: Any, claim: tuple[int | None, str], row: int, kind: str, folder: ProofFolder | None,
            limit: float, outcomes: dict[str, Any]) -> tuple[Proof | None, str]:
-    """The certificate of one result's claim (`claim_of`), written into `folder` or kept in memory;
-    its search starts from the solvers' `outcomes` (their lemmas)."""
-    from cardinal.solvers.proof import certificate_file
-
-    name = certificate_file(f"row{row}-{kind}")
-    written = make(problem, *claim, name, limit, embed=folder is None, outcomes=outcomes)
+    """The certificate of one result's claim (`claim_of`), written into `folder` (under a name
+    that holds its SHA-256: `proofs.certificate_name`) or kept in memory; its search starts from
+    the solvers' `outcomes` (their lemmas)."""
+    written = make(problem, *claim, f"row{row}-{kind}", limit, embed=folder is None, outcomes=outcomes)
     if written.text is None:
         return None, written.entry["reason"]
+    entry = dict(written.entry)
     path = None
     if folder is not None:
-        from .proofs import save
-
         save(folder.folder, written, folder.network)
-        path = folder.folder / name
-    entry = written.entry
-    return Proof(entry["claim"], bool(entry["accepted"]), written.text, path), ""
+        path = folder.folder / entry["file"]
+    else:
+        entry["file"] = None  # held in memory: no file names it
+    return Proof(entry["claim"], bool(entry["accepted"]), written.text, path, entry["sha256"], entry["problem"], entry), ""
 
 
 def _entry(proof: Proof | None, reason: str, folder: ProofFolder | None) -> dict[str, Any]:
-    """The record's `proof` entry, as `certify --proof` writes it (file relative to the folder)."""
+    """The record's `proof` entry, as `certify --proof` writes it (file relative to the folder,
+    its SHA-256, problem and claim: what `proof check --records` binds the file to)."""
     if proof is None:
         return {"file": None, "reason": reason}
-    entry: dict[str, Any] = {"file": None if proof.path is None else proof.path.name, "claim": proof.claim,
-                             "accepted": proof.accepted}
-    return entry
+    return dict(proof.entry)
 
 
 def _unproved(net: Network, settings: Any, X: np.ndarray, kind: str, explainer: str | None, traversal: str,

@@ -32,6 +32,7 @@ from typing import Any
 from cardinal.solvers.proof import certificate_file, network_beside, search, write_certificate
 
 from cardinal import checker
+from cardinal.checker.record import check_record
 from cardinal.errors import InputError
 from cardinal.io import MAX_DATA_BYTES, decode_text, json_lines, parse_json, read_input, read_json
 from cardinal.network import Network
@@ -63,12 +64,14 @@ def claim_of(
 
 
 def make(
-    problem: Problem, k: int | None, reason: str, name: str, time_limit: float, embed: bool = False,
+    problem: Problem, k: int | None, reason: str, key: str, time_limit: float, embed: bool = False,
     outcomes: Mapping[str, Outcome] | None = None,
 ) -> Written:
     """Prove "no explanation within k" (generation limited to `time_limit` s), check the
     certificate with `cardinal.checker`, and return its entry and text (`Written`). `outcomes`:
-    the solvers' outcomes for the claim, whose lemmas (`Outcome.lemmas`) the search starts from."""
+    the solvers' outcomes for the claim, whose lemmas (`Outcome.lemmas`) the search starts from.
+    The entry's file name is `certificate_name(key, sha256)`: the record's key and the
+    certificate's own SHA-256, so that two different certificates never get one name."""
     if k is None:
         return Written({"file": None, "reason": reason})
     started = time.perf_counter()
@@ -82,9 +85,10 @@ def make(
     text = json.dumps(found.certificate, separators=(",", ":")) + "\n"
     checked = time.perf_counter()
     report = checker.check(json.loads(text), network)  # what `proof check` reads: the text, the network as `save` writes it
+    digest = hashlib.sha256(text.encode()).hexdigest()
     entry: dict[str, Any] = {
-        "file": name,
-        "sha256": hashlib.sha256(text.encode()).hexdigest(),
+        "file": certificate_name(key, digest),
+        "sha256": digest,
         "problem": found.certificate["problem"],
         "claim": found.certificate["claim"],
         "bytes": len(text.encode()),
@@ -97,11 +101,33 @@ def make(
     return Written(entry, text)
 
 
+def certificate_name(key: str, sha256: str) -> str:
+    """The file name of a certificate: its record's key ("row0-contrastive") and the first
+    `NAME_DIGITS` hex digits of its SHA-256 ("row0-contrastive-3f2a….proof.json"). Calls and
+    runs that write into one folder never give two different certificates one name; an identical
+    certificate gets the same name, and is written once."""
+    return certificate_file(f"{key}-{sha256[:NAME_DIGITS]}")
+
+
+NAME_DIGITS = 16  # hex digits of a certificate's SHA-256 in its file name (64 bits)
+
+
 def save(folder: Path, written: Written, network: Network, embed: bool = False) -> None:
     """Write a made certificate into `folder` (a folder the user named: nothing below it is written
-    through a link), and unless it embeds the network, the network beside it once."""
-    if written.text is not None:
-        write_certificate(written.text, folder / written.entry["file"], None if embed else network, root=folder)
+    through a link), and unless it embeds the network, the network beside it once. A file of
+    the certificate's name that holds these very bytes is kept; one that holds anything else is
+    never replaced (InputError, one line: a certificate another record may name)."""
+    if written.text is None:
+        return
+    path = folder / written.entry["file"]
+    data = written.text.encode()
+    try:
+        held = None if path.is_symlink() or not path.is_file() else path.read_bytes()
+    except OSError:
+        held = None
+    if held is not None and held != data:
+        raise InputError(f"{path}: holds another certificate; cardinal never replaces one (its records name it by SHA-256)")
+    write_certificate(written.text, path, None if embed else network, root=folder)
 
 
 def proof_directory(path: str | Path, flag: str = "--proof") -> Path:
@@ -124,7 +150,7 @@ class ProofFolder:
     ) -> dict[str, Any]:
         """The `proof` entry of one result whose claim (k, or None and why: `claim_of`) is given,
         its certificate written when there is one (`make`, with the solvers' `outcomes`)."""
-        written = make(problem, *claim, certificate_file(key), self.time_limit, self.embed, outcomes)
+        written = make(problem, *claim, key, self.time_limit, self.embed, outcomes)
         save(self.folder, written, self.network, self.embed)
         return written.entry
 
@@ -135,11 +161,13 @@ MAX_CERTIFICATE_BYTES = 64 << 20  # a certificate file (and a network beside it)
 
 @dataclass(frozen=True)
 class Checked:
-    """One certificate file checked: the checker's report, and the file's SHA-256 and parsed document."""
+    """One certificate file checked: the checker's report, the file's SHA-256 and parsed document,
+    and the parsed network document it was checked against (what a record's replay evaluates)."""
 
     report: checker.Report
     sha256: str
     certificate: dict[str, Any]
+    network: Any = None
 
 
 def check_file(
@@ -181,7 +209,8 @@ def check_file(
             report = checker.check(certificate, document)
     except checker.CertificateError as error:
         raise InputError(f"{path}: {error}") from None
-    return Checked(report, hashlib.sha256(data).hexdigest(), certificate)
+    document = document if document is not None else certificate.get("network")
+    return Checked(report, hashlib.sha256(data).hexdigest(), certificate, document)
 
 
 class _OutOfTime(BaseException):
@@ -214,11 +243,15 @@ def _limited(seconds: float | None, path: Path) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def records_by_file(path: str | Path) -> dict[str, tuple[str, dict[str, Any], dict[str, Any]]]:
-    """The `--records` file (JSON lines of certify, check or crosscheck): per certificate file name,
-    where its record is ("RECORDS line N (key or row, kind)"), the record and its `proof` entry.
-    InputError: a line that is not an object, or two records naming the same file."""
-    found: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {}
+Named = tuple[str, dict[str, Any], dict[str, Any]]  # where a record is, the record, its `proof` entry
+
+
+def records_by_file(path: str | Path) -> dict[str, list[Named]]:
+    """The `--records` file (JSON lines of certify, check, crosscheck or `Explanation.to_dict()`):
+    per certificate file name, the records that name it (crosscheck's records of one input with
+    the same claim share one certificate), each as where it is ("RECORDS line N (key or row,
+    kind)"), the record and its `proof` entry. InputError: a line that is not an object."""
+    found: dict[str, list[Named]] = {}
     data = read_input(path, "records file", MAX_DATA_BYTES)
     for number, line in json_lines(data, lambda number: f"{path} line {number}"):
         if not isinstance(line, dict):
@@ -227,15 +260,31 @@ def records_by_file(path: str | Path) -> dict[str, tuple[str, dict[str, Any], di
         if not isinstance(entry, dict) or not isinstance(entry.get("file"), str):
             continue
         name = line.get("key") or f"row {line.get('row')}, {line.get('kind')}"
-        if entry["file"] in found:
-            raise InputError(f"{path} line {number}: a second record naming {entry['file']} ({found[entry['file']][0]})")
-        found[entry["file"]] = (f"{path} line {number} ({name})", line, entry)
+        found.setdefault(entry["file"], []).append((f"{path} line {number} ({name})", line, entry))
     return found
 
 
-def against_record(checked: Checked, where: str, record: dict[str, Any], entry: dict[str, Any]) -> str | None:
-    """Why a checked certificate is not the one its record names (None: it is): its SHA-256, its
-    problem, its claim and kind, each against the record's."""
+def against_records(checked: Checked, named: list[Named], time_limit: float | None = None, path: str | Path = "") -> str | None:
+    """Why a checked (accepted) certificate does not back every record that names it (None: it
+    does): `against_record` for each, within `time_limit` seconds in all (InputError past it). A
+    record that states a minimum without its witness (crosscheck's second explainer) is replayed
+    with the witness of the record it names in `solvers_from`, when that one names this file too."""
+    witnesses = {record.get("key"): record.get("minimum_witness") for _, record, _ in named if record.get("key")}
+    with _limited(time_limit, Path(path)):
+        for where, record, entry in named:
+            why = against_record(checked, where, record, entry, witnesses.get(record.get("solvers_from")))
+            if why is not None:
+                return why
+    return None
+
+
+def against_record(
+    checked: Checked, where: str, record: dict[str, Any], entry: dict[str, Any], witness: Any = None
+) -> str | None:
+    """Why a checked certificate is not the one its record names, or does not support what the
+    record states (None: it is, and it does): its SHA-256, its problem, its claim and kind, each
+    against the record's; then the record whole (`cardinal.checker.record.check_record`: the
+    prediction, the minimum replayed, the lower bound, the verdict... each derived exactly)."""
     if not isinstance(entry.get("sha256"), str):
         return f"{where} names no certificate SHA-256 (a record written before certificates were bound to their records)"
     if checked.sha256 != entry["sha256"]:
@@ -248,7 +297,10 @@ def against_record(checked: Checked, where: str, record: dict[str, Any], entry: 
     ):
         if given != wanted:
             return f"its {field} is not the one {where} states"
-    return None
+    if not checked.report.accepted:
+        return checked.report.message
+    why = check_record(record, certificate, checked.network, witness=witness)
+    return None if why is None else f"{where} states what its certificate does not support: {why}"
 
 
 def _network_document(path: str | Path, activations: str | None, input_shape: tuple[int, ...] | None = None) -> Any:

@@ -34,8 +34,11 @@ def _add_proof(commands: argparse._SubParsersAction, problem: argparse.ArgumentP
     proof.add_argument(
         "--records",
         metavar="RECORDS",
-        help="the JSON lines written with the certificates (certify/check --out, crosscheck's records.jsonl): each FILE must "
-        "be the certificate its record names (its SHA-256) and state that record's problem, claim and kind",
+        help="the JSON lines written with the certificates (certify/check --out, crosscheck's records.jsonl, "
+        "Explanation.to_dict()): each FILE must be the certificate its records name (its SHA-256) and state their problem, "
+        "claim and kind, and each record is checked whole: its prediction, minimum (replayed exactly: a CXp by its "
+        "witness, an AXp by interval bisection), minimum_lower, verdict, none_exists, threshold and gap must be what the "
+        "certificate's claim and the replay support (the first field that is not is named)",
     )
     proof.add_argument(
         "--time-limit",
@@ -49,7 +52,7 @@ def _add_proof(commands: argparse._SubParsersAction, problem: argparse.ArgumentP
 
 
 def _proof(args: argparse.Namespace) -> int:
-    from cardinal.verify.proofs import against_record, check_file, records_by_file
+    from cardinal.verify.proofs import against_records, check_file, records_by_file
 
     records = None if args.records is None else records_by_file(args.records)
     rejected = 0
@@ -64,12 +67,12 @@ def _proof(args: argparse.Namespace) -> int:
         seconds = time.perf_counter() - started
         report, message = checked.report, checked.report.message
         if report.accepted and named is not None:
-            mismatch = against_record(checked, *named)
+            mismatch = against_records(checked, named, args.time_limit, path)
             message = message if mismatch is None else mismatch
         if report.accepted and message == report.message:
             print(f"{path}: {message} ({report.leaves} leaves, {report.evaluations} exact evaluations, {seconds:.2f} s)")
-            if named is not None:
-                print(f"  record: {named[0]}, certificate sha256 {checked.sha256}")
+            for where, _, _ in named or ():
+                print(f"  record: {where}, certificate sha256 {checked.sha256}")
             for line in report.statement:
                 print(f"  {line}")
         else:
