@@ -111,3 +111,28 @@ def test_crosscheck_records_with_both_explainers_are_accepted(tmp_path: Path, ca
     assert main(["proof", "check", "--records", str(tmp_path / "run" / "records.jsonl"), *map(str, files)]) == 0
     said = capsys.readouterr().out
     assert said.count("accepted: ") == len(files) and said.count("  record: ") > len(files)
+
+
+def test_check_records_are_checked_whole(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """`check --require minimum --proof` records (features, size, witness, verdict minimum): the
+    honest ones are accepted, each edited result field is rejected and named."""
+    network, inputs, claims = tmp_path / "net.json", tmp_path / "x.csv", tmp_path / "ex.jsonl"
+    network.write_text(json.dumps(DESIGN_NETWORK))
+    inputs.write_text("1,1,1\n0.2,0.9,0.4\n")
+    claims.write_text('{"row":0,"kind":"contrastive","features":[0,2]}\n{"row":1,"kind":"contrastive","features":[0]}\n'
+                      '{"row":0,"kind":"abductive","features":[2]}\n')  # fmt: skip
+    folder, out = tmp_path / "proofs", tmp_path / "out.jsonl"
+    assert main(["check", str(network), "--inputs", str(inputs), "--threshold", "0.5", "--explanations", str(claims),
+                 "--require", "minimum", "--solvers", "enumerate", "--proof", str(folder), "--out", str(out)]) == 0  # fmt: skip
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert all(line["proof"]["file"] for line in lines)
+    for line in lines:
+        code, said = _check(tmp_path, folder, line, capsys)
+        assert code == 0 and "accepted: " in said, said
+        forgeries = [("prediction", {"prediction": 1 - line["prediction"]}), ("size", {"size": line["size"] + 1}),
+                     ("verdict", {"verdict": "valid"}), ("features", {"features": [1] if line["features"] != [1] else [0]})]
+        if line["kind"] == "contrastive":
+            forgeries.append(("witness", {"witness": line["proof"]["problem"]["x"]}))
+        for field, edit in forgeries:
+            code, said = _check(tmp_path, folder, {**line, **edit}, capsys)
+            assert code == 1 and f"does not support: {field}: " in said, (field, said)

@@ -8,7 +8,8 @@ and `optimal`) or no contrastive explanation at all (`none_exists`) — is prove
 by the independent checker (`cardinal.checker`). The network is written once per folder as
 `networks/SHA256.json` (cardinal's JSON), or into each certificate with `embed`.
 
-A result's `proof` entry: `{"file", "sha256" (of the file's bytes), "problem" (the certificate's
+A result's `proof` entry: `{"file" (`certificate_name`: the record key and the certificate's
+SHA-256, so that no two different certificates share a name), "sha256" (of the file's bytes), "problem" (the certificate's
 problem: network_sha256, x, lower, upper, binary, threshold, kind), "claim", "bytes", "seconds"
 (generation), "check_seconds", "accepted"}` (with `message` when rejected, a bug of the
 generator), or `{"file": null, "reason"}` when no certificate was written: nothing to prove (an empty minimum, no exact claim),

@@ -18,7 +18,9 @@ Files: `exact` (the network, its exact evaluation and enclosures, the prediction
 method rests on it), then one file per method family: `shortcut` (shortcut-tree, shortcut-lp; with `linear`, the tree's
 leaf "linear"), `hitting` (witness-hitting and the hitting tree), `reset` (reset-bound, with
 `linear`), `lp` (lp-tree), `box` (box-tree). To audit one
-certificate, read this file, `exact` and its method's file.
+certificate, read this file, `exact` and its method's file. `record` (`check_record`) checks a
+record of certify, crosscheck or `to_dict()` whole against the certificate it names
+(`proof check --records`): no certificate's acceptance rests on it.
 
 `check(certificate, network)` returns a `Report` (accepted or the first step that fails, with the
 path to it); `CertificateError` is a certificate (or network) that is not well formed.

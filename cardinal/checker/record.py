@@ -79,6 +79,8 @@ class _Record:
         elif not _is_number(threshold) or Fraction(threshold) != self.threshold:
             said = f"the certificate's threshold is {float(self.threshold)!r}, the record states {threshold!r}"
             raise _Field("threshold", said)
+        if "minimum" not in self.record and "features" in self.record:
+            return self.check_claim()
         method, answer = self.record.get("method"), self.record.get("greedy")
         features = None if not isinstance(answer, dict) else answer.get("features")
         if self.none:
@@ -112,6 +114,25 @@ class _Record:
             self.replay("greedy", given, "greedy.witness", answer.get("witness"))
         self.expect("verdict", f"{method}_{'minimal' if len(given) == self.size else 'suboptimal'}")
         self.expect("gap", len(given) - self.size)
+
+    def check_claim(self) -> None:
+        """A record of `check --require minimum` (its `features`, `size`, `witness`, verdict
+        minimum or none_exists)."""
+        if self.none:
+            for name in ("features", "size"):
+                self.expect(name, None)
+            self.expect("verdict", "none_exists")
+            return
+        features = self.features("features", self.record.get("features"))
+        if len(features) != self.size:
+            raise _Field("features", f"{len(features)} feature(s), but the certificate proves a minimum of {self.size}")
+        self.expect("size", self.size)
+        witness = self.record.get("witness") if self.kind == "contrastive" else None  # an AXp's is a point of its own
+        self.replay("features", features, "witness", witness)
+        self.expect("verdict", "minimum")
+        for name in ("valid", "passed"):
+            if name in self.record:
+                self.expect(name, True)
 
     def check_none(self, method: Any, features: Any) -> None:
         """The record of a certificate of "no contrastive explanation at all"."""
