@@ -47,6 +47,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from cardinal.errors import OutOfTime, Unproved
 from cardinal.problem import Problem, Status, stopped
 
 from .attack import flipping_points
@@ -86,11 +87,11 @@ def minimum_by_covering(
     return HittingResult(Status.OPTIMAL, axp, cover.calls, cover.summary())
 
 
-class _PutOff(Exception):
+class _PutOff(OutOfTime):
     """A question ran out of its share of the time."""
 
 
-class _Unproved(Exception):
+class _Unproved(Unproved):
     """An oracle's point failed the exact check: no verdict."""
 
 

@@ -95,6 +95,7 @@ from functools import partial
 import highspy
 import numpy as np
 
+from cardinal import errors
 from cardinal.prediction import overtakes_strictly
 from cardinal.problem import Outcome, Problem, Status, stopped
 
@@ -131,7 +132,7 @@ _LP_OPTIONS: dict[str, float | bool | str] = {
 _Highs = highspy.HighsModelStatus
 
 
-class OpenLeaves(Exception):
+class OpenLeaves(errors.Unproved):
     """The search ended with regions that no exact argument closed (module docstring)."""
 
 

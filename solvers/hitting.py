@@ -52,6 +52,7 @@ from typing import Any
 
 import numpy as np
 
+from cardinal.errors import OutOfTime
 from cardinal.problem import Problem, Status, stopped
 
 from . import linear_bound, relaxed_axp, reset_bound
@@ -67,7 +68,7 @@ DELETION_SHARE = 0.5  # the share of the time left that `_deletion_seed` may tak
 RESET_SHARE = 0.25  # and `_by_reset`, after it
 
 
-class OracleTimeout(Exception):
+class OracleTimeout(OutOfTime):
     """The flip oracle ran out of time."""
 
 

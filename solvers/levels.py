@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cardinal import errors
 from cardinal.problem import Problem
 
 from .hitting import FlipOracle, shrink_points
@@ -36,7 +37,7 @@ CHUNK = 512  # subsets searched together
 SPLIT_NODES = 20_000  # boxes the splitting search may take per subset before the exact oracle decides it
 
 
-class Unproved(Exception):
+class Unproved(errors.Unproved):
     """An exact oracle's point failed the exact check: no verdict."""
 
 

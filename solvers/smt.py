@@ -93,7 +93,7 @@ import torch
 import z3
 
 from cardinal.activations import Activation
-from cardinal.errors import InputError
+from cardinal.errors import InputError, Unproved
 from cardinal.prediction import overtakes_strictly
 from cardinal.problem import Outcome, Problem, Status, stopped
 
@@ -135,7 +135,7 @@ _UNDECIDED = "undecided"
 _VALID, _INVALID, _UNSURE = 1, 0, -1  # `_Lazy.judge`
 
 
-class _NoDoubleWitness(Exception):
+class _NoDoubleWitness(Unproved):
     """z3 found a rational flipping point, but no flipping point made of doubles was found."""
 
 

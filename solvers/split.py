@@ -38,6 +38,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from cardinal.errors import Stopped
 from cardinal.problem import Problem
 from cardinal.rounding import SAFETY, TINY, UNIT_ROUNDOFF, gamma
 
@@ -47,7 +48,7 @@ BATCH = 256  # boxes bounded at once
 UNSURE_ENDS = 6  # an affine box whose gradient leaves more signs open than this is cut instead
 
 
-class OutOfNodes(Exception):
+class OutOfNodes(Stopped):
     """The search reached its node budget (or a box that no double cuts) without an answer."""
 
 

@@ -2,8 +2,8 @@
 `cardinal.verify.commands` (one module per command: its flags `_add_NAME`, its handler, its own
 helpers; what several share in `commands.common`), and `main` runs the chosen handler.
 
-Bad input ends with a one-line message on stderr and exit code 2; output files are written whole
-or not at all.
+Bad input, and a backend or library asked for that is not installed, end with a one-line message
+on stderr and exit code 2; output files are written whole or not at all.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from cardinal.verify.commands.replay import _add_replay
 from cardinal.verify.commands.train import _add_train
 from cardinal.verify.executors import sigterm_interrupts
 
-from cardinal.errors import InputError
+from cardinal.errors import BackendUnavailable, InputError
 
 
 class _Version(argparse.Action):
@@ -72,7 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with sigterm_interrupts():  # SIGTERM takes Ctrl-C's orderly way out
             return handler(args)
-    except InputError as error:
+    except (InputError, BackendUnavailable) as error:  # a missing library the user asked for: one line too
         return _fail(f"cardinal {args.command}", str(error))
     except KeyboardInterrupt:
         print(f"cardinal {args.command}: interrupted", file=sys.stderr)
