@@ -13,7 +13,6 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from cardinal.verify.commands.bench import _add_bench
 from cardinal.verify.commands.certify import _add_certify
 from cardinal.verify.commands.check import _add_check
 from cardinal.verify.commands.common import UsageError, _Parser, _problem_flags
@@ -56,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     problem = _problem_flags()
     for add in (
         _add_explain, _add_certify, _add_check, _add_info, _add_convert, _add_crosscheck,
-        _add_export, _add_hunt, _add_train, _add_bench, _add_replay, _add_proof, _add_data,
+        _add_export, _add_hunt, _add_train, _add_replay, _add_proof, _add_data,
     ):  # fmt: skip
         add(commands, problem)  # one function per subcommand (cardinal.verify.commands), in the order of `cardinal --help`
     return parser
