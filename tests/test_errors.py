@@ -8,8 +8,9 @@ import importlib
 import inspect
 import pkgutil
 
-import cardinal
 import pytest
+
+import cardinal
 from cardinal import errors
 
 # Outside the hierarchy on purpose: a BaseException, so that no `except Exception` of the
@@ -48,7 +49,11 @@ def _exception_classes() -> list[type[BaseException]]:
 def test_the_walk_reaches_all_three_layers() -> None:
     """The walk below is no empty loop: it sees the core's, the engines' and the application's classes."""
     names = {f"{cls.__module__}.{cls.__qualname__}" for cls in _exception_classes()}
-    assert {"cardinal.errors.InputError", "cardinal.solvers.hitting.OracleTimeout", "cardinal.verify.commands.common.UsageError"} <= names
+    assert {
+        "cardinal.errors.InputError",
+        "cardinal.solvers.hitting.OracleTimeout",
+        "cardinal.verify.commands.common.UsageError",
+    } <= names
     assert _OUTSIDE <= names
 
 
@@ -68,7 +73,9 @@ def test_the_checker_keeps_its_own() -> None:
     assert not issubclass(CertificateError, errors.CardinalError)
 
 
-@pytest.mark.parametrize("name", ["CardinalError", "InputError", "Undecided", "UndecidedPrediction", "Stopped", "BackendUnavailable"])
+@pytest.mark.parametrize(
+    "name", ["CardinalError", "InputError", "Undecided", "UndecidedPrediction", "Stopped", "BackendUnavailable"]
+)
 def test_exported(name: str) -> None:
     assert name in cardinal.__all__
     assert getattr(cardinal, name) is getattr(errors, name)

@@ -19,7 +19,7 @@ from cardinal.solvers.guard import report_incumbent
 from cardinal.verify.campaign import run_campaign
 from cardinal.verify.cli import main
 
-from cardinal.errors import BackendUnavailable, InputError
+from cardinal.errors import BackendUnavailable
 from cardinal.io import JsonLines
 from cardinal.problem import Outcome, Problem, Status
 from tests.test_campaign import tiny_instances
