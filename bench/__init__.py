@@ -23,14 +23,14 @@ class Parser(argparse.ArgumentParser):
 
 def bench_parser(file: str, doc: str) -> Parser:
     """The parser of bench/NAME.py (`file`: its `__file__`, `doc`: its docstring, whose first line
-    describes it): `cardinal bench NAME`. `parse` adds --out."""
-    return Parser(prog=f"cardinal bench {Path(file).stem}", description=doc.splitlines()[0])
+    describes it): `python -m bench.NAME`. `parse` adds --out."""
+    return Parser(prog=f"python -m bench.{Path(file).stem}", description=doc.splitlines()[0])
 
 
 def parse(parser: Parser, argv: Sequence[str] | None) -> argparse.Namespace:
     """Add --out (the markdown table; default bench-results/NAME.md), parse `argv`, and refuse an
     --out that cannot be written (a one-line error, exit 2) before any work."""
-    name = parser.prog.rsplit(" ", 1)[-1]
+    name = parser.prog.rsplit(".", 1)[-1]  # `python -m bench.NAME`
     parser.add_argument("--out", default=f"bench-results/{name}.md", help="markdown table to write (default: %(default)s)")
     args = parser.parse_args(argv)
     check_out(parser, args.out)

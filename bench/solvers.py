@@ -308,7 +308,7 @@ def run_family(family: str, networks: int, inputs: int, solvers: list[str], with
 def main(argv: Sequence[str] | None = None) -> None:
     from bench import heldout
 
-    parser = Parser(prog=f"cardinal bench {Path(__file__).stem}", description=__doc__.splitlines()[0])
+    parser = Parser(prog="python -m bench.solvers", description=__doc__.splitlines()[0])
     parser.add_argument("--networks", type=int, default=3, help="random networks per configuration (and held-out family)")
     parser.add_argument("--inputs", type=int, default=4, help="inputs per network (each certified for both kinds)")
     parser.add_argument("--time-limit", type=float, default=5.0)

@@ -1,27 +1,70 @@
-"""The exception for bad input, and the ones for questions exact arithmetic cannot decide.
+"""cardinal's exceptions: one hierarchy under `CardinalError`, and the SIGTERM handler.
+
+    CardinalError
+    ├── InputError (also a ValueError)       bad user input: the CLI prints one line, exit code 2
+    ├── BackendUnavailable (also an ImportError)  a backend's or a feature's library is not installed
+    ├── Undecided (also an ArithmeticError)  exact arithmetic cannot decide what was asked
+    │   └── UndecidedPrediction              p(x) itself is undecided
+    ├── Stopped                              a search or a tool's query ended without an answer
+    │   └── OutOfTime                        ... because its deadline passed
+    └── Unproved                             an answer was found but failed its exact check
+    (and each module's own exceptions, derived from one of these)
 
 `InputError` subclasses `ValueError`, so library callers may catch either; the CLI turns it
-into a one-line message and exit code 2. `Undecided` (and `UndecidedPrediction`) is not bad
-input: the input is valid, but a smooth network's enclosures cannot decide what was asked (f(x)
-may equal the threshold exactly, as sigmoid(a) + sigmoid(−a) = 1 does); the commands record such
-a row as `undecided` and go on with the others.
+into a one-line message and exit code 2. `BackendUnavailable` is no bad input, but the CLI answers
+it the same way (the user named a backend, or a feature, whose library is missing); it is an
+`ImportError` too, so code that treats a missing library as such still does. `Undecided` (and
+`UndecidedPrediction`) is not bad input either: the input is valid, but a smooth network's
+enclosures cannot decide what was asked (f(x) may equal the threshold exactly, as sigmoid(a) +
+sigmoid(−a) = 1 does); the commands record such a row as `undecided` and go on with the others.
+
+`Stopped` and `Unproved` are what the engines raise inside themselves: each engine defines its own
+subclass (`solvers.hitting.OracleTimeout`, `solvers.split.OutOfNodes`, `solvers.proof_stop.Stopped`,
+...) and catches that one, so a handler never takes another engine's stop for its own.
+
+The independent checker (`cardinal.checker`) imports nothing of cardinal and keeps its own
+`CertificateError`. `verify.proofs._OutOfTime` is a BaseException on purpose (no handler of the
+checker's may take a time limit for a verdict), so it stands outside this hierarchy.
 
 `interrupt` is the SIGTERM handler that makes it Ctrl-C (KeyboardInterrupt); `interrupted_import`
 tells an import that Ctrl-C interrupted from a library that is missing.
 """
 
 
-class InputError(ValueError):
+class CardinalError(Exception):
+    """The root of cardinal's exceptions (all but the independent checker's)."""
+
+
+class InputError(CardinalError, ValueError):
     """Bad user input: the message names the file, row, layer or feature at fault."""
 
 
-class Undecided(ArithmeticError):
+class BackendUnavailable(CardinalError, ImportError):
+    """A backend's or a feature's library is not installed here: the message names it and the
+    `pip install` that adds it."""
+
+
+class Undecided(CardinalError, ArithmeticError):
     """An answer needs a comparison that exact arithmetic cannot decide: an enclosure of f that
     contains the threshold, or two scores whose order no exact argument settles."""
 
 
 class UndecidedPrediction(Undecided):
     """p(x) is undecided: the enclosure of f(x) contains the threshold (smooth networks only)."""
+
+
+class Stopped(CardinalError):
+    """A search, or a tool's query, ended without an answer: at its node or size limit, at its
+    deadline, or because the tool gave none that cardinal can use (the reason in its message)."""
+
+
+class OutOfTime(Stopped):
+    """A search reached its deadline without an answer."""
+
+
+class Unproved(CardinalError):
+    """No verdict although no limit was reached: a candidate answer failed its exact check, or
+    no exact argument settled the question."""
 
 
 def interrupted_import(error: ImportError) -> None:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .domain import Domain
-from .errors import InputError, UndecidedPrediction
+from .errors import CardinalError, InputError, UndecidedPrediction
 from .exact import ExactNetwork, modified_inputs
 from .network import Network
 from .prediction import threshold_for
@@ -133,7 +133,7 @@ def stopped(solution: tuple[int, ...] | None, at_most: int | None) -> tuple[Stat
     return Status.TIMEOUT, None
 
 
-class MissingSolutionError(LookupError):
+class MissingSolutionError(CardinalError, LookupError):
     """Asked for the explanation of an outcome that has none."""
 
 

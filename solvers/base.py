@@ -23,7 +23,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from cardinal.domain import Domain
-from cardinal.errors import InputError, interrupted_import
+from cardinal.errors import BackendUnavailable, InputError, interrupted_import
 from cardinal.greedy import explain
 from cardinal.network import Network
 from cardinal.problem import DEFAULT_EPSILON, Outcome, Problem, Status
@@ -102,7 +102,8 @@ WIDE_FEATURES = 128  # beyond this many features it does so whatever the goal (`
 
 
 def get_solver(name: str, guarded: bool = False, **options: Any) -> Solver:
-    """A fresh backend by name; raises `InputError` for an unknown or uninstalled backend.
+    """A fresh backend by name; raises `InputError` for an unknown backend, `BackendUnavailable`
+    for one whose library is not installed (naming the `pip install` that adds it).
 
     `guarded`: run it in a child process that is killed when a call overruns its time limit
     (`solvers.guard`): what certify and crosscheck use, so that every limit holds.
@@ -121,7 +122,7 @@ def get_solver(name: str, guarded: bool = False, **options: Any) -> Solver:
     except ImportError as error:
         interrupted_import(error)
         hint = f"pip install 'cardinal[{extra}]'" if extra else "reinstall cardinal"
-        raise InputError(f"solver {name!r} is not installed ({error.name} missing): {hint}") from None
+        raise BackendUnavailable(f"solver {name!r} is not installed ({error.name} missing): {hint}") from None
     factory = getattr(module, class_name)
     return GuardedSolver(name, factory, options) if guarded else factory(**options)
 
@@ -133,7 +134,7 @@ def available_solvers(exact: bool | None = None) -> tuple[str, ...]:
     for name in SOLVER_NAMES:
         try:
             backend = get_solver(name)
-        except InputError:
+        except BackendUnavailable:
             continue
         backend.close()
         if exact is None or backend.exact == exact:
@@ -178,7 +179,7 @@ def _installed_exact(name: str) -> bool:
     finds, without importing the others: Marabou's import alone took 1.9 s of a first call)."""
     try:
         backend = get_solver(name)
-    except InputError:
+    except BackendUnavailable:
         return False
     backend.close()
     return backend.exact

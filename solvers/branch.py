@@ -29,8 +29,8 @@ min(k − |fixed|, |allowed \\ fixed|) are the ones that matter. Per node, in ba
 rigorous bounds (midpoint-radius error analysis, compared with t in exact rationals); a set is
 returned only after an exact judgement, and an undecided judgement (a smooth enclosure straddling
 t) that could matter ends the search with `UNDECIDED_SET`, never with a guess. Depth first, in
-include first order, so that the stack stays at most n deep per batch. What it bought is measured
-in bench/results/engine_notes.md.
+include first order, so that the stack stays at most n deep per batch. What it bought:
+bench/results/engine_notes.md.
 """
 
 from __future__ import annotations

@@ -28,13 +28,12 @@ set replaced by an exhaustive list: level k covered ⟺ every hitting set of the
 n − k elements. Any proof that no AXp has n − k features needs a flipping point for each of those
 C(n, k) subsets, and a point whose support is D serves C(n − |D|, k − |D|) of them: the D's that
 count are small ones found inside the subsets left, not the large ones that the loop shrinks inside
-a large free set (on the 28-feature 32 × 32 ReLU networks of `bench.exact_milp` the loop's lower
-bounds stayed at 5–6 with thousands of sets; covering proves minima of 6 to 24 features there).
+a large free set (docs/results.md compares the two bounds on `bench.exact_milp`'s networks).
 
-The bits cost nothing per D: a closure takes 0.15–0.3 s at 28 features (4 M words) however many
-D's it folds in, where marking each D's supersets among the level's C(n, k) ranks took 40 of a
-query's 60 s (27,000 D's). D's found since the last closure (at most `FOLD`) are tested against
-the subsets directly until those tests have cost about a closure (2^n set–D pairs). Problems of
+The bits cost nothing per D: a closure costs one pass per feature over 2^n bits however many D's
+it folds in, where marking each D's supersets among the level's C(n, k) ranks costs per D. D's
+found since the last closure (at most `FOLD`) are tested against the subsets directly until those
+tests have cost about a closure (2^n set–D pairs). Problems of
 more than `COVER_FEATURES` features go to the loop
 (`hitting.minimum_abductive`).
 """
@@ -47,6 +46,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from cardinal.errors import OutOfTime, Unproved
 from cardinal.problem import Problem, Status, stopped
 
 from .attack import flipping_points
@@ -86,11 +86,11 @@ def minimum_by_covering(
     return HittingResult(Status.OPTIMAL, axp, cover.calls, cover.summary())
 
 
-class _PutOff(Exception):
+class _PutOff(OutOfTime):
     """A question ran out of its share of the time."""
 
 
-class _Unproved(Exception):
+class _Unproved(Unproved):
     """An oracle's point failed the exact check: no verdict."""
 
 

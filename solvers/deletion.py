@@ -50,6 +50,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from cardinal.errors import Unproved
 from cardinal.exact import Enclosure, modified_inputs
 from cardinal.problem import Kind, Problem
 
@@ -252,7 +253,7 @@ class _Run:
         )
 
 
-class _Undecided(Exception):
+class _Undecided(Unproved):
     """A question that no engine decided: the run ends `unknown`."""
 
     def __init__(self, feature: int | None, flip: Flip) -> None:

@@ -92,6 +92,7 @@ import scipy.sparse as sp
 
 from cardinal.activations import Stage
 from cardinal.domain import rounded_sum
+from cardinal.errors import CardinalError
 from cardinal.network import Layer
 from cardinal.prediction import overtakes_strictly
 from cardinal.problem import Problem, Status
@@ -104,7 +105,7 @@ and reads bounds of 1e20 as infinite; Gurobi's tolerances are absolute, 1e-6, wh
 spacing at 2^53 is 1). `encode` raises `Unencodable` instead, and the backends answer UNSUPPORTED."""
 
 
-class Unencodable(ValueError):
+class Unencodable(CardinalError, ValueError):
     """The problem holds a number a float MILP cannot carry (beyond `MAX_MAGNITUDE`)."""
 
 

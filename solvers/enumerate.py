@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from cardinal.bounds import BoundedForward
-from cardinal.errors import InputError
+from cardinal.errors import InputError, OutOfTime
 from cardinal.problem import Outcome, Problem, Status, stopped
 
 from .base import BaseSolver
@@ -41,7 +41,7 @@ _BATCH_ELEMENTS = 1 << 22  # rows × (inputs + all layer widths) per forward pas
 MAX_TABLE_FEATURES = 24  # the non-monotone AXp table holds 2^n rows
 
 
-class _OutOfTime(Exception):
+class _OutOfTime(OutOfTime):
     """The deadline passed between two batches."""
 
 

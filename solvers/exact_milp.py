@@ -48,8 +48,8 @@ by `solvers.base.replay`.
 (`Problem.predictions`): milliseconds where the branch and bound took seconds per question.
 
 **CXps of non-monotone networks** start with the flip search below over every feature: none
-proves NONE_EXISTS (measured: 0.5 s where the search for a minimum, seeded by a float MILP, took
-5–12 s on 16-feature 32 × 32 networks), and its point, shrunk, is the first incumbent.
+proves NONE_EXISTS (one flip question is far cheaper than the search for a minimum), and its
+point, shrunk, is the first incumbent.
 
 Where the size bound k still sought is small (C(n, k) ≤ `SET_QUESTIONS`: k = 1 at 28
 features, k ≤ 2 at 16), a CXp search is decided set by set instead: a CXp of size ≤ k exists
@@ -60,10 +60,8 @@ whatever the cutoff, then (after the float MILP's seed, which only more than `SE
 features get there: `_seeded`) every level below a small cutoff (at most 3), and again each time
 the branch and bound's incumbent lowers the cutoff (`_Minimum.improved`). A level that flips
 gives the minimum; the levels proved below it are the search's *floor*, at which an incumbent
-of the branch and bound ends it; every level proved up to the cutoff proves the incumbent.
-Measured on the signed 64-feature CXp mix of `bench.heldout` (seed 2026, 10 s, in process): a
-query whose branch and bound had found 3 and ran out its limit at level 2 (2,016 pairs, too
-many to ask early) was decided in 0.8 s once its incumbent brought the levels in.
+of the branch and bound ends it; every level proved up to the cutoff proves the incumbent
+(so an incumbent that lowers the cutoff can bring in levels too many to ask early).
 
 **AXps of non-monotone networks**: covering the free sets level by level (`solvers.covering`;
 the implicit hitting-set loop of `solvers.hitting` past `COVER_FEATURES` features),
@@ -74,13 +72,12 @@ when its safe bound proves τ ≤ 0 (f > t) there, and the search stops at the f
 in exact arithmetic. `ExactMilpFlipSearch` asks
 the same question for the exact set oracle (`solvers.oracle`).
 
-**Branching**: depth first, on the last fractional integer column (the deepest layer's first, which
-measured 3–4 times fewer nodes than the most fractional one on the benchmark networks; a
-selector when none is
-fractional), the child nearer the LP's value first, so that the simplex restarts from a basis
-that is nearly optimal.
+**Branching**: depth first, on the last fractional integer column (the deepest layer's first,
+which needed fewer nodes than the most fractional one on the benchmark networks: docs/results.md;
+a selector when none is fractional), the child nearer the LP's value first, so that the simplex
+restarts from a basis that is nearly optimal.
 
-What was measured and not adopted for the hard flip questions, and what might move them:
+What was tried and not adopted for the hard flip questions, and what might move them:
 bench/results/engine_notes.md.
 """
 
@@ -95,6 +92,7 @@ from functools import partial
 import highspy
 import numpy as np
 
+from cardinal import errors
 from cardinal.prediction import overtakes_strictly
 from cardinal.problem import Outcome, Problem, Status, stopped
 
@@ -131,7 +129,7 @@ _LP_OPTIONS: dict[str, float | bool | str] = {
 _Highs = highspy.HighsModelStatus
 
 
-class OpenLeaves(Exception):
+class OpenLeaves(errors.Unproved):
     """The search ended with regions that no exact argument closed (module docstring)."""
 
 

@@ -1,14 +1,14 @@
 """Time limits that hold whatever a backend does: `GuardedSolver` runs a backend in a child
 process and kills the child when a call overruns its limit.
 
-Backends are asked to stop at their limit, and mostly do, but not everywhere: on a monotone
-28 × 512 × 512 × 512 ReLU network under a 2 s limit, HiGHS spent 42 s in its MIP presolve, which
-checks no clock and calls no callback, and z3's lazy loop spent 30 s computing one exact tangent
-cut (integer matrix products that no solver timeout reaches). So each call is bounded from
+Backends are asked to stop at their limit, and mostly do, but not everywhere: HiGHS's MIP
+presolve checks no clock and calls no callback, and z3's lazy loop computes an exact tangent cut
+in integer matrix products that no solver timeout reaches; either can run many times past a
+limit on a large network. So each call is bounded from
 outside, and its limit counts from the moment `solve` is called: whatever the call waits for —
 its solver process still starting (a fresh interpreter importing torch and the backend takes
 seconds), the backend, the transfer — ends at the limit plus half the allowed overrun
-(`allowed_overrun`: 10%, at least 1 s). There the call answers TIMEOUT: a child at work is killed
+(`allowed_overrun`: a tenth of the limit, at least a second). There the call answers TIMEOUT: a child at work is killed
 and a fresh one started at once for the next call; a solver process still starting is left to
 start (the message says so), and the next call takes it. The answer of a call that finishes is
 the backend's own, its seconds measured by the caller (waiting and transfer included);

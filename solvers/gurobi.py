@@ -2,8 +2,8 @@
 
 Tolerances are tightened (feasibility, integrality and optimality 1e-9, relative gap 0, absolute
 gap 0.5 since the objective is integral); the seed is fixed and one thread runs by default, so a
-run that ends before its time limit is reproducible; NumericFocus stays at Gurobi's default, which measured
-faster than 1 at these tolerances. One `Env` (no output) is created on first use and
+run that ends before its time limit is reproducible; NumericFocus stays at Gurobi's default
+(these tolerances need no more numeric care than it gives). One `Env` (no output) is created on first use and
 disposed by `close()`; every model is disposed after its run. Gurobi's pip licence is
 size-limited (about 2,000 variables and constraints): errno 10010 becomes a SIZE_LIMIT run.
 """

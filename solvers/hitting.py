@@ -11,23 +11,17 @@ small, pairwise disjoint contrastive sets inside the free set by cheap exact poi
 gradient search, and the oracle is asked only when it finds none. There every candidate is a
 minimum hitting set (PySAT's RC2: milliseconds), whose size is an exact lower bound at each
 step; a call stopped at its limit says its bound (`HittingResult.lower`, and "exact lower bound
-L" in the message: the largest minimum hitting set's size, or a packing of disjoint sets found).
-Measured on the 64-feature digits MLP of `bench.digits` (16 ReLU units, 10 classes) over the full
-box, 30 s per image on a loaded 2-core machine: the oracle's shrunk witnesses alone, greedy
-candidates, left the bound at 1 (832 oracle calls in 60 s); the supply with greedy candidates,
-6 (60 s); with minimum candidates, 16–17 and 23 (images 0 and 1; deletion's answer on image 0:
-45 features — the minima were not reached). Elsewhere minimum hitting sets were costly (an
+L" in the message: the largest minimum hitting set's size, or a packing of disjoint sets found;
+there the supply and minimum candidates raise the bound where the oracle's shrunk witnesses and
+greedy candidates leave it near 1). Elsewhere minimum hitting sets were costly (an
 exact branch and bound) and most candidates are refuted, so the loop proposes a greedy hitting set (most sets hit first)
 while greedy ones keep being refuted, and asks for a minimum one only when a greedy candidate
-holds: that AXp is then the best known, and a minimum hitting set no smaller proves it minimum
-(measured on a 28-feature 32 × 32 ReLU network over a box of radius 0.05: 709 minimum hitting
-sets took 27 of a call's 40 s, before RC2).
+holds: that AXp is then the best known, and a minimum hitting set no smaller proves it minimum.
 
 On networks with one hidden ReLU layer the loop, not done after `SEED_AFTER` seconds, asks the
 oracle once about the fewest features that a sound linear relaxation certifies (`relaxed_axp`):
 an AXp from the upper side, which bounds every later candidate and is the answer of a call
-stopped at its deadline. Measured on the digits MLP (full box): 49–55 features in 3–10 s by
-HiGHS, each an AXp by the exact oracle, where deletion found 36–45 or stopped at 120 s.
+stopped at its deadline.
 
 The oracle's witnesses are replayed exactly before use, so every contrastive set in the loop is
 genuine and every lower bound the hitting sets give is sound; a witness that fails ends the loop
@@ -52,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from cardinal.errors import OutOfTime
 from cardinal.problem import Problem, Status, stopped
 
 from . import linear_bound, relaxed_axp, reset_bound
@@ -67,7 +62,7 @@ DELETION_SHARE = 0.5  # the share of the time left that `_deletion_seed` may tak
 RESET_SHARE = 0.25  # and `_by_reset`, after it
 
 
-class OracleTimeout(Exception):
+class OracleTimeout(OutOfTime):
     """The flip oracle ran out of time."""
 
 

@@ -9,11 +9,9 @@ MILP's) decides a subset that it leaves. The first point that flips (judged exac
 CXp of at most j features — of exactly j, the levels below being proved — and ends the search;
 none for every subset proves the level.
 
-On the 28-feature 32 × 32 ReLU networks of `bench.exact_milp` at radius 0.2, the global branch
-and bound (a cardinality row, its relaxation weak where every feature may move by 0.4) spent its
-60 s without proving a minimum of 4 that levels 1–3 prove in about a second (3,276 subsets at
-level 3: 0.65 s, where the exact MILP's flip search took 0.13 s per subset); level 4 (20,475
-subsets) took 34 s on another input whose minimum is larger, so levels go up to 3 (`fits`).
+Where every feature may move far, the global branch and bound's cardinality row has a weak
+relaxation, while a level of few features is a few cheap splitting searches per subset; the
+number of subsets grows as C(n, k), so levels go up to 3 (`fits`).
 """
 
 from __future__ import annotations
@@ -24,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cardinal import errors
 from cardinal.problem import Problem
 
 from .hitting import FlipOracle, shrink_points
@@ -36,7 +35,7 @@ CHUNK = 512  # subsets searched together
 SPLIT_NODES = 20_000  # boxes the splitting search may take per subset before the exact oracle decides it
 
 
-class Unproved(Exception):
+class Unproved(errors.Unproved):
     """An exact oracle's point failed the exact check: no verdict."""
 
 

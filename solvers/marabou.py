@@ -31,6 +31,7 @@ import warnings
 
 import numpy as np
 
+from cardinal.errors import Stopped
 from cardinal.exact import modified_inputs
 from cardinal.problem import Outcome, Problem, Status
 
@@ -45,7 +46,7 @@ with warnings.catch_warnings():  # maraboupy warns at import that its TensorFlow
 ACTIVATIONS = ("relu", "identity")
 
 
-class _Stopped(Exception):
+class _Stopped(Stopped):
     """Marabou ended a query without a verdict (error, unknown)."""
 
 

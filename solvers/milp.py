@@ -23,6 +23,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from cardinal.errors import Stopped
 from cardinal.exact import modified_inputs
 from cardinal.problem import Outcome, Problem, Status, stopped
 
@@ -51,7 +52,7 @@ class MilpRun:
     values: np.ndarray | None = None
 
 
-class _Stopped(Exception):
+class _Stopped(Stopped):
     """A flip-oracle run ended without a verdict (size limit or other trouble)."""
 
     def __init__(self, run: MilpRun) -> None:

@@ -13,18 +13,15 @@ contrastive problem on the box pinned to x off `free` (l_i = u_i = x_i there), a
 counts when it is a set with a witness that passes `check_witness` here (True), or NONE_EXISTS
 (False). Engines are tried in order, each where it applies, until one decides. `ENGINES`,
 after a first exact test that needs no engine — interval arithmetic over the pinned box
-(`ExactNetwork.box_keeps`) that proves every y there keeps p(x), answering False: on the
-digit classifiers of the `classifiers` suite it settles, in milliseconds, the "no flip within the
-ε-ball" claims where z3 stopped at its 10 s limit. Then, in this process (`screens`, issue 40:
-the child's round trip and the MILP's setup cost about a second a question on VeriX's
-784-feature MNIST-FC shape), the exact linear-relaxation bound (`solvers.linear_bound`, False
+(`ExactNetwork.box_keeps`) that proves every y there keeps p(x), answering False (the cheap
+"no flip within the ε-ball" claims of small classifiers). Then, in this process (`screens`,
+issue 40: a solver process's round trip and the MILP's setup would dominate a cheap question),
+the exact linear-relaxation bound (`solvers.linear_bound`, False
 where it proves the pinned box keeps p(x)), and the box's corners where its linear bounds are
 least, points that may flip, each replayed exactly (True); the gradient search is left to the
-exact MILP's engine, which starts with it (asked here as well, it repeated the same search: on
-MNIST-FC's deletion, `bench.deletion`, it found none of the 199 flips the engine found, and took
-about a tenth of the run in an in-process profile). Then
-enumerate on binary boxes of at most `VERTEX_FEATURES` features (every vertex, decided exactly:
-30 ms where z3 took 0.5–3.7 s on 6-feature networks), then the exact MILP's flip search
+exact MILP's engine, which starts with it (asked here as well, it would repeat the same search).
+Then enumerate on binary boxes of at most `VERTEX_FEATURES` features (every vertex, decided
+exactly, cheaper than any solver there), then the exact MILP's flip search
 (`exact_milp.ExactMilpFlipSearch`: a gradient search, then a branch and bound with safe bounds;
 piecewise-linear networks), then z3's (`smt.Z3FlipSearch`: one exact satisfiability check of the
 whole network, no minimisation), which decides what the MILP leaves open (a region whose only

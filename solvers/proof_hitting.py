@@ -20,9 +20,8 @@ features is left, `hitting_tree` writes the tree that shows it. The loop's only 
 the one that refutes the claim: the certificate rests on points alone, so every piece of it is
 one exact evaluation for the checker. The certificate keeps only the lemmas its tree names.
 
-Measured on the digits MLP of `bench.digits` (full box, image 14): the run that proved a 45-feature
-minimum in 10 s found 665 sets; recomputing lemmas without them stopped at a 60 s deadline, while
-the tree over the run's own sets took 3 s.
+The run's own sets are reused because recomputing lemmas without them costs far more than a tree
+over them.
 """
 
 from __future__ import annotations

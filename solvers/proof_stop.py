@@ -9,12 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from cardinal import errors
 from cardinal.problem import Kind, Problem
 
 FORMAT = "cardinal.proof/1"
 
 
-class Stopped(Exception):
+class Stopped(errors.Stopped):
     """Ends a search without a certificate (the reason in its message)."""
 
     def __init__(self, reason: str, counterexample: tuple[int, ...] | None = None) -> None:

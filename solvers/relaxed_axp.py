@@ -19,11 +19,8 @@ AXp, so its answer is one, if the floats are right. They are evidence only: the 
 exact flip oracle about S before it uses it (a point that flips there is a contrastive set like
 any other). A big M too small only makes the bound lower: never unsound.
 
-Measured on the 64-feature digits MLP of `bench.digits` (full box [0, 1]^64, images 0–3, a
-loaded 2-core machine): HiGHS gave 54–58 features in 3 s, 49 in 10 s (image 0); gurobi's optimum
-of the same MILP, 45–50 features in 2–3 s; each set an AXp by the exact oracle, where deletion's
-subset-minimal answers had 36–45 features or stopped at 120 s. Inside balls of radius 0.1, where
-the minimum AXp is often empty, it gave 11–40: there the loop is usually done before it asks.
+Inside small balls, where the minimum AXp is often empty, the hitting-set loop is usually done
+before it asks.
 """
 
 from __future__ import annotations

@@ -6,10 +6,7 @@ any k of its changed features reset to x's values is still predicted otherwise: 
 at most k features (an AXp S fixes S to x, and y reset on S agrees with x there). Where the
 contrastive sets of the hitting-set dual are large — small AXps inside ε-balls, where a flip
 needs most features — the dual's bound grows by one per many sets, while one point with a wide
-margin settles every small set at once. Measured on the digits MLP of `bench.digits` (radius 0.1,
-the seven images the hitting sets left open at 60 s): float estimates of the bound from one
-gradient-ascent point per rival gave 5, 5, 6, 10, 11, 18 and 24 where the hitting sets' bounds
-were 4, 5, 3, 5, 4, 13 and 17.
+margin settles every small set at once (docs/results.md compares the two bounds on the digits MLP).
 
 The point: for each rival class r (K ≥ 2; K = 1: the flip), projected gradient ascent on the
 margin (f_r − f_c, or the distance of f past t) from x, the box's centre and random starts. Every

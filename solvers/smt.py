@@ -10,7 +10,7 @@ is judged by one exact evaluation of `base with S set to target` (CXp: x → x';
 validity is upward closed. Each question "a valid set within k?" goes first to a branch and bound
 over sets (`solvers.branch`): exact probes of a node's sets, and rigorous float bounds of f over
 all of them (`solvers.subsets` on ReLU networks, `solvers.smooth` on the other continuous ones;
-none on step networks), close whole subtrees (measured: bench/results/engine_notes.md). It answers
+none on step networks), close whole subtrees (bench/results/engine_notes.md). It answers
 every question, except on ReLU networks where valid means f ≤ t — there only its root node is tried
 (`_BELOW_NODES`), a lower bound tangent at a maximal invalid set, and the SAT loop does the rest
 with the tangent cuts below — and where it meets an
@@ -49,7 +49,7 @@ within `at_most` is known) or ERROR, with a message naming the sets, never a ver
 Evaluations are rigorous (`Problem.decider`, `cardinal.bounds`: float64 with a forward error bound,
 exact dyadic arithmetic or a 256-bit enclosure near the threshold). The full encoding below cannot
 certify the 28-feature 32×32 benchmark nets at all, because z3's exact simplex chokes on the dense
-rationals of double weights (a single LP relaxation did not finish in 30 s).
+rationals of double weights (a single LP relaxation does not finish in a useful time).
 
 **encode** (non-monotone networks always; monotone ones with `strategy="encode"`; piecewise linear only). The whole
 network as linear real arithmetic: one real term per unit, with exact interval bounds
@@ -93,7 +93,7 @@ import torch
 import z3
 
 from cardinal.activations import Activation
-from cardinal.errors import InputError
+from cardinal.errors import InputError, Unproved
 from cardinal.prediction import overtakes_strictly
 from cardinal.problem import Outcome, Problem, Status, stopped
 
@@ -135,7 +135,7 @@ _UNDECIDED = "undecided"
 _VALID, _INVALID, _UNSURE = 1, 0, -1  # `_Lazy.judge`
 
 
-class _NoDoubleWitness(Exception):
+class _NoDoubleWitness(Unproved):
     """z3 found a rational flipping point, but no flipping point made of doubles was found."""
 
 

@@ -25,10 +25,8 @@ rival j.
 So "no flip" rests on rigorous bounds and exact judgements of vertices, and a flip on an exact
 judgement of its point; the one float hint, the shares, only orders the search. The work grows
 with the number of linear regions the box meets, exponentially with the free features: made for
-the 1–4 features of a small CXp's subsets (`solvers.levels`: the 3,276 3-feature subsets of a
-28-feature 32 × 32 network at radius 0.2 in 0.65 s, searched together, where the exact MILP's
-flip search takes 0.13 s per subset). From 5 free features on, the same network's
-questions ran past 100,000 boxes where the MILP answered in 0.2–1.5 s.
+the 1–4 features of a small CXp's subsets (`solvers.levels`), searched together; with more free
+features the boxes multiply past what the exact MILP's flip search costs.
 """
 
 from __future__ import annotations
@@ -38,6 +36,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from cardinal.errors import Stopped
 from cardinal.problem import Problem
 from cardinal.rounding import SAFETY, TINY, UNIT_ROUNDOFF, gamma
 
@@ -47,7 +46,7 @@ BATCH = 256  # boxes bounded at once
 UNSURE_ENDS = 6  # an affine box whose gradient leaves more signs open than this is cut instead
 
 
-class OutOfNodes(Exception):
+class OutOfNodes(Stopped):
     """The search reached its node budget (or a box that no double cuts) without an answer."""
 
 

@@ -16,7 +16,7 @@ gets the radius r_A·|B̂| + |Â|·r_B + r_A·r_B + γ_{m+1}·|Â|·|B̂|, and a
 r_a + r_b + u·|a + b|. Radii are computed in float64 too and then scaled by 1 + 2^-20 and raised
 by 2^-300 (`_FLOOR`), far more than the rounding and underflow of their own computation — and
 high enough that products of radii and weights never fall into the subnormal range, where
-float64 arithmetic runs 20× slower (measured at 2^-1000 on BlogFeedback's 276 × 64 × 64 net). The lines of the
+float64 arithmetic is many times slower. The lines of the
 unstable units are doubles chosen outwards from the rigorous bounds: a chord slope
 fl(hi / (hi − lo))·(1 + 2^-50) ≥ hi / (hi − lo) exactly, and its offset −slope·lo rounded up the
 same way, so each line is a valid upper line in exact arithmetic. The final upper bound ĝ + r

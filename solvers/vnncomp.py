@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cardinal.errors import InputError
+from cardinal.errors import InputError, Stopped
 from cardinal.problem import Outcome, Problem, Status
 
 from . import hitting
@@ -67,7 +67,7 @@ def tool_folder(name: str) -> Path:
     return folder.resolve()
 
 
-class _Stopped(Exception):
+class _Stopped(Stopped):
     """The tool ended a query without an answer cardinal can use (error, garbage, a bad point)."""
 
 

@@ -13,6 +13,7 @@ import pytest
 from cardinal.solvers.base import BaseSolver
 from cardinal.verify.cli import main
 
+from cardinal.errors import BackendUnavailable, InputError
 from cardinal.problem import Outcome, Problem, Status
 
 
@@ -127,9 +128,25 @@ def test_bad_solver_flags(
 
 
 def test_missing_backend_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A backend whose library is missing is `BackendUnavailable` (an ImportError, no InputError),
+    naming the extra that installs it; `available_solvers` leaves it out."""
     monkeypatch.setitem(base._REGISTRY, "ghost", ("cardinal.solvers.no_such_module", "Ghost", "ghost"))
-    with pytest.raises(ValueError, match=r"solver 'ghost' is not installed .*pip install 'cardinal\[ghost\]'"):
+    with pytest.raises(BackendUnavailable, match=r"solver 'ghost' is not installed .*pip install 'cardinal\[ghost\]'") as caught:
         base.get_solver("ghost")
+    assert isinstance(caught.value, ImportError) and not isinstance(caught.value, InputError)
+    monkeypatch.setattr(base, "SOLVER_NAMES", (*base.SOLVER_NAMES, "ghost"))
+    assert "ghost" not in base.available_solvers() and "enumerate" in base.available_solvers()
+
+
+def test_missing_backend_on_the_command_line_is_one_line_exit_2(
+    design_network_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--solvers` naming a backend that is not installed: one line on stderr, exit code 2, no output."""
+    monkeypatch.setitem(base._REGISTRY, "ghost", ("cardinal.solvers.no_such_module", "Ghost", "ghost"))
+    out = tmp_path / "certified.jsonl"
+    code, lines, err = _certify_design(design_network_file, tmp_path, capsys, "--solvers", "enumerate,ghost", "--out", str(out))
+    assert code == 2 and lines == [] and not out.exists()
+    assert err.count("\n") == 1 and re.fullmatch(r"cardinal certify: error: solver 'ghost' is not installed .*\n", err), err
 
 
 def test_float_solver_alone_certifies_only_size_one() -> None:

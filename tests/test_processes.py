@@ -19,7 +19,7 @@ from cardinal.solvers.guard import report_incumbent
 from cardinal.verify.campaign import run_campaign
 from cardinal.verify.cli import main
 
-from cardinal.errors import InputError
+from cardinal.errors import BackendUnavailable
 from cardinal.io import JsonLines
 from cardinal.problem import Outcome, Problem, Status
 from tests.test_campaign import tiny_instances
@@ -277,7 +277,7 @@ def test_an_import_that_ctrl_c_interrupts_is_no_missing_library(monkeypatch: pyt
         raise ImportError("No module named 'highspy'", name="highspy")
 
     monkeypatch.setattr(importlib, "import_module", missing)
-    with pytest.raises(InputError, match="solver 'highs' is not installed"):
+    with pytest.raises(BackendUnavailable, match="solver 'highs' is not installed"):
         base.get_solver("highs")
 
 

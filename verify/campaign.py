@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from cardinal.solvers.guard import start_zygote
 
-from cardinal.errors import InputError
+from cardinal.errors import BackendUnavailable, InputError
 from cardinal.io import JsonLines, open_folder, open_regular, writing
 from cardinal.network import Network
 from cardinal.problem import Kind, Method, Status, Verdict
@@ -374,7 +374,7 @@ def run_campaign(
                 )  # fmt: skip
             finally:
                 _close_pool()
-    except InputError:
+    except (InputError, BackendUnavailable):
         if created:
             with contextlib.suppress(OSError):
                 out.rmdir()  # only if nothing else was written

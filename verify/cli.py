@@ -2,8 +2,8 @@
 `cardinal.verify.commands` (one module per command: its flags `_add_NAME`, its handler, its own
 helpers; what several share in `commands.common`), and `main` runs the chosen handler.
 
-Bad input ends with a one-line message on stderr and exit code 2; output files are written whole
-or not at all.
+Bad input, and a backend or library asked for that is not installed, end with a one-line message
+on stderr and exit code 2; output files are written whole or not at all.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from cardinal.verify.commands.bench import _add_bench
 from cardinal.verify.commands.certify import _add_certify
 from cardinal.verify.commands.check import _add_check
 from cardinal.verify.commands.common import UsageError, _Parser, _problem_flags
@@ -29,7 +28,7 @@ from cardinal.verify.commands.replay import _add_replay
 from cardinal.verify.commands.train import _add_train
 from cardinal.verify.executors import sigterm_interrupts
 
-from cardinal.errors import InputError
+from cardinal.errors import BackendUnavailable, InputError
 
 
 class _Version(argparse.Action):
@@ -56,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     problem = _problem_flags()
     for add in (
         _add_explain, _add_certify, _add_check, _add_info, _add_convert, _add_crosscheck,
-        _add_export, _add_hunt, _add_train, _add_bench, _add_replay, _add_proof, _add_data,
+        _add_export, _add_hunt, _add_train, _add_replay, _add_proof, _add_data,
     ):  # fmt: skip
         add(commands, problem)  # one function per subcommand (cardinal.verify.commands), in the order of `cardinal --help`
     return parser
@@ -72,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with sigterm_interrupts():  # SIGTERM takes Ctrl-C's orderly way out
             return handler(args)
-    except InputError as error:
+    except (InputError, BackendUnavailable) as error:  # a missing library the user asked for: one line too
         return _fail(f"cardinal {args.command}", str(error))
     except KeyboardInterrupt:
         print(f"cardinal {args.command}: interrupted", file=sys.stderr)

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from cardinal.errors import InputError, interrupt, interrupted_import
+from cardinal.errors import BackendUnavailable, InputError, interrupt, interrupted_import
 
 from .raywatch import OWNER
 
@@ -231,7 +231,7 @@ def _last_line(error: Exception) -> str:
 
 
 def import_ray(local: bool) -> Any:
-    """The `ray` module (InputError if it is not installed); `local`: for a local instance."""
+    """The `ray` module (BackendUnavailable if it is not installed); `local`: for a local instance."""
     if local:
         # Ray names a node by the address of the machine's outward interface (read when Ray is
         # imported); a local instance needs no other machine, so it is kept off that interface.
@@ -240,7 +240,7 @@ def import_ray(local: bool) -> Any:
         import ray
     except ImportError as error:
         interrupted_import(error)
-        raise InputError("--executor ray needs Ray: pip install 'cardinal[ray]'") from None
+        raise BackendUnavailable("--executor ray needs Ray: pip install 'cardinal[ray]'") from None
     return ray
 
 

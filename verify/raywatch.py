@@ -8,7 +8,7 @@ its environment (set while the instance starts; Ray passes it on to every proces
 workers included). The watcher waits until its standard input closes — the driver closed it
 after `ray.shutdown()`, or died, however (SIGKILL included) — then kills every process whose
 environment holds that mark, pass after pass until four in a row find none (a dying raylet may
-still start a worker), 15 s at most,
+still start a worker), `PASSES` at most,
 and exits. It imports nothing of cardinal or Ray: it starts in milliseconds, from any folder.
 Linux only (it reads /proc); elsewhere it is not started.
 """

@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from cardinal.activations import Activation
-from cardinal.errors import InputError, interrupted_import
+from cardinal.errors import BackendUnavailable, InputError, interrupted_import
 from cardinal.io import MAX_NETWORK_BYTES, parse_json
 
 from .chain import ADVICE, RUNTIME_SHAPE, ChainBuilder, ChainStep
@@ -73,7 +73,7 @@ def _onnx() -> Any:
         import onnx
     except ImportError as error:
         interrupted_import(error)
-        raise InputError("reading or writing ONNX needs the onnx package: pip install 'cardinal[onnx]'") from None
+        raise BackendUnavailable("reading or writing ONNX needs the onnx package: pip install 'cardinal[onnx]'") from None
     return onnx
 
 

@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from cardinal.errors import InputError
+from cardinal.errors import BackendUnavailable, CardinalError, InputError
 from cardinal.validate import (
     finite_number,
     input_shape,
@@ -38,7 +38,7 @@ METHOD_CHOICES = ("greedy", "deletion")
 MAX_WORKERS = 4 * (os.cpu_count() or 1)
 
 
-class UsageError(Exception):
+class UsageError(CardinalError):
     """A command-line error found by argparse; `main` prints it on one line."""
 
     def __init__(self, prog: str, message: str) -> None:
@@ -213,7 +213,7 @@ def _solver_names(spec: str | None, net: Network, domain: Domain) -> list[str]:
     if spec is None:
         names = list(proving_solvers(net, domain))
         if not names:
-            raise InputError("no exact solver applies to this network here: pip install 'cardinal[solvers]'")
+            raise BackendUnavailable("no exact solver applies to this network here: pip install 'cardinal[solvers]'")
         return names
     if spec.strip() == "all":
         return list(available_solvers())
