@@ -155,3 +155,18 @@ def test_deletion_on_a_million_inputs_is_refused_before_its_n_by_n_work(wide: tu
     assert lines[0].startswith("cardinal explain: error: the sensitivity order")
     assert f"past the {deletion_module.MAX_SENSITIVITY_WORK:,} allowed; use traversal index" in lines[0]
     assert done.stdout == "" and not out.exists()
+
+
+def test_greedy_on_a_million_inputs_is_refused_before_its_n_by_n_work(wide: tuple[Path, Path], tmp_path: Path) -> None:
+    from cardinal.greedy import MAX_GREEDY_INPUTS
+
+    network, inputs = wide
+    out = tmp_path / "out.jsonl"
+    done = _command("explain", str(network), "--inputs", str(inputs), "--kind", "abductive", "--out", str(out))
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"cardinal explain: error: greedy scores all {N:,} single-feature variants")
+    assert f"at most {MAX_GREEDY_INPUTS:,} inputs" in lines[0]
+    assert done.stdout == "" and not out.exists()
