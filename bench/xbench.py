@@ -56,7 +56,7 @@ import numpy as np
 from cardinal.solvers import smtlib, vnnlib
 from cardinal.solvers.oracle import SetOracle
 from cardinal.verify.export import milp_text, refusal
-from cardinal.verify.vnncomp import Source, suite_parts, write_folder
+from cardinal.verify.vnncomp import Source, refuse_nonempty, suite_parts, write_folder
 
 from bench.greedy import machine
 from cardinal.domain import Domain
@@ -64,6 +64,7 @@ from cardinal.errors import InputError
 from cardinal.io import write_atomic, write_figure
 from cardinal.network import Network
 from cardinal.problem import Problem
+from cardinal.validate import count, seconds
 
 FAMILIES = ("suites", "digits-mlp", "digits-cnn", "verix-fc", "paper")
 BACKENDS = ("cardinal", "highs", "gurobi", "z3", "cvc5", "marabou")
@@ -134,9 +135,11 @@ def family_parts(family: str, work: Path, rows: int) -> list[Source]:
 
 
 def build(out: Path, families: Sequence[str], rows: int, timeout: float) -> None:
-    """The folder (module docstring) into `out`, a new or empty folder."""
+    """The folder (module docstring) into `out`, a new or empty folder: refused (InputError)
+    before any network is made or question asked when it is not one, or cannot be made."""
     from cardinal.verify.datasets import check_data_files
 
+    out = refuse_nonempty(out)
     parts: list[Source] = []
     included = []
     started = time.perf_counter()
@@ -425,13 +428,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     making = commands.add_parser("build", help="build the folder")
     making.add_argument("--out", required=True)
     making.add_argument("--families", default=",".join(FAMILIES))
-    making.add_argument("--rows", type=int, default=1, help="inputs per network (default 1: the published set, 767 instances)")
-    making.add_argument("--time-limit", type=float, default=10.0)
+    making.add_argument("--rows", type=count(1), default=1,
+                        help="inputs per network, ≥ 1 (default 1: the published set, 767 instances)")
+    making.add_argument("--time-limit", type=seconds, default=10.0)
     running = commands.add_parser("run", help="run the backends on a folder")
     running.add_argument("folder")
     running.add_argument("--backends", default=",".join(BACKENDS))
-    running.add_argument("--limit", type=int, default=None, help="instances per network (default: all)")
-    running.add_argument("--time-limit", type=float, default=10.0)
+    running.add_argument("--limit", type=count(1), default=None, help="instances per network (default: all)")
+    running.add_argument("--time-limit", type=seconds, default=10.0)
     running.add_argument("--out", default="bench/results/xbench.md")
     args = parser.parse_args(argv)
     try:

@@ -46,6 +46,9 @@ from .problem import shortcut
 # splits each product across the threads), on a GPU large enough to keep it busy.
 _CPU_CHUNK_ELEMENTS_PER_THREAD = 1 << 18
 _CUDA_CHUNK_ELEMENTS = 1 << 27
+# Inputs n of a network greedy takes: it scores an input's n single-feature variants at once, an
+# [n, n] tensor (2 GiB of float64 at this limit); a wider network is refused before any of it.
+MAX_GREEDY_INPUTS = 1 << 14
 # Elements of the [rows, n, n + widths] tensors of the exact re-check processed at once.
 _VERIFY_CHUNK_ELEMENTS = 1 << 20
 # Elements of the [rows, n] tensors of the sort and the binary search processed at once.
@@ -125,8 +128,14 @@ def explain(
     None: 0; a K = 2 network takes none).
 
     Raises `InputError` for a network that is not sign-monotone (naming a feature of mixed sign,
-    or K ≥ 3), an unknown kind, or an input outside the domain (naming row and feature).
+    or K ≥ 3), an unknown kind, an input outside the domain (naming row and feature), or a network
+    of more than `MAX_GREEDY_INPUTS` inputs (before any allocation of n × n).
     """
+    if net.n_inputs > MAX_GREEDY_INPUTS:
+        raise InputError(
+            f"greedy scores all {net.n_inputs:,} single-feature variants of an input at once ({net.n_inputs:,} × "
+            f"{net.n_inputs:,} values): at most {MAX_GREEDY_INPUTS:,} inputs; use the deletion explainer, traversal index"
+        )
     X_checked, domain, net, threshold = validated(net, X, kind, domain, threshold)
     torch_device = resolve_device(device)
     if torch_device.type == "cuda":

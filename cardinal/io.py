@@ -359,38 +359,70 @@ def read_inputs(path: str | Path, n_features: int | None = None, header: bool | 
     else:
         path = Path(path)
         text = decode_text(read_input(path, "inputs file", MAX_DATA_BYTES), path, "inputs file")
-    rows: list[tuple[int, list[str]]] = []  # (line number, cells)
+    # Each row becomes doubles as it is read (no list of every row's cells is kept): the peak is
+    # the file's text and 8 bytes per value, in blocks of `_ROW_BLOCK` rows.
     reader = csv.reader(io.StringIO(text, newline=""))
+    blocks: list[np.ndarray] = []
+    block: np.ndarray | None = None
+    filled, count, width = 0, 0, n_features
+    pending: tuple[int, list[str]] | None = None  # a header row, checked once the width is known
+    first = True
     try:
         for cells in reader:
-            if any(cell.strip() for cell in cells):
-                rows.append((reader.line_num, cells))
+            if not any(cell.strip() for cell in cells):
+                continue
+            line = reader.line_num
+            if first:
+                first = False
+                if header or (header is None and not any(_is_number(cell) for cell in cells)):
+                    pending = (line, cells)
+                    continue
+            if width is None:
+                width = len(cells)
+            if pending is not None:
+                _check_header(path, pending, width)
+                pending = None
+            if block is None or filled == len(block):
+                block, filled = np.empty((_ROW_BLOCK, width), dtype=np.float64), 0
+                blocks.append(block)
+            _parse_row(path, count, line, cells, width, n_features, block[filled])
+            filled, count = filled + 1, count + 1
     except csv.Error as error:
         raise InputError(f"{path}: line {reader.line_num}: not CSV ({error})") from None
-    if rows and (header or (header is None and not any(_is_number(cell) for cell in rows[0][1]))):
-        line, names = rows.pop(0)
-        expected = n_features if n_features is not None else (len(rows[0][1]) if rows else len(names))
-        if len(names) != expected:
-            raise InputError(f"{path}: the header (line {line}) has {len(names)} columns, the rows need {expected}")
-    if not rows:
+    if pending is not None:
+        _check_header(path, pending, n_features if n_features is not None else len(pending[1]))
+    if count == 0:
         raise InputError(f"{path}: no input rows")
-    width = n_features if n_features is not None else len(rows[0][1])
-    values = np.empty((len(rows), width), dtype=np.float64)
-    for row, (line, cells) in enumerate(rows):
-        where = f"{path}: row {row} (line {line})"
-        if len(cells) != width:
-            expected = f"{width} (the network's inputs)" if n_features is not None else f"{width} (as row 0)"
-            raise InputError(f"{where} has {len(cells)} values, expected {expected}")
-        for column, cell in enumerate(cells):
-            try:
-                value = float(cell)
-            except ValueError:
-                shown = cell.strip() if len(cell.strip()) <= 40 else cell.strip()[:40] + "…"
-                raise InputError(f"{where}, column {column}: {shown!r} is not a number") from None
-            if not math.isfinite(value):
-                raise InputError(f"{where}, column {column} is {value} (inputs must be finite)")
-            values[row, column] = value
-    return values
+    if len(blocks) == 1:
+        return blocks[0][:count].copy()
+    return np.concatenate(blocks)[:count]
+
+
+_ROW_BLOCK = 4096  # rows of doubles allocated at once by `read_inputs`
+
+
+def _check_header(path: Path, header: tuple[int, list[str]], expected: int) -> None:
+    line, names = header
+    if len(names) != expected:
+        raise InputError(f"{path}: the header (line {line}) has {len(names)} columns, the rows need {expected}")
+
+
+def _parse_row(path: Path, row: int, line: int, cells: list[str], width: int, n_features: int | None,
+               out: np.ndarray) -> None:
+    """Row `row` (file line `line`) of an inputs CSV into `out` [width], with read_inputs' messages."""
+    where = f"{path}: row {row} (line {line})"
+    if len(cells) != width:
+        expected = f"{width} (the network's inputs)" if n_features is not None else f"{width} (as row 0)"
+        raise InputError(f"{where} has {len(cells)} values, expected {expected}")
+    for column, cell in enumerate(cells):
+        try:
+            value = float(cell)
+        except ValueError:
+            shown = cell.strip() if len(cell.strip()) <= 40 else cell.strip()[:40] + "…"
+            raise InputError(f"{where}, column {column}: {shown!r} is not a number") from None
+        if not math.isfinite(value):
+            raise InputError(f"{where}, column {column} is {value} (inputs must be finite)")
+        out[column] = value
 
 
 def _is_number(cell: str) -> bool:

@@ -42,10 +42,12 @@ class _Weighted(Protocol):
 def _paths(layers: Sequence[_Weighted]) -> tuple[np.ndarray, np.ndarray]:
     """(positive [K, n], negative [K, n]) bool: whether some path of that sign leads from input i
     to output k. float32 products of 0/1 matrices: a sum of non-negative terms is 0 only when
-    every term is, so `> 0` is exact whatever the rounding."""
-    n = layers[0].weight.shape[1]
-    positive, negative = np.eye(n, dtype=np.float32), np.zeros((n, n), dtype=np.float32)
-    for layer in layers:
+    every term is, so `> 0` is exact whatever the rounding. The first layer's paths are its
+    weights' signs, so the matrices are [width, n] throughout: memory linear in n (never the
+    n × n identity the first product would start from)."""
+    first = layers[0].weight
+    positive, negative = (first > 0).astype(np.float32), (first < 0).astype(np.float32)
+    for layer in layers[1:]:
         up, down = (layer.weight > 0).astype(np.float32), (layer.weight < 0).astype(np.float32)
         positive, negative = (
             ((up @ positive + down @ negative) > 0).astype(np.float32),

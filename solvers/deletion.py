@@ -32,7 +32,10 @@ two points x with x_i set to l_i and to u_i (the box's ends), computed exactly (
 for smooth networks the enclosure's lower end). The margin is f(y) − t when p(x) = 1 and
 t − f(y) when p(x) = 0 (K = 1), f_c(y) − max_{j≠c} f_j(y) for c = p(x) (K ≥ 2). Features go by
 this smallest margin, largest first — the least sensitive feature is judged first, so the
-features that matter least leave the set first — ties by lower index.
+features that matter least leave the set first — ties by lower index. The 2n points are
+evaluated in chunks of at most `SENSITIVITY_CHUNK` values (memory linear in n), and the order is
+refused before any of them (InputError naming `MAX_SENSITIVITY_WORK`) where 2n evaluations of
+the network would take more multiply-adds than that: the "index" traversal needs no order.
 
 **Exactness.** Each step is decided by the exact set oracle (exact interval bounds first, then
 an exact linear-relaxation bound and points replayed exactly, then enumerate on small binary
@@ -50,7 +53,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from cardinal.errors import Unproved
+from cardinal.errors import InputError, Unproved
 from cardinal.exact import Enclosure, modified_inputs
 from cardinal.problem import Kind, Problem
 
@@ -58,6 +61,8 @@ from .oracle import Flip, SetOracle, check_witness
 
 METHOD = "deletion"
 TRAVERSALS = ("index", "sensitivity", "quickxplain")
+SENSITIVITY_CHUNK = 1 << 22  # input values (rows × n) of the order's points evaluated at once
+MAX_SENSITIVITY_WORK = 1 << 36  # multiply-adds of the order's 2n evaluations (2n × parameters) allowed
 ASKED_BEFORE = "asked before"  # a step's engine where an earlier question with the same free set answered it
 SUBSET_MINIMAL, NONE_EXISTS, UNKNOWN = "subset_minimal", "none_exists", "unknown"
 
@@ -115,14 +120,30 @@ def deletion(problem: Problem, oracle: SetOracle, time_limit: float, traversal: 
     return _Run(problem, oracle, time_limit, traversal).explain(order)
 
 
+def sensitivity_work(problem: Problem) -> int:
+    """Multiply-adds of the sensitivity order's 2n exact evaluations: 2n × the network's parameters."""
+    parameters = sum(layer.weight.size + layer.bias.size for layer in problem.net.layers)
+    return 2 * problem.n * parameters
+
+
 def _sensitivity_order(problem: Problem) -> tuple[int, ...]:
-    """The features [n] least sensitive first (module docstring), ties by lower index."""
+    """The features [n] least sensitive first (module docstring), ties by lower index; InputError
+    before any evaluation where their work is past `MAX_SENSITIVITY_WORK`."""
     n, x = problem.n, problem.x
-    ends = np.concatenate([np.tile(x, (n, 1)), np.tile(x, (n, 1))])
-    ends[np.arange(n), np.arange(n)] = problem.domain.lower
-    ends[n + np.arange(n), np.arange(n)] = problem.domain.upper
-    margins = [_margin(outputs, problem) for outputs in problem.exact.outputs(ends)]
-    worst = [min(margins[i], margins[n + i]) for i in range(n)]
+    if (work := sensitivity_work(problem)) > MAX_SENSITIVITY_WORK:
+        raise InputError(
+            f"the sensitivity order (traversal sensitivity or quickxplain) evaluates the network at 2 × {n:,} points: "
+            f"{work:,} multiply-adds, past the {MAX_SENSITIVITY_WORK:,} allowed; use traversal index"
+        )
+    rows = max(1, SENSITIVITY_CHUNK // n)
+    worst: list[Fraction] = []
+    for start in range(0, n, rows):
+        features = np.arange(start, min(n, start + rows))
+        lows, highs = np.tile(x, (len(features), 1)), np.tile(x, (len(features), 1))
+        lows[np.arange(len(features)), features] = problem.domain.lower[features]
+        highs[np.arange(len(features)), features] = problem.domain.upper[features]
+        low, high = problem.exact.outputs(lows), problem.exact.outputs(highs)
+        worst += [min(_margin(a, problem), _margin(b, problem)) for a, b in zip(low, high, strict=True)]
     return tuple(sorted(range(n), key=lambda i: (-worst[i], i)))
 
 

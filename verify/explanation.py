@@ -31,6 +31,7 @@ from cardinal.domain import Domain, Radius
 from cardinal.errors import InputError
 from cardinal.network import Network
 from cardinal.problem import DEFAULT_EPSILON, KINDS
+from cardinal.validate import api_arguments, api_inputs, describe
 
 from .certify import SolverPool, certify_input, explainer_answers, proving_solvers
 from .explaining import explain_lines
@@ -186,10 +187,12 @@ class Explainer:
         time_limit: float | None = None,
         input_shape: Sequence[int] | None = None,
     ) -> None:
-        self.limit = DEFAULT_TIME_LIMIT if time_limit is None else float(time_limit)
-        self.net, name = _network(model, input_shape)
-        self.settings = resolve(self.net, name, Flags(threshold, domain, False, radius))
-        self.folder = None if proof_dir is None else ProofFolder(proof_dir, self.net, self.limit)
+        checked = api_arguments(threshold=threshold, domain=domain, radius=radius, proof_dir=proof_dir,
+                                time_limit=time_limit, input_shape=input_shape, default_time_limit=DEFAULT_TIME_LIMIT)
+        self.limit = checked.time_limit
+        self.net, name = _network(model, checked.input_shape)
+        self.settings = resolve(self.net, name, Flags(checked.threshold, checked.domain, False, checked.radius))
+        self.folder = None if checked.proof_dir is None else ProofFolder(checked.proof_dir, self.net, self.limit)
         self._pool: SolverPool | None = None  # the exact solvers of `prove`, started on first use
         self._oracle: SetOracle | None = None  # the deletion explainer's without `prove` (the pool has its own)
         self._closed = False
@@ -208,8 +211,9 @@ class Explainer:
         if self._closed:
             raise InputError("this Explainer is closed: make a new one")
         _check_arguments(kind, method, prove, traversal)
-        single = np.ndim(x) == 1
-        X = self.settings.domain.check(np.atleast_2d(np.asarray(x, dtype=np.float64)), source="x")
+        given = api_inputs(x)
+        single = given.ndim == 1
+        X = self.settings.domain.check(np.atleast_2d(given), source="x")
         explainer = _explainer(method, self.net)
         if prove:
             if self._pool is None:
@@ -238,7 +242,10 @@ class Explainer:
 
 
 def _check_arguments(kind: str, method: str, prove: bool, traversal: str) -> None:
-    """One-line errors for a kind, method, traversal or `prove` that `explain` does not take."""
+    """One-line errors for a kind, method, traversal or `prove` that `explain` does not take (the
+    other arguments: `cardinal.validate.api_arguments` and `api_inputs`)."""
+    if not isinstance(prove, bool):
+        raise InputError(f"prove: True or False, not {describe(prove)}")
     if kind not in KINDS:
         raise InputError(f"kind {kind!r}: choose contrastive or abductive")
     if method not in METHODS:
