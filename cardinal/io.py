@@ -360,7 +360,7 @@ def read_inputs(path: str | Path, n_features: int | None = None, header: bool | 
         path = Path(path)
         text = decode_text(read_input(path, "inputs file", MAX_DATA_BYTES), path, "inputs file")
     # Each row becomes doubles as it is read (no list of every row's cells is kept): the peak is
-    # the file's text and 8 bytes per value, in blocks of `_ROW_BLOCK` rows.
+    # the file's text and 8 bytes per value, in blocks of `_ROW_BLOCK` rows (fewer for wide rows: `_BLOCK_VALUES`).
     reader = csv.reader(io.StringIO(text, newline=""))
     blocks: list[np.ndarray] = []
     block: np.ndarray | None = None
@@ -383,7 +383,7 @@ def read_inputs(path: str | Path, n_features: int | None = None, header: bool | 
                 _check_header(path, pending, width)
                 pending = None
             if block is None or filled == len(block):
-                block, filled = np.empty((_ROW_BLOCK, width), dtype=np.float64), 0
+                block, filled = np.empty((max(1, min(_ROW_BLOCK, _BLOCK_VALUES // max(1, width))), width)), 0
                 blocks.append(block)
             _parse_row(path, count, line, cells, width, n_features, block[filled])
             filled, count = filled + 1, count + 1
@@ -398,7 +398,8 @@ def read_inputs(path: str | Path, n_features: int | None = None, header: bool | 
     return np.concatenate(blocks)[:count]
 
 
-_ROW_BLOCK = 4096  # rows of doubles allocated at once by `read_inputs`
+_ROW_BLOCK = 4096  # rows of doubles allocated at once by `read_inputs`...
+_BLOCK_VALUES = 1 << 20  # ...and at most this many values (wide rows: fewer rows per block)
 
 
 def _check_header(path: Path, header: tuple[int, list[str]], expected: int) -> None:
