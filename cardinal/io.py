@@ -23,7 +23,7 @@ import os
 import secrets
 import stat
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -351,17 +351,38 @@ def read_inputs(path: str | Path, n_features: int | None = None, header: bool | 
     never a silently dropped row. Rows are numbered from 0 after any header, as in the output
     records (`row`); messages give the file's line too. `path` "-" reads standard input.
     """
-    import numpy as np
 
     if str(path) == STDIN:
-        path = Path("<standard input>")
-        text = decode_text(read_stdin("inputs", MAX_DATA_BYTES), path, "inputs")
-    else:
-        path = Path(path)
-        text = decode_text(read_input(path, "inputs file", MAX_DATA_BYTES), path, "inputs file")
-    # Each row becomes doubles as it is read (no list of every row's cells is kept): the peak is
-    # the file's text and 8 bytes per value, in blocks of `_ROW_BLOCK` rows (fewer for wide rows: `_BLOCK_VALUES`).
-    reader = csv.reader(io.StringIO(text, newline=""))
+        where = Path("<standard input>")
+        text = decode_text(read_stdin("inputs", MAX_DATA_BYTES), where, "inputs")
+        return _parse_inputs(where, io.StringIO(text, newline=""), n_features, header)
+    path = Path(path)
+    with open_input(path, "inputs file", MAX_DATA_BYTES) as stream:
+        return _parse_inputs(path, _text_lines(stream, path, "inputs file", MAX_DATA_BYTES), n_features, header)
+
+
+def _text_lines(stream: BinaryIO, path: Path, what: str, limit: int) -> Iterator[str]:
+    """The lines of an opened file as text, read one at a time (a leading byte-order mark
+    dropped): `decode_text`'s message for a byte that is not UTF-8 (its offset in the file), and
+    `check_size`'s once more than `limit` bytes have been read."""
+    offset = 0
+    try:
+        for raw in stream:
+            check_size(path, what, offset + len(raw), limit)
+            try:
+                yield raw.decode("utf-8-sig" if offset == 0 else "utf-8")
+            except UnicodeDecodeError as error:
+                raise InputError(f"{what} {path} is not text (byte {offset + error.start} is not UTF-8)") from None
+            offset += len(raw)
+    except OSError as error:
+        raise InputError(f"cannot read {what} {path}: {error.strerror}") from None
+
+
+def _parse_inputs(path: Path, lines: Iterable[str], n_features: int | None, header: bool | None) -> np.ndarray:
+    """`read_inputs` on the text `lines` of `path` (a file's, read as parsed, or standard input's)."""
+    import numpy as np
+
+    reader = csv.reader(lines)
     blocks: list[np.ndarray] = []
     block: np.ndarray | None = None
     filled, count, width = 0, 0, n_features
