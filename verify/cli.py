@@ -29,7 +29,7 @@ from cardinal.verify.commands.replay import _add_replay
 from cardinal.verify.commands.train import _add_train
 from cardinal.verify.executors import sigterm_interrupts
 
-from cardinal.errors import InputError
+from cardinal.errors import InputError, interrupted_code
 
 
 class _Version(argparse.Action):
@@ -70,13 +70,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(error.prog, str(error))
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
-        with sigterm_interrupts():  # SIGTERM takes Ctrl-C's orderly way out
+        with sigterm_interrupts():  # SIGTERM takes Ctrl-C's orderly way out (exit code 143; 130 after Ctrl-C)
             return handler(args)
     except InputError as error:
         return _fail(f"cardinal {args.command}", str(error))
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as error:
         print(f"cardinal {args.command}: interrupted", file=sys.stderr)
-        return 130
+        return interrupted_code(error)
 
 
 def _fail(prog: str, message: str) -> int:
