@@ -105,6 +105,8 @@ def _certify(args: argparse.Namespace) -> int:
     with _records(args.out, args.resume) as (kept, write):
         done = _check_kept(kept, args, settings, names, rows)
         if args.resume:
+            out = Path(os.path.realpath(args.out))
+            _remove_temporaries(out.parent, out.name)  # write_atomic's beside --out (the old end-of-run write)
             for folder in (cases_dir, *(() if proofs is None else (proofs.folder, proofs.folder / "networks"))):
                 _remove_temporaries(folder)
         lines, certificates, saved = list(kept), [], []
@@ -264,9 +266,11 @@ def _check_kept(kept: list[dict[str, Any]], args: argparse.Namespace, settings, 
     return done
 
 
-def _remove_temporaries(folder: Path) -> None:
-    """Remove the temporary files (`.NAME.XXXXXXXX.tmp`, `io.write_atomic`'s) that a killed run left in `folder`."""
-    pattern = re.compile(r"\..+\.[0-9a-f]{8}\.tmp")
+def _remove_temporaries(folder: Path, name: str | None = None) -> None:
+    """Remove the temporary files (`.NAME.XXXXXXXX.tmp`, `io.write_atomic`'s) that a killed run left
+    in `folder`: those of the file `name` only, or (None) every one."""
+    stem = ".+" if name is None else re.escape(name)
+    pattern = re.compile(rf"\.{stem}\.[0-9a-f]{{8}}\.tmp")
     with contextlib.suppress(FileNotFoundError, NotADirectoryError):
         for entry in os.scandir(folder):
             if pattern.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
