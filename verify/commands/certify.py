@@ -205,7 +205,8 @@ def _records(out: str | None, resume: bool) -> Iterator[tuple[list[dict[str, Any
     """(the lines kept from `out`, a function that writes one more line). With `out`: the file is
     locked for the run (another certify on it is refused), emptied unless `resume` (else its
     finished lines are kept; a torn last line, a kill mid-write, is dropped), and each line is
-    appended whole and flushed to disk (`io.JsonLines`). Without: each line goes to stdout at once."""
+    appended whole and flushed to disk (`io.JsonLines`); a file made here that gets no line is
+    removed. Without: each line goes to stdout at once."""
     if out is None:
 
         def show(line: dict[str, Any]) -> None:
@@ -217,6 +218,7 @@ def _records(out: str | None, resume: bool) -> Iterator[tuple[list[dict[str, Any
     from cardinal.io import JsonLines, write_atomic
 
     path = Path(os.path.realpath(out))
+    created = not os.path.lexists(path)
     try:
         descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
     except OSError as error:
@@ -238,6 +240,9 @@ def _records(out: str | None, resume: bool) -> Iterator[tuple[list[dict[str, Any
                 fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         yield kept, log.append
     finally:
+        if created and os.fstat(descriptor).st_size == 0:  # no line written (bad input, a full disk): no file
+            with contextlib.suppress(OSError):
+                os.unlink(path)
         os.close(descriptor)
 
 
