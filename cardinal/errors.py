@@ -26,9 +26,13 @@ The independent checker (`cardinal.checker`) imports nothing of cardinal and kee
 `CertificateError`. `verify.proofs._OutOfTime` is a BaseException on purpose (no handler of the
 checker's may take a time limit for a verdict), so it stands outside this hierarchy.
 
-`interrupt` is the SIGTERM handler that makes it Ctrl-C (KeyboardInterrupt); `interrupted_import`
-tells an import that Ctrl-C interrupted from a library that is missing.
+`interrupt` is the command's handler of SIGINT and SIGTERM: it raises `Interrupted`, a
+KeyboardInterrupt that names its signal, so that both take Ctrl-C's orderly way out and the
+command exits with `interrupted_code` (128 + the signal: 130 for SIGINT, 143 for SIGTERM);
+`interrupted_import` tells an import that Ctrl-C interrupted from a library that is missing.
 """
+
+import signal
 
 
 class CardinalError(Exception):
@@ -75,6 +79,21 @@ def interrupted_import(error: ImportError) -> None:
         raise KeyboardInterrupt from None
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C's way out, taken on the signal `signum` (SIGINT or SIGTERM)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
 def interrupt(signum: int, frame: object) -> None:
-    """A signal handler (SIGTERM's, in the command) that takes Ctrl-C's way out: KeyboardInterrupt."""
-    raise KeyboardInterrupt
+    """A signal handler (SIGINT's and SIGTERM's, in the command) that takes Ctrl-C's way out:
+    `Interrupted(signum)`, a KeyboardInterrupt."""
+    raise Interrupted(signum)
+
+
+def interrupted_code(error: BaseException | None = None) -> int:
+    """The exit code of a command that `error` (a KeyboardInterrupt) stopped: 128 + its signal,
+    130 (SIGINT's) for a plain KeyboardInterrupt or None."""
+    return 128 + getattr(error, "signum", signal.SIGINT)

@@ -185,3 +185,113 @@ def test_progress_counts_what_happened(monkeypatch: pytest.MonkeyPatch, capsys: 
             clock[0] = now
             progress.update(outcome)
     assert capsys.readouterr().err == "cardinal certify: 4 of 4 explanation(s) done: 2 certified, 2 unknown\n"
+
+
+# ---------------------------------------------------------------------------- stopped runs and --resume
+# `cardinal certify ARGS` through its entry point, whose row {stop} (counted over kinds) waits for a signal:
+# a run stopped mid-solve, however fast or slow the machine.
+STOPPED_CERTIFY = """
+import signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C as in a terminal, whatever this process inherited
+import cardinal.verify.certify as certify
+decide, calls = certify.certify_input, []
+def certify_input(*arguments, **options):
+    calls.append(1)
+    if len(calls) > {stop}:
+        time.sleep(300)
+    return decide(*arguments, **options)
+certify.certify_input = certify_input
+from cardinal.verify.launch import entry
+sys.argv[0] = "cardinal"
+entry()
+"""
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _untimed(line: dict) -> dict:
+    """A certify line without what a second run measures anew (seconds) or names by its --out."""
+    line = json.loads(json.dumps(line))
+    for part in (line.get("greedy"), *line["solvers"].values(), line.get("proof")):
+        if isinstance(part, dict):
+            part.pop("seconds", None)
+            part.pop("check_seconds", None)
+    return line
+
+
+@pytest.mark.parametrize("signum", [2, 15, 9], ids=["SIGINT", "SIGTERM", "SIGKILL"])
+def test_a_stopped_certify_keeps_its_lines_and_resume_finishes_each_row_once(
+    tmp_path: Path, design_network_file: Path, capsys: pytest.CaptureFixture, signum: int
+) -> None:
+    """A certify stopped mid-run (Ctrl-C, SIGTERM: exit code 128 + the signal, one line, no
+    traceback; SIGKILL) keeps the lines of the rows it finished, whole, in order; --resume
+    certifies the rest, each row and kind once, and the file then equals an uninterrupted run's
+    (timings aside); the temporary files a killed run leaves are removed."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    inputs = tmp_path / "x.csv"
+    inputs.write_text("1,1,1\n0.2,0.9,1\n0,1,0\n1,0,1\n0.5,0.5,0.5\n")
+    flags = [str(design_network_file), "--inputs", str(inputs), "--threshold", "0.5", "--solvers", "enumerate"]
+    whole, stopped = tmp_path / "whole.jsonl", tmp_path / "stopped.jsonl"
+    assert main(["certify", *flags, "--out", str(whole)]) == 0
+    expected = [_untimed(line) for line in _lines(whole)]
+    assert len(expected) == 10
+    stop = 4
+    script = STOPPED_CERTIFY.format(stop=stop)
+    process = subprocess.Popen(
+        [sys.executable, "-c", script, "certify", *flags, "--out", str(stopped)], stderr=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 300  # generous: a loaded machine starts Python and torch slowly
+        while not (stopped.exists() and stopped.read_text().count("\n") == stop):
+            assert process.poll() is None and time.monotonic() < deadline, "certify did not reach its stop"
+            time.sleep(0.05)
+        os.kill(process.pid, signum)
+        _, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    if signum == signal.SIGKILL:
+        assert process.returncode == -signal.SIGKILL
+        left = [tmp_path / ".stopped.jsonl.0123abcd.tmp", tmp_path / "stopped.proofs" / ".row4-abductive.proof.json.89abcdef.tmp"]
+        for path in left:  # what a kill between a temporary's write and its rename leaves
+            path.write_text("torn")
+    else:
+        assert process.returncode == 128 + signum and err.splitlines()[-1:] == ["cardinal certify: interrupted"], err
+        assert "Traceback" not in err
+        left = []
+    kept = _lines(stopped)
+    assert [_untimed(line) for line in kept] == expected[:stop]  # whole lines, the first rows, in order
+    capsys.readouterr()
+    assert main(["certify", *flags, "--out", str(stopped), "--resume"]) == 0
+    assert f"{stop} line(s) kept from {stopped}, {len(expected) - stop} new" in capsys.readouterr().err
+    assert [_untimed(line) for line in _lines(stopped)] == expected
+    assert not [path for path in left if path.exists()]
+    assert main(["certify", *flags, "--out", str(stopped), "--resume"]) == 0  # nothing left to do: nothing added
+    assert [_untimed(line) for line in _lines(stopped)] == expected
+
+
+def test_resume_refuses_a_file_of_another_run(tmp_path: Path, design_network_file: Path, capsys: pytest.CaptureFixture) -> None:
+    """--resume keeps only lines of the same run: another threshold (or a row twice) is refused
+    with one line naming the file and line, exit code 2, and the file is left as it was."""
+    inputs = tmp_path / "x.csv"
+    inputs.write_text("1,1,1\n0.2,0.9,1\n")
+    flags = [str(design_network_file), "--inputs", str(inputs), "--solvers", "enumerate"]
+    out = tmp_path / "o.jsonl"
+    assert main(["certify", *flags, "--threshold", "0.5", "--out", str(out)]) == 0
+    before = out.read_bytes()
+    capsys.readouterr()
+    assert main(["certify", *flags, "--threshold", "0.25", "--out", str(out), "--resume"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and f"{out} line 1: 'threshold' is 0.5, this run's is 0.25" in err[0]
+    assert out.read_bytes() == before
+    out.write_bytes(before + before.splitlines(keepends=True)[0])
+    assert main(["certify", *flags, "--threshold", "0.5", "--out", str(out), "--resume"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].endswith(f"{out} line 5: row 0 (contrastive) appears twice"), err

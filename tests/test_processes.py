@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import numpy as np
@@ -137,7 +138,7 @@ def test_killed_campaign_leaves_no_process_and_no_lock(tmp_path: Path, capsys: p
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
 def test_a_terminated_campaign_ends_in_order_and_reaps_every_process(tmp_path: Path) -> None:
-    """SIGTERM `crosscheck --workers 2` mid-run: it ends as after Ctrl-C (exit code 130, its
+    """SIGTERM `crosscheck --workers 2` mid-run: it ends as after Ctrl-C (exit code 143, its
     summary written), its workers end in order and stop their solver processes, and once it has
     exited no process it started is left, running or unreaped."""
     out = tmp_path / "campaign"
@@ -146,7 +147,7 @@ def test_a_terminated_campaign_ends_in_order_and_reaps_every_process(tmp_path: P
     below = {identity for pid in _descendants(process.pid) if (identity := _identity(pid))}
     assert len(below) >= 4  # two workers, each with its solver processes
     os.kill(process.pid, signal.SIGTERM)
-    assert process.wait(timeout=300) == 130
+    assert process.wait(timeout=300) == 143  # 128 + SIGTERM
     assert (out / "summary.md").is_file() and "Traceback" not in (out.parent / "stderr.txt").read_text()
     assert [identity for identity in below if _identity(identity[0]) == identity] == []
 
@@ -184,7 +185,7 @@ sys.exit(cli.main(["crosscheck", "--out", {out!r}, "--solvers", "enumerate"]))
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_in_a_campaigns_first_seconds_ends_it_in_order(tmp_path: Path, signum: int) -> None:
-    """SIGTERM while greedy runs takes Ctrl-C's way out: one line, exit code 130, no traceback,
+    """SIGTERM while greedy runs takes Ctrl-C's way out: one line, exit code 128 + the signal, no traceback,
     and the solver process started ahead is stopped and reaped before the command ends."""
     marker = tmp_path / "greedy"
     script = WAITING_GREEDY.format(root=ROOT, marker=str(marker), out=str(tmp_path / "campaign"))
@@ -196,7 +197,7 @@ def test_a_signal_in_a_campaigns_first_seconds_ends_it_in_order(tmp_path: Path, 
     below = {identity for pid in _descendants(process.pid) if (identity := _identity(pid))}
     os.kill(process.pid, signum)
     _, err = process.communicate(timeout=300)
-    assert process.returncode == 130 and err.splitlines()[-1:] == ["cardinal crosscheck: interrupted"], err
+    assert process.returncode == 128 + signum and err.splitlines()[-1:] == ["cardinal crosscheck: interrupted"], err
     assert "Traceback" not in err
     assert below and [identity for identity in below if _identity(identity[0]) == identity] == []
 
@@ -230,7 +231,7 @@ entry()
 def test_a_signal_while_the_command_loads_ends_it_in_order(tmp_path: Path, design_network_file: Path, signum: int) -> None:
     """The `cardinal` command's entry point (`cardinal.verify.launch`) catches SIGTERM from its first
     line, before torch loads (seconds): a signal then ends it as Ctrl-C does — one line, exit code
-    130 — where it was the default death (SIGTERM) or a KeyboardInterrupt traceback (SIGINT). The
+    128 + the signal — where it was the default death (SIGTERM) or a KeyboardInterrupt traceback (SIGINT). The
     signal is sent once the handler is in place, while the command imports torch (held there for
     up to 300 s, so that a loaded machine's delays cannot let the import finish first)."""
     inputs = tmp_path / "x.csv"
@@ -250,7 +251,7 @@ def test_a_signal_while_the_command_loads_ends_it_in_order(tmp_path: Path, desig
         if process.poll() is None:
             process.kill()
             process.wait()
-    assert process.returncode == 130 and err.splitlines() == ["cardinal certify: interrupted"], err
+    assert process.returncode == 128 + signum and err.splitlines() == ["cardinal certify: interrupted"], err
     assert not (tmp_path / "o.jsonl").exists()
 
 
@@ -581,3 +582,22 @@ def test_guarded_calls_run_as_many_threads_as_their_caller() -> None:
         script = THREADS_OF_A_GUARDED_CALL.format(root=ROOT, threads=threads)
         done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
         assert done.stdout.split() == [str(threads), str(threads)], done.stderr
+
+
+def test_a_lazy_import_that_ctrl_c_interrupts_is_not_lost(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An `import NAME` statement that runs a lazy module's load (`cardinal.lazy`, as `import torch`
+    in the core does) passes on the KeyboardInterrupt of a Ctrl-C or SIGTERM that lands in it.
+    CPython discards an exception raised while the statement reads `__spec__`: the load used to run
+    there, so the interruption was lost and the command ran on with a half-loaded module."""
+    from cardinal.lazy import lazy_import
+
+    (tmp_path / "interrupted_module.py").write_text("loaded = True\nraise KeyboardInterrupt  # as a signal would\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "interrupted_module", raising=False)
+    lazy = lazy_import("interrupted_module")
+    assert lazy.__spec__.name == "interrupted_module" and type(lazy) is not types.ModuleType  # __spec__ does not load it
+    import interrupted_module  # reads __spec__ only (the old load here lost the interruption)
+
+    with pytest.raises(KeyboardInterrupt):  # the first real use loads it, in ordinary code
+        assert interrupted_module.loaded
+    monkeypatch.delitem(sys.modules, "interrupted_module", raising=False)

@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from cardinal.solvers.guard import start_zygote
 
-from cardinal.errors import BackendUnavailable, InputError
+from cardinal.errors import BackendUnavailable, InputError, interrupted_code
 from cardinal.io import JsonLines, open_folder, open_regular, writing
 from cardinal.network import Network
 from cardinal.problem import Kind, Method, Status, Verdict
@@ -306,6 +306,7 @@ class CampaignResult:
     rejected_proofs: int = 0  # certificates the checker rejected (a bug of the generator: the command exits non-zero)
     lost: int = 0  # units of this run that gave no result (`executors.Failed`): no record, --resume redoes them
     lost_reason: str = ""  # the first lost unit's reason, in one line
+    interrupted_code: int = 130  # when interrupted: the command's exit code, 128 + the signal (`errors.interrupted_code`)
 
 
 @sigterm_interrupts()  # from the start: SIGTERM during greedy ends as Ctrl-C does
@@ -415,6 +416,7 @@ def _run(
     new = cases = lost = 0
     lost_reason = ""
     interrupted = False
+    code = interrupted_code()
     try:
         with contextlib.closing(execute(certify_unit, units, workers, executor, address)) as finished:
             for unit, results in finished:
@@ -438,8 +440,8 @@ def _run(
                     new += 1
                     if progress is not None:
                         progress(new, total, record.key)
-    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the summary of what is finished, then out
-        interrupted = True
+    except KeyboardInterrupt as error:  # Ctrl-C or SIGTERM: the summary of what is finished, then out
+        interrupted, code = True, interrupted_code(error)
     from .report import write_report
 
     records = read_records(log.path)
@@ -449,7 +451,9 @@ def _run(
     failed = sum(bool(r.solvers) and all(o.status == Status.ERROR for o in r.solvers.values()) for r in records)
     rejected = sum(r.proof is not None and r.proof["file"] is not None and not r.proof["accepted"] for r in records)
     seconds = time.perf_counter() - started
-    return CampaignResult(out, len(records), new, cases, seconds, interrupted, disagreements, failed, rejected, lost, lost_reason)
+    return CampaignResult(
+        out, len(records), new, cases, seconds, interrupted, disagreements, failed, rejected, lost, lost_reason, code
+    )
 
 
 def _check_folder(out: Path, root: Path) -> None:

@@ -28,7 +28,7 @@ from cardinal.verify.commands.replay import _add_replay
 from cardinal.verify.commands.train import _add_train
 from cardinal.verify.executors import sigterm_interrupts
 
-from cardinal.errors import BackendUnavailable, InputError
+from cardinal.errors import BackendUnavailable, InputError, interrupted_code
 
 
 class _Version(argparse.Action):
@@ -69,13 +69,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(error.prog, str(error))
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
-        with sigterm_interrupts():  # SIGTERM takes Ctrl-C's orderly way out
+        with sigterm_interrupts():  # SIGTERM takes Ctrl-C's orderly way out (exit code 143; 130 after Ctrl-C)
             return handler(args)
     except (InputError, BackendUnavailable) as error:  # a missing library the user asked for: one line too
         return _fail(f"cardinal {args.command}", str(error))
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as error:
         print(f"cardinal {args.command}: interrupted", file=sys.stderr)
-        return 130
+        return interrupted_code(error)
 
 
 def _fail(prog: str, message: str) -> int:

@@ -5,10 +5,18 @@ flags (`_add_certify`) and its handler.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
+import json
+import os
+import re
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+from cardinal.errors import InputError
 from cardinal.validate import output_directory, output_file
 
 from .common import (
@@ -17,7 +25,6 @@ from .common import (
     _ci_flag_arguments,
     _ci_flags,
     _ci_report,
-    _emit,
     _exact_flag_arguments,
     _kinds,
     _load_problem,
@@ -27,6 +34,8 @@ from .common import (
     _proof_report,
     _solver_names,
 )
+
+SAME_RUN = "--resume continues the same run (the same inputs and flags)"
 
 
 def _add_certify(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
@@ -43,7 +52,9 @@ def _add_certify(commands: argparse._SubParsersAction, problem: argparse.Argumen
         "alone), undecided "
         "(exact arithmetic cannot decide p(x) or the explainer's answer: a valid input, recorded, not certified); they rest "
         "on exact evidence only, and a solver claim refuted by the exact replay is listed under its solver. "
-        "Exit 1 when exact evidence conflicts (solver_disagreement), 2 on bad input.",
+        "Each line is written as soon as its row is decided (with --out: appended and flushed to disk, so that a "
+        "stopped run keeps every finished row; --resume finishes it). "
+        "Exit 1 when exact evidence conflicts (solver_disagreement), 2 on bad input, 130/143 when interrupted.",
     )
     _exact_flag_arguments(
         certify,
@@ -60,6 +71,13 @@ def _add_certify(commands: argparse._SubParsersAction, problem: argparse.Argumen
         "the minimum, exact_only) or deletion (subset-minimal, any network; each of its exact questions gets --time-limit)",
     )
     _ci_flag_arguments(certify)
+    certify.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue a stopped run in --out: keep its finished lines (each row and kind once) and certify only the "
+        "rest; refused where a kept line's settings (threshold, domain, radius, method, solvers) differ from this run's. "
+        "Removes the temporary files a killed run left beside --out and in the case and certificate folders",
+    )
     certify.set_defaults(handler=_certify)
 
 
@@ -73,6 +91,8 @@ def _certify(args: argparse.Namespace) -> int:
 
     from cardinal.problem import Status, Verdict
 
+    if args.resume and args.out is None:
+        raise InputError("--resume needs --out: the file of the run to continue")
     if args.out is not None:
         output_file(args.out, "--out")
     cases_dir = Path(args.cases) if args.cases else _beside(args.out, ".cases", "cardinal-cases")
@@ -82,32 +102,51 @@ def _certify(args: argparse.Namespace) -> int:
     names = _solver_names(args.solvers, net, domain)
     fail_on, baseline = _ci_flags(args, "certify")
     proofs = _proof_folder(args, net)
-    lines, certificates, saved = [], [], []
-    pool = SolverPool(names, first_proof=args.solvers is None)  # the default set: until the first exact proof
-    with pool, _Progress(len(X) * len(_kinds(args)), "certify", "done") as progress:
-        for kind in _kinds(args):
-            answers = explainer_answers(args.method, pool, net, X, kind, domain, threshold, args.time_limit, settings.radius)
-            for row, x, answer in zip(rows, X, answers, strict=True):
-                problem, (certificate,) = certify_input(
-                    pool, net, x, kind, settings.box(x), threshold, (answer,), args.time_limit, row, args.epsilon
+    with _records(args.out, args.resume) as (kept, write):
+        done = _check_kept(kept, args, settings, names, rows)
+        if args.resume:
+            out = Path(os.path.realpath(args.out))
+            _remove_temporaries(out.parent, out.name)  # write_atomic's beside --out (the old end-of-run write)
+            for folder in (cases_dir, *(() if proofs is None else (proofs.folder, proofs.folder / "networks"))):
+                _remove_temporaries(folder)
+        lines, certificates, saved = list(kept), [], []
+        pool = SolverPool(names, first_proof=args.solvers is None)  # the default set: until the first exact proof
+        with pool, _Progress(len(X) * len(_kinds(args)) - len(done), "certify", "done") as progress:
+            for kind in _kinds(args):
+                left = [i for i, row in enumerate(rows) if (row, kind) not in done]
+                if not left:
+                    continue
+                answers = explainer_answers(
+                    args.method, pool, net, X[left], kind, domain, threshold, args.time_limit, settings.radius
                 )
-                if proofs is not None and problem is not None:
-                    claim = claim_of(
-                        problem, certificate.verdict, certificate.minimum, certificate.minimum_proved, certificate.certified
+                for i, answer in zip(left, answers, strict=True):
+                    row, x = rows[i], X[i]
+                    problem, (certificate,) = certify_input(
+                        pool, net, x, kind, settings.box(x), threshold, (answer,), args.time_limit, row, args.epsilon
                     )
-                    entry = proofs.write(problem, claim, f"row{row}-{kind}", certificate.solvers)
-                    certificate = replace(certificate, proof=entry)
-                certificates.append(certificate)
-                lines.append(certificate.to_json())
-                if problem is not None and certificate.verdict in (Verdict.SOLVER_DISAGREEMENT, Verdict.GREEDY_SUBOPTIMAL):
-                    saved.append(case_of(problem, certificate).save(cases_dir))
-                if certificate.verdict == Verdict.SOLVER_DISAGREEMENT:
-                    where = f"row {row} ({kind}): {_statuses(certificate)}"
-                    progress.write(f"!!! SOLVER DISAGREEMENT on {where} — case saved to {saved[-1]}")
-                progress.update("certified" if certificate.certified else certificate.verdict.value)
-    failed = _ci_report(lines, "certify", _kinds(args), fail_on, baseline, args.diff_out)
-    _emit(annotated(lines, net, settings), args.out)
-    verdicts = Counter((c.kind, c.verdict.value) for c in certificates)
+                    if proofs is not None and problem is not None:
+                        claim = claim_of(
+                            problem, certificate.verdict, certificate.minimum, certificate.minimum_proved, certificate.certified
+                        )
+                        entry = proofs.write(problem, claim, f"row{row}-{kind}", certificate.solvers)
+                        certificate = replace(certificate, proof=entry)
+                    certificates.append(certificate)
+                    # the case file first: a line written is finished work that --resume keeps
+                    if problem is not None and certificate.verdict in (Verdict.SOLVER_DISAGREEMENT, Verdict.GREEDY_SUBOPTIMAL):
+                        saved.append(case_of(problem, certificate).save(cases_dir))
+                    (line,) = annotated([certificate.to_json()], net, settings)
+                    if baseline is not None:
+                        line["baseline"] = _baseline_field(line, baseline)
+                    write(line)
+                    lines.append(line)
+                    if certificate.verdict == Verdict.SOLVER_DISAGREEMENT:
+                        where = f"row {row} ({kind}): {_statuses(certificate)}"
+                        progress.write(f"!!! SOLVER DISAGREEMENT on {where} — case saved to {saved[-1]}")
+                    progress.update("certified" if certificate.certified else certificate.verdict.value)
+    if kept:
+        print(f"cardinal certify: {len(kept)} line(s) kept from {args.out}, {len(certificates)} new", file=sys.stderr)
+    failed = _ci_report(lines, "certify", _kinds(args), fail_on, baseline, args.diff_out, annotate=False)
+    verdicts = Counter((line["kind"], line["verdict"]) for line in lines)
     table = [[kind, verdict, count] for (kind, verdict), count in sorted(verdicts.items())]
     print(tabulate(table, headers=["kind", "verdict", "count"], tablefmt="simple"), file=sys.stderr)
     for status, title in (
@@ -115,7 +154,10 @@ def _certify(args: argparse.Namespace) -> int:
         (Status.UNCONFIRMED, "claims unconfirmed (their witness failed; no exact check decided the set):"),
     ):
         claims = Counter(
-            (name, (o.claimed or status).value) for c in certificates for name, o in c.solvers.items() if o.status == status
+            (name, o.get("claimed", status.value))
+            for line in lines
+            for name, o in line["solvers"].items()
+            if o["status"] == status.value
         )
         if claims:
             rows = [[name, claimed, count] for (name, claimed), count in sorted(claims.items())]
@@ -124,7 +166,7 @@ def _certify(args: argparse.Namespace) -> int:
     if saved:
         print(f"{len(saved)} case file(s) in {cases_dir}/", file=sys.stderr)
     if proofs is not None:
-        failed += _proof_report(certificates, proofs.folder)
+        failed += _proof_report([_Proof(line.get("proof")) for line in lines], proofs.folder)
     disagreements = sum(count for (_, verdict), count in verdicts.items() if verdict == "solver_disagreement")
     if disagreements:  # exact evidence conflicts: always a failure
         failed.append(f"{disagreements} solver disagreement(s): exact evidence conflicts")
@@ -139,3 +181,103 @@ def _statuses(certificate) -> str:
         found = "" if outcome.solution is None else f" {list(outcome.solution)}"
         parts.append(f"{name}: {outcome.status.value}{found}")
     return ", ".join(parts)
+
+
+class _Proof:
+    """A line's certificate entry, as `_proof_report` reads it (`proof`, or None)."""
+
+    def __init__(self, proof: dict[str, Any] | None) -> None:
+        self.proof = proof
+
+
+def _baseline_field(line: dict[str, Any], baseline) -> dict[str, Any]:
+    """The line's "baseline" field: what changed since the baseline's line of the same row and kind."""
+    from cardinal.verify.baseline import compare, entry_of
+
+    entry = entry_of(line)
+    changes = [change for change in compare(baseline, [entry], [entry.kind]) if (change.row, change.kind) == entry.key]
+    before = baseline.get(entry.key)
+    return {"changes": list(changes[0].what) if changes else [], "before": before and before.to_json()}
+
+
+@contextlib.contextmanager
+def _records(out: str | None, resume: bool) -> Iterator[tuple[list[dict[str, Any]], Any]]:
+    """(the lines kept from `out`, a function that writes one more line). With `out`: the file is
+    locked for the run (another certify on it is refused), emptied unless `resume` (else its
+    finished lines are kept; a torn last line, a kill mid-write, is dropped), and each line is
+    appended whole and flushed to disk (`io.JsonLines`); a file made here that gets no line is
+    removed. Without: each line goes to stdout at once."""
+    if out is None:
+
+        def show(line: dict[str, Any]) -> None:
+            sys.stdout.write(json.dumps(line) + "\n")
+            sys.stdout.flush()
+
+        yield [], show
+        return
+    from cardinal.io import JsonLines, write_atomic
+
+    path = Path(os.path.realpath(out))
+    created = not os.path.lexists(path)
+    try:
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    except OSError as error:
+        raise InputError(f"cannot write {out}: {error.strerror}") from None
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise InputError(f"{out} is in use by another certify run: wait for it to end, or choose another --out") from None
+        log = JsonLines(path)
+        if resume:
+            kept = log.read()
+        else:
+            kept = []
+            if os.fstat(descriptor).st_size:
+                write_atomic(path, b"")  # a fresh run: the old lines go (the lock is on the file we replace: retake it)
+                os.close(descriptor)
+                descriptor = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        yield kept, log.append
+    finally:
+        if created and os.fstat(descriptor).st_size == 0:  # no line written (bad input, a full disk): no file
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        os.close(descriptor)
+
+
+def _check_kept(kept: list[dict[str, Any]], args: argparse.Namespace, settings, names: list[str], rows) -> set[tuple[int, str]]:
+    """The (row, kind) of each kept line; InputError naming --out's line where one is not a line of
+    this run: another row, kind, threshold, domain, radius, method or solver, or a row and kind twice."""
+    expected = json.loads(json.dumps(settings.to_json()))
+    done: set[tuple[int, str]] = set()
+    kinds, known = set(_kinds(args)), set(rows)
+    for number, line in enumerate(kept, start=1):
+        where = f"{args.out} line {number}"
+        key = (line.get("row"), line.get("kind"))
+        if not isinstance(key[0], int) or isinstance(key[0], bool) or key[0] not in known or key[1] not in kinds:
+            raise InputError(f"{where}: row {key[0]!r} ({key[1]!r}) is not one this run certifies: {SAME_RUN}")
+        if key in done:
+            raise InputError(f"{where}: row {key[0]} ({key[1]}) appears twice")
+        for field, value in (*expected.items(), ("radius", expected.get("radius"))):
+            if line.get(field) != value:
+                raise InputError(f"{where}: '{field}' is {line.get(field)!r}, this run's is {value!r}: {SAME_RUN}")
+        if line.get("method") not in (None, args.method):
+            raise InputError(f"{where}: 'method' is {line.get('method')!r}, this run's is {args.method!r}")
+        others = sorted(set(line.get("solvers") or ()) - set(names))
+        if others:
+            raise InputError(f"{where}: solver {others[0]!r} is not one of this run's ({', '.join(names)})")
+        done.add(key)
+    return done
+
+
+def _remove_temporaries(folder: Path, name: str | None = None) -> None:
+    """Remove the temporary files (`.NAME.XXXXXXXX.tmp`, `io.write_atomic`'s) that a killed run left
+    in `folder`: those of the file `name` only, or (None) every one."""
+    stem = ".+" if name is None else re.escape(name)
+    pattern = re.compile(rf"\.{stem}\.[0-9a-f]{{8}}\.tmp")
+    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+        for entry in os.scandir(folder):
+            if pattern.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(entry.path)

@@ -235,9 +235,11 @@ def _ci_flags(args: argparse.Namespace, command: str):
     return fail_on, None if args.baseline is None else read_baseline(args.baseline, command)
 
 
-def _ci_report(lines: list[dict[str, Any]], command: str, kinds, fail_on, baseline, diff_out: str | None) -> list[str]:
-    """Compare with the baseline (each record gets its "baseline" changes; the table goes to
-    stderr, the changed rows as JSON lines to `diff_out`); returns the --fail-on failures."""
+def _ci_report(
+    lines: list[dict[str, Any]], command: str, kinds, fail_on, baseline, diff_out: str | None, annotate: bool = True
+) -> list[str]:
+    """Compare with the baseline (with `annotate`, each record gets its "baseline" changes; the
+    table goes to stderr, the changed rows as JSON lines to `diff_out`); returns the --fail-on failures."""
     from cardinal.verify.baseline import change_table, compare, entry_of, failures
 
     entries = [entry_of(line) for line in lines]
@@ -245,7 +247,7 @@ def _ci_report(lines: list[dict[str, Any]], command: str, kinds, fail_on, baseli
     if baseline is not None:
         changes = compare(baseline, entries, kinds)
         by_key = {(change.row, change.kind): change for change in changes}
-        for line, entry in zip(lines, entries, strict=True):
+        for line, entry in zip(lines, entries, strict=True) if annotate else ():
             change = by_key.get(entry.key)
             before = baseline.get(entry.key)
             line["baseline"] = {"changes": [] if change is None else list(change.what), "before": before and before.to_json()}

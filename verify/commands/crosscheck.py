@@ -183,7 +183,9 @@ def _crosscheck(args: argparse.Namespace) -> int:
             f"({result.lost_reason}): run again with --resume to redo them",
             file=sys.stderr,
         )
-    return 130 if result.interrupted else 1 if result.disagreements or result.rejected_proofs or result.lost else 0
+    if result.interrupted:
+        return result.interrupted_code
+    return 1 if result.disagreements or result.rejected_proofs or result.lost else 0
 
 
 def method_list(text: str) -> tuple[str, ...]:
