@@ -413,13 +413,18 @@ def test_a_full_disk_stops_a_campaign_in_one_line_and_resume_finishes_it(
 
 # ---------------------------------------------------------------------------- bench
 def test_bench_errors_are_one_line_without_the_usage_block(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    import importlib
+
+    def bench(name: str, *argv: str) -> None:  # `python -m bench.NAME ARGV...`
+        importlib.import_module(f"bench.{name}").main(list(argv))
+
     for argv, message in [
-        (["bench", "greedy", "--out", f"{read_only_folder()}/greedy.md"], r"--out .*: cannot create files in"),
-        (["bench", "solvers", "--jobs", "0", "--out", str(tmp_path / "s.md")], r"--jobs must be at least 1, got 0"),
-        (["bench", "greedy", "--rows", "0"], r"argument --rows: '0' is not ≥ 1"),
+        (["greedy", "--out", f"{read_only_folder()}/greedy.md"], r"--out .*: cannot create files in"),
+        (["solvers", "--jobs", "0", "--out", str(tmp_path / "s.md")], r"--jobs must be at least 1, got 0"),
+        (["greedy", "--rows", "0"], r"argument --rows: '0' is not ≥ 1"),
     ]:
         with pytest.raises(SystemExit) as stop:
-            main(argv)
+            bench(*argv)
         err = capsys.readouterr().err
         assert stop.value.code == 2 and "usage" not in err, err
         assert len(err.splitlines()) == 1 and re.search(message, err), err
@@ -427,7 +432,7 @@ def test_bench_errors_are_one_line_without_the_usage_block(tmp_path: Path, capsy
     precious.write_text("")
     (tmp_path / "s.png").symlink_to(precious)  # a figure beside --out is a name of cardinal's
     with pytest.raises(SystemExit):
-        main(["bench", "solvers", "--out", str(tmp_path / "s.md")])
+        bench("solvers", "--out", str(tmp_path / "s.md"))
     assert "s.png is a symbolic link" in capsys.readouterr().err and precious.read_text() == ""
 
 
