@@ -22,17 +22,29 @@ the search and `solvers.base.replay` re-check in exact arithmetic whatever the a
 Its `unsat` is a float claim, never a proof (`exact` is false): an answer that rests on a false
 one is refuted by the replay (status `refuted` under this backend) and changes nothing else.
 
-**Time.** Both scripts run in their own process group, killed (SIGKILL to the group) when the
-call's deadline passes (`run_instance.sh` is given the seconds left, rounded up, and `GRACE`
-seconds more to write its answer): a tool that hangs ends the call with `timeout`.
+**Time and processes.** Each call has a keeper process (`solvers.toolkeeper`) that runs both
+scripts, each in its own session and process group, standard output and error going to files of
+the call's folder (so a background child that keeps them open holds up nothing: an answer is read
+as soon as the script's main process exits). When a script exits, or is killed because the call's
+deadline passed (`run_instance.sh` is given the seconds left, rounded up, and `GRACE` seconds more
+to write its answer: a tool that hangs ends the call with `timeout`), the keeper ends its process
+group, its session and every process it left (orphans included), before the call goes on. The
+call's folder (`TMPDIR` of the scripts too) is removed when the call ends, however: normally, by
+an exception or Ctrl-C, or when the guard (`solvers.guard`) kills the solver process — the keeper
+sees its pipe close, ends the tool and removes the folder. What a tool can still do, and what
+escapes: `solvers.toolkeeper`.
+
+**Results.** RESULTS is a path cardinal chose in that folder; it is read only if it is a regular
+file there (not a symbolic link: opened with O_NOFOLLOW, checked by fstat) of at most
+`RESULTS_LIMIT` bytes. Anything else is a logged `error` under the tool, never read, never a
+verdict.
 """
 
 from __future__ import annotations
 
 import math
 import os
-import signal
-import subprocess
+import stat
 import tempfile
 import time
 from functools import partial
@@ -45,12 +57,14 @@ from cardinal.problem import Outcome, Problem, Status
 
 from . import hitting
 from .base import BaseSolver
+from .toolkeeper import Keeper, KeeperError
 
 PREFIX = "vnncomp:"
 SCRIPTS = ("prepare_instance.sh", "run_instance.sh")
 CATEGORY = "cardinal"
 GRACE = 2.0  # seconds past the deadline before the tool's process group is killed
 DETAIL = 200  # characters of a tool's own output kept in a message
+RESULTS_LIMIT = 1 << 20  # bytes: a larger results file is a tool error, never read
 
 
 def tool_folder(name: str) -> Path:
@@ -88,8 +102,9 @@ class VnncompSolver(BaseSolver):
 
         abductive = partial(hitting.minimum_abductive, supply=self.supply)
         search = hitting.minimum_contrastive if problem.kind == "contrastive" else abductive
-        with tempfile.TemporaryDirectory(prefix="cardinal-vnncomp-") as work:
-            query = _Query(self, problem, Path(work))
+        work = Path(tempfile.mkdtemp(prefix="cardinal-vnncomp-"))
+        with Keeper(work) as keeper:  # at its end: the tool's processes ended, `work` removed
+            query = _Query(self, problem, work, keeper)
             query.onnx.write_bytes(onnx_data(problem.net))
             try:
                 result = search(problem, query.find_flip, at_most, started + time_limit)
@@ -104,8 +119,8 @@ class VnncompSolver(BaseSolver):
 class _Query:
     """One call's questions, each an instance in the folder `work`."""
 
-    def __init__(self, solver: VnncompSolver, problem: Problem, work: Path) -> None:
-        self.solver, self.problem, self.work = solver, problem, work
+    def __init__(self, solver: VnncompSolver, problem: Problem, work: Path, keeper: Keeper) -> None:
+        self.solver, self.problem, self.work, self.keeper = solver, problem, work, keeper
         self.onnx = work / "network.onnx"
         self.calls, self.raw = 0, ""
 
@@ -127,9 +142,7 @@ class _Query:
         if left <= 0:
             raise hitting.OracleTimeout("deadline")
         self._run("run_instance.sh", [*common, str(results), str(max(1, math.ceil(left)))], deadline)
-        if not results.is_file():
-            raise _Stopped(f"{self.solver.name}: run_instance.sh wrote no results file")
-        text = results.read_text(errors="replace")
+        text = self._results(results)
         lines = text.strip().splitlines()
         self.raw = lines[0].strip().lower() if lines else ""
         if self.raw in ("unsat", "holds"):
@@ -150,36 +163,57 @@ class _Query:
             raise _Stopped(f"{self.solver.name}: its counterexample has X_{i} = {y[i]!r}, outside [{lower[i]!r}, {upper[i]!r}]")
         return y
 
-    def _run(self, script: str, arguments: list[str], deadline: float) -> None:
-        """Run one script in the tool folder, in its own process group, killed past the deadline
-        (plus `GRACE`); a non-zero exit is `_Stopped`, the deadline `hitting.OracleTimeout`."""
-        left = deadline + GRACE - time.perf_counter()
-        if left <= 0:
-            raise hitting.OracleTimeout("deadline")
-        process = subprocess.Popen(
-            ["bash", str(self.solver.folder / script), *arguments],
-            cwd=self.solver.folder,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
+    def _results(self, path: Path) -> str:
+        """The text of the results file `path` (in `work`), if it is a regular file of at most
+        `RESULTS_LIMIT` bytes; `_Stopped` if it is missing, a link, not a regular file or larger."""
+        name = self.solver.name
         try:
-            _, error = process.communicate(timeout=left)
-        except subprocess.TimeoutExpired:
-            _kill_group(process)
-            raise hitting.OracleTimeout(f"{script} killed at the time limit") from None
-        finally:
-            _kill_group(process)  # whatever the tool left running
-        if process.returncode != 0:
-            tail = error.decode(errors="replace").strip().splitlines()[-1:] or [""]
-            raise _Stopped(f"{self.solver.name}: {script} exited with {process.returncode}: {tail[0][:DETAIL]}")
+            descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except FileNotFoundError:
+            raise _Stopped(f"{name}: run_instance.sh wrote no results file") from None
+        except OSError as error:  # ELOOP: a symbolic link
+            raise _Stopped(f"{name}: its results file {path.name} is not a regular file ({error.strerror})") from None
+        with os.fdopen(descriptor, "rb") as handle:
+            status = os.fstat(descriptor)
+            if not stat.S_ISREG(status.st_mode):
+                raise _Stopped(f"{name}: its results file {path.name} is not a regular file")
+            data = handle.read(RESULTS_LIMIT + 1) if status.st_size <= RESULTS_LIMIT else b""
+            if status.st_size > RESULTS_LIMIT or len(data) > RESULTS_LIMIT:
+                size = max(status.st_size, len(data))
+                raise _Stopped(f"{name}: its results file {path.name} has {size} bytes, over the limit of {RESULTS_LIMIT}")
+        return data.decode(errors="replace")
+
+    def _run(self, script: str, arguments: list[str], deadline: float) -> None:
+        """Run one script in the tool folder through the keeper (its own session and process
+        group, all it started ended when it exits), killed past the deadline (plus `GRACE`); a
+        non-zero exit is `_Stopped`, the deadline `hitting.OracleTimeout`."""
+        if deadline + GRACE - time.perf_counter() <= 0:
+            raise hitting.OracleTimeout("deadline")
+        stem = self.work / f"q{self.calls}.{script.removesuffix('.sh')}"
+        stderr = stem.with_suffix(stem.suffix + ".stderr")
+        try:
+            code = self.keeper.run(
+                ["bash", str(self.solver.folder / script), *arguments], self.solver.folder,
+                stem.with_suffix(stem.suffix + ".stdout"), stderr, deadline + GRACE,
+            )  # fmt: skip
+        except KeeperError as error:
+            raise _Stopped(f"{self.solver.name}: {script}: {error}") from None
+        if code is None:
+            raise hitting.OracleTimeout(f"{script} killed at the time limit")
+        if code != 0:
+            tail = _tail(stderr).strip().splitlines()[-1:] or [""]
+            raise _Stopped(f"{self.solver.name}: {script} exited with {code}: {tail[0][:DETAIL]}")
 
 
-def _kill_group(process: subprocess.Popen) -> None:
-    """SIGKILL the process's group (its session) and reap the process."""
+def _tail(path: Path, size: int = 4096) -> str:
+    """The last `size` bytes of the regular file `path` as text ("" if it is not one)."""
     try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    process.wait()
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return ""
+    with os.fdopen(descriptor, "rb") as handle:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
+            return ""
+        handle.seek(max(0, status.st_size - size))
+        return handle.read(size).decode(errors="replace")
