@@ -168,19 +168,11 @@ class _Query:
         `RESULTS_LIMIT` bytes; `_Stopped` if it is missing, a link, not a regular file or larger."""
         name = self.solver.name
         try:
-            descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+            data = _read_regular(path, RESULTS_LIMIT)
         except FileNotFoundError:
             raise _Stopped(f"{name}: run_instance.sh wrote no results file") from None
-        except OSError as error:  # ELOOP: a symbolic link
-            raise _Stopped(f"{name}: its results file {path.name} is not a regular file ({error.strerror})") from None
-        with os.fdopen(descriptor, "rb") as handle:
-            status = os.fstat(descriptor)
-            if not stat.S_ISREG(status.st_mode):
-                raise _Stopped(f"{name}: its results file {path.name} is not a regular file")
-            data = handle.read(RESULTS_LIMIT + 1) if status.st_size <= RESULTS_LIMIT else b""
-            if status.st_size > RESULTS_LIMIT or len(data) > RESULTS_LIMIT:
-                size = max(status.st_size, len(data))
-                raise _Stopped(f"{name}: its results file {path.name} has {size} bytes, over the limit of {RESULTS_LIMIT}")
+        except OSError as error:
+            raise _Stopped(f"{name}: its results file {path.name} {error.strerror}") from None
         return data.decode(errors="replace")
 
     def _run(self, script: str, arguments: list[str], deadline: float) -> None:
@@ -205,15 +197,42 @@ class _Query:
             raise _Stopped(f"{self.solver.name}: {script} exited with {code}: {tail[0][:DETAIL]}")
 
 
+def _read_regular(path: Path, limit: int) -> bytes:
+    """The bytes of `path` if it is a regular file, not a symbolic link, of at most `limit` bytes.
+    OSError otherwise, its `strerror` saying why in words ("is not a regular file", "has N bytes,
+    over the limit of L"); FileNotFoundError when there is nothing at `path`."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise
+    except OSError as error:  # ELOOP: a symbolic link; EACCES, ...
+        raise OSError(error.errno, f"is not a regular file ({error.strerror})") from None
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
+            raise OSError(0, "is not a regular file")
+        chunks, size = [], 0
+        while status.st_size <= limit and size <= limit and (chunk := os.read(descriptor, limit + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+        if max(status.st_size, size) > limit:
+            raise OSError(0, f"has {max(status.st_size, size)} bytes, over the limit of {limit}")
+        return b"".join(chunks)
+    finally:
+        os.close(descriptor)
+
+
 def _tail(path: Path, size: int = 4096) -> str:
     """The last `size` bytes of the regular file `path` as text ("" if it is not one)."""
     try:
         descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return ""
-    with os.fdopen(descriptor, "rb") as handle:
+    try:
         status = os.fstat(descriptor)
         if not stat.S_ISREG(status.st_mode):
             return ""
-        handle.seek(max(0, status.st_size - size))
-        return handle.read(size).decode(errors="replace")
+        os.lseek(descriptor, max(0, status.st_size - size), os.SEEK_SET)
+        return os.read(descriptor, size).decode(errors="replace")
+    finally:
+        os.close(descriptor)
