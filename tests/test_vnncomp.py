@@ -341,6 +341,14 @@ def test_a_hanging_tool_is_ended_whole_when_its_caller_is_interrupted_or_killed(
     _gone(Path(record.read_text().strip()).exists, "the call's folder")
 
 
+HOLDER = """
+echo "$(dirname "$3")" > "{record}"
+mktemp -d > "{temporary}"
+(exec -a {mark}-holder sleep 1000) &
+echo unsat > "$5"
+"""
+
+
 @pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads the process table in /proc")
 def test_an_answer_is_read_when_the_tool_exits_though_its_child_holds_stdout_and_stderr(tmp_path: Path, mark: str) -> None:
     """run_instance.sh answers `unsat` at once and leaves a child that holds its standard output
@@ -348,12 +356,7 @@ def test_an_answer_is_read_when_the_tool_exits_though_its_child_holds_stdout_and
     timeout, and no child is left; its TMPDIR folder goes with the call's folder."""
     net, x, domain = _case()
     record, temporary = tmp_path / "work.txt", tmp_path / "tmpdir.txt"
-    run = (
-        f'echo "$(dirname "$3")" > "{record}"; mktemp -d > "{temporary}"\n'
-        f"(exec -a {mark}-holder sleep 1000) &\n"
-        'echo unsat > "$5"'
-    )
-    name = _tool(tmp_path / "holder", run)
+    name = _tool(tmp_path / "holder", HOLDER.format(record=record, temporary=temporary, mark=mark))
     outcome = solve_minimum(net, x, "contrastive", domain, None, solver=name, time_limit=60, guarded=False, supply=False)
     assert outcome.status == Status.REFUTED and outcome.claimed is not None, outcome
     assert not _marked(mark)  # ended before the answer was taken, not later
