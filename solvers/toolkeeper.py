@@ -11,8 +11,9 @@ ends a running tool at once (the reply is its `exit`).
 Contracts:
 
 * The tool runs in its own session and process group (its pid is both ids), its standard input
-  /dev/null, its standard output and error the files named (so no background child can hold a
-  pipe of cardinal's open), `TMPDIR` a folder inside WORK.
+  /dev/null, its standard output and error the files named, created new (an existing file or a
+  link there is a `failed` start; no background child can hold a pipe of cardinal's open),
+  `TMPDIR` a folder inside WORK.
 * When the tool's main process exits, or at `kill`, the keeper ends the tool's whole process
   group, every process left in its session, and every descendant of the keeper itself — the
   keeper is a *child subreaper* (Linux's PR_SET_CHILD_SUBREAPER), so an orphan of the tool, one
@@ -149,9 +150,14 @@ def _exited(pid: int) -> bool:
     return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
 
 
+def _new(path: str) -> int:
+    """A new file at `path`, for writing: never one that exists, nor through a link planted there."""
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+
+
 def _start(request: dict, work: Path) -> subprocess.Popen:
     env = {**os.environ, **request["env"], "TMPDIR": str(work / "tmp")}
-    with open(request["stdout"], "wb") as out, open(request["stderr"], "wb") as err:
+    with open(_new(request["stdout"]), "wb") as out, open(_new(request["stderr"]), "wb") as err:
         return subprocess.Popen(
             request["run"], cwd=request["cwd"], env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
             start_new_session=True,

@@ -135,7 +135,12 @@ class _Query:
         self.calls += 1
         prop = self.work / f"q{self.calls}.vnnlib"
         results = self.work / f"q{self.calls}.results"
-        prop.write_text(property_text(problem, mask, [f"cardinal: is there a flip with features {sorted(free)} free?"]))
+        question = property_text(problem, mask, [f"cardinal: is there a flip with features {sorted(free)} free?"])
+        try:  # a new file: never through a link an earlier script left in `work`
+            with open(os.open(prop, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600), "w") as handle:
+                handle.write(question)
+        except OSError as error:
+            raise _Stopped(f"{self.solver.name}: cannot write {prop.name} in its folder ({error.strerror})") from None
         common = ["v1", CATEGORY, str(self.onnx), str(prop)]
         self._run("prepare_instance.sh", common, deadline)
         left = deadline - time.perf_counter()

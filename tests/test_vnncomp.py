@@ -387,3 +387,15 @@ def test_a_results_file_that_is_large_linked_or_not_a_file_is_a_logged_error(tmp
     outcome = solve_minimum(net, x, "contrastive", domain, None, solver=name, time_limit=60, guarded=False)
     assert outcome.status == Status.ERROR and message in outcome.message, outcome
     assert outcome.raw_status == "error" and "SECRET" not in outcome.message
+
+
+def test_cardinal_writes_no_file_through_a_link_a_script_planted(tmp_path: Path) -> None:
+    """prepare_instance.sh plants a link, at the path where run_instance.sh's output will go, to
+    a file of the user's: the run is refused (a logged `error`) and that file is unchanged."""
+    net, x, domain = _case()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("the user's file\n")
+    name = _tool(tmp_path / "planter", 'echo unsat > "$5"', prepare=f'ln -s "{victim}" "$(dirname "$3")/q1.run_instance.stdout"')
+    outcome = solve_minimum(net, x, "contrastive", domain, None, solver=name, time_limit=60, guarded=False)
+    assert outcome.status == Status.ERROR and "run_instance.sh" in outcome.message, outcome
+    assert victim.read_text() == "the user's file\n" and not victim.is_symlink()
