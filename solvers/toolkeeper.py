@@ -1,9 +1,12 @@
 """Running an outside tool so that nothing of it outlives its answer: the *keeper*, a small
 process that starts the tool's scripts and ends everything they started (`solvers.vnncomp`).
 
-The keeper runs this file as a script (`python -I -S toolkeeper.py WORK`); it imports nothing but
-the standard library, so it starts in milliseconds. `Keeper` is its caller's handle on it. The
-two talk through the keeper's standard input and output, one JSON object a line: the caller sends
+The keeper runs this file as a script (`python -I -S toolkeeper.py PREFIX`); it imports nothing
+but the standard library, so it starts in milliseconds. It makes a fresh folder WORK in the
+system's temporary folder (`tempfile.mkdtemp(prefix=PREFIX)`), so that no moment exists when the
+folder is there and no keeper will remove it. `Keeper` is its caller's handle on it. The two talk
+through the keeper's standard input and output, one JSON object a line: the keeper first says
+`{"work": WORK}`; the caller sends
 `{"run": ARGV, "cwd", "stdout", "stderr", "env"}` and gets `{"pid": PID}` (or `{"failed": WHY}`),
 then `{"exit": CODE}` once the tool has ended *and* everything it started is gone; `{"kill": 1}`
 ends a running tool at once (the reply is its `exit`).
@@ -42,6 +45,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -169,16 +173,19 @@ def _say(message: dict) -> None:
         os.write(1, (json.dumps(message) + "\n").encode())
 
 
-def keep(work: Path) -> None:
-    """The keeper's loop (module docstring); removes `work` at the end of its standard input."""
+def keep(prefix: str) -> None:
+    """The keeper's loop (module docstring): its folder WORK made with `prefix`, and removed at
+    the end of its standard input."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    (work / "tmp").mkdir(exist_ok=True)
     tool: subprocess.Popen | None = None
     pidfd: int | None = None
     pending = b""
+    work = Path(tempfile.mkdtemp(prefix=prefix))
     try:
+        (work / "tmp").mkdir()
+        _say({"work": str(work)})
         while True:
             watched = [0] + ([pidfd] if pidfd is not None else [])
             timeout = _POLL if tool is not None and pidfd is None else None
@@ -227,22 +234,33 @@ class KeeperError(Exception):
 
 
 class Keeper:
-    """A keeper process for the folder `work` (created if need be; removed when the keeper ends).
-    One tool at a time; `close` (or the end of a `with` block) ends the keeper, whatever the tool
-    is doing, and waits for it (`CLOSE_WAIT` at most)."""
+    """A keeper process and its fresh folder `work` (named `prefix`..., in the system's temporary
+    folder; removed when the keeper ends). One tool at a time; `close` (or the end of a `with`
+    block) ends the keeper, whatever the tool is doing, and waits for it (`CLOSE_WAIT` at most).
+    Raises KeeperError when the keeper does not start."""
 
-    def __init__(self, work: Path) -> None:
-        self.work = work
-        work.mkdir(parents=True, exist_ok=True)
-        try:
-            self.process = subprocess.Popen(
-                [sys.executable, "-I", "-S", str(Path(__file__).resolve()), str(work)],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
-            )  # fmt: skip
-        except BaseException:
-            shutil.rmtree(work, ignore_errors=True)
-            raise
+    def __init__(self, prefix: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-I", "-S", str(Path(__file__).resolve()), prefix],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+        self._work: Path | None = None
         self._pending = b""
+        try:
+            said = self._answer(time.perf_counter() + CLOSE_WAIT)
+            if "work" not in said:
+                raise KeeperError(f"the tool keeper (pid {self.process.pid}) did not start in {CLOSE_WAIT:g} s")
+            self._work = Path(said["work"])
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def work(self) -> Path:
+        """The keeper's folder (it exists until the keeper ends)."""
+        if self._work is None:
+            raise KeeperError("the tool keeper has no folder")
+        return self._work
 
     def __enter__(self) -> Keeper:
         return self
@@ -282,7 +300,8 @@ class Keeper:
             self.process.wait()
         if stdout is not None:
             stdout.close()
-        shutil.rmtree(self.work, ignore_errors=True)  # the keeper removed it, unless it was killed
+        if self._work is not None:
+            shutil.rmtree(self._work, ignore_errors=True)  # the keeper removed it, unless it was killed
 
     def _send(self, message: dict) -> None:
         try:
@@ -307,4 +326,4 @@ class Keeper:
 
 
 if __name__ == "__main__":
-    keep(Path(sys.argv[1]))
+    keep(sys.argv[1])

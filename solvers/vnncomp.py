@@ -45,7 +45,6 @@ from __future__ import annotations
 import math
 import os
 import stat
-import tempfile
 import time
 from functools import partial
 from pathlib import Path
@@ -102,9 +101,12 @@ class VnncompSolver(BaseSolver):
 
         abductive = partial(hitting.minimum_abductive, supply=self.supply)
         search = hitting.minimum_contrastive if problem.kind == "contrastive" else abductive
-        work = Path(tempfile.mkdtemp(prefix="cardinal-vnncomp-"))
-        with Keeper(work) as keeper:  # at its end: the tool's processes ended, `work` removed
-            query = _Query(self, problem, work, keeper)
+        try:
+            keeper = Keeper("cardinal-vnncomp-")
+        except KeeperError as error:
+            return self.outcome(Status.ERROR, started, raw_status="error", message=f"{self.name}: {error}")
+        with keeper:  # at its end: the tool's processes ended, its folder removed
+            query = _Query(self, problem, keeper)
             query.onnx.write_bytes(onnx_data(problem.net))
             try:
                 result = search(problem, query.find_flip, at_most, started + time_limit)
@@ -119,9 +121,9 @@ class VnncompSolver(BaseSolver):
 class _Query:
     """One call's questions, each an instance in the folder `work`."""
 
-    def __init__(self, solver: VnncompSolver, problem: Problem, work: Path, keeper: Keeper) -> None:
-        self.solver, self.problem, self.work, self.keeper = solver, problem, work, keeper
-        self.onnx = work / "network.onnx"
+    def __init__(self, solver: VnncompSolver, problem: Problem, keeper: Keeper) -> None:
+        self.solver, self.problem, self.work, self.keeper = solver, problem, keeper.work, keeper
+        self.onnx = self.work / "network.onnx"
         self.calls, self.raw = 0, ""
 
     def find_flip(self, free: frozenset[int], deadline: float) -> np.ndarray | None:

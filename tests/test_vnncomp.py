@@ -229,6 +229,7 @@ def test_the_xbench_runner_answers_as_certified_and_lists_a_wrong_answer(tmp_pat
 SETTLE = 120.0  # seconds a check waits for processes to go, a folder to be removed, a file to appear
 
 HANGING = """
+if [ -n "$WARM" ] && [ ! -e "{warm}" ]; then touch "{warm}"; echo unsat > "$5"; exit 0; fi
 echo "$(dirname "$3")" > "{record}"
 bash -c 'while :; do :; done' {mark}-spin &
 setsid bash -c 'exec -a {mark}-session sleep 1000' &
@@ -269,26 +270,31 @@ def mark():
             os.kill(pid, signal.SIGKILL)
 
 
-def _hanging_tool(tmp_path: Path, mark: str) -> tuple[str, Path, Path]:
+def _hanging_tool(tmp_path: Path, mark: str, warm: bool = False) -> tuple[str, Path, Path]:
     """A tool whose run_instance.sh forks a spinner, a process in a session of its own and a
-    double-forked orphan, then hangs; its name, the file where it records its folder, and the
-    file it writes once all are started."""
-    record, started = tmp_path / "work.txt", tmp_path / "started"
-    return _tool(tmp_path / "hang", HANGING.format(record=record, started=started, mark=mark)), record, started
+    double-forked orphan, then hangs (`warm`: not on its first run, which answers `unsat` at
+    once); its name, the file where it records its folder, and the file it writes once all are
+    started."""
+    record, started, first = tmp_path / "work.txt", tmp_path / "started", tmp_path / "warm"
+    run = HANGING.format(record=record, started=started, mark=mark, warm=first)
+    return _tool(tmp_path / "hang", f"WARM={'1' if warm else ''}\n{run}"), record, started
 
 
 @pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads the process table in /proc")
 def test_a_hanging_tool_is_ended_whole_when_the_guard_kills_the_solver_process(tmp_path: Path, mark: str) -> None:
     """The guard kills the solver process at the limit (before the backend's own deadline plus
     GRACE): the tool's main process, its spinning child, the child in a session of its own and
-    the orphan all go, and so does the call's folder."""
+    the orphan all go, and so does the call's folder. (A first call, answered at once, warms the
+    solver process, so that the tool surely starts within the second call's limit.)"""
     net, x, domain = _case()
-    name, record, started = _hanging_tool(tmp_path, mark)
+    name, record, started = _hanging_tool(tmp_path, mark, warm=True)
     problem = Problem.make(net, x, "contrastive", domain, None)
     backend = get_solver(name, guarded=True)
     try:
         assert backend.wait_started(time.perf_counter() + SETTLE)
-        outcome = backend.solve(problem, None, 2.0)
+        first = backend.solve(problem, None, SETTLE)
+        assert first.status == Status.NONE_EXISTS and not started.exists(), first  # the warm-up's unsat
+        outcome = backend.solve(problem, None, 8.0)  # the guard's kill at 8.5 s, the backend's own at 10 s
     finally:
         backend.close()
     assert outcome.status == Status.TIMEOUT and outcome.raw_status == "killed", outcome  # the guard's kill
