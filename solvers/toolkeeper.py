@@ -23,7 +23,8 @@ Contracts:
   that made a session of its own included, becomes its child and is found. It kills (SIGKILL) pass
   after pass, each process checked through a pidfd and its start time (a pid reused meanwhile is
   never signalled), until none is left (`SWEEP_LIMIT` seconds at most: a process stuck in the
-  kernel may outlast it), and reaps them. Only then does it answer `exit`.
+  kernel may outlast it), and reaps them. Only then does it answer `exit`. (So nothing a script
+  starts outlives it: a server started by one script for the next is ended in between.)
 * At the end of its standard input — the caller closed it (`Keeper.close`), or died, however,
   SIGKILL included — the keeper ends the running tool as above, removes the folder WORK, and
   exits. Ctrl-C is ignored (it is in a session of its own anyway): its caller stops it.
