@@ -22,18 +22,29 @@ the search and `solvers.base.replay` re-check in exact arithmetic whatever the a
 Its `unsat` is a float claim, never a proof (`exact` is false): an answer that rests on a false
 one is refuted by the replay (status `refuted` under this backend) and changes nothing else.
 
-**Time.** Both scripts run in their own process group, killed (SIGKILL to the group) when the
-call's deadline passes (`run_instance.sh` is given the seconds left, rounded up, and `GRACE`
-seconds more to write its answer): a tool that hangs ends the call with `timeout`.
+**Time and processes.** Each call has a keeper process (`solvers.toolkeeper`) that runs both
+scripts, each in its own session and process group, standard output and error going to files of
+the call's folder (so a background child that keeps them open holds up nothing: an answer is read
+as soon as the script's main process exits). When a script exits, or is killed because the call's
+deadline passed (`run_instance.sh` is given the seconds left, rounded up, and `GRACE` seconds more
+to write its answer: a tool that hangs ends the call with `timeout`), the keeper ends its process
+group, its session and every process it left (orphans included), before the call goes on. The
+call's folder (`TMPDIR` of the scripts too) is removed when the call ends, however: normally, by
+an exception or Ctrl-C, or when the guard (`solvers.guard`) kills the solver process — the keeper
+sees its pipe close, ends the tool and removes the folder. What a tool can still do, and what
+escapes: `solvers.toolkeeper`.
+
+**Results.** RESULTS is a path cardinal chose in that folder; it is read only if it is a regular
+file there (not a symbolic link: opened with O_NOFOLLOW, checked by fstat) of at most
+`RESULTS_LIMIT` bytes. Anything else is a logged `error` under the tool, never read, never a
+verdict.
 """
 
 from __future__ import annotations
 
 import math
 import os
-import signal
-import subprocess
-import tempfile
+import stat
 import time
 from functools import partial
 from pathlib import Path
@@ -45,12 +56,14 @@ from cardinal.problem import Outcome, Problem, Status
 
 from . import hitting
 from .base import BaseSolver
+from .toolkeeper import Keeper, KeeperError
 
 PREFIX = "vnncomp:"
 SCRIPTS = ("prepare_instance.sh", "run_instance.sh")
 CATEGORY = "cardinal"
 GRACE = 2.0  # seconds past the deadline before the tool's process group is killed
 DETAIL = 200  # characters of a tool's own output kept in a message
+RESULTS_LIMIT = 1 << 20  # bytes: a larger results file is a tool error, never read
 
 
 def tool_folder(name: str) -> Path:
@@ -88,8 +101,12 @@ class VnncompSolver(BaseSolver):
 
         abductive = partial(hitting.minimum_abductive, supply=self.supply)
         search = hitting.minimum_contrastive if problem.kind == "contrastive" else abductive
-        with tempfile.TemporaryDirectory(prefix="cardinal-vnncomp-") as work:
-            query = _Query(self, problem, Path(work))
+        try:
+            keeper = Keeper("cardinal-vnncomp-")
+        except KeeperError as error:
+            return self.outcome(Status.ERROR, started, raw_status="error", message=f"{self.name}: {error}")
+        with keeper:  # at its end: the tool's processes ended, its folder removed
+            query = _Query(self, problem, keeper)
             query.onnx.write_bytes(onnx_data(problem.net))
             try:
                 result = search(problem, query.find_flip, at_most, started + time_limit)
@@ -104,9 +121,9 @@ class VnncompSolver(BaseSolver):
 class _Query:
     """One call's questions, each an instance in the folder `work`."""
 
-    def __init__(self, solver: VnncompSolver, problem: Problem, work: Path) -> None:
-        self.solver, self.problem, self.work = solver, problem, work
-        self.onnx = work / "network.onnx"
+    def __init__(self, solver: VnncompSolver, problem: Problem, keeper: Keeper) -> None:
+        self.solver, self.problem, self.work, self.keeper = solver, problem, keeper.work, keeper
+        self.onnx = self.work / "network.onnx"
         self.calls, self.raw = 0, ""
 
     def find_flip(self, free: frozenset[int], deadline: float) -> np.ndarray | None:
@@ -120,16 +137,19 @@ class _Query:
         self.calls += 1
         prop = self.work / f"q{self.calls}.vnnlib"
         results = self.work / f"q{self.calls}.results"
-        prop.write_text(property_text(problem, mask, [f"cardinal: is there a flip with features {sorted(free)} free?"]))
+        question = property_text(problem, mask, [f"cardinal: is there a flip with features {sorted(free)} free?"])
+        try:  # a new file: never through a link an earlier script left in `work`
+            with open(os.open(prop, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600), "w") as handle:
+                handle.write(question)
+        except OSError as error:
+            raise _Stopped(f"{self.solver.name}: cannot write {prop.name} in its folder ({error.strerror})") from None
         common = ["v1", CATEGORY, str(self.onnx), str(prop)]
         self._run("prepare_instance.sh", common, deadline)
         left = deadline - time.perf_counter()
         if left <= 0:
             raise hitting.OracleTimeout("deadline")
         self._run("run_instance.sh", [*common, str(results), str(max(1, math.ceil(left)))], deadline)
-        if not results.is_file():
-            raise _Stopped(f"{self.solver.name}: run_instance.sh wrote no results file")
-        text = results.read_text(errors="replace")
+        text = self._results(results)
         lines = text.strip().splitlines()
         self.raw = lines[0].strip().lower() if lines else ""
         if self.raw in ("unsat", "holds"):
@@ -150,36 +170,76 @@ class _Query:
             raise _Stopped(f"{self.solver.name}: its counterexample has X_{i} = {y[i]!r}, outside [{lower[i]!r}, {upper[i]!r}]")
         return y
 
-    def _run(self, script: str, arguments: list[str], deadline: float) -> None:
-        """Run one script in the tool folder, in its own process group, killed past the deadline
-        (plus `GRACE`); a non-zero exit is `_Stopped`, the deadline `hitting.OracleTimeout`."""
-        left = deadline + GRACE - time.perf_counter()
-        if left <= 0:
-            raise hitting.OracleTimeout("deadline")
-        process = subprocess.Popen(
-            ["bash", str(self.solver.folder / script), *arguments],
-            cwd=self.solver.folder,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
+    def _results(self, path: Path) -> str:
+        """The text of the results file `path` (in `work`), if it is a regular file of at most
+        `RESULTS_LIMIT` bytes; `_Stopped` if it is missing, a link, not a regular file or larger."""
+        name = self.solver.name
         try:
-            _, error = process.communicate(timeout=left)
-        except subprocess.TimeoutExpired:
-            _kill_group(process)
-            raise hitting.OracleTimeout(f"{script} killed at the time limit") from None
-        finally:
-            _kill_group(process)  # whatever the tool left running
-        if process.returncode != 0:
-            tail = error.decode(errors="replace").strip().splitlines()[-1:] or [""]
-            raise _Stopped(f"{self.solver.name}: {script} exited with {process.returncode}: {tail[0][:DETAIL]}")
+            data = _read_regular(path, RESULTS_LIMIT)
+        except FileNotFoundError:
+            raise _Stopped(f"{name}: run_instance.sh wrote no results file") from None
+        except OSError as error:
+            raise _Stopped(f"{name}: its results file {path.name} {error.strerror}") from None
+        return data.decode(errors="replace")
+
+    def _run(self, script: str, arguments: list[str], deadline: float) -> None:
+        """Run one script in the tool folder through the keeper (its own session and process
+        group, all it started ended when it exits), killed past the deadline (plus `GRACE`); a
+        non-zero exit is `_Stopped`, the deadline `hitting.OracleTimeout`."""
+        if deadline + GRACE - time.perf_counter() <= 0:
+            raise hitting.OracleTimeout("deadline")
+        stem = self.work / f"q{self.calls}.{script.removesuffix('.sh')}"
+        stderr = stem.with_suffix(stem.suffix + ".stderr")
+        try:
+            code = self.keeper.run(
+                ["bash", str(self.solver.folder / script), *arguments], self.solver.folder,
+                stem.with_suffix(stem.suffix + ".stdout"), stderr, deadline + GRACE,
+            )  # fmt: skip
+        except KeeperError as error:
+            raise _Stopped(f"{self.solver.name}: {script}: {error}") from None
+        if code is None:
+            raise hitting.OracleTimeout(f"{script} killed at the time limit")
+        if code != 0:
+            tail = _tail(stderr).strip().splitlines()[-1:] or [""]
+            raise _Stopped(f"{self.solver.name}: {script} exited with {code}: {tail[0][:DETAIL]}")
 
 
-def _kill_group(process: subprocess.Popen) -> None:
-    """SIGKILL the process's group (its session) and reap the process."""
+def _read_regular(path: Path, limit: int) -> bytes:
+    """The bytes of `path` if it is a regular file, not a symbolic link, of at most `limit` bytes.
+    OSError otherwise, its `strerror` saying why in words ("is not a regular file", "has N bytes,
+    over the limit of L"); FileNotFoundError when there is nothing at `path`."""
     try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    process.wait()
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise
+    except OSError as error:  # ELOOP: a symbolic link; EACCES, ...
+        raise OSError(error.errno, f"is not a regular file ({error.strerror})") from None
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
+            raise OSError(0, "is not a regular file")
+        chunks, size = [], 0
+        while status.st_size <= limit and size <= limit and (chunk := os.read(descriptor, limit + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+        if max(status.st_size, size) > limit:
+            raise OSError(0, f"has {max(status.st_size, size)} bytes, over the limit of {limit}")
+        return b"".join(chunks)
+    finally:
+        os.close(descriptor)
+
+
+def _tail(path: Path, size: int = 4096) -> str:
+    """The last `size` bytes of the regular file `path` as text ("" if it is not one)."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return ""
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
+            return ""
+        os.lseek(descriptor, max(0, status.st_size - size), os.SEEK_SET)
+        return os.read(descriptor, size).decode(errors="replace")
+    finally:
+        os.close(descriptor)

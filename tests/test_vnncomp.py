@@ -7,9 +7,14 @@ one; the liar's answers are refuted by the exact replay; the bad ones end in one
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
+import uuid
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +26,7 @@ from cardinal.verify.vnncomp import export_layout
 
 from cardinal.domain import Domain
 from cardinal.errors import InputError
-from cardinal.problem import Status
+from cardinal.problem import Problem, Status
 
 pytest.importorskip("z3")
 
@@ -214,3 +219,189 @@ def test_the_xbench_runner_answers_as_certified_and_lists_a_wrong_answer(tmp_pat
     table = (tmp_path / "results.md").read_text()
     assert f"| liar | {len(records) - 1} | 1 |" in table and f"- liar: `{records[0]['instance']}` answered {lie}" in table
     assert f"| cardinal | {len(records)} | 0 |" in table and (tmp_path / "xbench_cactus.png").stat().st_size > 0
+
+
+# ---------------------------------------------------------------------------- hostile tools (issue 49)
+# Each hostile tool marks every process it starts with a token in its argv (`exec -a`, or bash's
+# $0); the checks read the OS's process table (/proc/PID/cmdline), which shares no code with the
+# keeper that ends them. Waits that must end are bounded generously (`SETTLE`): a loaded machine
+# slows them, it cannot make them fail.
+SETTLE = 120.0  # seconds a check waits for processes to go, a folder to be removed, a file to appear
+
+HANGING = """
+if [ -n "$WARM" ] && [ ! -e "{warm}" ]; then touch "{warm}"; echo unsat > "$5"; exit 0; fi
+echo "$(dirname "$3")" > "{record}"
+bash -c 'while :; do :; done' {mark}-spin &
+setsid bash -c 'exec -a {mark}-session sleep 1000' &
+( (exec -a {mark}-orphan sleep 1000) & )
+echo started > "{started}"
+exec -a {mark}-main sleep 1000
+"""
+
+
+def _marked(mark: str) -> list[int]:
+    """The live processes whose command line holds `mark` (zombies have none)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if mark.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
+def _gone(check, what: str) -> None:
+    """Wait up to SETTLE s for `check()` to be falsy; fail naming `what` and what is left."""
+    until = time.monotonic() + SETTLE
+    while (left := check()) and time.monotonic() < until:
+        time.sleep(0.1)
+    assert not left, f"{what} still there after {SETTLE:g} s: {left}"
+
+
+@pytest.fixture
+def mark():
+    """A fresh argv mark; whatever still carries it at the end is killed (a failed test leaves no spinner)."""
+    token = f"cardinal-hostile-{uuid.uuid4().hex}"
+    yield token
+    for pid in _marked(token):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _hanging_tool(tmp_path: Path, mark: str, warm: bool = False) -> tuple[str, Path, Path]:
+    """A tool whose run_instance.sh forks a spinner, a process in a session of its own and a
+    double-forked orphan, then hangs (`warm`: not on its first run, which answers `unsat` at
+    once); its name, the file where it records its folder, and the file it writes once all are
+    started."""
+    record, started, first = tmp_path / "work.txt", tmp_path / "started", tmp_path / "warm"
+    run = HANGING.format(record=record, started=started, mark=mark, warm=first)
+    return _tool(tmp_path / "hang", f"WARM={'1' if warm else ''}\n{run}"), record, started
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads the process table in /proc")
+def test_a_hanging_tool_is_ended_whole_when_the_guard_kills_the_solver_process(tmp_path: Path, mark: str) -> None:
+    """The guard kills the solver process at the limit (before the backend's own deadline plus
+    GRACE): the tool's main process, its spinning child, the child in a session of its own and
+    the orphan all go, and so does the call's folder. (A first call, answered at once, warms the
+    solver process, so that the tool surely starts within the second call's limit.)"""
+    net, x, domain = _case()
+    name, record, started = _hanging_tool(tmp_path, mark, warm=True)
+    problem = Problem.make(net, x, "contrastive", domain, None)
+    backend = get_solver(name, guarded=True)
+    try:
+        assert backend.wait_started(time.perf_counter() + SETTLE)
+        first = backend.solve(problem, None, SETTLE)
+        assert first.status == Status.NONE_EXISTS and not started.exists(), first  # the warm-up's unsat
+        outcome = backend.solve(problem, None, 8.0)  # the guard's kill at 8.5 s, the backend's own at 10 s
+    finally:
+        backend.close()
+    assert outcome.status == Status.TIMEOUT and outcome.raw_status == "killed", outcome  # the guard's kill
+    assert started.exists()  # the tool had started all its processes
+    _gone(lambda: _marked(mark), "the tool's processes")
+    work = Path(record.read_text().strip())
+    assert work.name.startswith("cardinal-vnncomp-")
+    _gone(work.exists, f"the call's folder {work}")
+
+
+INTERRUPTED = """
+import sys
+from cardinal.domain import Domain
+from cardinal.problem import Problem
+from cardinal.solvers.vnncomp import VnncompSolver
+from cardinal.verify.generate import random_network
+import numpy as np
+
+rng = np.random.default_rng(100)
+net = random_network(rng, 3, (6,), "relu", monotone=False, outputs=3)
+problem = Problem.make(net, rng.random(3), "contrastive", Domain.unit(3), None)
+VnncompSolver(sys.argv[1]).solve(problem, None, 1000.0)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads the process table in /proc")
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGKILL])
+def test_a_hanging_tool_is_ended_whole_when_its_caller_is_interrupted_or_killed(
+    tmp_path: Path, mark: str, stop: signal.Signals
+) -> None:
+    """A call in this process's place (a Python process running the backend unguarded): Ctrl-C
+    (KeyboardInterrupt through `solve`) or SIGKILL of that process ends the tool's processes and
+    removes the call's folder."""
+    name, record, started = _hanging_tool(tmp_path, mark)
+    (tmp_path / "caller.py").write_text(INTERRUPTED)
+    caller = subprocess.Popen([sys.executable, str(tmp_path / "caller.py"), name], stderr=subprocess.PIPE)
+    try:
+        _gone(lambda: caller.poll() is None and not started.exists(), "the wait for the tool to start")
+        assert caller.poll() is None, caller.stderr.read().decode()
+        caller.send_signal(stop)
+        _, error = caller.communicate(timeout=SETTLE)
+    finally:
+        if caller.poll() is None:
+            caller.kill()
+            caller.wait()
+    assert caller.returncode != 0
+    if stop == signal.SIGINT:
+        assert b"KeyboardInterrupt" in error, error.decode()
+    _gone(lambda: _marked(mark), "the tool's processes")
+    _gone(Path(record.read_text().strip()).exists, "the call's folder")
+
+
+HOLDER = """
+echo "$(dirname "$3")" > "{record}"
+mktemp -d > "{temporary}"
+(exec -a {mark}-holder sleep 1000) &
+echo unsat > "$5"
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads the process table in /proc")
+def test_an_answer_is_read_when_the_tool_exits_though_its_child_holds_stdout_and_stderr(tmp_path: Path, mark: str) -> None:
+    """run_instance.sh answers `unsat` at once and leaves a child that holds its standard output
+    and error open: the answer counts (the liar is refuted, as when it leaves no child), not a
+    timeout, and no child is left; its TMPDIR folder goes with the call's folder."""
+    net, x, domain = _case()
+    record, temporary = tmp_path / "work.txt", tmp_path / "tmpdir.txt"
+    name = _tool(tmp_path / "holder", HOLDER.format(record=record, temporary=temporary, mark=mark))
+    outcome = solve_minimum(net, x, "contrastive", domain, None, solver=name, time_limit=60, guarded=False, supply=False)
+    assert outcome.status == Status.REFUTED and outcome.claimed is not None, outcome
+    assert not _marked(mark)  # ended before the answer was taken, not later
+    assert not Path(record.read_text().strip()).exists()
+    made = Path(temporary.read_text().strip())
+    assert made.is_relative_to(Path(record.read_text().strip())) and not made.exists()
+
+
+@pytest.mark.parametrize(
+    ("run", "message"),
+    [
+        ('truncate -s 6G "$5"', "over the limit of 1048576"),  # sparse: 6 GiB read would be a MemoryError
+        ('echo unsat > "$5"; truncate -s 2M "$5"', "over the limit of 1048576"),  # an answer, but too large
+        ('ln -s "{secret}" "$5"', "is not a regular file"),
+        ('mkfifo "$5"', "is not a regular file"),
+        ('mkdir "$5"', "is not a regular file"),
+    ],
+)
+def test_a_results_file_that_is_large_linked_or_not_a_file_is_a_logged_error(tmp_path: Path, run: str, message: str) -> None:
+    """The results file is read only as a regular file of at most 1 MiB at the path cardinal
+    chose: a link to a file that holds an answer (here `unsat`, and a text that must not reach
+    the message), a FIFO, a folder, a 6 GiB sparse file or an answer padded past 1 MiB is an
+    `error` under the tool, never a verdict, and nothing of the linked file is read."""
+    net, x, domain = _case()
+    secret = tmp_path / "secret.txt"
+    secret.write_text("unsat\nSECRET-CONTENT\n")
+    name = _tool(tmp_path / "bad", run.format(secret=secret))
+    outcome = solve_minimum(net, x, "contrastive", domain, None, solver=name, time_limit=60, guarded=False)
+    assert outcome.status == Status.ERROR and message in outcome.message, outcome
+    assert outcome.raw_status == "error" and "SECRET" not in outcome.message
+
+
+def test_cardinal_writes_no_file_through_a_link_a_script_planted(tmp_path: Path) -> None:
+    """prepare_instance.sh plants a link, at the path where run_instance.sh's output will go, to
+    a file of the user's: the run is refused (a logged `error`) and that file is unchanged."""
+    net, x, domain = _case()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("the user's file\n")
+    name = _tool(tmp_path / "planter", 'echo unsat > "$5"', prepare=f'ln -s "{victim}" "$(dirname "$3")/q1.run_instance.stdout"')
+    outcome = solve_minimum(net, x, "contrastive", domain, None, solver=name, time_limit=60, guarded=False)
+    assert outcome.status == Status.ERROR and "run_instance.sh" in outcome.message, outcome
+    assert victim.read_text() == "the user's file\n" and not victim.is_symlink()
