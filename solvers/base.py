@@ -349,14 +349,12 @@ def solve_minimum(
 
 
 def exact_claim(problem: Problem, outcome: Outcome, at_most: int | None) -> int | None:
-    """k of the outcome's exact "nothing smaller" ("no explanation within k"; n: no CXp), or None."""
-    if outcome.status == Status.NONE_WITHIN and outcome.exact and at_most is not None:
-        return at_most
-    if outcome.status == Status.OPTIMAL and outcome.exact and outcome.replayed and outcome.solution:
-        return len(outcome.solution) - 1
-    if outcome.status == Status.NONE_EXISTS and (outcome.exact or outcome.replayed) and problem.kind == "contrastive":
-        return problem.n
-    return None
+    """k of the outcome's exact "nothing smaller" ("no explanation within k"; n: no CXp), or None
+    (`Outcome.proves`; "no AXp exists" is never a claim to certify)."""
+    proved = outcome.proves(problem.n, at_most)
+    if proved.none_exists and problem.kind != "contrastive":
+        return None
+    return proved.within(problem.n)
 
 
 def _with_certificate(problem: Problem, outcome: Outcome, at_most: int | None, proof: Path, time_limit: float) -> Outcome:

@@ -415,12 +415,11 @@ def judge(
     # an exact backend's claim that failed the exact check is a bug, not a float error
     conflicts = [f"{name} refuted: {o.message}" for name, o in outcomes.items() if o.exact and o.status == Status.REFUTED]
     for name, o in outcomes.items():
-        if o.status == Status.NONE_EXISTS and (o.exact or o.replayed):
+        proved = o.proves(problem.n, at_most)
+        if proved.none_exists:
             impossible.append(name)
-        elif o.exact and o.status == Status.NONE_WITHIN:
-            lower[name] = (problem.n if at_most is None else at_most) + 1
-        elif o.exact and o.status == Status.OPTIMAL and o.solution is not None and o.replayed:
-            lower[name] = len(o.solution)
+        elif proved.lower is not None:
+            lower[name] = proved.lower
     if smallest is not None:
         conflicts += [
             f"{name} proves none of size < {bound}, but {list(smallest)} holds"
