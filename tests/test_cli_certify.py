@@ -10,6 +10,7 @@ from pathlib import Path
 
 import cardinal.solvers.base as base
 import pytest
+from cardinal.solvers import registry
 from cardinal.solvers.base import BaseSolver
 from cardinal.verify.cli import main
 
@@ -84,7 +85,7 @@ class ExactLiarSolver(LiarSolver):
 def test_refuted_float_claim_is_logged_not_a_verdict(
     design_network_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(base._REGISTRY, "liar", (__name__, "LiarSolver", None))
+    monkeypatch.setitem(registry.BACKENDS, "liar", registry.Backend("liar", __name__, "LiarSolver", exact=False))
     flags = ["--threshold", "0.5", "--kind", "contrastive", "--solvers", "enumerate,liar", "--cases", str(tmp_path / "c")]
     code, [line], err = _certify_design(design_network_file, tmp_path, capsys, *flags)
     assert code == 0
@@ -98,7 +99,7 @@ def test_refuted_float_claim_is_logged_not_a_verdict(
 def test_disagreement_is_loud_and_saved(
     design_network_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(base._REGISTRY, "exact_liar", (__name__, "ExactLiarSolver", None))
+    monkeypatch.setitem(registry.BACKENDS, "exact_liar", registry.Backend("exact_liar", __name__, "ExactLiarSolver", exact=True))
     out = tmp_path / "certified.jsonl"
     flags = ["--threshold", "0.5", "--kind", "contrastive", "--solvers", "enumerate,exact_liar", "--out", str(out)]
     code, _, err = _certify_design(design_network_file, tmp_path, capsys, *flags)
@@ -127,7 +128,7 @@ def test_bad_solver_flags(
 
 
 def test_missing_backend_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(base._REGISTRY, "ghost", ("cardinal.solvers.no_such_module", "Ghost", "ghost"))
+    monkeypatch.setitem(registry.BACKENDS, "ghost", registry.Backend("ghost", "cardinal.solvers.no_such_module", "Ghost", exact=False, extra="ghost"))
     with pytest.raises(ValueError, match=r"solver 'ghost' is not installed .*pip install 'cardinal\[ghost\]'"):
         base.get_solver("ghost")
 
