@@ -1,5 +1,6 @@
 """The explanation problem and what answers to it: `Kind`, `Status` (with `Termination` and
-`Evidence`, the two questions a status answers at once), `Verdict`, `Outcome`,
+`Evidence`, the two questions a status answers at once), `Verdict`, `Outcome` (with `Proved`,
+what an answer proves exactly),
 `Problem` (with the monotone shortcut computed once), defined here for every layer above.
 
 `Problem` holds one input x [n] of a network, the kind, the box and the threshold (K = 1; None for
@@ -133,6 +134,28 @@ def stopped(solution: tuple[int, ...] | None, at_most: int | None) -> tuple[Stat
     return Status.TIMEOUT, None
 
 
+@dataclass(frozen=True)
+class Proved:
+    """What exact evidence proves about the minimum explanation's size (`Outcome.proves`, the one
+    place that reads it off a status). `lower`: no explanation has fewer features (None: no bound
+    proved); `none_exists`: no explanation of this kind at all."""
+
+    lower: int | None = None
+    none_exists: bool = False
+
+    @property
+    def decided(self) -> bool:
+        """Whether anything is proved."""
+        return self.none_exists or self.lower is not None
+
+    def within(self, n: int) -> int | None:
+        """k of the exact claim "no explanation within k features" (n: none at all), or None
+        where nothing is proved beyond the definition (a bound of 0: the empty set is not smaller)."""
+        if self.none_exists:
+            return n
+        return None if self.lower is None or self.lower < 1 else self.lower - 1
+
+
 class MissingSolutionError(CardinalError, LookupError):
     """Asked for the explanation of an outcome that has none."""
 
@@ -192,14 +215,31 @@ class Outcome:
         """How the call ended (`Termination`); for a refuted or unconfirmed claim, how the claim ended."""
         return _TERMINATION[self.claimed if self.claimed is not None else self.status]
 
+    def proves(self, n: int, at_most: int | None) -> Proved:
+        """What this outcome proves exactly about the minimum of a problem of `n` features asked
+        with the bound `at_most` (None: the minimum): NONE_EXISTS from an exact backend or
+        replayed exactly → none exists; an exact backend's NONE_WITHIN → nothing below
+        `at_most` + 1 (n + 1 without a bound); its OPTIMAL with the set replayed → nothing below
+        the set's size. Nothing else — a float solver's claim, a limit, a refuted claim — proves
+        anything. The one place that says what a status proves: `proved`, certify's `judge`,
+        `solvers.base.exact_claim` and `verify.proofs.claim_of` read it."""
+        if self.status == Status.NONE_EXISTS and (self.exact or self.replayed):
+            return Proved(none_exists=True)
+        if not self.exact:
+            return Proved()
+        if self.status == Status.NONE_WITHIN:
+            return Proved(lower=(n if at_most is None else at_most) + 1)
+        if self.status == Status.OPTIMAL and self.replayed and self.solution is not None:
+            return Proved(lower=len(self.solution))
+        return Proved()
+
     @property
     def proved(self) -> bool:
-        """Whether this outcome is an exact proof of what it claims: an exact backend's none_within
-        or none_exists, or its optimal with the set replayed in exact arithmetic. A float MILP's
-        claim never is, whatever it says."""
-        if not self.exact:
-            return False
-        return self.status in (Status.NONE_WITHIN, Status.NONE_EXISTS) or (self.status == Status.OPTIMAL and self.replayed)
+        """Whether this outcome is an exact proof of what it claims (`proves` decides something,
+        from an exact backend): an exact backend's none_within or none_exists, or its optimal
+        with the set replayed in exact arithmetic. A float MILP's claim never is, whatever it
+        says."""
+        return self.exact and self.proves(0, None).decided  # whether it decides, not the bound
 
     @property
     def evidence(self) -> Evidence:

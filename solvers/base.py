@@ -1,5 +1,6 @@
-"""The one front over every exact backend: the `Solver` protocol, the registry, the exact
-replay, and `solve_minimum` (the problem and outcome types live in `cardinal.problem`).
+"""The one front over every exact backend: the `Solver` protocol, making a backend by its name in
+the registry (`solvers.registry`), the exact replay, and `solve_minimum` (the problem and outcome
+types live in `cardinal.problem`).
 
 A backend answers "what is a minimum explanation?" or, with `at_most=k`, "is there one of size
 ≤ k?". Whatever it claims about a concrete set or witness is replayed in exact arithmetic here
@@ -32,6 +33,9 @@ from cardinal.validate import output_directory, output_file
 from .guard import GuardedSolver, lent
 from .oracle import SetOracle, check_witness
 from .proof import certificate_file, search, write_certificate
+from .registry import BACKENDS, Backend
+from .registry import BENCHMARK_ONLY as BENCHMARK_ONLY  # re-exported: callers import it from here
+from .registry import SOLVER_NAMES as SOLVER_NAMES
 
 
 class Solver(Protocol):
@@ -79,24 +83,7 @@ class BaseSolver:
         return self.outcome(Status.OPTIMAL, started, solution=(), message="monotone shortcut: p(x') = p(x)")
 
 
-# name → (module, class, pip extra that installs its library)
-_REGISTRY: dict[str, tuple[str, str, str | None]] = {
-    "gurobi": ("cardinal.solvers.gurobi", "GurobiSolver", "gurobi"),
-    "highs": ("cardinal.solvers.highs", "HighsSolver", "highs"),
-    "z3": ("cardinal.solvers.smt", "Z3Solver", "z3"),
-    "enumerate": ("cardinal.solvers.enumerate", "EnumerateSolver", None),
-    "cvc5": ("cardinal.solvers.cvc", "Cvc5Solver", "cvc5"),
-    "scip": ("cardinal.solvers.scip", "ScipSolver", "scip"),
-    "marabou": ("cardinal.solvers.marabou", "MarabouSolver", "marabou"),
-    "exact-milp": ("cardinal.solvers.exact_milp", "ExactMilpSolver", "highs"),
-}
-SOLVER_NAMES = tuple(_REGISTRY)
-# Backends for solver benchmarks (bench/solvers.py), run when named or with every installed
-# backend: campaigns leave them out by default (their calls would lengthen every suite, and
-# Marabou's points are not seeded, so which of equally small sets it returns may vary by run).
-BENCHMARK_ONLY = ("cvc5", "scip", "marabou")
 AUTO = "auto"  # `solve_minimum`'s default: the exact backend that suits the problem (`auto_solver`)
-TINY_FEATURES = 12  # up to here enumerate answers in milliseconds (2^12 sets or vertices)
 LARGE_MINIMUM = 48  # from a greedy answer this large on, the exact MILP may go before z3's lazy strategy (`auto_solver`)
 WIDE_FEATURES = 128  # beyond this many features it does so whatever the goal (`auto_solver`)
 
@@ -114,24 +101,30 @@ def get_solver(name: str, guarded: bool = False, **options: Any) -> Solver:
         vnncomp.tool_folder(name)
         factory = vnncomp.VnncompSolver
         return GuardedSolver(name, factory, {"name": name, **options}) if guarded else factory(name, **options)
-    if name not in _REGISTRY:
-        raise InputError(f"unknown solver {name!r} (known: {', '.join(SOLVER_NAMES)})")
-    module_name, class_name, extra = _REGISTRY[name]
+    entry = check_name(name)
     try:
-        module = importlib.import_module(module_name)
+        module = importlib.import_module(entry.module)
     except ImportError as error:
         interrupted_import(error)
-        hint = f"pip install 'cardinal[{extra}]'" if extra else "reinstall cardinal"
+        hint = f"pip install 'cardinal[{entry.extra}]'" if entry.extra else "reinstall cardinal"
         raise BackendUnavailable(f"solver {name!r} is not installed ({error.name} missing): {hint}") from None
-    factory = getattr(module, class_name)
+    factory = getattr(module, entry.factory)
     return GuardedSolver(name, factory, options) if guarded else factory(**options)
+
+
+def check_name(name: str) -> Backend:
+    """The registry's entry for a backend name; raises `InputError` for an unknown one."""
+    entry = BACKENDS.get(name)
+    if entry is None:
+        raise InputError(f"unknown solver {name!r} (known: {', '.join(BACKENDS)})")
+    return entry
 
 
 def available_solvers(exact: bool | None = None) -> tuple[str, ...]:
     """Names of the backends whose libraries import here (`exact`: only those whose "nothing
     smaller" is a proof, or only the others)."""
     found = []
-    for name in SOLVER_NAMES:
+    for name in BACKENDS:
         try:
             backend = get_solver(name)
         except BackendUnavailable:
@@ -142,41 +135,51 @@ def available_solvers(exact: bool | None = None) -> tuple[str, ...]:
     return tuple(found)
 
 
-def auto_solver(problem: Problem) -> str:
-    """The exact backend that suits the problem best among those installed: enumerate where it
-    is tiny (a monotone network or a binary box, at most `TINY_FEATURES` features); on other
-    monotone networks z3's lazy strategy, unless the network is piecewise linear, greedy's answer
-    has `LARGE_MINIMUM` features or more, and either valid means f ≤ t (goal 0: z3's branch and
-    bound tries its root only, and its SAT loop grows with the minimum's size) or the network has
-    more than `WIDE_FEATURES` features. Measured: BlogFeedback's AXps at t = 0.1 (276 features,
-    76–156 for p(x) = 0) took the exact MILP 1–4 s where z3 stopped at 60 s for 5 of 8; of its 8 of
-    40 with p(x) = 1, four measured took the exact MILP 0.3–0.8 s (one its 10 s limit), z3 1.3–4.4 s;
-    on random monotone 32 × 32 ReLU networks of 64 and 128 features (minima of 33–74; 16 of the 21
-    queries checked to be ones where valid means f > t) z3 took 0.04–0.8 s and the exact MILP
-    0.8–3.2 s or its 3–5 s limit, 21 of 21 queries. Then the exact MILP on
-    other piecewise-linear networks, K ≥ 2 classes included (z3's full encoding without it); z3
-    on other smooth ones. What applies to nothing installed falls back to enumerate."""
-    if problem.n <= TINY_FEATURES and (problem.monotone or problem.domain.binary):
+def auto_solver(problem: Problem, answer_size: int | None = None) -> str:
+    """The exact backend that suits the problem best among those installed, each considered only
+    where the registry declares it handles the problem (`Backend.handles`): enumerate where it is
+    tiny (`Backend.auto_features`); on other monotone networks z3's lazy strategy, unless the
+    network is piecewise linear, the explanation has `LARGE_MINIMUM` features or more, and either
+    valid means f ≤ t (goal 0: z3's branch and bound tries its root only, and its SAT loop grows
+    with the minimum's size) or the network has more than `WIDE_FEATURES` features. Measured:
+    BlogFeedback's AXps at t = 0.1 (276 features, 76–156 for p(x) = 0) took the exact MILP 1–4 s
+    where z3 stopped at 60 s for 5 of 8; of its 8 of 40 with p(x) = 1, four measured took the
+    exact MILP 0.3–0.8 s (one its 10 s limit), z3 1.3–4.4 s; on random monotone 32 × 32 ReLU
+    networks of 64 and 128 features (minima of 33–74; 16 of the 21 queries checked to be ones
+    where valid means f > t) z3 took 0.04–0.8 s and the exact MILP 0.8–3.2 s or its 3–5 s limit,
+    21 of 21 queries. Then the exact MILP on other piecewise-linear networks, K ≥ 2 classes
+    included (z3's full encoding without it); z3 on other smooth ones. What applies to nothing
+    installed falls back to enumerate. Where none of them declares it handles the problem (a
+    smooth network without the monotone shortcut), enumerate on a binary box, else z3 (which
+    answers `unsupported`, saying why).
+
+    `answer_size`: the size of an explanation the caller already has (certify: its explainer's
+    answer; n where none exists); None: greedy runs here, once, where the choice depends on it."""
+    tiny = BACKENDS["enumerate"]
+    if problem.n <= tiny.auto_features and tiny.handles(problem.net, problem.domain):
         preferred: tuple[str, ...] = ("enumerate",)
     elif (
         problem.monotone
         and problem.net.is_piecewise_linear
         and (problem.goal == 0 or problem.n > WIDE_FEATURES)
-        and _large_minimum(problem)
+        and _large_minimum(problem, answer_size)
     ):
         preferred = ("exact-milp", "z3")
     elif problem.monotone:
         preferred = ("z3", "exact-milp")
-    elif problem.net.is_piecewise_linear:
-        preferred = ("exact-milp", "z3")
     else:
-        preferred = ("z3",)  # the exact MILP encodes piecewise-linear networks only
-    return next((name for name in preferred if _installed_exact(name)), "enumerate")
+        preferred = ("exact-milp", "z3")
+    handled = [name for name in preferred if BACKENDS[name].handles(problem.net, problem.domain, problem.kind)]
+    if not handled:  # none declares it can (a smooth non-monotone network): enumerate where it can, else z3 says why not
+        handled = ["enumerate"] if tiny.handles(problem.net, problem.domain) else ["z3"]
+    return next((name for name in handled if _installed_exact(name)), "enumerate")
 
 
 def _installed_exact(name: str) -> bool:
     """Whether the backend imports here and proves its "nothing smaller" (as `available_solvers`
     finds, without importing the others: Marabou's import alone took 1.9 s of a first call)."""
+    if not BACKENDS[name].exact:
+        return False
     try:
         backend = get_solver(name)
     except BackendUnavailable:
@@ -185,11 +188,13 @@ def _installed_exact(name: str) -> bool:
     return backend.exact
 
 
-def _large_minimum(problem: Problem) -> bool:
-    """Whether greedy's answer has `LARGE_MINIMUM` features or more; greedy runs (10–30 ms of a
-    call that z3 answers in a few) only where the network has that many features (and, in
-    `auto_solver`, only where the goal or the width asks)."""
-    return problem.n >= LARGE_MINIMUM and _greedy_size(problem) >= LARGE_MINIMUM
+def _large_minimum(problem: Problem, answer_size: int | None) -> bool:
+    """Whether the explanation known (`answer_size`, else greedy's: 10–30 ms of a call that z3
+    answers in a few, run only where the network has `LARGE_MINIMUM` features or more) has
+    `LARGE_MINIMUM` features or more."""
+    if problem.n < LARGE_MINIMUM:
+        return False
+    return (answer_size if answer_size is not None else _greedy_size(problem)) >= LARGE_MINIMUM
 
 
 def _greedy_size(problem: Problem) -> int:
@@ -350,14 +355,12 @@ def solve_minimum(
 
 
 def exact_claim(problem: Problem, outcome: Outcome, at_most: int | None) -> int | None:
-    """k of the outcome's exact "nothing smaller" ("no explanation within k"; n: no CXp), or None."""
-    if outcome.status == Status.NONE_WITHIN and outcome.exact and at_most is not None:
-        return at_most
-    if outcome.status == Status.OPTIMAL and outcome.exact and outcome.replayed and outcome.solution:
-        return len(outcome.solution) - 1
-    if outcome.status == Status.NONE_EXISTS and (outcome.exact or outcome.replayed) and problem.kind == "contrastive":
-        return problem.n
-    return None
+    """k of the outcome's exact "nothing smaller" ("no explanation within k"; n: no CXp), or None
+    (`Outcome.proves`; "no AXp exists" is never a claim to certify)."""
+    proved = outcome.proves(problem.n, at_most)
+    if proved.none_exists and problem.kind != "contrastive":
+        return None
+    return proved.within(problem.n)
 
 
 def _with_certificate(problem: Problem, outcome: Outcome, at_most: int | None, proof: Path, time_limit: float) -> Outcome:

@@ -14,8 +14,9 @@ start (the message says so), and the next call takes it. The answer of a call th
 the backend's own, its seconds measured by the caller (waiting and transfer included);
 `solvers.base.solve_problem` replays it in exact arithmetic as usual. A backend may report each
 explanation it finds on the way (`report_incumbent`; z3 does): a call stopped from outside then
-answers with the last one, as a call that stops itself at its limit would (FEASIBLE within
-`at_most`, else TIMEOUT with the set), and that set is replayed too.
+answers with the last one, as a call that stops itself at its limit would
+(`cardinal.problem.stopped`: FEASIBLE with the set when it lies within `at_most` or there is no
+bound, else TIMEOUT with no set), and that set is replayed too.
 
 **Processes.** Children come from a *zygote*: a fresh interpreter, one per calling process,
 started by its first `GuardedSolver`, which forks one child per backend on request. It loads
@@ -70,7 +71,7 @@ import torch
 
 from cardinal.errors import InputError
 from cardinal.network import Network
-from cardinal.problem import Outcome, Problem, Status
+from cardinal.problem import Outcome, Problem, Status, stopped
 
 _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 _POLL_CHUNK = 3600.0  # seconds: poll()'s timeout is a C int of milliseconds
@@ -235,18 +236,22 @@ class GuardedSolver:
     def _stopped(
         self, started: float, time_limit: float, at_most: int | None, incumbent: Incumbent | None, starting: bool = False
     ) -> Outcome:
-        """The outcome of a call stopped at its limit: TIMEOUT, or FEASIBLE when an explanation
-        within `at_most` was reported before. `starting`: its solver process was not up yet."""
+        """The outcome of a call stopped at its limit, as `cardinal.problem.stopped` says for every
+        backend: FEASIBLE with the last explanation reported when it lies within `at_most` (any
+        reported one without a bound), else TIMEOUT with no set. `starting`: its solver process
+        was not up yet."""
         message = f"stopped from outside at the time limit ({time_limit:g} s)"
         if starting:
             message += ": the solver process was still starting"
             return self.outcome(Status.TIMEOUT, started, raw_status="not started", message=message)
         if incumbent is None:
             return self.outcome(Status.TIMEOUT, started, raw_status="killed", message=message)
-        features, witness = incumbent
-        status = Status.FEASIBLE if at_most is not None and len(features) <= at_most else Status.TIMEOUT
+        status, features = stopped(incumbent[0], at_most)  # as a backend that stops itself answers
+        if features is None:
+            message += f"; the best set found before has {len(incumbent[0])} features, more than {at_most}"
+            return self.outcome(status, started, raw_status="killed", message=message)
         message += "; the best set found before"
-        return self.outcome(status, started, solution=features, witness=witness, raw_status="killed", message=message)
+        return self.outcome(status, started, solution=features, witness=incumbent[1], raw_status="killed", message=message)
 
     def _ready(self, deadline: float) -> _Child | None:
         """The live child, once started: None if it is not by `deadline` (a perf_counter value).

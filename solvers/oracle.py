@@ -8,7 +8,8 @@ network). It decides what no single point can show: S is an AXp iff flip(free = 
 outside S) is False; S is a CXp iff flip(free = S) is True, which the replay asks when a claim's
 own witness fails; no CXp exists iff flip(free = every feature) is False.
 
-**Engines.** Any exact backend (a `Solver` with `exact` true) can be an engine: it is asked the
+**Engines.** Any exact backend (a `Solver` with `exact` true) can be an engine (the registry's
+`Backend.flip_search`, `solvers.registry`): it is asked the
 contrastive problem on the box pinned to x off `free` (l_i = u_i = x_i there), and its answer
 counts when it is a set with a witness that passes `check_witness` here (True), or NONE_EXISTS
 (False). Engines are tried in order, each where it applies, until one decides. `ENGINES`,
@@ -20,8 +21,8 @@ the exact linear-relaxation bound (`solvers.linear_bound`, False
 where it proves the pinned box keeps p(x)), and the box's corners where its linear bounds are
 least, points that may flip, each replayed exactly (True); the gradient search is left to the
 exact MILP's engine, which starts with it (asked here as well, it would repeat the same search).
-Then enumerate on binary boxes of at most `VERTEX_FEATURES` features (every vertex, decided
-exactly, cheaper than any solver there), then the exact MILP's flip search
+Then enumerate on binary boxes of at most its `max_features` (`solvers.registry`; every vertex,
+decided exactly, cheaper than any solver there), then the exact MILP's flip search
 (`exact_milp.ExactMilpFlipSearch`: a gradient search, then a branch and bound with safe bounds;
 piecewise-linear networks), then z3's (`smt.Z3FlipSearch`: one exact satisfiability check of the
 whole network, no minimisation), which decides what the MILP leaves open (a region whose only
@@ -56,8 +57,7 @@ from cardinal.problem import Problem, Status
 
 from . import linear_bound
 from .guard import STARTUP_WAIT, GuardedSolver
-
-VERTEX_FEATURES = 20  # enumerate on binary boxes: 2^20 vertices took 4.4 s (20 × 16 × 16 ReLU network, no flip)
+from .registry import BACKENDS, Backend
 
 
 @dataclass(frozen=True)
@@ -71,10 +71,22 @@ class Engine:
     applies: Callable[[Problem], bool]
 
 
-ENGINES: tuple[Engine, ...] = (
-    Engine("enumerate", "cardinal.solvers.enumerate", "EnumerateSolver", lambda p: p.domain.binary and p.n <= VERTEX_FEATURES),
-    Engine("exact-milp", "cardinal.solvers.exact_milp", "ExactMilpFlipSearch", lambda p: p.net.is_piecewise_linear),
-    Engine("z3", "cardinal.solvers.smt", "Z3FlipSearch", lambda p: p.net.is_piecewise_linear),
+def _engine(entry: Backend) -> Engine:
+    """The registry's backend as an engine: asked where it declares it handles the question on
+    the general path (`Backend.handles`, general: a pinned box is asked as a search for a point),
+    within its `max_features`."""
+
+    def applies(problem: Problem) -> bool:
+        within = entry.max_features is None or problem.n <= entry.max_features
+        return within and entry.handles(problem.net, problem.domain, "contrastive", general=True)
+
+    assert entry.flip_search is not None
+    return Engine(entry.name, entry.module, entry.flip_search, applies)
+
+
+# enumerate (binary boxes: every vertex), the exact MILP's flip search, z3's (`Backend.flip_order`)
+ENGINES: tuple[Engine, ...] = tuple(
+    _engine(entry) for entry in sorted(BACKENDS.values(), key=lambda entry: entry.flip_order) if entry.flip_search is not None
 )
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch  # noqa: F401 (the [all] extras promise it: missing fails, not skips)
+from cardinal.solvers import registry
 from cardinal.verify.campaign import CampaignResult, certify_unit, run_campaign
 from cardinal.verify.cases import Case, replay
 from cardinal.verify.cli import main
@@ -245,10 +246,9 @@ def test_crosscheck_exits_1_on_conflicting_exact_evidence(
 ) -> None:
     """A backend that calls itself exact and says "nothing smaller" where enumerate finds a smaller
     set: a solver_disagreement, saved as a case, listed in the summary, and exit status 1."""
-    import cardinal.solvers.base as base
     from cardinal.verify import suites
 
-    monkeypatch.setitem(base._REGISTRY, "exact_liar", ("tests.test_cli_certify", "ExactLiarSolver", None))
+    monkeypatch.setitem(registry.BACKENDS, "exact_liar", registry.Backend("exact_liar", "tests.test_cli_certify", "ExactLiarSolver", exact=True))
     monkeypatch.setitem(suites.SUITES, "quick", lambda out: tiny_instances()[2:])  # the DESIGN network
     out = tmp_path / "run"
     assert main(["crosscheck", "--out", str(out), "--solvers", "enumerate,exact_liar"]) == 1

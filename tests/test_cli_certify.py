@@ -10,6 +10,7 @@ from pathlib import Path
 
 import cardinal.solvers.base as base
 import pytest
+from cardinal.solvers import registry
 from cardinal.solvers.base import BaseSolver
 from cardinal.verify.cli import main
 
@@ -85,7 +86,7 @@ class ExactLiarSolver(LiarSolver):
 def test_refuted_float_claim_is_logged_not_a_verdict(
     design_network_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(base._REGISTRY, "liar", (__name__, "LiarSolver", None))
+    monkeypatch.setitem(registry.BACKENDS, "liar", registry.Backend("liar", __name__, "LiarSolver", exact=False))
     flags = ["--threshold", "0.5", "--kind", "contrastive", "--solvers", "enumerate,liar", "--cases", str(tmp_path / "c")]
     code, [line], err = _certify_design(design_network_file, tmp_path, capsys, *flags)
     assert code == 0
@@ -99,7 +100,7 @@ def test_refuted_float_claim_is_logged_not_a_verdict(
 def test_disagreement_is_loud_and_saved(
     design_network_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(base._REGISTRY, "exact_liar", (__name__, "ExactLiarSolver", None))
+    monkeypatch.setitem(registry.BACKENDS, "exact_liar", registry.Backend("exact_liar", __name__, "ExactLiarSolver", exact=True))
     out = tmp_path / "certified.jsonl"
     flags = ["--threshold", "0.5", "--kind", "contrastive", "--solvers", "enumerate,exact_liar", "--out", str(out)]
     code, _, err = _certify_design(design_network_file, tmp_path, capsys, *flags)
@@ -130,11 +131,10 @@ def test_bad_solver_flags(
 def test_missing_backend_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     """A backend whose library is missing is `BackendUnavailable` (an ImportError, no InputError),
     naming the extra that installs it; `available_solvers` leaves it out."""
-    monkeypatch.setitem(base._REGISTRY, "ghost", ("cardinal.solvers.no_such_module", "Ghost", "ghost"))
+    monkeypatch.setitem(registry.BACKENDS, "ghost", registry.Backend("ghost", "cardinal.solvers.no_such_module", "Ghost", exact=False, extra="ghost"))
     with pytest.raises(BackendUnavailable, match=r"solver 'ghost' is not installed .*pip install 'cardinal\[ghost\]'") as caught:
         base.get_solver("ghost")
     assert isinstance(caught.value, ImportError) and not isinstance(caught.value, InputError)
-    monkeypatch.setattr(base, "SOLVER_NAMES", (*base.SOLVER_NAMES, "ghost"))
     assert "ghost" not in base.available_solvers() and "enumerate" in base.available_solvers()
 
 
@@ -142,7 +142,7 @@ def test_missing_backend_on_the_command_line_is_one_line_exit_2(
     design_network_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`--solvers` naming a backend that is not installed: one line on stderr, exit code 2, no output."""
-    monkeypatch.setitem(base._REGISTRY, "ghost", ("cardinal.solvers.no_such_module", "Ghost", "ghost"))
+    monkeypatch.setitem(registry.BACKENDS, "ghost", registry.Backend("ghost", "cardinal.solvers.no_such_module", "Ghost", exact=False, extra="ghost"))
     out = tmp_path / "certified.jsonl"
     code, lines, err = _certify_design(design_network_file, tmp_path, capsys, "--solvers", "enumerate,ghost", "--out", str(out))
     assert code == 2 and lines == [] and not out.exists()

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import z3
 from bruteforce import monotone_minimum, random_network, vertex_minimum
+from cardinal.solvers import registry
 from cardinal.solvers.smtlib import number
 from cardinal.verify.cli import main
 from cardinal.verify.export import export_inputs, export_suite, refusal
@@ -330,12 +331,11 @@ def test_a_suite_export_on_conflicting_exact_evidence_answers_nothing_and_exits_
 ) -> None:
     """A backend that calls itself exact and says "nothing smaller" where enumerate finds a smaller
     set (the DESIGN network): its record's smt2 and mps instances carry no answer, and exit 1."""
-    import cardinal.solvers.base as base
     from cardinal.verify import suites
 
     from tests.test_campaign import tiny_instances
 
-    monkeypatch.setitem(base._REGISTRY, "exact_liar", ("tests.test_cli_certify", "ExactLiarSolver", None))
+    monkeypatch.setitem(registry.BACKENDS, "exact_liar", registry.Backend("exact_liar", "tests.test_cli_certify", "ExactLiarSolver", exact=True))
     monkeypatch.setitem(suites.SUITES, "quick", lambda folder: iter(tiny_instances()[2:]))
     out = tmp_path / "bench"
     assert main(["export", "--suite", "quick", "--out", str(out), "--solvers", "enumerate,exact_liar"]) == 1

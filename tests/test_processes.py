@@ -22,7 +22,7 @@ from cardinal.verify.cli import main
 
 from cardinal.errors import BackendUnavailable
 from cardinal.io import JsonLines
-from cardinal.problem import Outcome, Problem, Status
+from cardinal.problem import Outcome, Problem, Status, stopped
 from tests.test_campaign import tiny_instances
 
 ROOT = str(Path(__file__).resolve().parents[1])
@@ -541,7 +541,48 @@ def test_a_call_stopped_from_outside_keeps_what_it_found() -> None:
         within = solve_problem(backend, problem, 2, 1.0)
         beyond = solve_problem(backend, problem, 1, 1.0)
     assert within.status == Status.FEASIBLE and within.solution == (0, 2) and within.replayed
-    assert beyond.status == Status.TIMEOUT and beyond.solution == (0, 2)  # found, but not within at_most = 1
+    assert beyond.status == Status.TIMEOUT and beyond.solution is None  # found, but not within at_most = 1
+
+
+class FindsThenStops(BaseSolver):
+    """Reports the DESIGN network's CXp {0, 2}, then stops at its limit and answers as every
+    backend does there (`cardinal.problem.stopped`). `overrun`: seconds it works past its limit
+    before it looks at its clock (0: it stops at once, as a backend whose node budget is spent)."""
+
+    name = "finds-then-stops"
+
+    def __init__(self, overrun: float = 0.0) -> None:
+        self.overrun = overrun
+
+    def solve(self, problem: Problem, at_most: int | None, time_limit: float) -> Outcome:
+        started = time.perf_counter()
+        report_incumbent((0, 2))
+        time.sleep(self.overrun)
+        status, solution = stopped((0, 2), at_most)
+        return self.outcome(status, started, solution=solution, raw_status="limit")
+
+
+@pytest.mark.parametrize("at_most", [None, 2, 1])
+def test_a_guarded_call_stopped_at_its_limit_answers_as_the_backend_in_process(at_most: int | None) -> None:
+    """One contract for a call stopped at its limit with a set found: the backend in this process
+    stops itself (its budget spent at once), the same backend guarded overruns its limit and is
+    stopped from outside; both answer the same status and set: FEASIBLE with {0, 2} within the
+    bound or without one, TIMEOUT with no set beyond it."""
+    from cardinal.solvers.guard import GuardedSolver
+
+    from cardinal.network import Network
+    from tests.conftest import DESIGN_NETWORK
+
+    problem = Problem.make(Network.from_json(DESIGN_NETWORK), np.ones(3), "contrastive", threshold=0.5)
+    in_process = solve_problem(FindsThenStops(), problem, at_most, 1.0)
+    with GuardedSolver("finds-then-stops", FindsThenStops, {"overrun": 60.0}) as backend:
+        assert backend.wait_started(time.perf_counter() + 300), "the solver process did not start"
+        guarded = solve_problem(backend, problem, at_most, 1.0)
+    assert guarded.raw_status == "killed" and in_process.raw_status == "limit", (guarded, in_process)
+    expected = (Status.TIMEOUT, None) if at_most == 1 else (Status.FEASIBLE, (0, 2))
+    assert (in_process.status, in_process.solution) == expected
+    assert (guarded.status, guarded.solution) == expected
+    assert guarded.replayed == in_process.replayed == (expected[1] is not None)
 
 
 class ReportsItsThreads(BaseSolver):

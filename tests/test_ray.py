@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cardinal.solvers import registry
 from cardinal.verify import campaign
 from cardinal.verify.campaign import certify_unit, run_campaign
 from cardinal.verify.cli import main
@@ -262,9 +263,8 @@ def test_a_unit_whose_worker_keeps_dying_is_lost_then_resumed(
 def test_a_solver_missing_on_a_worker_loses_the_units(tmp_path: Path, ray_instance: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The driver knows a backend that the workers do not: no unit gives a result, none is recorded,
     and the campaign ends saying why."""
-    import cardinal.solvers.base as base
 
-    monkeypatch.setitem(base._REGISTRY, "exact_liar", ("tests.test_cli_certify", "ExactLiarSolver", None))
+    monkeypatch.setitem(registry.BACKENDS, "exact_liar", registry.Backend("exact_liar", "tests.test_cli_certify", "ExactLiarSolver", exact=True))
     result = run_campaign(
         "design", tmp_path, ("enumerate", "exact_liar"), 30.0, workers=2, instances=tiny_instances()[2:], executor="ray"
     )

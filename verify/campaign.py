@@ -71,14 +71,22 @@ LOCK_FILE = "campaign.lock"
 # networks, whose lazy loop (branch and bound for f > t on ReLU networks) scales with the
 # features: measured on BlogFeedback's AXps (276 features), 16 of 18 sampled calls decided at
 # thresholds 0.2–0.9 took 0.2–0.4 s; and with smooth units z3 alone decides beyond enumerate's cap.
-MAX_FEATURES = {"enumerate": 20, "z3": 40}
+# (The caps are each backend's `max_features` in `solvers.registry`.)
 
 
 def solvers_for(net: Network, solvers: tuple[str, ...]) -> tuple[str, ...]:
-    """The backends of `solvers` that a campaign runs on this network (`MAX_FEATURES`)."""
+    """The backends of `solvers` that a campaign runs on this network (their registry entries'
+    `max_features`; a name the registry does not list has no cap)."""
+    from cardinal.solvers.registry import BACKENDS
+
     lazy = net.has_monotone_shortcut or not net.is_piecewise_linear  # z3's lazy loop, or z3 alone (smooth units)
     n = net.n_inputs
-    return tuple(name for name in solvers if (lazy and name == "z3") or n <= MAX_FEATURES.get(name, n))
+
+    def within(name: str) -> bool:
+        entry = BACKENDS.get(name)
+        return entry is None or entry.max_features is None or n <= entry.max_features
+
+    return tuple(name for name in solvers if (lazy and name == "z3") or within(name))
 
 
 @dataclass(frozen=True, kw_only=True)

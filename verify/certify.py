@@ -39,10 +39,11 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import numpy as np
-from cardinal.solvers.base import BENCHMARK_ONLY, Solver, auto_solver, available_solvers, get_solver, solve_problem
+from cardinal.solvers.base import Solver, auto_solver, available_solvers, get_solver, solve_problem
 from cardinal.solvers.deletion import UNKNOWN, Deletion, deletion
 from cardinal.solvers.guard import STARTUP_WAIT, GuardedSolver
 from cardinal.solvers.oracle import SetOracle
+from cardinal.solvers.registry import BACKENDS, BENCHMARK_ONLY
 
 from cardinal.domain import Domain, Radius
 from cardinal.errors import UndecidedPrediction
@@ -125,33 +126,29 @@ class RowVerdict(Judged):
         }
 
 
-# Beyond these many features a backend rarely decides within a call's limit, so the default
-# leaves it out: enumerate (every set or vertex), and z3's full encoding of a non-monotone network.
-DEFAULT_FEATURES = {"enumerate": 20, "z3": 40}
-
-
 def proving_solvers(net: Network, domain: Domain) -> tuple[str, ...]:
     """`certify`'s default backends for a network: every installed exact backend (its "nothing
-    smaller" is a proof) that applies to it. enumerate on monotone networks and binary boxes, up
-    to 20 features; z3 on monotone networks (its lazy strategy), and on other piecewise-linear
-    ones only where the exact MILP is not installed (its full encoding took 10–30 s where the
-    exact MILP takes a fraction of a second), up to 40 features, or at any size for K ≥ 2 classes
-    (the one exact engine there, which may end at its limit); the exact MILP on piecewise-linear
-    networks, K ≥ 2 classes included. The float MILPs (gurobi, highs)
-    prove nothing, and the benchmark backends (`BENCHMARK_ONLY`) would lengthen every call, so
-    they are left out: `--solvers all` adds them."""
+    smaller" is a proof) that the registry (`solvers.registry`) offers for it (`Backend.offered`:
+    it declares it handles the network and box, within its `max_features`), benchmark backends
+    left out. enumerate on monotone networks and binary boxes, up to 20 features; z3 on monotone
+    networks (its lazy strategy, at any size), and on other piecewise-linear ones only where the
+    exact MILP is not installed (its full encoding took 10–30 s where the exact MILP takes a
+    fraction of a second), up to its 40 features, or at any size for K ≥ 2 classes (the one exact
+    engine there, which may end at its limit); the exact MILP on piecewise-linear networks, K ≥ 2
+    classes included. The float MILPs (gurobi, highs) prove nothing, and the benchmark backends
+    (`BENCHMARK_ONLY`) would lengthen every call, so they are left out: `--solvers all` adds them."""
     installed = [name for name in available_solvers(exact=True) if name not in BENCHMARK_ONLY]
-    n, pwl, one_output = net.n_inputs, net.is_piecewise_linear, net.n_outputs == 1
     milp = "exact-milp" in installed
 
     def applies(name: str) -> bool:
-        if name == "enumerate":
-            return (net.has_monotone_shortcut or domain.binary) and n <= DEFAULT_FEATURES[name]
+        entry = BACKENDS.get(name)
+        if entry is None:  # an exact backend added beside the registry (tests): piecewise-linear networks
+            return net.is_piecewise_linear
+        if name == "z3" and not net.has_monotone_shortcut:  # its full encoding: only without the exact MILP
+            return not milp and entry.handles(net, domain) and (entry.offered(net, domain) or net.n_outputs > 1)
         if name == "z3":
-            return net.has_monotone_shortcut or (pwl and not milp and (n <= DEFAULT_FEATURES[name] or not one_output))
-        if name == "exact-milp":
-            return pwl
-        return pwl
+            return entry.handles(net, domain)  # the lazy strategy: any size
+        return entry.offered(net, domain)
 
     return tuple(name for name in installed if applies(name))
 
@@ -187,8 +184,8 @@ class SolverPool:
         outcomes: dict[str, Outcome] = {}
         notes: list[str] = []
         order = list(self.backends)
-        if self.first_proof:
-            first = auto_solver(problem)
+        if self.first_proof:  # the explainer's answer has at_most + 1 features: greedy does not run again to choose
+            first = auto_solver(problem, problem.n if at_most is None else at_most + 1)
             order.sort(key=lambda name: name != first)
         for name in order:
             backend = self.backends[name]
@@ -415,12 +412,11 @@ def judge(
     # an exact backend's claim that failed the exact check is a bug, not a float error
     conflicts = [f"{name} refuted: {o.message}" for name, o in outcomes.items() if o.exact and o.status == Status.REFUTED]
     for name, o in outcomes.items():
-        if o.status == Status.NONE_EXISTS and (o.exact or o.replayed):
+        proved = o.proves(problem.n, at_most)
+        if proved.none_exists:
             impossible.append(name)
-        elif o.exact and o.status == Status.NONE_WITHIN:
-            lower[name] = (problem.n if at_most is None else at_most) + 1
-        elif o.exact and o.status == Status.OPTIMAL and o.solution is not None and o.replayed:
-            lower[name] = len(o.solution)
+        elif proved.lower is not None:
+            lower[name] = proved.lower
     if smallest is not None:
         conflicts += [
             f"{name} proves none of size < {bound}, but {list(smallest)} holds"

@@ -37,7 +37,7 @@ from cardinal.checker.record import check_record
 from cardinal.errors import InputError
 from cardinal.io import MAX_DATA_BYTES, decode_text, json_lines, parse_json, read_input, read_json
 from cardinal.network import Network
-from cardinal.problem import Outcome, Problem, Verdict
+from cardinal.problem import Outcome, Problem, Proved, Verdict
 from cardinal.validate import output_directory
 
 from .record import proves_none
@@ -54,14 +54,13 @@ class Written:
 def claim_of(
     problem: Problem, verdict: Verdict, minimum: tuple[int, ...] | None, proved: bool, certified: bool
 ) -> tuple[int | None, str]:
-    """k of the result's exact "nothing smaller" claim (n: no CXp at all), or None and why not."""
-    if proves_none(verdict, certified, minimum):
-        return problem.n, ""
-    if not proved or minimum is None:
+    """k of the result's exact "nothing smaller" claim (n: no CXp at all), or None and why not
+    (`cardinal.problem.Proved.within`, as for one outcome)."""
+    none_exists = proves_none(verdict, certified, minimum)
+    if not none_exists and (not proved or minimum is None):
         return None, "no exact 'nothing smaller' claim"
-    if not minimum:
-        return None, "the minimum is the empty set: nothing is smaller"
-    return len(minimum) - 1, ""
+    k = Proved(None if minimum is None else len(minimum), none_exists).within(problem.n)
+    return (None, "the minimum is the empty set: nothing is smaller") if k is None else (k, "")
 
 
 def make(

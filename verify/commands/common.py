@@ -205,9 +205,11 @@ def _emit(lines: list[dict[str, Any]], out: str | None) -> None:
 
 
 def _solver_names(spec: str | None, net: Network, domain: Domain) -> list[str]:
-    """The backends `--solvers` names: a comma-separated list, `all` (every installed backend), or
-    None: the default, every installed exact backend that applies (`certify.proving_solvers`)."""
-    from cardinal.solvers.base import available_solvers
+    """The backends `--solvers` names: a comma-separated list of the registry's names
+    (`solvers.registry`; `InputError` for another) or `vnncomp:TOOLDIR`, `all` (every installed
+    backend), or None: the default, every installed exact backend that applies
+    (`certify.proving_solvers`)."""
+    from cardinal.solvers.base import available_solvers, check_name
     from cardinal.verify.certify import proving_solvers
 
     if spec is None:
@@ -220,6 +222,9 @@ def _solver_names(spec: str | None, net: Network, domain: Domain) -> list[str]:
     names = [name.strip() for name in spec.split(",") if name.strip()]
     if not names:
         raise InputError("--solvers needs at least one solver name")
+    for name in names:  # the registry's names (`solvers.registry`), or a VNN-COMP tool's folder
+        if not name.startswith("vnncomp:"):
+            check_name(name)
     return names
 
 
