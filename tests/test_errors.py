@@ -15,8 +15,9 @@ from cardinal import errors
 
 # Outside the hierarchy on purpose, BaseExceptions both: no `except Exception` of the checker's
 # can take a check's time limit for a verdict (see its docstring), and a signal (`Interrupted`,
-# a KeyboardInterrupt) passes every `except Exception` on its way out.
-_OUTSIDE = {"cardinal.verify.proofs._OutOfTime", "cardinal.errors.Interrupted"}
+# a KeyboardInterrupt) passes every `except Exception` on its way out. The VNN-COMP tool keeper's
+# file runs as a script that imports the standard library alone (`solvers.toolkeeper`).
+_OUTSIDE = {"cardinal.verify.proofs._OutOfTime", "cardinal.errors.Interrupted", "cardinal.solvers.toolkeeper.KeeperError"}
 
 
 def _modules() -> list[str]:

@@ -27,11 +27,12 @@ import numpy as np
 from cardinal.solvers.deletion import TRAVERSALS
 from cardinal.solvers.oracle import SetOracle
 
+from cardinal.arguments import api_arguments, api_inputs
 from cardinal.domain import Domain, Radius
 from cardinal.errors import InputError
 from cardinal.network import Network
 from cardinal.problem import DEFAULT_EPSILON, KINDS
-from cardinal.validate import api_arguments, api_inputs, describe
+from cardinal.validate import describe
 
 from .certify import SolverPool, certify_input, explainer_answers, proving_solvers
 from .explaining import explain_lines
