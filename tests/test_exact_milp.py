@@ -256,7 +256,7 @@ def test_a_wrong_float_lp_gives_no_wrong_proof(
         else:
             problem = _classifier_problem(500 + seed, binary, kind, n=4, hidden=(3, 2))
         expected = _cube_minimum(problem) if binary else _size(_solve(problem, "z3")) if "z3" in available_solvers() else "?"
-        outcome = _solve(problem, time_limit=8.0)
+        outcome = _solve(problem, time_limit=UNBOUNDED)
         assert outcome.status != Status.REFUTED, outcome
         if outcome.status in PROOFS:
             proofs += 1
@@ -295,9 +295,9 @@ def test_the_flip_search_equals_z3s_full_encoding_on_tiny_boxes(wrong: bool, mon
         problem = _problem(700 + seed, False, False, "abductive", n=5) if seed % 2 else _classifier_problem(800 + seed, False, "abductive", n=5)
         for _ in range(3):
             free = frozenset(np.flatnonzero(draws.random(problem.n) < 0.5).tolist())
-            reference = _Encoding(problem, z3.Context()).find_flip(free, time.perf_counter() + 30)
+            reference = _Encoding(problem, z3.Context()).find_flip(free, time.perf_counter() + UNBOUNDED)
             try:
-                y = exact_milp.flip_point(problem, free, time.perf_counter() + 8)
+                y = exact_milp.flip_point(problem, free, time.perf_counter() + UNBOUNDED)
             except (OracleTimeout, exact_milp.OpenLeaves):
                 assert wrong, (seed, sorted(free))
                 unanswered += 1
@@ -323,11 +323,11 @@ def test_the_seed_comes_from_gurobi_where_its_licence_takes_the_model(monkeypatc
     asked: list[str] = []
     real = gurobi.GurobiSolver._optimize
     monkeypatch.setattr(gurobi.GurobiSolver, "_optimize", lambda self, m, seconds: asked.append("gurobi") or real(self, m, seconds))
-    run = exact_milp.optimize(model, 30.0)
+    run = exact_milp.optimize(model, UNBOUNDED)
     assert asked == ["gurobi"] and run.state == RunState.OPTIMAL and run.values is not None
     refused = MilpRun(RunState.SIZE_LIMIT, "SIZE_LIMIT (GurobiError 10010)")
     monkeypatch.setattr(gurobi.GurobiSolver, "_optimize", lambda self, m, seconds: refused)
-    again = exact_milp.optimize(model, 30.0)
+    again = exact_milp.optimize(model, UNBOUNDED)
     assert again.state == RunState.OPTIMAL and again.values is not None  # HiGHS's: the same minimum size
     assert np.round(again.values[model.selectors]).sum() == np.round(run.values[model.selectors]).sum()
 
@@ -373,7 +373,7 @@ def test_auto_picks_the_exact_milp_on_monotone_problems_with_large_answers_where
     outcome = _solve(large)
     assert outcome.status == Status.OPTIMAL and outcome.size == 51 and outcome.replayed, outcome
     with get_solver(auto_solver(above)) as backend:
-        above_outcome = solve_problem(backend, above, None, 60.0)
+        above_outcome = solve_problem(backend, above, None, UNBOUNDED)
     assert above_outcome.status == Status.OPTIMAL and above_outcome.size == 51 and above_outcome.replayed, above_outcome
 
 
@@ -423,10 +423,10 @@ def test_the_default_set_stops_at_the_first_exact_proof_and_named_backends_all_r
     first = auto_solver(problem)  # the backend auto picks goes first, whatever its place in the list
     assert first in names
     with SolverPool(names, first_proof=True) as pool:
-        outcomes, _ = pool.solve(problem, None, 30.0)
+        outcomes, _ = pool.solve(problem, None, UNBOUNDED)
     assert list(outcomes) == [first] and outcomes[first].status == Status.OPTIMAL and outcomes[first].proved
     with SolverPool(names) as pool:
-        outcomes, _ = pool.solve(problem, None, 30.0)
+        outcomes, _ = pool.solve(problem, None, UNBOUNDED)
     assert list(outcomes) == names
 
 
@@ -542,10 +542,10 @@ def test_levels_are_not_asked_where_splitting_does_not_apply(case: str, monkeypa
         net = random_network(rng, 12, (8, 6), "leaky_relu", monotone=False)
         X = rng.random((6, 12))
         problem = Problem.make(net, X[0], "contrastive", Domain.unit(12), median_threshold(net, X))
-    ours = _solve(problem, time_limit=30.0)
+    ours = _solve(problem)
     with monkeypatch.context() as alone:
         alone.setattr(exact_milp, "levels_fit", lambda n, below: False)
-        reference = _solve(problem, time_limit=30.0)
+        reference = _solve(problem)
     assert _size(ours) == _size(reference), (ours, reference)
 
 
@@ -562,8 +562,8 @@ def test_small_flip_questions_split_first_and_agree_with_the_branch_and_bound() 
         rng = np.random.default_rng(seed)
         for size in range(1, exact_milp.SPLIT_FREE + 1):
             free = frozenset(rng.choice(8, size, replace=False).tolist())
-            split = exact_milp.flip_point(problem, free, time.perf_counter() + 60.0)
-            alone = exact_milp.flip_point(problem, free, time.perf_counter() + 60.0, split=False)
+            split = exact_milp.flip_point(problem, free, time.perf_counter() + UNBOUNDED)
+            alone = exact_milp.flip_point(problem, free, time.perf_counter() + UNBOUNDED, split=False)
             assert (split is None) == (alone is None), (seed, sorted(free))
             for point in (p for p in (split, alone) if p is not None):
                 assert problem.flips(point) and all(point[i] == problem.x[i] for i in range(8) if i not in free)
@@ -589,10 +589,10 @@ def test_flips_to_the_closed_side_leave_no_region_open_and_equal_z3() -> None:
             if problem.prediction != 1 or asked == 12:
                 continue
             free = frozenset(rng.choice(8, 2 + asked % 3, replace=False).tolist())
-            search = exact_milp._Flip(problem, free, time.perf_counter() + 30.0)
+            search = exact_milp._Flip(problem, free, time.perf_counter() + UNBOUNDED)
             assert search.run() and search.open == 0, (seed, sorted(free))
             search.close()
-            z3_point = exact_milp._z3_flip(problem, free, time.perf_counter() + 30.0, "asked by the test")
+            z3_point = exact_milp._z3_flip(problem, free, time.perf_counter() + UNBOUNDED, "asked by the test")
             assert (search.point is None) == (z3_point is None), (seed, sorted(free))
             assert search.point is None or problem.flips(search.point)
             asked, flipped = asked + 1, flipped + (search.point is not None)
@@ -614,7 +614,7 @@ def test_a_closed_side_flip_search_keeps_step_units_strict() -> None:
     )
     problem = Problem.make(net, np.array([0.75, 0.0]), "abductive", Domain.unit(2), 0.5)
     assert problem.prediction == 1
-    search = exact_milp._Flip(problem, frozenset({0}), time.perf_counter() + 30.0)
+    search = exact_milp._Flip(problem, frozenset({0}), time.perf_counter() + UNBOUNDED)
     assert search.run() and search.open == 0 and search.point is None
     search.close()
 
@@ -635,10 +635,10 @@ def test_k_class_flip_searches_keep_the_tie_rule_at_the_boundary(prediction: int
     assert problem.prediction == prediction
     model = exact_milp.encode(problem, free=frozenset({1}), exact=True)
     relaxation = exact_milp._Relaxation(model, np.zeros(model.shape[1]))
-    searches = exact_milp._flip_searches(problem, frozenset({1}), time.perf_counter() + 30.0, model, relaxation)
+    searches = exact_milp._flip_searches(problem, frozenset({1}), time.perf_counter() + UNBOUNDED, model, relaxation)
     assert [search.rival for search in searches] == ([] if prediction == 0 else [0])
     relaxation.close()
-    y = exact_milp.flip_point(problem, frozenset({1}), time.perf_counter() + 30.0, split=False)
+    y = exact_milp.flip_point(problem, frozenset({1}), time.perf_counter() + UNBOUNDED, split=False)
     if prediction == 0:
         assert y is None
     else:
