@@ -381,7 +381,7 @@ def test_the_watcher_kills_the_instances_processes_and_no_others(tmp_path: Path,
             watcher.stdin.write(f"{session}\n".encode())  # type: ignore[union-attr]
         watcher.stdin.close()  # type: ignore[union-attr]
         assert watcher.wait(timeout=120) == 0
-        assert agent.wait(timeout=10) == raylet.wait(timeout=10) == -signal.SIGKILL
+        assert agent.wait(timeout=120) == raylet.wait(timeout=120) == -signal.SIGKILL
         assert elsewhere.poll() is None and tail.poll() is None
     finally:
         for process in (agent, elsewhere, tail, raylet, watcher):
