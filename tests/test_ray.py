@@ -53,7 +53,7 @@ def ray_instance(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             os.environ.pop("PYTHONPATH", None)
         else:
             os.environ["PYTHONPATH"] = saved
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 120  # a hang guard: the watcher has killed them when stop_local_ray returns
         while any(_running(pid) for pid in below) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert [pid for pid in below if _running(pid)] == [], "Ray processes outlived ray.shutdown()"
@@ -191,7 +191,7 @@ def test_a_killed_drivers_ray_instance_leaves_no_process(tmp_path: Path, ray_ins
     assert left() == []
 
 
-def _assert_gone(below: set[int], seconds: float = 15) -> None:
+def _assert_gone(below: set[int], seconds: float = 30) -> None:
     """Every process of `below` ends (or is a zombie) within `seconds`."""
     deadline = time.monotonic() + seconds
     while any(_running(pid) for pid in below) and time.monotonic() < deadline:
@@ -210,7 +210,7 @@ def _resume_and_compare(tmp_path: Path, out: Path, finished: int) -> None:
     assert without_timings(records) == without_timings(JsonLines(tmp_path / "whole" / "records.jsonl").read())
 
 
-@pytest.mark.slow  # waits on real process deaths (15 s window): it failed 1 run in 3 on the loaded 2-core VM
+@pytest.mark.slow  # a campaign killed then resumed; the kill alone is in the default run (test_a_killed_drivers_ray_instance_leaves_no_process)
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
 def test_killed_driver_then_resume_gives_every_record_once(tmp_path: Path, ray_instance: str) -> None:
     """SIGKILL a `crosscheck --executor ray` driver that started its own Ray instance, mid-run:
