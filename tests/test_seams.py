@@ -21,6 +21,10 @@ import pytest
 from tests.fraction_oracle import Oracle
 from tests.seam_probe import FAMILIES, Probe, cases, issue_example
 
+# The limit of a call whose answer a test asserts: none that a run here comes near, so that no
+# answer depends on the machine's speed (a limit of seconds ended calls undecided on a loaded machine).
+UNBOUNDED = 3600.0
+
 
 def test_the_oracle_decides_the_issue_example() -> None:
     """The oracle itself on issue 24's example: the step network on h, scores all 2 exactly,
@@ -54,7 +58,7 @@ def test_the_oracle_encloses_smooth_values_beyond_double_precision() -> None:
 def test_seams_fast_slice() -> None:
     """The issue's example and one problem of every family, seed fixed (`check` asked for the
     minimum only: the slow test asks valid and subset too)."""
-    probe = Probe(time_limit=20.0, requires=("minimum",))
+    probe = Probe(time_limit=UNBOUNDED, requires=("minimum",))
     probe.run(issue_example())
     rng = np.random.default_rng(2024)
     for family in FAMILIES:

@@ -26,6 +26,10 @@ from cardinal.domain import Domain
 from cardinal.network import Network
 from cardinal.problem import Problem, Status
 
+# The limit of a call whose answer a test asserts: none that a run here comes near, so that no
+# answer depends on the machine's speed (a limit of seconds ended calls undecided on a loaded machine).
+UNBOUNDED = 3600.0
+
 pytest.importorskip("z3")
 
 
@@ -66,7 +70,7 @@ def test_k_class_and_ball_properties_answer_as_certified(tmp_path: Path) -> None
             for row, x in enumerate(X):
                 box = domain if radius is None else domain.ball(x, radius)
                 for kind in ("contrastive", "abductive"):
-                    outcome = solve_minimum(net, x, kind, box, None, solver="z3", time_limit=60)
+                    outcome = solve_minimum(net, x, kind, box, None, solver="z3", time_limit=UNBOUNDED)
                     if outcome.status != Status.OPTIMAL or not outcome.solution:
                         continue
                     assert outcome.exact and outcome.replayed

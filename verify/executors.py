@@ -250,9 +250,11 @@ def start_local_ray(cpus: int) -> Any:
     `stop_local_ray`.
 
     Its processes carry a mark of their own in their environment (`raywatch.OWNER`), and a
-    watcher process (`verify/raywatch.py`, on Linux) kills them all once this driver ends its
-    pipe: at `stop_local_ray`, or when the driver dies, however. Ray's agents would outlive a
-    killed driver by a minute or more; a failed start leaves nothing behind either."""
+    watcher process (`verify/raywatch.py`, on Linux), told the instance's session folder once it
+    is up, kills them all — those marked, and those named `ray::` that hold a file of that folder
+    open — once this driver ends its pipe: at `stop_local_ray`, or when the driver dies, however.
+    Ray's agents would outlive a killed driver by a minute or more; a failed start leaves nothing
+    behind either."""
     global _watcher
     ray = import_ray(local=True)
     token = secrets.token_hex(16)
@@ -262,9 +264,14 @@ def start_local_ray(cpus: int) -> Any:
     previous = os.environ.get(OWNER)
     os.environ[OWNER] = token  # inherited by every process Ray starts (its workers through the raylet)
     try:
-        return ray.init(
+        context = ray.init(
             address="local", num_cpus=cpus, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False
         )  # fmt: skip
+        if _watcher is not None:  # the watcher also knows the instance by its session folder
+            with contextlib.suppress(OSError):
+                _watcher.stdin.write(f"{context.address_info['session_dir']}\n".encode())  # type: ignore[union-attr]
+                _watcher.stdin.flush()  # type: ignore[union-attr]
+        return context
     except BaseException:
         stop_local_ray()
         raise
