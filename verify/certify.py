@@ -134,8 +134,8 @@ def proving_solvers(net: Network, domain: Domain) -> tuple[str, ...]:
     """`certify`'s default backends for a network: every installed exact backend (its "nothing
     smaller" is a proof) that applies to it. enumerate on monotone networks and binary boxes, up
     to 20 features; z3 on monotone networks (its lazy strategy), and on other piecewise-linear
-    ones only where the exact MILP is not installed (its full encoding took 10–30 s where the
-    exact MILP takes a fraction of a second), up to 40 features, or at any size for K ≥ 2 classes
+    ones only where the exact MILP is not installed (its full encoding is far slower than the
+    exact MILP there; docs/results.md), up to 40 features, or at any size for K ≥ 2 classes
     (the one exact engine there, which may end at its limit); the exact MILP on piecewise-linear
     networks, K ≥ 2 classes included. The float MILPs (gurobi, highs)
     prove nothing, and the benchmark backends (`BENCHMARK_ONLY`) would lengthen every call, so
