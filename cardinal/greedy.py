@@ -179,8 +179,8 @@ class _BatchedGreedy:
         """From the first activation on: pre-activations h1 [m, d1] → outputs [m]. With
         `buffers`, h1 is overwritten and layer ℓ may write into buffers[ℓ][:m].
 
-        A width-1 layer is a matrix-vector product (an [m, 64] × [64, 1] matmul runs several times
-        slower); a ReLU layer on a CPU in float32 is oneDNN's fused linear + ReLU (one pass over its
+        A width-1 layer is a matrix-vector product (a matmul of one column is slower than it;
+        docs/results.md); a ReLU layer on a CPU in float32 is oneDNN's fused linear + ReLU (one pass over its
         output instead of bias copy, matmul and ReLU)."""
         z = self.activations[0].apply_(h1)
         for layer in range(1, len(self.weights_t)):

@@ -141,17 +141,14 @@ def auto_solver(problem: Problem, answer_size: int | None = None) -> str:
     tiny (`Backend.auto_features`); on other monotone networks z3's lazy strategy, unless the
     network is piecewise linear, the explanation has `LARGE_MINIMUM` features or more, and either
     valid means f ≤ t (goal 0: z3's branch and bound tries its root only, and its SAT loop grows
-    with the minimum's size) or the network has more than `WIDE_FEATURES` features. Measured:
-    BlogFeedback's AXps at t = 0.1 (276 features, 76–156 for p(x) = 0) took the exact MILP 1–4 s
-    where z3 stopped at 60 s for 5 of 8; of its 8 of 40 with p(x) = 1, four measured took the
-    exact MILP 0.3–0.8 s (one its 10 s limit), z3 1.3–4.4 s; on random monotone 32 × 32 ReLU
-    networks of 64 and 128 features (minima of 33–74; 16 of the 21 queries checked to be ones
-    where valid means f > t) z3 took 0.04–0.8 s and the exact MILP 0.8–3.2 s or its 3–5 s limit,
-    21 of 21 queries. Then the exact MILP on other piecewise-linear networks, K ≥ 2 classes
-    included (z3's full encoding without it); z3 on other smooth ones. What applies to nothing
-    installed falls back to enumerate. Where none of them declares it handles the problem (a
-    smooth network without the monotone shortcut), enumerate on a binary box, else z3 (which
-    answers `unsupported`, saying why).
+    with the minimum's size) or the network has more than `WIDE_FEATURES` features: there the
+    exact MILP decides what z3's loop leaves open, while z3 stays the faster one on monotone
+    networks of at most that many features where valid means f > t (the runs behind this choice:
+    docs/results.md, "Measurements formerly in docstrings"). Then the exact MILP on other
+    piecewise-linear networks, K ≥ 2 classes included (z3's full encoding without it); z3 on other
+    smooth ones. What applies to nothing installed falls back to enumerate. Where none of them
+    declares it handles the problem (a smooth network without the monotone shortcut), enumerate on
+    a binary box, else z3 (which answers `unsupported`, saying why).
 
     `answer_size`: the size of an explanation the caller already has (certify: its explainer's
     answer; n where none exists); None: greedy runs here, once, where the choice depends on it."""
@@ -177,7 +174,8 @@ def auto_solver(problem: Problem, answer_size: int | None = None) -> str:
 
 def _installed_exact(name: str) -> bool:
     """Whether the backend imports here and proves its "nothing smaller" (as `available_solvers`
-    finds, without importing the others: Marabou's import alone took 1.9 s of a first call)."""
+    finds, without importing the others: a backend's import can cost a first call more than its
+    answer; docs/results.md)."""
     if not BACKENDS[name].exact:
         return False
     try:
@@ -189,9 +187,9 @@ def _installed_exact(name: str) -> bool:
 
 
 def _large_minimum(problem: Problem, answer_size: int | None) -> bool:
-    """Whether the explanation known (`answer_size`, else greedy's: 10–30 ms of a call that z3
-    answers in a few, run only where the network has `LARGE_MINIMUM` features or more) has
-    `LARGE_MINIMUM` features or more."""
+    """Whether the explanation known (`answer_size`, else greedy's, run only where the network has
+    `LARGE_MINIMUM` features or more: a cost of its own beside z3's quick answers on small
+    networks) has `LARGE_MINIMUM` features or more."""
     if problem.n < LARGE_MINIMUM:
         return False
     return (answer_size if answer_size is not None else _greedy_size(problem)) >= LARGE_MINIMUM

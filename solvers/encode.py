@@ -579,8 +579,8 @@ def _rounded(values: list[Fraction], direction: int) -> np.ndarray:
 
 def _differences(minuend: np.ndarray, subtrahend: np.ndarray, direction: int) -> np.ndarray:
     """minuend − subtrahend [m] (doubles) computed exactly and rounded in `direction`
-    (`domain.rounded_sum`: the sign of TwoSum's exact error; it was one Fraction per entry, 18 of
-    90 s of a deletion on the 784-feature MNIST-FC shape)."""
+    (`domain.rounded_sum`: the sign of TwoSum's exact error, where one Fraction per entry was a
+    large share of a deletion on the 784-feature MNIST-FC shape; docs/results.md)."""
     minuend, subtrahend = np.asarray(minuend, dtype=np.float64), np.asarray(subtrahend, dtype=np.float64)
     return rounded_sum(minuend, -subtrahend, direction * math.inf)
 

@@ -541,16 +541,15 @@ class _Flip(_Search):
     """Is there a y in the box, equal to x off `free`, with p(y) ≠ p(x)? One output: maximizes τ;
     or, where the flip is f ≤ t (p(x) = 1: a closed side, which τ does not enter), minimizes f,
     closing a node when its safe bound proves f > t. τ would be free there, and the LP's point
-    could lie on f = t, flipping in floats but not exactly: such leaves were left open, each
-    question then decided by z3 (5 s each on a 28-feature AXp whose covering took 19 s in all).
+    could lie on f = t, flipping in floats but not exactly: such leaves were left open, and each
+    such question went to z3, far slower than this search (docs/results.md).
 
     K ≥ 2 outputs: one search per `rival` class j (`flip_point` asks them in turn), with β_j fixed
     at 1 and every other β at 0, minimizing f_c − f_j: a node closes when its safe bound proves
     f_c − f_j ≥ 0 (j > c, which must overtake strictly) or > 0 (j < c). The one search over the
     disjunction Σ β ≥ 1 was much weaker: its LP spreads β over the classes, and big-M rows with
-    fractional β bound nothing. On the digits MLP of `bench.digits` (64 → 16 → 10, full box),
-    deletion's questions of 16–22 free features that it left undecided at 10 s took 0.04–0.34 s
-    and 4–199 nodes split by class. τ stays in [0, 1] in both closed forms: it still closes the
+    fractional β bound nothing; split by class, the searches decide questions the disjunction
+    left open at its limit (docs/results.md). τ stays in [0, 1] in both closed forms: it still closes the
     strict rows of step units (real points have τ > 0)."""
 
     def __init__(
@@ -665,9 +664,9 @@ def _flip_by_searches(
 
 def optimize(model: MilpModel, seconds: float) -> MilpRun:
     """The float MILP that seeds an incumbent (`_Minimum.seed`): Gurobi where installed and its
-    licence takes the model, else HiGHS (the rest of the time). On the VeriX-shaped 784-feature
-    classifier Gurobi found the 160-feature CXp in 2.7 s where HiGHS found nothing in 15 s (the
-    proof then took 12 s instead of 38). Its answer is a float claim, judged like every other."""
+    licence takes the model, else HiGHS (the rest of the time): on large classifiers Gurobi finds
+    incumbents that HiGHS does not within a seed's share, and a better incumbent shortens the
+    proof (docs/results.md). Its answer is a float claim, judged like every other."""
     started = time.perf_counter()
     try:
         import gurobipy
@@ -819,15 +818,14 @@ def flip_point(problem: Problem, free: frozenset[int], deadline: float, split: b
     Raises `OracleTimeout` at the deadline and `OpenLeaves` when it can prove neither.
 
     On networks of two hidden layers or more, each search first runs `QUICK_NODES` nodes on the
-    plain exact closure; only the classes left open then get `tightened`'s LPs (40 LPs and a second
-    encoding a question on VeriX's MNIST-FC shape). Measured on its deletion (784 questions, in
-    process, one image, ε = 0.05): the tightening took 128 of the 159 s spent in this search;
-    without it, class by class, the same answers in 66 s.
+    plain exact closure; only the classes left open then get `tightened`'s LPs (two LPs a unit
+    of each hidden layer after the first, and a second encoding, per question): most questions
+    are decided without them, and the tightening would otherwise be most of this search's time
+    (docs/results.md).
 
-    The splitting first: on a signed 28-feature AXp of `bench.heldout` (seed 2026, load about 15
-    on 2 cores) the covering's questions of 1–3 free features took the branch and bound 1.8–3.2 s
-    each (84% of its time the LP tightening of its root, `tightened`), the splitting 0.02–0.26 s;
-    at 4 free features the splitting ran past 15 s where the branch and bound took 7–13 s."""
+    The splitting first: on few free features it decides a question well before the branch and
+    bound has tightened its root; its boxes multiply with the free features, so past `SPLIT_FREE`
+    the branch and bound is the faster one (docs/results.md)."""
     if problem.domain.binary and len(free) <= VERTEX_FEATURES:
         vertices, flipped = _vertices(problem, free)
         if flipped is not None:
@@ -879,11 +877,9 @@ def _by_small_sets(problem: Problem, search: _Minimum, deadline: float) -> bool:
 
 def _seeded(problem: Problem) -> bool:
     """Whether a float MILP seeds the search (`_Minimum.seed`): not on a ReLU network over a
-    continuous box of at most `SEED_FEATURES` features, where the early levels were asked. On the
-    signed 28- and 64-feature CXp mixes of `bench.heldout` (seed 2026, 10 s) Gurobi's seed ran out
-    its 2.5 s share on each of the 5 queries that reached it after the early levels, lowering the
-    incumbent on one (11 → 9), where the branch and bound alone found sets of 5, 7, 3 and 2 (the
-    last the minimum) 0.2–1.9 s after its start on the four of 64 features."""
+    continuous box of at most `SEED_FEATURES` features, where the early levels were asked: there
+    the seed spends its share of the time and seldom improves the incumbent, which the branch and
+    bound alone finds soon after its start (docs/results.md)."""
     return problem.monotone or not split_applies(problem) or problem.n > SEED_FEATURES
 
 
@@ -905,10 +901,9 @@ def _by_levels(problem: Problem, search: _Minimum, deadline: float, early: bool 
 
     `early` (before the float MILP's seed), where the levels up to the cutoff do not fit: only
     the levels of at most `EARLY_SETS` subsets; those proved become the floor, at which a later incumbent ends the search.
-    On the signed 28-feature CXp mix of `bench.heldout` (seed 2026, 10 s) Gurobi's seed ran out its
-    2.5 s share on the 4 of 6 queries that reached it and a fifth spent 2.8 s on 28 single-feature
-    questions to the branch and bound; with levels 1–2 asked first, 5 of 6 were decided in
-    0.3–0.7 s. Level 3 asked early took one query past its limit (its subsets left to the exact oracle)."""
+    Small levels asked first decide most small CXp searches before the seed's share runs out;
+    larger ones asked early can take a query past its limit, hence the bound `EARLY_SETS`
+    (docs/results.md)."""
     below = search.cutoff + 1
     if early and not levels_fit(problem.n, below):
         below = min(below, next(j for j in range(1, problem.n + 2) if j > problem.n or math.comb(problem.n, j) > EARLY_SETS))

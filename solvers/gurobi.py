@@ -45,7 +45,7 @@ def run_state(status: int) -> RunState:
 
 class GurobiSolver(MilpSolver):
     """Gurobi backend. `threads`: Gurobi's Threads parameter; 1 by default, since these models
-    are small (one thread measured as fast as all) and campaigns run a solver per worker process;
+    are small (more threads did not make them faster; docs/results.md) and campaigns run a solver per worker process;
     0 lets Gurobi decide."""
 
     name = "gurobi"

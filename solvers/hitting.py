@@ -101,8 +101,8 @@ def minimum_abductive(
     False turns `Supply` off, so that every contrastive set comes from `find_flip` (what an
     oracle's answers alone give: its tests). `seed_after`: the loop's seconds before it seeds
     itself (deletion, else the set a relaxation certifies: `_deletion_seed`, `_seed`), once; a
-    call of less than 4 × `seed_after` seconds seeds itself after a quarter of them (a 10 s call:
-    2.5 s, leaving deletion half of the rest); infinite: never."""
+    call of T < 4 · `seed_after` seconds seeds itself after T / 4, leaving deletion half of the
+    rest; infinite: never."""
     with HittingSets(problem.n) as contrastive_sets:
         return _abductive_loop(problem, find_flip, at_most, deadline, contrastive_sets, Supply(problem, supply), seed_after)
 
@@ -296,10 +296,10 @@ def _deletion_seed(
     way gives the loop a contrastive set (its support, not shrunk). Returns the AXp (None when deletion did not finish or
     it has more than `at_most` features), where deletion did not finish the AXp its removals
     proved (`Deletion.removed`: the features never removed; None when none was removed or it has
-    more than `at_most` features), and the oracle calls made. Measured on the digits MLP of
-    `bench.digits` (full box): 36–45 features in 2–5 s, where the relaxation's set had 49–54. On
-    the 2-Conv CNN of `bench.digits` (full box) deletion stops at a flip question no engine decides
-    in its time, after 27–30 removals: that AXp is then the loop's answer, where it had none."""
+    more than `at_most` features), and the oracle calls made. Deletion's AXp is usually smaller
+    than the set a relaxation certifies (docs/results.md). Where deletion stops at a flip question
+    no engine decides in its time (the 2-Conv CNN of `bench.digits`), the AXp its removals proved
+    is the loop's answer, where it would have none."""
     until = time.perf_counter() + DELETION_SHARE * (deadline - time.perf_counter())
     asker = _LoopAsker(find_flip, until, contrastive_sets, supply)
     found = deletion(problem, asker, max(until - time.perf_counter(), 1e-3), traversal="sensitivity")  # type: ignore[arg-type]
@@ -364,10 +364,9 @@ class Supply:
     exact arithmetic. Finding none proves nothing (the oracle is asked). Piecewise-linear networks
     only (none on others, nor when turned off).
 
-    Measured (module docstring, image 0, 30 s): prefix points alone, up to 8 sets, gave 2,400
-    sets of median size 6 and a bound of 13; the gradient search after each point that fails,
-    430 sets of median size 8 and a bound of 16 (more diverse sets count more than more sets);
-    up to 32 sets, 17."""
+    The gradient search after each prefix point that fails gives fewer sets but more diverse
+    ones, and diverse sets raise the loop's bound more than many similar ones; `MOST` sets per
+    free set raised it further than fewer (docs/results.md)."""
 
     STARTS = 4
     MOST = 32
@@ -443,7 +442,7 @@ def _lengths(size: int) -> list[int]:
 class HittingSets:
     """The contrastive sets the loop has found, kept for its two questions: a greedy hitting set
     (on a [sets, n] bool matrix grown in place: the loop makes thousands of candidates, and
-    rebuilding the matrix for each took 26 of 60 s on a 28-feature ReLU network) and a minimum
+    rebuilding the matrix for each was a large share of a call; docs/results.md) and a minimum
     one. The minimum comes from PySAT's RC2 (an exact MaxSAT solver on integers: one hard clause
     per set, a soft clause ¬e per element), kept between calls so that each new set is one more
     clause; every answer is checked to hit every set. Without PySAT, `minimum_hitting_set`.
@@ -502,8 +501,8 @@ class HittingSets:
         """A smallest hitting set; None if every one has more than `limit` elements. RC2 is
         interrupted at the `deadline` (a time.perf_counter() value): then OracleTimeout, and this
         object is done (RC2's state after an interruption is not trusted). Its calls grow with the
-        bound: 0.3–1.1 s each at 17–20 on the digits MLP of `bench.digits` (500–770 sets), and one
-        that ran past a loop's deadline left a guarded call killed with no bound."""
+        bound and the sets (docs/results.md), hence the deadline: a call that ran past a loop's
+        deadline left a guarded call killed with no bound."""
         if self.maxsat is None:
             return minimum_hitting_set(self.sets(), limit)
         if time.perf_counter() >= deadline:

@@ -68,12 +68,11 @@ from .proof_stop import problem_json as problem_json
 
 # A node with at most this many largest sets becomes a leaf "all" (the checker allows 4096): each
 # set costs the checker an exact evaluation, so a split that closes with a few leaves is cheaper
-# (measured on the quick suite's trained networks: 4 gave the least checking time of 1, 4, 16, 64).
+# (4: the least checking time of the values tried; docs/results.md).
 ALL_SETS = 4
 # With the shortcut, `search` gives the tree this many seconds, then shortcut-lp `LP_BUDGET`, then the
-# tree the rest (see there): each closes most claims fast where it closes them (measured: the tree
-# 0.02–0.56 s, LP bounds 0.01–1.8 s on a sample of the standard suite), and a restarted search
-# loses what it had done.
+# tree the rest (see there): each closes most claims fast where it closes them (docs/results.md),
+# and a restarted search loses what it had done.
 FIRST_BUDGET = 0.5
 LP_BUDGET = 2.0
 # The checker's rational enclosures of sigmoid, tanh and softplus are this wide (relative) at most;
@@ -123,11 +122,9 @@ def search(
             found = proof_lp.search_lp(problem, k, deadline) if proof_lp.applies(problem) else search_box(problem, k, deadline)
         document = None if found.proof is None else _document(problem, k, found.proof)
         return Proof(document, found.reason, found.nodes, time.perf_counter() - started, found.counterexample)
-    # measured on 14 standard-suite relu, leaky_relu and hardtanh records of 24–40 features drawn at
-    # random: the tree, with its linear leaves, closed all 14 in 0.02–0.56 s, LP bounds 8 (0.01–1.8
-    # s) and reached 10 s on 6; the 11 claims the last standard run left uncertified (LP bounds
-    # reached 60 s on each) the tree closes in 1.5–15 s. So: the tree briefly, LP bounds briefly,
-    # the tree again.
+    # The tree closes quickly most claims it closes, LP bounds some others quickly, and the tree
+    # given the rest of the time closes those LP bounds leave (docs/results.md). So: the tree
+    # briefly, LP bounds briefly, the tree again.
     turns: list[tuple[Callable[[Problem, int, float], Proof], float]] = [(shortcut_tree, FIRST_BUDGET)]
     if problem.net.is_piecewise_linear and proof_lp.applies(_line(problem)):  # else shortcut_lp gives none at once
         turns.append((shortcut_lp, LP_BUDGET))

@@ -110,9 +110,7 @@ STRATEGIES = ("auto", "encode")
 # Lazy strategy without tangent cuts or widening (and on smooth networks): after this many invalid
 # proposals the instance counts as hard, and a batch of maximal invalid sets grown along random
 # orders is learned at once; then again after twice as many rounds, with twice as many sets, and
-# so on (measured on the 28-feature 32×32 benchmark networks before the cuts: median certification
-# 4.5 s → 1.7 s; on the standard suite's 40-feature tanh AXps the doubling batches decided
-# instances that timed out at 10 s; easy instances never pay for them).
+# so on: hard instances learn many sets at once, easy ones never pay for them (docs/results.md).
 _ROUNDS_BEFORE_BATCH = 64
 _BATCH_SETS = 2000
 _SIBLINGS = 16
@@ -124,9 +122,7 @@ _WIDEN_WINDOW = 32
 _WIDEN_PATIENCE = 16
 # With the goal f ≤ t the branch and bound gets this many nodes per check before the SAT loop takes
 # over: the root alone, whose bound (lower lines tangent at a maximal invalid set) often settles the
-# check at once. Measured A/B (0, 1, 64 nodes): on the 28-feature 32×32 benchmark nets the median
-# call fell from 18–25 ms (loop alone) to 6–8 ms with 1 node; on BlogFeedback's AXps (276 features,
-# 64×64) 64 nodes cost 2–10× the loop's time where 1 node costs 0–0.4 s more.
+# check at once; more nodes cost more than the loop they spare on wide inputs (docs/results.md).
 _BELOW_NODES = 1
 Check = tuple[str, tuple[int, ...] | None, np.ndarray | None]  # (z3 result, solution, witness y [n])
 # What the lazy strategy's check answers in place of "unsat" when the proof would rest on a set

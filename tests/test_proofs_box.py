@@ -212,4 +212,4 @@ def test_certify_proves_none_exists_on_a_network_without_the_shortcut(tmp_path: 
     line = _certify_cube(cube, tmp_path, tmp_path / "proofs", capsys)
     assert line["verdict"] == "exact_only" and line["certified"] and line["minimum"] is None
     assert line["proof"]["claim"] == {"none_exists": True} and line["proof"]["accepted"], line
-    assert "1 certificate(s)" in capsys.readouterr().err
+    assert "1 certificate file(s)" in capsys.readouterr().err

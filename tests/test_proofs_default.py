@@ -5,6 +5,7 @@ its exact "nothing smaller" (proved_by: certificate or engine)."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -64,3 +65,28 @@ def test_check_makes_them_only_for_minimum(tmp_path: Path, design_network_file: 
     argv = ["check", *_design(tmp_path, design_network_file), "--explanations", str(explanations), "--require", require]
     main([*argv, "--out", str(out)])
     assert (tmp_path / "c.proofs").exists() == (require == "minimum")
+
+
+def test_the_summary_counts_files_and_the_certified_verdicts_without_one(
+    tmp_path: Path, design_network_file: Path, capsys
+) -> None:
+    """`certified` in a record is its verdict's exact certification, not a certificate file (issue
+    51): certify's summary line counts the files written, and among the results without one, those
+    whose verdict is certified, with the reasons, so that "0 files" never reads as "nothing proved"."""
+    out = tmp_path / "r.jsonl"
+    capsys.readouterr()
+    radius = ["--radius", "0.001"]  # nothing flips in so small a ball: empty AXps, proved by definition
+    assert main(["certify", *_design(tmp_path, design_network_file), *radius, "--out", str(out)]) == 0
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    files = [r for r in records if r["proof"]["file"] is not None]
+    without = [r for r in records if r["proof"]["file"] is None]
+    assert files and without and any(r["certified"] for r in without), records
+    summary = [line for line in capsys.readouterr().err.splitlines() if "certificate file(s)" in line]
+    folder = tmp_path / "r.proofs"
+    certified = sum(r["certified"] for r in without)
+    assert summary == [
+        f"{len(files)} certificate file(s) written in {folder}/, {len(files)} accepted by the checker; "
+        f"{len(without)} result(s) without one, {certified} of them with a certified verdict "
+        f"('certified' is the verdict's exact check, not a file); why none: "
+        + "; ".join(f"{reason} ({n})" for reason, n in Counter(r["proof"]["reason"] for r in without).most_common())
+    ]

@@ -136,3 +136,25 @@ def test_check_records_are_checked_whole(tmp_path: Path, capsys: pytest.CaptureF
         for field, edit in forgeries:
             code, said = _check(tmp_path, folder, {**line, **edit}, capsys)
             assert code == 1 and f"does not support: {field}: " in said, (field, said)
+
+
+@pytest.mark.parametrize("with_records", [True, False])
+def test_a_certificate_path_that_names_no_file_is_named_not_the_records(
+    tmp_path: Path, with_records: bool, capsys: pytest.CaptureFixture
+) -> None:
+    """A shell glob that matched nothing reaches `proof check` as written (issue 51): the one-line
+    error names that path as the missing certificate, and does not blame the records file, which
+    is well formed and names real certificates."""
+    folder, _ = _certify(tmp_path, "0.5")
+    records = tmp_path / "out.jsonl"
+    pattern = str(folder / "*.proof.jsn")
+    capsys.readouterr()
+    files = sorted(map(str, folder.glob("*.proof.json")))
+    assert files
+    code = main(["proof", "check", *(["--records", str(records)] if with_records else []), *files, pattern])
+    assert code == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and f"no such certificate file: {pattern}" in lines[0], captured.err
+    assert "a pattern that matched no file" in lines[0] and str(records) not in lines[0]
+    assert captured.out == ""  # refused before any certificate is checked

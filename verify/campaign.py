@@ -69,8 +69,7 @@ LOCK_FILE = "campaign.lock"
 # Backends that run only up to this many features (beyond, exhaustive enumeration is hopeless and
 # z3's full encoding rarely finishes within a campaign's time limit) — except z3 on monotone
 # networks, whose lazy loop (branch and bound for f > t on ReLU networks) scales with the
-# features: measured on BlogFeedback's AXps (276 features), 16 of 18 sampled calls decided at
-# thresholds 0.2–0.9 took 0.2–0.4 s; and with smooth units z3 alone decides beyond enumerate's cap.
+# features (docs/results.md); and with smooth units z3 alone decides beyond enumerate's cap.
 # (The caps are each backend's `max_features` in `solvers.registry`.)
 
 

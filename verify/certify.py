@@ -132,8 +132,8 @@ def proving_solvers(net: Network, domain: Domain) -> tuple[str, ...]:
     it declares it handles the network and box, within its `max_features`), benchmark backends
     left out. enumerate on monotone networks and binary boxes, up to 20 features; z3 on monotone
     networks (its lazy strategy, at any size), and on other piecewise-linear ones only where the
-    exact MILP is not installed (its full encoding took 10–30 s where the exact MILP takes a
-    fraction of a second), up to its 40 features, or at any size for K ≥ 2 classes (the one exact
+    exact MILP is not installed (its full encoding is far slower than the exact MILP there;
+    docs/results.md), up to its 40 features, or at any size for K ≥ 2 classes (the one exact
     engine there, which may end at its limit); the exact MILP on piecewise-linear networks, K ≥ 2
     classes included. The float MILPs (gurobi, highs) prove nothing, and the benchmark backends
     (`BENCHMARK_ONLY`) would lengthen every call, so they are left out: `--solvers all` adds them."""

@@ -340,17 +340,27 @@ def _proof_folder(args: argparse.Namespace, net):
 
 
 def _proof_report(results: list[Any], folder: Path) -> list[str]:
-    """One stderr line on the certificates of `results` (each with its `proof` entry, or None where
-    no certificate was asked for); the failures (a rejected certificate is a bug)."""
-    entries = [result.proof for result in results if result.proof is not None]
-    written = [entry for entry in entries if entry["file"] is not None]
+    """One stderr line on the certificate files of `results` (each with its `proof` entry, or None
+    where no certificate was asked for); the failures (a rejected certificate is a bug). A
+    record's `certified` is its verdict's exact certification, not a file: a certified verdict
+    need not state an exact "nothing smaller" (check's validity verdicts, an empty minimum), and
+    the generator may find no certificate in its time. So the line counts the certified results
+    among those without a file and gives the reasons, the most frequent first (node counts
+    dropped so that equal reasons group)."""
+    entries = [(result, result.proof) for result in results if result.proof is not None]
+    written = [entry for _, entry in entries if entry["file"] is not None]
     accepted = sum(entry["accepted"] for entry in written)
-    missing = len(entries) - len(written)
-    print(
-        f"{len(written)} certificate(s) in {folder}/, {accepted} accepted by the checker"
-        + (f"; {missing} result(s) without one (see their 'proof' reason)" if missing else ""),
-        file=sys.stderr,
-    )
+    without = [(result, entry) for result, entry in entries if entry["file"] is None]
+    line = f"{len(written)} certificate file(s) written in {folder}/, {accepted} accepted by the checker"
+    if without:
+        certified = sum(bool(getattr(result, "certified", False)) for result, _ in without)
+        reasons = Counter(re.sub(r" after \d+ node\(s\)", "", str(entry.get("reason"))) for _, entry in without)
+        why = "; ".join(f"{reason} ({count})" for reason, count in reasons.most_common())
+        line += (
+            f"; {len(without)} result(s) without one, {certified} of them with a certified verdict"
+            f" ('certified' is the verdict's exact check, not a file); why none: {why}"
+        )
+    print(line, file=sys.stderr)
     return [
         f"certificate {entry['file']} rejected by the checker: {entry['message']}" for entry in written if not entry["accepted"]
     ]

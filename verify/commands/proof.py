@@ -5,6 +5,8 @@ and its handler.
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import time
 from pathlib import Path
 
@@ -51,9 +53,21 @@ def _add_proof(commands: argparse._SubParsersAction, problem: argparse.ArgumentP
     proof.set_defaults(handler=_proof)
 
 
+def _exists(path: str) -> None:
+    """InputError naming `path` when no file or link is there, before the records are read: a
+    pattern such as `DIR/*.proof.json` that matched nothing reaches us unexpanded from the shell,
+    and the records file is not what is wrong then."""
+    if not os.path.lexists(path):
+        pattern = re.search(r"[*?[]", path) is not None
+        unexpanded = " (a pattern that matched no file: the shell passed it on as it was written)" if pattern else ""
+        raise InputError(f"no such certificate file: {path}{unexpanded}")
+
+
 def _proof(args: argparse.Namespace) -> int:
     from cardinal.verify.proofs import against_records, check_file, records_by_file
 
+    for path in args.files:
+        _exists(path)
     records = None if args.records is None else records_by_file(args.records)
     rejected = 0
     for path in args.files:
