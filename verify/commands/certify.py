@@ -166,7 +166,7 @@ def _certify(args: argparse.Namespace) -> int:
     if saved:
         print(f"{len(saved)} case file(s) in {cases_dir}/", file=sys.stderr)
     if proofs is not None:
-        failed += _proof_report([_Proof(line.get("proof")) for line in lines], proofs.folder)
+        failed += _proof_report([_Proof(line.get("proof"), bool(line.get("certified"))) for line in lines], proofs.folder)
     disagreements = sum(count for (_, verdict), count in verdicts.items() if verdict == "solver_disagreement")
     if disagreements:  # exact evidence conflicts: always a failure
         failed.append(f"{disagreements} solver disagreement(s): exact evidence conflicts")
@@ -184,10 +184,10 @@ def _statuses(certificate) -> str:
 
 
 class _Proof:
-    """A line's certificate entry, as `_proof_report` reads it (`proof`, or None)."""
+    """A line's certificate entry and its verdict's certification, as `_proof_report` reads them."""
 
-    def __init__(self, proof: dict[str, Any] | None) -> None:
-        self.proof = proof
+    def __init__(self, proof: dict[str, Any] | None, certified: bool) -> None:
+        self.proof, self.certified = proof, certified
 
 
 def _baseline_field(line: dict[str, Any], baseline) -> dict[str, Any]:
