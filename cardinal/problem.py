@@ -20,6 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .defaults import DEFAULT_EPSILON as DEFAULT_EPSILON
+from .defaults import DEFAULT_TIME_LIMIT as DEFAULT_TIME_LIMIT
+from .defaults import DEFAULT_TRAVERSAL as DEFAULT_TRAVERSAL
 from .domain import Domain
 from .errors import CardinalError, InputError, UndecidedPrediction
 from .exact import ExactNetwork, modified_inputs
@@ -50,7 +53,6 @@ class Method(StrEnum):
     DELETION = "deletion"
 
 
-DEFAULT_EPSILON = 1e-6
 
 
 def shortcut(kind: str, x: Any, counterpoint: Any, prediction: Any) -> tuple[Any, Any, Any]:

@@ -11,9 +11,7 @@ licence limit is never read as "no smaller explanation".
 
 from __future__ import annotations
 
-import hashlib
 import importlib
-import json
 import time
 from collections.abc import Iterable
 from dataclasses import replace
@@ -27,12 +25,12 @@ from cardinal.domain import Domain
 from cardinal.errors import BackendUnavailable, InputError, interrupted_import
 from cardinal.greedy import explain
 from cardinal.network import Network
-from cardinal.problem import DEFAULT_EPSILON, Outcome, Problem, Status
+from cardinal.problem import DEFAULT_EPSILON, DEFAULT_TIME_LIMIT, Outcome, Problem, Status
 from cardinal.validate import output_directory, output_file
 
 from .guard import GuardedSolver, lent
 from .oracle import SetOracle, check_witness
-from .proof import certificate_file, search, write_certificate
+from .proof import make, write_certificate
 from .registry import BACKENDS, Backend
 from .registry import BENCHMARK_ONLY as BENCHMARK_ONLY  # re-exported: callers import it from here
 from .registry import SOLVER_NAMES as SOLVER_NAMES
@@ -201,7 +199,9 @@ def _greedy_size(problem: Problem) -> int:
     return int(result.sizes[0]) if bool(result.exists[0]) else problem.n
 
 
-def replay(problem: Problem, outcome: Outcome, time_limit: float = 60.0, oracle: SetOracle | None = None) -> Outcome:
+def replay(
+    problem: Problem, outcome: Outcome, time_limit: float = DEFAULT_TIME_LIMIT, oracle: SetOracle | None = None
+) -> Outcome:
     """Re-check in exact arithmetic what the outcome claims about concrete sets and points.
 
     - A set on a monotone network: the monotone shortcut.
@@ -296,7 +296,7 @@ def solve_minimum(
     domain: Domain | None = None,
     threshold: float | None = None,
     solver: str = AUTO,
-    time_limit: float = 60.0,
+    time_limit: float = DEFAULT_TIME_LIMIT,
     at_most: int | None = None,
     epsilon: float = DEFAULT_EPSILON,
     guarded: bool = True,
@@ -362,23 +362,21 @@ def exact_claim(problem: Problem, outcome: Outcome, at_most: int | None) -> int 
 
 
 def _with_certificate(problem: Problem, outcome: Outcome, at_most: int | None, proof: Path, time_limit: float) -> Outcome:
-    """The outcome, its exact claim certified into `proof` (`solve_minimum`) and noted."""
+    """The outcome, its exact claim certified into `proof` (`solve_minimum`) and noted: the
+    certificate made and checked by the independent checker as every driver's are
+    (`solvers.proof.make`), written into the file `proof`, or into the folder `proof` under a
+    name that holds its kind, network and SHA-256 (`certificate_name`)."""
     k = exact_claim(problem, outcome, at_most)
     if k is None:
         return outcome.noted("no certificate: no exact 'nothing smaller' claim")
-    found = search(problem, k, time.perf_counter() + time_limit, hints=outcome.lemmas)
-    if found.certificate is None:
-        return outcome.noted(f"no certificate: {found.reason}")
-    text = json.dumps(found.certificate, separators=(",", ":")) + "\n"
-    if proof.suffix == ".json":
-        path = proof
-        write_certificate(text, path, problem.net)
-    else:
-        inputs = json.dumps([problem.x.tolist(), found.certificate["problem"]["lower"], found.certificate["problem"]["upper"]])
-        digest = hashlib.sha256(f"{inputs}{problem.threshold!r}{problem.domain.binary}".encode()).hexdigest()[:12]
-        path = proof / certificate_file(f"{problem.kind}-{problem.net.hash}-{digest}")
-        write_certificate(text, path, problem.net, root=proof)
-    return outcome.noted(f"certificate: {path}")
+    written = make(problem, k, "", f"{problem.kind}-{problem.net.hash}", time_limit, outcomes={outcome.solver: outcome})
+    if written.text is None:
+        return outcome.noted(written.entry["reason"])
+    path = proof if proof.suffix == ".json" else proof / written.entry["file"]
+    write_certificate(written.text, path, problem.net, root=None if proof.suffix == ".json" else proof)
+    if not written.entry["accepted"]:
+        return outcome.noted(f"certificate: {path}, rejected by the checker: {written.entry['message']}")
+    return outcome.noted(f"certificate: {path}, accepted by the checker")
 
 
 def solve_problem(

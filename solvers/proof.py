@@ -33,6 +33,7 @@ other, `shortcut_lp`, is the lp-tree of `solvers.proof_lp` for the shortcut as a
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import itertools
 import json
 import math
@@ -40,7 +41,7 @@ import os
 import re
 import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,7 +53,7 @@ from cardinal import checker
 from cardinal.domain import Domain
 from cardinal.io import write_atomic
 from cardinal.network import Network
-from cardinal.problem import Kind, Problem
+from cardinal.problem import Kind, Outcome, Problem
 from cardinal.rounding import SAFETY, TINY, UNIT_ROUNDOFF, gamma
 
 from . import proof_lp
@@ -411,3 +412,61 @@ def _holds(path: Path, data: bytes) -> bool:
 def network_beside(path: str | Path, digest: str) -> Path:
     """Where `write_certificate` keeps the network of a certificate at `path`."""
     return Path(path).parent / "networks" / f"{digest}.json"
+
+
+# ---------------------------------------------------------------------------- one certificate writer
+@dataclass(frozen=True)
+class Written:
+    """A certificate made for one result: its `proof` entry, and its JSON text (None: no file)."""
+
+    entry: dict[str, Any]
+    text: str | None = None
+
+
+def make(
+    problem: Problem, k: int | None, reason: str, key: str, time_limit: float, embed: bool = False,
+    outcomes: Mapping[str, Outcome] | None = None,
+) -> Written:
+    """Prove "no explanation within k" (generation limited to `time_limit` s), check the
+    certificate with `cardinal.checker`, and return its entry and text (`Written`). `outcomes`:
+    the solvers' outcomes for the claim, whose lemmas (`Outcome.lemmas`) the search starts from.
+    The entry's file name is `certificate_name(key, sha256)`: the record's key and the
+    certificate's own SHA-256, so that two different certificates never get one name."""
+    if k is None:
+        return Written({"file": None, "reason": reason})
+    started = time.perf_counter()
+    hints = tuple(lemma for outcome in (outcomes or {}).values() for lemma in outcome.lemmas)
+    found = search(problem, k, started + time_limit, hints=hints)
+    if found.certificate is None:
+        return Written({"file": None, "reason": f"no certificate: {found.reason} after {found.nodes} node(s)"})
+    network = problem.net.to_json()
+    if embed:
+        found.certificate["network"] = network
+    text = json.dumps(found.certificate, separators=(",", ":")) + "\n"
+    checked = time.perf_counter()
+    report = checker.check(json.loads(text), network)  # what `proof check` reads: the text, the network as `save` writes it
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    entry: dict[str, Any] = {
+        "file": certificate_name(key, digest),
+        "sha256": digest,
+        "problem": found.certificate["problem"],
+        "claim": found.certificate["claim"],
+        "bytes": len(text.encode()),
+        "seconds": round(found.seconds, 6),
+        "check_seconds": round(time.perf_counter() - checked, 6),
+        "accepted": report.accepted,
+    }
+    if not report.accepted:
+        entry["message"] = report.message
+    return Written(entry, text)
+
+
+def certificate_name(key: str, sha256: str) -> str:
+    """The file name of a certificate: its record's key ("row0-contrastive") and the first
+    `NAME_DIGITS` hex digits of its SHA-256 ("row0-contrastive-3f2a….proof.json"). Calls and
+    runs that write into one folder never give two different certificates one name; an identical
+    certificate gets the same name, and is written once."""
+    return certificate_file(f"{key}-{sha256[:NAME_DIGITS]}")
+
+
+NAME_DIGITS = 16  # hex digits of a certificate's SHA-256 in its file name (64 bits)

@@ -20,8 +20,8 @@ from fractions import Fraction
 
 import numpy as np
 from cardinal.solvers.base import available_solvers, solve_minimum
-from cardinal.verify.certify import certify
 from cardinal.verify.check import Claim, Judgement, check_explanations
+from cardinal.verify.pipeline import Plan, certify
 
 from cardinal.activations import Activation
 from cardinal.domain import Domain
@@ -304,7 +304,8 @@ class Probe:
     # -- certify ----------------------------------------------------------
     def _certify(self, case: Case, oracle: Oracle, kind: str) -> None:
         (certificate,) = certify(
-            case.net, case.x[None, :], kind, case.domain, case.threshold, solvers=self.backends, time_limit=self.time_limit
+            case.net, case.x[None, :], kind, case.domain, case.threshold, solvers=self.backends,
+            plan=Plan(method="greedy", time_limit=self.time_limit)
         )
         self.counts[f"certify {certificate.verdict.value}"] += 1
         if oracle.p is None:

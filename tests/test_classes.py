@@ -274,7 +274,8 @@ def test_certify_and_check_on_a_k_class_model(tmp_path: Path, capsys: pytest.Cap
     X = np.array([_varied_input(net, True, seed) for seed in range(3)])
     net_path, inputs = _files(tmp_path, net, X)
     out = tmp_path / "certify.jsonl"
-    code = main(["certify", str(net_path), "--inputs", str(inputs), "--binary", "--solvers", "enumerate,z3", "--out", str(out)])
+    code = main(["certify", str(net_path), "--inputs", str(inputs), "--binary", "--solvers", "enumerate,z3", "--out", str(out),
+                 "--method", "greedy"])  # no explainer on K = 3: the solvers alone
     assert code == 0, capsys.readouterr().err
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(lines) == 6
@@ -386,12 +387,13 @@ def test_a_k_class_case_file_saves_and_replays(tmp_path: Path) -> None:
     """A case of a K = 3 network keeps threshold null (a number there is refused) and replays
     exactly: the minimum's witness flips, and enumeration finds nothing smaller."""
     from cardinal.verify.cases import Case, replay
-    from cardinal.verify.certify import SolverPool, case_of, certify_input
+    from cardinal.verify.certify import SolverPool, case_of
+    from cardinal.verify.pipeline import Plan, certify_input, given
 
     net, x = _cube_instance(1)
     domain = Domain.boolean(net.n_inputs)
     with SolverPool(["enumerate"]) as pool:
-        problem, (certificate,) = certify_input(pool, net, x, "contrastive", domain, None, (None,), 30.0)
+        problem, (certificate,) = certify_input(pool, net, given(net, domain, None), x, "contrastive", (None,), Plan(time_limit=30.0))
     assert problem is not None and certificate.minimum
     path = case_of(problem, certificate).save(tmp_path)
     case = Case.load(path)

@@ -16,9 +16,10 @@ from cardinal.solvers import linear_bound
 from cardinal.solvers.base import solve_minimum
 from cardinal.solvers.deletion import ASKED_BEFORE, NONE_EXISTS, SUBSET_MINIMAL, TRAVERSALS, UNKNOWN, Deletion, deletion
 from cardinal.solvers.oracle import Flip, SetOracle, check_witness, pinned
-from cardinal.verify.certify import certify, deletion_answers
+from cardinal.verify.certify import deletion_answer
 from cardinal.verify.cli import main
 from cardinal.verify.generate import random_network
+from cardinal.verify.pipeline import Plan, certify
 
 from cardinal.activations import Activation
 from cardinal.domain import Domain
@@ -297,18 +298,17 @@ def test_folding_the_pinned_features_keeps_the_first_layer_exactly() -> None:
 
 
 def test_same_input_same_answer_and_rows_alone_as_in_a_batch(oracle) -> None:
-    """Deterministic: a second run gives the same answer, steps and witness; each row of a batch
-    gets the answer it gets alone."""
+    """Deterministic: a second run gives the same answer, steps and witness, whatever rows were
+    asked before it on the same oracle; certify judges the run's answer."""
     net = _network(5, 5, 3, False)
     X = _inputs(net, False, 5, count=3)
     domain = Domain.unit(5)
     for kind in ("contrastive", "abductive"):
-        batch, answers = deletion_answers(net, X, kind, domain, _threshold(net), oracle, 30.0)
-        for row, x in enumerate(X):
-            alone, alone_answers = deletion_answers(net, x[None, :], kind, domain, _threshold(net), oracle, 30.0)
+        runs = [deletion_answer(net, x, kind, domain, _threshold(net), oracle, 30.0) for x in X]
+        for (run, answer), x in zip(runs, X, strict=True):
             again = deletion(_problem(net, x, kind, domain), oracle, 30.0)
-            assert alone[0] == batch[row] == again
-            assert alone_answers[0].features == answers[row].features and alone_answers[0].method == "deletion"
+            assert run == again
+            assert answer.features == run.features and answer.method == "deletion" and answer.traversal == "sensitivity"
 
 
 class _Undecided(SetOracle):
@@ -374,7 +374,7 @@ def test_certify_judges_deletion_against_the_minimum() -> None:
     X = _inputs(net, True, 1, count=3)
     domain = Domain.boolean(5)
     for kind in ("contrastive", "abductive"):
-        for x, certificate in zip(X, certify(net, X, kind, domain, solvers=("enumerate",), method="deletion"), strict=True):
+        for x, certificate in zip(X, certify(net, X, kind, domain, solvers=("enumerate",), plan=Plan(method="deletion")), strict=True):
             minimum = vertex_minimum(_problem(net, x, kind, domain))
             assert certificate.method == "deletion"
             if minimum is None:

@@ -205,13 +205,13 @@ def test_interval_bounds_decide_no_flip_on_a_small_ball() -> None:
 def test_a_float_milps_none_exists_on_a_ball_is_certified(tmp_path: Path) -> None:
     """certify with HiGHS alone on a 12-feature K = 3 net at radius 1e-3: its "no CXp exists" and
     its empty AXp are replayed exactly (interval bounds), so both records are certified."""
-    from cardinal.verify.certify import certify
+    from cardinal.verify.pipeline import Plan, certify
 
     rng = np.random.default_rng(22)
     net = random_network(rng, 12, (8,), "relu", monotone=False, outputs=3)
     X = rng.random((2, 12))
     for kind in ("contrastive", "abductive"):
-        for certificate in certify(net, X, kind, solvers=("highs",), time_limit=UNBOUNDED, radius=1e-3):
+        for certificate in certify(net, X, kind, solvers=("highs",), radius=1e-3, plan=Plan(time_limit=UNBOUNDED)):
             assert certificate.certified, certificate
             assert certificate.minimum == (None if kind == "contrastive" else ())
 

@@ -24,8 +24,9 @@ import pytest
 import z3  # noqa: F401
 from cardinal.solvers.base import available_solvers, replay, solve_minimum
 from cardinal.solvers.oracle import SetOracle
-from cardinal.verify.certify import SolverPool, certify, certify_row, judge
+from cardinal.verify.certify import SolverPool, certify_row, judge
 from cardinal.verify.cli import main
+from cardinal.verify.pipeline import Plan, certify
 
 from cardinal.activations import Activation
 from cardinal.domain import Domain
@@ -78,7 +79,9 @@ def test_milp_empty_axp_on_the_cube_is_refuted() -> None:
 
 def test_cube_axp_certificate_is_exact_only_with_the_minimum_proved() -> None:
     net, domain, x = difference_network(), Domain.boolean(2), np.array([[0.0, 1.0]])
-    (certificate,) = certify(net, x, "abductive", domain, CUBE_THRESHOLD, solvers=(*MILPS, "z3", "enumerate"))
+    (certificate,) = certify(
+        net, x, "abductive", domain, CUBE_THRESHOLD, solvers=(*MILPS, "z3", "enumerate"), plan=Plan(method="greedy")
+    )
     assert certificate.verdict == Verdict.EXACT_ONLY and certificate.certified and certificate.minimum_proved
     assert certificate.minimum == (0,) and not certificate.refuted  # the MILPs' loops find the flip exactly
     assert all(certificate.solvers[name].replayed for name in (*MILPS, "z3", "enumerate"))
@@ -90,7 +93,7 @@ def test_cube_axp_in_certify_output(tmp_path: Path, capsys: pytest.CaptureFixtur
     inputs.write_text("0,1\n")
     solvers = ",".join((*MILPS, "z3", "enumerate"))
     flags = ["--inputs", str(inputs), "--binary", "--threshold", repr(CUBE_THRESHOLD), "--kind", "abductive"]
-    assert main(["certify", str(network), *flags, "--solvers", solvers, "--cases", str(tmp_path / "cases")]) == 0
+    assert main(["certify", str(network), *flags, "--solvers", solvers, "--cases", str(tmp_path / "cases"), "--method", "greedy"]) == 0
     captured = capsys.readouterr()
     (line,) = [json.loads(text) for text in captured.out.splitlines()]
     assert line["verdict"] == "exact_only" and line["certified"] and line["minimum_proved"] and line["minimum"] == [0]
@@ -195,7 +198,7 @@ def test_unconfirmed_claims_are_counted_apart(tmp_path: Path, capsys: pytest.Cap
     network.write_text(json.dumps(Network(layers).to_json()))
     inputs.write_text("0,1\n")
     flags = ["--inputs", str(inputs), "--kind", "contrastive", "--solvers", ",".join(MILPS), "--cases", str(tmp_path / "c")]
-    assert main(["certify", str(network), *flags]) == 0
+    assert main(["certify", str(network), *flags, "--method", "greedy"]) == 0
     captured = capsys.readouterr()
     (line,) = [json.loads(text) for text in captured.out.splitlines()]
     assert line["verdict"] == "exact_only" and line["minimum"] is None and line["refuted"] == []

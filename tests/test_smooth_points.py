@@ -15,8 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from cardinal.verify.cases import Case, replay
-from cardinal.verify.certify import certify, tie_decided
+from cardinal.verify.certify import tie_decided
 from cardinal.verify.cli import main
+from cardinal.verify.pipeline import certify
 
 from cardinal.activations import Activation
 from cardinal.domain import Domain

@@ -15,9 +15,10 @@ import numpy as np
 import pytest
 from cardinal.solvers.base import solve_minimum
 from cardinal.verify.campaign import Unit, certify_unit, units_of
-from cardinal.verify.certify import SolverPool, certify, greedy_answers
+from cardinal.verify.certify import SolverPool, greedy_answers
 from cardinal.verify.cli import main
 from cardinal.verify.instance import Instance
+from cardinal.verify.pipeline import certify
 from cardinal.verify.record import Record, read_records
 from cardinal.verify.testing import assert_explanations
 

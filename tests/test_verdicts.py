@@ -17,9 +17,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from cardinal.solvers.base import available_solvers
-from cardinal.verify.certify import RowVerdict, SolverPool, certify, certify_row, greedy_answers
+from cardinal.verify.certify import RowVerdict, SolverPool, certify_row, greedy_answers
 from cardinal.verify.cli import main
 from cardinal.verify.generate import random_network
+from cardinal.verify.pipeline import certify
 
 from cardinal.activations import Activation
 from cardinal.domain import Domain

@@ -53,7 +53,7 @@ from cardinal.solvers.guard import start_zygote
 from cardinal.errors import BackendUnavailable, InputError, interrupted_code
 from cardinal.io import JsonLines, open_folder, open_regular, writing
 from cardinal.network import Network
-from cardinal.problem import Kind, Method, Status, Verdict
+from cardinal.problem import DEFAULT_TIME_LIMIT, DEFAULT_TRAVERSAL, Kind, Method, Status, Verdict
 from cardinal.validate import output_directory, output_file
 
 from .executors import Failed, execute, sigterm_interrupts
@@ -111,10 +111,11 @@ class Unit:
     notes: tuple[str, ...] = ()  # about the whole instance: a prediction constant on the box
     proof: bool = False  # make a certificate of the record's exact "nothing smaller" (`verify.proofs`)
     proof_embed: bool = False  # ... with the network in it
-    proof_time_limit: float = 60.0  # seconds to search for each certificate
+    proof_time_limit: float = DEFAULT_TIME_LIMIT  # seconds to search for each certificate
     # The explainers judged, one record each, on the same solver calls: greedy (run batched in the
     # parent) and deletion (run in the worker); () makes one record without an explainer (exact_only).
     methods: tuple[str, ...] = ("greedy",)
+    traversal: str = DEFAULT_TRAVERSAL  # deletion's order (`pipeline.Plan.traversal`)
     radius: float | None = None  # `domain` is the row's ball of this radius in the instance's box (None: the box)
 
     @property
@@ -131,9 +132,22 @@ def record_key(base: str, method: str | None) -> str:
 
 
 def applicable(net: Network, methods: tuple[str, ...]) -> tuple[str, ...]:
-    """The explainers of `methods` that apply to a network: greedy on sign-monotone ones only,
-    deletion on any."""
-    return tuple(method for method in methods if method != Method.GREEDY or net.is_sign_monotone)
+    """The explainers that `methods` run on a network, each once (`pipeline.explainer_of`): auto
+    is greedy on a sign-monotone network and deletion on any other; greedy applies to
+    sign-monotone networks only, deletion to any."""
+    from .pipeline import explainer_of
+
+    return tuple(dict.fromkeys(e for e in (explainer_of(method, net) for method in methods) if e is not None))
+
+
+@dataclass(frozen=True)
+class Certificates:
+    """A campaign's certificates of its records' exact "nothing smaller" (`verify.proofs`): each
+    with its network embedded (`embed`, else `networks/SHA256.json` beside them), each search
+    stopped after `time_limit` seconds."""
+
+    embed: bool = False
+    time_limit: float = DEFAULT_TIME_LIMIT
 
 
 def units_of(
@@ -141,16 +155,15 @@ def units_of(
     solvers: tuple[str, ...],
     time_limit: float,
     done: set[str],
-    proof: bool = False,
-    proof_embed: bool = False,
+    certificates: Certificates | None = None,
     methods: tuple[str, ...] = ("greedy",),
-    proof_time_limit: float = 60.0,
+    traversal: str = DEFAULT_TRAVERSAL,
 ) -> list[Unit]:
     """The units of every row and kind of an instance whose records are not all in `done`, each
     with the explainers of `methods` that apply to the network (`applicable`) and are still to
     do, and greedy's answers (batched, exactly re-checked) where greedy is one of them;
-    deletion's answers are computed by the worker that certifies the unit (`certify_unit`), with
-    its pool's oracle."""
+    deletion's answers (in `traversal`) are computed by the worker that certifies the unit
+    (`certify_unit`), with its pool's oracle. `certificates`: make one per record (None: none)."""
     from .certify import greedy_answers
     from .settings import constant_note
 
@@ -199,10 +212,11 @@ def units_of(
                     solvers=names,
                     time_limit=time_limit,
                     notes=(constant,) if constant else (),
-                    proof=proof,
-                    proof_embed=proof_embed,
-                    proof_time_limit=proof_time_limit,
+                    proof=certificates is not None,
+                    proof_embed=certificates is not None and certificates.embed,
+                    proof_time_limit=DEFAULT_TIME_LIMIT if certificates is None else certificates.time_limit,
                     methods=methods_left,
+                    traversal=traversal,
                 )
             )
     return units
@@ -226,8 +240,9 @@ def certify_unit(unit: Unit, pool: SolverPool | None = None) -> list[Certified]:
     from cardinal.domain import Domain
     from cardinal.network import Network
 
-    from .certify import SolverPool, case_of, certify_input, deletion_answers, tie_decided
-    from .proofs import Written, claim_of, make
+    from .certify import SolverPool, case_of, deletion_answer, tie_decided
+    from .pipeline import Plan, certify_input, given
+    from .proofs import UNDECIDED, Written, claim_of, make
 
     global _POOL
     if pool is None and (_POOL is None or _POOL.names != unit.solvers):
@@ -237,16 +252,16 @@ def certify_unit(unit: Unit, pool: SolverPool | None = None) -> list[Certified]:
     net = Network.from_json(unit.network)
     domain = Domain.from_json(unit.domain)
     pool = pool or _POOL
+    x = np.array(unit.x)
     answers: list[GreedyAnswer | None] = []
     for method in unit.methods or (None,):
         if method == Method.DELETION:
-            x = np.array(unit.x)[None, :]
-            answers.append(deletion_answers(net, x, unit.kind, domain, unit.threshold, pool.oracle, unit.time_limit)[1][0])
+            oracle, limit = pool.oracle, unit.time_limit
+            answers.append(deletion_answer(net, x, unit.kind, domain, unit.threshold, oracle, limit, unit.traversal)[1])
         else:
             answers.append(unit.greedy if method == Method.GREEDY else None)
-    problem, certificates = certify_input(
-        pool, net, np.array(unit.x), unit.kind, domain, unit.threshold, answers, unit.time_limit, unit.row
-    )
+    plan = Plan(time_limit=unit.time_limit, traversal=unit.traversal)
+    problem, certificates = certify_input(pool, net, given(net, domain, unit.threshold), x, unit.kind, answers, plan, unit.row)
     results: list[Certified] = []
     made: dict[tuple[int | None, str], Written] = {}  # claim → its certificate, made once per unit
     first = unit.keys[0]
@@ -254,7 +269,7 @@ def certify_unit(unit: Unit, pool: SolverPool | None = None) -> list[Certified]:
         suboptimal = problem is not None and certificate.verdict == Verdict.GREEDY_SUBOPTIMAL
         written, text = None, None
         if unit.proof:
-            written = Written({"file": None, "reason": "p(x) is undecided"})
+            written = Written({"file": None, "reason": UNDECIDED})
             if problem is not None:
                 claim = claim_of(
                     problem, certificate.verdict, certificate.minimum, certificate.minimum_proved, certificate.certified
@@ -333,13 +348,14 @@ def run_campaign(
     proof_embed: bool = False,
     methods: tuple[str, ...] | None = None,
     radius: float | None = None,
-    proof_time_limit: float = 60.0,
+    proof_time_limit: float = DEFAULT_TIME_LIMIT,
     root: Path | None = None,
+    traversal: str = DEFAULT_TRAVERSAL,
 ) -> CampaignResult:
     """Run a suite (or the given instances) into `out`; see the module docstring. `methods`: the
-    explainers whose answers are certified (greedy, deletion, or both: one record each where it
-    applies, judged on the same solver calls; `units_of`); None: the suite's own
-    (`suites.SUITE_METHODS`, greedy unless named there).
+    explainers whose answers are certified (auto, greedy, deletion, or several: one record each
+    where it applies, judged on the same solver calls; `units_of`, `pipeline.explainer_of`); None:
+    the suite's own (`suites.SUITE_METHODS`, greedy unless named there). `traversal`: deletion's order.
 
     `proof`: a folder for the certificates of the records' exact "nothing smaller" claims
     (`verify.proofs`; with `proof_embed` each holds its network, else `networks/SHA256.json`
@@ -378,7 +394,7 @@ def run_campaign(
                     chosen = (replace(i, id=f"{i.id}@r{radius:g}", radius=radius) for i in chosen)
                 return _run(
                     suite, out, log, done, solvers, time_limit, workers, progress, chosen, announce, executor, address,
-                    proof, proof_embed, methods, proof_time_limit, root,
+                    proof, proof_embed, methods, proof_time_limit, root, traversal,
                 )  # fmt: skip
             finally:
                 _close_pool()
@@ -405,16 +421,18 @@ def _run(
     proof: Path | None = None,
     proof_embed: bool = False,
     methods: tuple[str, ...] = ("greedy",),
-    proof_time_limit: float = 60.0,
+    proof_time_limit: float = DEFAULT_TIME_LIMIT,
     root: Path | None = None,
+    traversal: str = DEFAULT_TRAVERSAL,
 ) -> CampaignResult:
     started = time.perf_counter()
+    certificates = None if proof is None else Certificates(proof_embed, proof_time_limit)
     if workers <= 1 and executor == "local":
         start_zygote()  # the solver processes start while greedy runs
     units = [
         unit
         for instance in instances
-        for unit in units_of(instance, solvers, time_limit, done, proof is not None, proof_embed, methods, proof_time_limit)
+        for unit in units_of(instance, solvers, time_limit, done, certificates, methods, traversal)
     ]
     networks: dict[str, Network] = {}
     total = sum(len(unit.keys) for unit in units)
@@ -434,10 +452,10 @@ def _run(
                 for record, case, certificate in results:
                     # The certificate and case files first: a record in the log is finished work that --resume skips.
                     if certificate is not None and proof is not None and record.proof is not None:
-                        from cardinal.solvers.proof import write_certificate
+                        from .proofs import Written, save
 
                         network = networks.setdefault(unit.instance, Network.from_json(unit.network))
-                        write_certificate(certificate, proof / record.proof["file"], None if proof_embed else network, root=proof)
+                        save(proof, Written(record.proof, certificate), network, proof_embed)
                     if case is not None:
                         from .cases import Case
 

@@ -50,7 +50,7 @@ from cardinal.errors import UndecidedPrediction
 from cardinal.exact import exact_blocks, modified_inputs
 from cardinal.greedy import ExplainResult, explain
 from cardinal.network import Network
-from cardinal.problem import DEFAULT_EPSILON, Method, Outcome, Problem, Status, Verdict
+from cardinal.problem import Method, Outcome, Problem, Status, Verdict
 
 from .cases import Case
 from .record import GreedyAnswer, Judged, verdict_fields
@@ -228,58 +228,29 @@ def greedy_answers(
     ]
 
 
-def deletion_answers(
+def deletion_answer(
     net: Network,
-    X: np.ndarray,
+    x: np.ndarray,
     kind: str,
-    domain: Domain,
+    box: Domain,
     threshold: float | None,
     oracle: SetOracle,
     time_limit: float,
-    radius: Radius | None = None,
     traversal: str = "sensitivity",
-) -> tuple[list[Deletion | None], list[GreedyAnswer]]:
-    """The deletion explainer (`solvers.deletion`, in `traversal`) on each row of X [B, n], one row
-    at a time (each row's answer is that of the row alone); every oracle question gets `time_limit` s.
-    Returns the runs (None where exact arithmetic cannot decide p(x)) and the answers as certify
-    judges them (check "undecided" where a step was undecided: no set, no evidence)."""
-    runs: list[Deletion | None] = []
-    answers = []
-    for x in X:
-        started = time.perf_counter()
-        try:
-            box = domain if radius is None else domain.ball(x, radius)
-            run: Deletion | None = deletion(Problem.make(net, x, kind, box, threshold), oracle, time_limit, traversal)
-        except UndecidedPrediction:
-            run = None
-        seconds = time.perf_counter() - started
-        runs.append(run)
-        check = "undecided" if run is None or run.status == UNKNOWN else "exact"
-        features, witness = (None, None) if run is None else (run.features, run.witness)
-        answers.append(GreedyAnswer(features, seconds, check, witness, Method.DELETION.value))
-    return runs, answers
-
-
-def explainer_answers(
-    method: str,
-    pool: SolverPool,
-    net: Network,
-    X: np.ndarray,
-    kind: str,
-    domain: Domain,
-    threshold: float | None,
-    time_limit: float,
-    radius: Radius | None = None,
-    traversal: str = "sensitivity",
-) -> list[GreedyAnswer | None]:
-    """The answers that certify judges for X [B, n]: greedy's on a sign-monotone network (None per row
-    elsewhere: greedy does not apply), or deletion's on any network (in `traversal`, its questions
-    asked of the pool's oracle)."""
-    if method == Method.DELETION:
-        return list(deletion_answers(net, X, kind, domain, threshold, pool.oracle, time_limit, radius, traversal)[1])
-    if net.is_sign_monotone:
-        return list(greedy_answers(net, X, kind, domain, threshold, radius)[1])
-    return [None] * len(X)
+) -> tuple[Deletion | None, GreedyAnswer]:
+    """The deletion explainer (`solvers.deletion`, in `traversal`) on the input x [n] over `box`;
+    every oracle question gets `time_limit` s. Returns the run (None where exact arithmetic cannot
+    decide p(x)) and the answer as certify judges it (check "undecided" where a step was
+    undecided: no set, no evidence)."""
+    started = time.perf_counter()
+    try:
+        run: Deletion | None = deletion(Problem.make(net, x, kind, box, threshold), oracle, time_limit, traversal)
+    except UndecidedPrediction:
+        run = None
+    seconds = time.perf_counter() - started
+    check = "undecided" if run is None or run.status == UNKNOWN else "exact"
+    features, witness = (None, None) if run is None else (run.features, run.witness)
+    return run, GreedyAnswer(features, seconds, check, witness, Method.DELETION.value, traversal)
 
 
 def certify_row(
@@ -356,31 +327,6 @@ def left_open(kind: str, at_most: int | None, outcomes: dict[str, Outcome], time
         else:
             ended.append(f"{name} {status.value}")
     return f"left open: {asked}? ({'; '.join(ended) or 'no solver ran'})"
-
-
-def certify_input(
-    pool: SolverPool,
-    net: Network,
-    x: np.ndarray,
-    kind: str,
-    domain: Domain,
-    threshold: float | None,
-    answers: Sequence[GreedyAnswer | None],
-    time_limit: float,
-    row: int = 0,
-    epsilon: float = DEFAULT_EPSILON,
-) -> tuple[Problem | None, list[RowVerdict]]:
-    """`certify_answers` for the input x [n]: its problem and one certificate per answer. An
-    input whose prediction exact arithmetic cannot decide is valid input, not an error: each
-    answer gets the verdict `undecided` (prediction −1, no solver run) and the problem is None."""
-    try:
-        problem = Problem.make(net, x, kind, domain, threshold, epsilon)
-    except UndecidedPrediction as reason:
-        return None, [
-            RowVerdict(row, kind, -1, answer, {}, Verdict.UNDECIDED, False, notes=(str(reason),), classes=net.n_outputs)
-            for answer in answers
-        ]
-    return problem, certify_answers(pool, problem, answers, time_limit, row)
 
 
 def judge(
@@ -487,35 +433,6 @@ def _contradicted(outcome: Outcome, smallest: tuple[int, ...] | None, at_most: i
     if outcome.status == Status.OPTIMAL and outcome.solution is not None and len(smallest) < len(outcome.solution):
         return outcome.refuted(f"not minimum, {shown}")
     return outcome
-
-
-def certify(
-    net: Network,
-    X: np.ndarray,
-    kind: str,
-    domain: Domain | None = None,
-    threshold: float | None = None,
-    solvers: Iterable[str] | None = None,
-    time_limit: float = 60.0,
-    epsilon: float = 1e-6,
-    method: str = "greedy",
-    radius: Radius | None = None,
-) -> list[RowVerdict]:
-    """Certificates for every row of X [B, n] (or [n]) and one kind, judging the answers of
-    `method`: greedy (sign-monotone networks; elsewhere the solvers alone, `exact_only`) or
-    deletion (any network), by `solvers` (None: the default, `proving_solvers`); with `radius`,
-    each row over its own ball `domain.ball(x, radius)`."""
-    domain = domain if domain is not None else Domain.unit(net.n_inputs)
-    X = domain.check(X)
-    default = solvers is None
-    solvers = proving_solvers(net, domain) if solvers is None else solvers
-    with SolverPool(solvers, first_proof=default) as pool:  # made first: its solver processes start while greedy runs
-        answers = explainer_answers(Method(method).value, pool, net, X, kind, domain, threshold, time_limit, radius)
-        return [
-            certify_input(pool, net, x, kind, box, threshold, (answer,), time_limit, row, epsilon)[1][0]
-            for row, (x, answer) in enumerate(zip(X, answers, strict=True))
-            for box in [domain if radius is None else domain.ball(x, radius)]
-        ]
 
 
 def case_of(problem: Problem, certificate: RowVerdict, note: str = "") -> Case:

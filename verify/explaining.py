@@ -122,14 +122,15 @@ def _deletion_lines(
     "exists" null, the reason in notes)."""
     from cardinal.solvers.oracle import SetOracle
 
-    from .certify import deletion_answers
+    from .certify import deletion_answer
 
     outputs = net.forward(X).numpy().reshape(len(X), -1)  # [B, K]
     with SetOracle() if oracle is None else contextlib.nullcontext(oracle) as asked:
         runs = {
-            kind: deletion_answers(
-                net, X, kind, settings.domain, settings.threshold, asked, time_limit, settings.radius, traversal
-            )[0]
+            kind: [
+                deletion_answer(net, x, kind, settings.box(x), settings.threshold, asked, time_limit, traversal)[0]
+                for x in X
+            ]
             for kind in kinds
         }
     lines = []

@@ -31,20 +31,19 @@ from cardinal.arguments import api_arguments, api_inputs
 from cardinal.domain import Domain, Radius
 from cardinal.errors import InputError
 from cardinal.network import Network
-from cardinal.problem import DEFAULT_EPSILON, KINDS
+from cardinal.problem import DEFAULT_TIME_LIMIT, DEFAULT_TRAVERSAL, KINDS
 from cardinal.validate import describe
 
-from .certify import SolverPool, certify_input, explainer_answers, proving_solvers
+from .certify import SolverPool, proving_solvers
 from .explaining import explain_lines
-from .proofs import ProofFolder, check_file, claim_of, make, save
-from .record import annotated, proves_none
-from .settings import Flags, resolve
+from .pipeline import METHODS, Answered, Plan, answered, record_of
+from .proofs import ProofFolder, Written, check_file
+from .record import proves_none
+from .settings import Flags, Settings, resolve
 
 if TYPE_CHECKING:
     import torch
 
-METHODS = ("auto", "greedy", "deletion", "minimum")
-DEFAULT_TIME_LIMIT = 60.0  # seconds per solver call and per certificate search, as the CLI's default
 
 
 @dataclass(frozen=True)
@@ -129,7 +128,7 @@ def explain(
     kind: str = "contrastive",
     *,
     method: str = "auto",
-    traversal: str = "sensitivity",
+    traversal: str = DEFAULT_TRAVERSAL,
     radius: Radius | None = None,
     threshold: float | None = None,
     domain: Domain | None = None,
@@ -193,7 +192,7 @@ class Explainer:
         self.limit = checked.time_limit
         self.net, name = _network(model, checked.input_shape)
         self.settings = resolve(self.net, name, Flags(checked.threshold, checked.domain, False, checked.radius))
-        self.folder = None if checked.proof_dir is None else ProofFolder(checked.proof_dir, self.net, self.limit)
+        self.proofs = ProofFolder(checked.proof_dir, self.net, self.limit)  # proof_dir None: held in memory
         self._pool: SolverPool | None = None  # the exact solvers of `prove`, started on first use
         self._oracle: SetOracle | None = None  # the deletion explainer's without `prove` (the pool has its own)
         self._closed = False
@@ -204,7 +203,7 @@ class Explainer:
         kind: str = "contrastive",
         *,
         method: str = "auto",
-        traversal: str = "sensitivity",
+        traversal: str = DEFAULT_TRAVERSAL,
         prove: bool = True,
     ) -> Explanation | list[Explanation]:
         """`explain(model, x, kind, method=method, traversal=traversal, prove=prove, ...)` with this
@@ -219,8 +218,8 @@ class Explainer:
         if prove:
             if self._pool is None:
                 self._pool = SolverPool(proving_solvers(self.net, self.settings.domain), first_proof=True)
-            explanations = _proved(self.net, self.settings, X, kind, explainer, traversal, self.limit, self.folder,
-                                   self._pool, _bar(range(len(X)), len(X)))
+            plan = Plan(method, traversal, self.limit, proofs=self.proofs)
+            explanations = _proved(self.net, self.settings, X, kind, plan, self._pool)
         else:
             if self._oracle is None and explainer == "deletion":
                 self._oracle = SetOracle()
@@ -283,87 +282,58 @@ def _explainer(method: str, net: Network) -> str | None:
     return method
 
 
-def _bar(rows: range, total: int) -> Any:
-    """The rows, with a progress bar on a terminal when there are several."""
+def _bar(total: int) -> Any:
+    """A progress bar over `total` inputs on a terminal when there are several (its `update`), else None."""
     if total > 1 and sys.stderr.isatty():
         from tqdm import tqdm
 
-        return tqdm(rows, desc="cardinal.explain", unit="input", file=sys.stderr)
-    return rows
+        return tqdm(total=total, desc="cardinal.explain", unit="input", file=sys.stderr)
+    return None
 
 
-def _proved(net: Network, settings: Any, X: np.ndarray, kind: str, explainer: str | None, traversal: str, limit: float,
-            folder: ProofFolder | None, pool: SolverPool, rows: Any) -> list[Explanation]:
-    """`certify --proof` on X [B, n] with `pool`'s solvers: the explainer (deletion in `traversal`,
-    which the record then names, as `explain`'s lines do), the solvers, the certificates."""
-    import time
-
+def _proved(net: Network, settings: Settings, X: np.ndarray, kind: str, plan: Plan, pool: SolverPool) -> list[Explanation]:
+    """The pipeline (`pipeline.answered`) on X [B, n] with `pool`'s solvers under `plan`: one
+    `Explanation` per row, its record `pipeline.record_of`'s (the line `certify` writes)."""
     out = []
-    started = time.perf_counter()
-    if explainer is None:
-        answers: list[Any] = [None] * len(X)
-    else:
-        answers = explainer_answers(explainer, pool, net, X, kind, settings.domain, settings.threshold, limit,
-                                    settings.radius, traversal)
-    explained = (time.perf_counter() - started) / max(1, len(X))
-    for row in rows:
-        x, answer = X[row], answers[row]
-        started = time.perf_counter()
-        problem, (judged,) = certify_input(pool, net, x, kind, settings.box(x), settings.threshold, (answer,), limit, row,
-                                           DEFAULT_EPSILON)
-        solved = time.perf_counter() - started
-        proof, reason = None, "no exact 'nothing smaller' claim"
-        started = time.perf_counter()
-        if problem is not None:
-            claim = claim_of(problem, judged.verdict, judged.minimum, judged.minimum_proved, judged.certified)
-            proof, reason = _proof(problem, claim, row, kind, folder, limit, judged.solvers)
-        record = annotated([judged.to_json()], net, settings)[0]
-        if proof is not None or folder is not None:
-            record["proof"] = _entry(proof, reason, folder)
-        if explainer == "deletion":
-            record["traversal"] = traversal
-        if record["proved_by"] == "engine" and proof is not None and proof.accepted:
-            record["proved_by"] = "certificate"  # held in memory: the record's proof entry names no file
-        features = judged.minimum
-        found_by = "minimum"
-        if answer is not None and answer.features is not None and answer.features == features:
-            found_by = answer.method
-        none = proves_none(judged.verdict, judged.certified, judged.minimum)
-        proved = judged.minimum_proved or none
-        upper = None if features is None else len(features)
-        lower = upper if judged.minimum_proved else judged.minimum_lower
-        out.append(Explanation(
-            kind, judged.prediction, features, found_by, proved, lower, upper, judged.verdict.value, none,
-            judged.minimum_witness, proof, "" if proof is not None else reason,
-            {"explain": explained, "solve": solved, "certificate": time.perf_counter() - started}, record,
-        ))
+    bar = _bar(len(X))
+    try:
+        for done in answered(pool, net, settings, X, range(len(X)), kind, plan):
+            out.append(_explanation(done, record_of(done, net, settings), plan.proofs))
+            if bar is not None:
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
     return out
 
 
-def _proof(problem: Any, claim: tuple[int | None, str], row: int, kind: str, folder: ProofFolder | None,
-           limit: float, outcomes: dict[str, Any]) -> tuple[Proof | None, str]:
-    """The certificate of one result's claim (`claim_of`), written into `folder` (under a name
-    that holds its SHA-256: `proofs.certificate_name`) or kept in memory; its search starts from
-    the solvers' `outcomes` (their lemmas)."""
-    written = make(problem, *claim, f"row{row}-{kind}", limit, embed=folder is None, outcomes=outcomes)
+def _explanation(done: Answered, record: dict[str, Any], folder: ProofFolder | None) -> Explanation:
+    """The `Explanation` of one answer of the pipeline, its record given."""
+    judged, answer = done.verdict, done.answer
+    features = judged.minimum
+    found_by = "minimum"
+    if answer is not None and answer.features is not None and answer.features == features:
+        found_by = answer.method
+    none = proves_none(judged.verdict, judged.certified, judged.minimum)
+    upper = None if features is None else len(features)
+    lower = upper if judged.minimum_proved else judged.minimum_lower
+    proof, reason = _proof(done.written, folder)
+    return Explanation(
+        done.kind, judged.prediction, features, found_by, judged.minimum_proved or none, lower, upper,
+        judged.verdict.value, none, judged.minimum_witness, proof, reason, dict(done.timings), record,
+    )
+
+
+def _proof(written: Written | None, folder: ProofFolder | None) -> tuple[Proof | None, str]:
+    """The `Proof` of a certificate the pipeline made (written into `folder`'s folder, or held in
+    memory), or None and why there is none."""
+    if written is None:
+        return None, "no certificate asked for"
+    entry = written.entry
     if written.text is None:
-        return None, written.entry["reason"]
-    entry = dict(written.entry)
-    path = None
-    if folder is not None:
-        save(folder.folder, written, folder.network)
-        path = folder.folder / entry["file"]
-    else:
-        entry["file"] = None  # held in memory: no file names it
-    return Proof(entry["claim"], bool(entry["accepted"]), written.text, path, entry["sha256"], entry["problem"], entry), ""
-
-
-def _entry(proof: Proof | None, reason: str, folder: ProofFolder | None) -> dict[str, Any]:
-    """The record's `proof` entry, as `certify --proof` writes it (file relative to the folder,
-    its SHA-256, problem and claim: what `proof check --records` binds the file to)."""
-    if proof is None:
-        return {"file": None, "reason": reason}
-    return dict(proof.entry)
+        return None, entry["reason"]
+    path = None if folder is None or folder.folder is None else folder.folder / entry["file"]
+    return Proof(entry["claim"], bool(entry["accepted"]), written.text, path, entry["sha256"], entry["problem"], dict(entry)), ""
 
 
 def _unproved(net: Network, settings: Any, X: np.ndarray, kind: str, explainer: str | None, traversal: str,

@@ -21,16 +21,18 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import signal
 import threading
-import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cardinal.solvers.proof import certificate_file, network_beside, search, write_certificate
+from cardinal.solvers.proof import NAME_DIGITS as NAME_DIGITS
+from cardinal.solvers.proof import Written as Written
+from cardinal.solvers.proof import certificate_name as certificate_name
+from cardinal.solvers.proof import make as make
+from cardinal.solvers.proof import network_beside, write_certificate
 
 from cardinal import checker
 from cardinal.checker.record import check_record
@@ -42,13 +44,8 @@ from cardinal.validate import output_directory
 
 from .record import proves_none
 
-
-@dataclass(frozen=True)
-class Written:
-    """A certificate made for one result: its `proof` entry, and its JSON text (None: no file)."""
-
-    entry: dict[str, Any]
-    text: str | None = None
+if TYPE_CHECKING:
+    from .certify import RowVerdict
 
 
 def claim_of(
@@ -61,55 +58,6 @@ def claim_of(
         return None, "no exact 'nothing smaller' claim"
     k = Proved(None if minimum is None else len(minimum), none_exists).within(problem.n)
     return (None, "the minimum is the empty set: nothing is smaller") if k is None else (k, "")
-
-
-def make(
-    problem: Problem, k: int | None, reason: str, key: str, time_limit: float, embed: bool = False,
-    outcomes: Mapping[str, Outcome] | None = None,
-) -> Written:
-    """Prove "no explanation within k" (generation limited to `time_limit` s), check the
-    certificate with `cardinal.checker`, and return its entry and text (`Written`). `outcomes`:
-    the solvers' outcomes for the claim, whose lemmas (`Outcome.lemmas`) the search starts from.
-    The entry's file name is `certificate_name(key, sha256)`: the record's key and the
-    certificate's own SHA-256, so that two different certificates never get one name."""
-    if k is None:
-        return Written({"file": None, "reason": reason})
-    started = time.perf_counter()
-    hints = tuple(lemma for outcome in (outcomes or {}).values() for lemma in outcome.lemmas)
-    found = search(problem, k, started + time_limit, hints=hints)
-    if found.certificate is None:
-        return Written({"file": None, "reason": f"no certificate: {found.reason} after {found.nodes} node(s)"})
-    network = problem.net.to_json()
-    if embed:
-        found.certificate["network"] = network
-    text = json.dumps(found.certificate, separators=(",", ":")) + "\n"
-    checked = time.perf_counter()
-    report = checker.check(json.loads(text), network)  # what `proof check` reads: the text, the network as `save` writes it
-    digest = hashlib.sha256(text.encode()).hexdigest()
-    entry: dict[str, Any] = {
-        "file": certificate_name(key, digest),
-        "sha256": digest,
-        "problem": found.certificate["problem"],
-        "claim": found.certificate["claim"],
-        "bytes": len(text.encode()),
-        "seconds": round(found.seconds, 6),
-        "check_seconds": round(time.perf_counter() - checked, 6),
-        "accepted": report.accepted,
-    }
-    if not report.accepted:
-        entry["message"] = report.message
-    return Written(entry, text)
-
-
-def certificate_name(key: str, sha256: str) -> str:
-    """The file name of a certificate: its record's key ("row0-contrastive") and the first
-    `NAME_DIGITS` hex digits of its SHA-256 ("row0-contrastive-3f2a….proof.json"). Calls and
-    runs that write into one folder never give two different certificates one name; an identical
-    certificate gets the same name, and is written once."""
-    return certificate_file(f"{key}-{sha256[:NAME_DIGITS]}")
-
-
-NAME_DIGITS = 16  # hex digits of a certificate's SHA-256 in its file name (64 bits)
 
 
 def save(folder: Path, written: Written, network: Network, embed: bool = False) -> None:
@@ -139,11 +87,29 @@ def proof_directory(path: str | Path, flag: str = "--proof") -> Path:
 
 
 class ProofFolder:
-    """`--proof DIR` of certify and check: certificates of the rows of one network, made and
-    written at once (`make`, `save`)."""
+    """Where the certificates of one network's results go (`--proof DIR` of certify and check,
+    `proof_dir` of `cardinal.explain`): made and written at once (`make`, `save`) into `folder`,
+    or, with `folder` None, held in memory with the network embedded (nothing written; each
+    entry's `file` is null). `time_limit`: seconds to search for each certificate."""
 
-    def __init__(self, folder: str | Path, network: Network, time_limit: float, embed: bool = False) -> None:
-        self.folder, self.network, self.time_limit, self.embed = Path(folder), network, time_limit, embed
+    def __init__(self, folder: str | Path | None, network: Network, time_limit: float, embed: bool = False) -> None:
+        self.folder = None if folder is None else Path(folder)
+        self.network, self.time_limit = network, time_limit
+        self.embed = embed or folder is None
+
+    def certify(self, problem: Problem | None, judged: RowVerdict, key: str) -> Written:
+        """The certificate of one result's exact "nothing smaller" (`judged`: its `RowVerdict`;
+        `claim_of`), its search started from the solvers' outcomes, written into the folder when
+        there is one. `problem` None (p(x) undecided): no certificate, the reason in the entry."""
+        if problem is None:
+            return Written({"file": None, "reason": UNDECIDED})
+        claim = claim_of(problem, judged.verdict, judged.minimum, judged.minimum_proved, judged.certified)
+        written = make(problem, *claim, key, self.time_limit, self.embed, judged.solvers)
+        if self.folder is not None:
+            save(self.folder, written, self.network, self.embed)
+        elif written.text is not None:
+            written = Written({**written.entry, "file": None}, written.text)  # held in memory: no file names it
+        return written
 
     def write(
         self, problem: Problem, claim: tuple[int | None, str], key: str, outcomes: Mapping[str, Outcome] | None = None
@@ -151,8 +117,12 @@ class ProofFolder:
         """The `proof` entry of one result whose claim (k, or None and why: `claim_of`) is given,
         its certificate written when there is one (`make`, with the solvers' `outcomes`)."""
         written = make(problem, *claim, key, self.time_limit, self.embed, outcomes)
-        save(self.folder, written, self.network, self.embed)
+        if self.folder is not None:
+            save(self.folder, written, self.network, self.embed)
         return written.entry
+
+
+UNDECIDED = "p(x) is undecided"  # the reason of a result without a problem (exact arithmetic cannot decide p(x))
 
 
 # ---------------------------------------------------------------------------- cardinal proof check

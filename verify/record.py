@@ -31,13 +31,15 @@ class GreedyAnswer:
     left open, or a deletion step no engine decided: no evidence); `witness` [n]: for a CXp, the
     point that shows it (`ExplainResult.witness`, `Deletion.witness`). The records keep it in
     the fields `greedy`, `greedy_exists` and `greedy_check` whatever the method, and name the
-    method in `method`."""
+    method in `method`; `traversal`: deletion's order (`solvers.deletion.TRAVERSALS`), which the
+    records name in `traversal` (None for greedy)."""
 
     features: tuple[int, ...] | None
     seconds: float
     check: str = "exact"
     witness: tuple[float, ...] | None = None
     method: str = "greedy"
+    traversal: str | None = None
 
     @property
     def size(self) -> int | None:
@@ -202,13 +204,14 @@ def _greedy(document: dict[str, Any], read: _Reader) -> GreedyAnswer:
     """Greedy's answer from the fields `greedy`, `greedy_exists` and `greedy_check`."""
     check, answer = read.string("greedy_check"), document.get("greedy")
     method = "greedy" if document.get("method") is None else read.choice("method", Method).value
+    traversal = None if document.get("traversal") is None else read.string("traversal")
     if not read.boolean("greedy_exists"):
-        return GreedyAnswer(None, 0.0, check, method=method)
+        return GreedyAnswer(None, 0.0, check, method=method, traversal=traversal)
     features, seconds = (answer.get("features"), answer.get("seconds")) if isinstance(answer, dict) else (None, None)
     if not (_is_indices(features) and _is_seconds(seconds)):
         raise read.fail("greedy", "an object with 'features' (indices) and 'seconds' when greedy_exists is true")
     witness = _witness(answer.get("witness"), f"{read.where}: greedy.witness")
-    return GreedyAnswer(tuple(features), float(seconds), check, witness, method)
+    return GreedyAnswer(tuple(features), float(seconds), check, witness, method, traversal)
 
 
 def proves_none(verdict: Verdict, certified: bool, minimum: tuple[int, ...] | None) -> bool:
@@ -226,7 +229,7 @@ def refuted_solvers(solvers: dict[str, Outcome]) -> tuple[str, ...]:
 def verdict_fields(result: Any) -> dict[str, Any]:
     """The JSON fields a certificate and a campaign record share: the explainer's answer (`method`:
     greedy or deletion, null when none ran; the answer in `greedy`, `greedy_exists`,
-    `greedy_check`), each solver's outcome and the verdict with its evidence (`result` is a
+    `greedy_check`; deletion's order in `traversal`), each solver's outcome and the verdict with its evidence (`result` is a
     `Judged`: a `RowVerdict` or a `Record`);
     `minimum_witness` is the point that shows a contrastive minimum (null for an AXp);
     `minimum_lower` an exact lower bound on the minimum's size (its size where `minimum_proved`;
@@ -238,6 +241,7 @@ def verdict_fields(result: Any) -> dict[str, Any]:
         "greedy": None if greedy is None else greedy.to_json(),
         "greedy_exists": None if greedy is None else greedy.features is not None,
         "greedy_check": None if greedy is None else greedy.check,
+        **({} if greedy is None or greedy.traversal is None else {"traversal": greedy.traversal}),
         "solvers": {name: outcome.to_json() for name, outcome in result.solvers.items()},
         "verdict": result.verdict.value,
         "certified": result.certified,

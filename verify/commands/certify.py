@@ -20,7 +20,7 @@ from cardinal.errors import InputError
 from cardinal.validate import output_directory, output_file
 
 from .common import (
-    METHOD_CHOICES,
+    PLAN_METHODS,
     _beside,
     _ci_flag_arguments,
     _ci_flags,
@@ -33,6 +33,7 @@ from .common import (
     _proof_folder,
     _proof_report,
     _solver_names,
+    _traversal_argument,
 )
 
 SAME_RUN = "--resume continues the same run (the same inputs and flags)"
@@ -47,9 +48,9 @@ def _add_certify(commands: argparse._SubParsersAction, problem: argparse.Argumen
         '{"row", "kind", "prediction", "method", "greedy", "solvers", "verdict", "certified", "minimum", ..., '
         '"threshold", "domain", "notes"}; method names the explainer (greedy or deletion, null when none ran) whose '
         'answer "greedy" holds. '
-        "Verdicts: greedy_minimal, greedy_suboptimal (deletion_minimal, deletion_suboptimal with --method deletion), "
-        "none_exists, solver_disagreement, unknown, exact_only (greedy on a network that is not sign-monotone: the solvers "
-        "alone), undecided "
+        "Verdicts: greedy_minimal, greedy_suboptimal (deletion_minimal, deletion_suboptimal where deletion ran), "
+        "none_exists, solver_disagreement, unknown, exact_only (--method greedy on a network that is not sign-monotone: "
+        "the solvers alone), undecided "
         "(exact arithmetic cannot decide p(x) or the explainer's answer: a valid input, recorded, not certified); they rest "
         "on exact evidence only, and a solver claim refuted by the exact replay is listed under its solver. "
         "Each line is written as soon as its row is decided (with --out: appended and flushed to disk, so that a "
@@ -65,28 +66,28 @@ def _add_certify(commands: argparse._SubParsersAction, problem: argparse.Argumen
     _proof_flag_arguments(certify, "each exact 'nothing smaller' (a minimum proved, no CXp at all)")
     certify.add_argument(
         "--method",
-        choices=METHOD_CHOICES,
-        default="greedy",
-        help="the explainer to certify: greedy (default; on a network that is not sign-monotone the solvers alone give "
-        "the minimum, exact_only) or deletion (subset-minimal, any network; each of its exact questions gets --time-limit)",
+        choices=PLAN_METHODS,
+        default="auto",
+        help="the explainer to certify: auto (default, as explain's: greedy on a sign-monotone network, deletion on any "
+        "other), greedy (on a network that is not sign-monotone the solvers alone give the minimum, exact_only) or "
+        "deletion (subset-minimal, any network; each of its exact questions gets --time-limit)",
     )
+    _traversal_argument(certify)
     _ci_flag_arguments(certify)
     certify.add_argument(
         "--resume",
         action="store_true",
         help="continue a stopped run in --out: keep its finished lines (each row and kind once) and certify only the "
-        "rest; refused where a kept line's settings (threshold, domain, radius, method, solvers) differ from this run's. "
+        "rest; refused where a kept line's settings (threshold, domain, radius, method, traversal, solvers) differ from "
+        "this run's. "
         "Removes the temporary files a killed run left beside --out and in the case and certificate folders",
     )
     certify.set_defaults(handler=_certify)
 
 
 def _certify(args: argparse.Namespace) -> int:
-    from dataclasses import replace
-
-    from cardinal.verify.certify import SolverPool, case_of, certify_input, explainer_answers
-    from cardinal.verify.proofs import claim_of
-    from cardinal.verify.record import annotated
+    from cardinal.verify.certify import SolverPool, case_of
+    from cardinal.verify.pipeline import Plan, answered, record_of
     from tabulate import tabulate
 
     from cardinal.problem import Status, Verdict
@@ -98,12 +99,12 @@ def _certify(args: argparse.Namespace) -> int:
     cases_dir = Path(args.cases) if args.cases else _beside(args.out, ".cases", "cardinal-cases")
     output_directory(cases_dir, "--cases" if args.cases else "case folder")
     net, settings, X, rows = _load_problem(args)
-    domain, threshold = settings.domain, settings.threshold
-    names = _solver_names(args.solvers, net, domain)
+    names = _solver_names(args.solvers, net, settings.domain)
     fail_on, baseline = _ci_flags(args, "certify")
     proofs = _proof_folder(args, net)
+    plan = Plan(args.method, args.traversal, args.time_limit, args.epsilon, proofs)
     with _records(args.out, args.resume) as (kept, write):
-        done = _check_kept(kept, args, settings, names, rows)
+        done = _check_kept(kept, args, settings, names, rows, plan.explainer(net))
         if args.resume:
             out = Path(os.path.realpath(args.out))
             _remove_temporaries(out.parent, out.name)  # write_atomic's beside --out (the old end-of-run write)
@@ -116,31 +117,19 @@ def _certify(args: argparse.Namespace) -> int:
                 left = [i for i, row in enumerate(rows) if (row, kind) not in done]
                 if not left:
                     continue
-                answers = explainer_answers(
-                    args.method, pool, net, X[left], kind, domain, threshold, args.time_limit, settings.radius
-                )
-                for i, answer in zip(left, answers, strict=True):
-                    row, x = rows[i], X[i]
-                    problem, (certificate,) = certify_input(
-                        pool, net, x, kind, settings.box(x), threshold, (answer,), args.time_limit, row, args.epsilon
-                    )
-                    if proofs is not None and problem is not None:
-                        claim = claim_of(
-                            problem, certificate.verdict, certificate.minimum, certificate.minimum_proved, certificate.certified
-                        )
-                        entry = proofs.write(problem, claim, f"row{row}-{kind}", certificate.solvers)
-                        certificate = replace(certificate, proof=entry)
+                for result in answered(pool, net, settings, X[left], [rows[i] for i in left], kind, plan):
+                    problem, certificate = result.problem, result.verdict
                     certificates.append(certificate)
                     # the case file first: a line written is finished work that --resume keeps
                     if problem is not None and certificate.verdict in (Verdict.SOLVER_DISAGREEMENT, Verdict.GREEDY_SUBOPTIMAL):
                         saved.append(case_of(problem, certificate).save(cases_dir))
-                    (line,) = annotated([certificate.to_json()], net, settings)
+                    line = record_of(result, net, settings)
                     if baseline is not None:
                         line["baseline"] = _baseline_field(line, baseline)
                     write(line)
                     lines.append(line)
                     if certificate.verdict == Verdict.SOLVER_DISAGREEMENT:
-                        where = f"row {row} ({kind}): {_statuses(certificate)}"
+                        where = f"row {result.row} ({kind}): {_statuses(certificate)}"
                         progress.write(f"!!! SOLVER DISAGREEMENT on {where} — case saved to {saved[-1]}")
                     progress.update("certified" if certificate.certified else certificate.verdict.value)
     if kept:
@@ -246,9 +235,12 @@ def _records(out: str | None, resume: bool) -> Iterator[tuple[list[dict[str, Any
         os.close(descriptor)
 
 
-def _check_kept(kept: list[dict[str, Any]], args: argparse.Namespace, settings, names: list[str], rows) -> set[tuple[int, str]]:
+def _check_kept(
+    kept: list[dict[str, Any]], args: argparse.Namespace, settings, names: list[str], rows, explainer: str | None
+) -> set[tuple[int, str]]:
     """The (row, kind) of each kept line; InputError naming --out's line where one is not a line of
-    this run: another row, kind, threshold, domain, radius, method or solver, or a row and kind twice."""
+    this run: another row, kind, threshold, domain, radius, explainer (`explainer`: the one this
+    run's --method runs, None: none), traversal or solver, or a row and kind twice."""
     expected = json.loads(json.dumps(settings.to_json()))
     done: set[tuple[int, str]] = set()
     kinds, known = set(_kinds(args)), set(rows)
@@ -262,8 +254,11 @@ def _check_kept(kept: list[dict[str, Any]], args: argparse.Namespace, settings, 
         for field, value in (*expected.items(), ("radius", expected.get("radius"))):
             if line.get(field) != value:
                 raise InputError(f"{where}: '{field}' is {line.get(field)!r}, this run's is {value!r}: {SAME_RUN}")
-        if line.get("method") not in (None, args.method):
-            raise InputError(f"{where}: 'method' is {line.get('method')!r}, this run's is {args.method!r}")
+        if line.get("method") != explainer:
+            raise InputError(f"{where}: 'method' is {line.get('method')!r}, this run's is {explainer!r} (--method {args.method})")
+        traversal = args.traversal if explainer == "deletion" else None
+        if line.get("traversal") != traversal:
+            raise InputError(f"{where}: 'traversal' is {line.get('traversal')!r}, this run's is {traversal!r}")
         others = sorted(set(line.get("solvers") or ()) - set(names))
         if others:
             raise InputError(f"{where}: solver {others[0]!r} is not one of this run's ({', '.join(names)})")

@@ -16,6 +16,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from cardinal.defaults import DEFAULT_EPSILON, DEFAULT_TIME_LIMIT, DEFAULT_TRAVERSAL
 from cardinal.errors import BackendUnavailable, CardinalError, InputError
 from cardinal.validate import (
     finite_number,
@@ -34,7 +35,21 @@ if TYPE_CHECKING:
 
 
 KIND_CHOICES = ("contrastive", "abductive", "both")
-METHOD_CHOICES = ("greedy", "deletion")
+METHOD_CHOICES = ("greedy", "deletion")  # the explainers (`cardinal.problem.Method`)
+PLAN_METHODS = ("auto", *METHOD_CHOICES)  # what certify and crosscheck judge: auto, greedy where it applies, else deletion
+TRAVERSALS = ("index", "sensitivity", "quickxplain")  # `solvers.deletion.TRAVERSALS`, without importing the engines
+
+
+def _traversal_argument(parser: argparse.ArgumentParser) -> None:
+    """--traversal: the order of the deletion explainer's questions (explain, certify, crosscheck)."""
+    parser.add_argument(
+        "--traversal",
+        choices=TRAVERSALS,
+        default=DEFAULT_TRAVERSAL,
+        help="deletion: the order of its questions — index (feature order), sensitivity (VeriX's) or quickxplain "
+        "(VeriX+'s binary search: a whole block of features in one question, split only when it fails; the same answer "
+        f"as sensitivity, in fewer questions where most features leave); default {DEFAULT_TRAVERSAL}",
+    )
 MAX_WORKERS = 4 * (os.cpu_count() or 1)
 
 
@@ -295,9 +310,9 @@ def _proof_flag_arguments(parser: argparse.ArgumentParser, what: str, default: s
     parser.add_argument(
         "--proof-time-limit",
         type=seconds,
-        default=60.0,
+        default=DEFAULT_TIME_LIMIT,
         metavar="S",
-        help="seconds to search for each certificate, apart from --time-limit (default 60); one not found "
+        help=f"seconds to search for each certificate, apart from --time-limit (default {DEFAULT_TIME_LIMIT:g}); one not found "
         "in time is recorded with \"file\": null and the reason",
     )
 
@@ -321,9 +336,14 @@ def _proof_path(args: argparse.Namespace, default: Path) -> Path | None:
 def _exact_flag_arguments(parser: argparse.ArgumentParser, solvers: str) -> None:
     """--solvers (`solvers`: its help), --time-limit and --epsilon: the exact solvers' flags of certify and check."""
     parser.add_argument("--solvers", help=solvers)
-    parser.add_argument("--time-limit", type=seconds, default=60.0, help="seconds per solver call (default 60)")
     parser.add_argument(
-        "--epsilon", type=positive_number, default=1e-6, help="MILP margin to reach class 1: f ≥ t + ε (default 1e-6)"
+        "--time-limit", type=seconds, default=DEFAULT_TIME_LIMIT, help=f"seconds per solver call (default {DEFAULT_TIME_LIMIT:g})"
+    )
+    parser.add_argument(
+        "--epsilon",
+        type=positive_number,
+        default=DEFAULT_EPSILON,
+        help=f"MILP margin to reach class 1: f ≥ t + ε (default {DEFAULT_EPSILON:g})",
     )
 
 

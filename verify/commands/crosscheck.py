@@ -14,7 +14,7 @@ from cardinal.verify.executors import EXECUTORS
 from cardinal.errors import InputError
 from cardinal.validate import count, output_directory, output_file, positive_number, seconds
 
-from .common import MAX_WORKERS, METHOD_CHOICES, _progress, _proof_flag_arguments, _proof_path
+from .common import MAX_WORKERS, PLAN_METHODS, _progress, _proof_flag_arguments, _proof_path, _traversal_argument
 
 
 def _add_crosscheck(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
@@ -55,11 +55,13 @@ def _add_crosscheck(commands: argparse._SubParsersAction, problem: argparse.Argu
     crosscheck.add_argument(
         "--method",
         type=method_list,
-        help="the explainers to certify, comma-separated: greedy (sign-monotone networks; the solvers alone where no "
+        help="the explainers to certify, comma-separated: auto (greedy on a sign-monotone network, deletion on any "
+        "other, as explain's and certify's default), greedy (sign-monotone networks; the solvers alone where no "
         "explainer applies), deletion (any network), or greedy,deletion (one record each where it applies, judged on "
         "the same solver calls); the records name it in `method`. Default: greedy, and greedy,deletion for the "
         "classifiers suite",
     )
+    _traversal_argument(crosscheck)
     crosscheck.add_argument("--time-limit", type=seconds, default=10.0, help="seconds per solver call (default 10)")
     crosscheck.add_argument(
         "--radius",
@@ -142,6 +144,7 @@ def _crosscheck(args: argparse.Namespace) -> int:
             methods=args.method,
             radius=args.radius,
             proof_time_limit=args.proof_time_limit,
+            traversal=args.traversal,
         )
     finally:
         if bar is not None:
@@ -189,10 +192,10 @@ def _crosscheck(args: argparse.Namespace) -> int:
 
 
 def method_list(text: str) -> tuple[str, ...]:
-    """argparse type of crosscheck's --method: explainers of `METHOD_CHOICES`, comma-separated,
+    """argparse type of crosscheck's --method: methods of `PLAN_METHODS`, comma-separated,
     in order, each once ("greedy,deletion")."""
     names = tuple(dict.fromkeys(name.strip() for name in text.split(",")))
     for name in names:
-        if name not in METHOD_CHOICES:
-            raise argparse.ArgumentTypeError(f"invalid choice: {name!r} (choose from {', '.join(METHOD_CHOICES)}, or a list)")
+        if name not in PLAN_METHODS:
+            raise argparse.ArgumentTypeError(f"invalid choice: {name!r} (choose from {', '.join(PLAN_METHODS)}, or a list)")
     return names

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import argparse
 
+from cardinal.defaults import DEFAULT_TIME_LIMIT
 from cardinal.validate import output_file, seconds
 
-from .common import METHOD_CHOICES, _emit, _kinds, _load_problem
-
-TRAVERSALS = ("index", "sensitivity", "quickxplain")  # `solvers.deletion.TRAVERSALS`, without importing the engines
+from .common import METHOD_CHOICES, _emit, _kinds, _load_problem, _traversal_argument
 
 
 def _add_explain(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
@@ -50,16 +49,12 @@ def _add_explain(commands: argparse._SubParsersAction, problem: argparse.Argumen
         help="greedy: skip the exact re-check of each answer (faster, float decisions only); deletion is always exact",
     )
     explain.add_argument(
-        "--time-limit", type=seconds, default=60.0, help="deletion: seconds per exact question (default 60)"
+        "--time-limit",
+        type=seconds,
+        default=DEFAULT_TIME_LIMIT,
+        help=f"deletion: seconds per exact question (default {DEFAULT_TIME_LIMIT:g})",
     )
-    explain.add_argument(
-        "--traversal",
-        choices=TRAVERSALS,
-        default="sensitivity",
-        help="deletion: the order of its questions — index (feature order), sensitivity (VeriX's, the default) or "
-        "quickxplain (VeriX+'s binary search: a whole block of features in one question, split only when it fails; "
-        "the same answer as sensitivity, in fewer questions where most features leave)",
-    )
+    _traversal_argument(explain)
     explain.set_defaults(handler=_explain)
 
 

@@ -9,6 +9,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from cardinal.defaults import DEFAULT_EPSILON
 from cardinal.errors import InputError
 from cardinal.validate import count, positive_number, seconds
 
@@ -54,7 +55,10 @@ def _add_export(commands: argparse._SubParsersAction, problem: argparse.Argument
         "--workers", type=count(1, MAX_WORKERS), default=1, help=f"--suite: parallel solver processes, at most {MAX_WORKERS}"
     )
     export.add_argument(
-        "--epsilon", type=positive_number, default=1e-6, help="mps/lp: the margin to reach class 1, f ≥ t + ε (default 1e-6)"
+        "--epsilon",
+        type=positive_number,
+        default=DEFAULT_EPSILON,
+        help=f"mps/lp: the margin to reach class 1, f ≥ t + ε (default {DEFAULT_EPSILON:g})",
     )
     export.set_defaults(handler=_export)
 
