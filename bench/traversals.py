@@ -5,7 +5,7 @@ Models and boxes:
 
 * **mnist-fc**: VeriX's MNIST-FC (`/work/shared/data/verix/mnist-10x2.onnx`, 784 → 10 → 10 → 10
   ReLU) on the ball of radius `--radius` (default 0.05, VeriX's ε) around each of the first
-  `--images` images of `eran/mnist_test.csv` (label, then 784 pixels 0–255, row-major; x =
+  `--images` images of `eran/mnist_test.csv` from `--start` (default 0) (label, then 784 pixels 0–255, row-major; x =
   pixel / 255), clipped to [0, 1];
 * **digits-mlp** / **digits-cnn**: `bench.digits`'s scikit-learn digits MLP (64 → 16 → 10) and
   2-Conv CNN, trained here (seeded), on the full box [0, 1]^64 and on the ball of radius
@@ -20,7 +20,7 @@ the rest the interval test and the in-process screens decided), and whether the 
 Questions are deterministic: the counts do not move with the machine's load. No seconds are
 recorded (the machine is shared).
 
-    python -m bench.traversals [--models mnist-fc,digits-mlp,digits-cnn] [--images 3]
+    python -m bench.traversals [--models mnist-fc,digits-mlp,digits-cnn] [--images 3] [--start 0]
         [--radius 0.05] [--digits-images 3] [--digits-radius 0.1] [--time-limit 30]
         [--traversals sensitivity,quickxplain] [--work bench-results/traversals]
         [--out bench-results/traversals.md]
@@ -61,17 +61,18 @@ def problems(args: argparse.Namespace) -> Iterator[tuple[str, str, Problem]]:
     for model in args.models:
         if model == "mnist-fc":
             net = Network.load(DATA / "verix" / "mnist-10x2.onnx")
-            images, _ = mnist_images(args.images)
+            images, _ = mnist_images(args.start + args.images)
+            images = images[args.start :]
             boxes = [(f"ε = {args.radius:g}", lambda x: Domain.unit(784).ball(x, args.radius))]
         else:
             build = digits_model if model == "digits-mlp" else cnn_model
             net, images, _, _ = build(Path(args.work) / f"{model}.{'onnx' if model == 'digits-mlp' else 'pt'}")
-            images = images[: args.digits_images]
+            images = images[args.start : args.start + args.digits_images]
             boxes = [
                 ("full box", lambda x: Domain.unit(64)),
                 (f"ε = {args.digits_radius:g}", lambda x: Domain.unit(64).ball(x, args.digits_radius)),
             ]
-        for index, x in enumerate(images):
+        for index, x in enumerate(images, start=args.start):
             for box_name, box in boxes:
                 for kind in kinds:
                     yield model, f"image {index}, {box_name}", Problem.make(net, x, kind, box(x))
@@ -86,6 +87,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = Parser(prog="python -m bench.traversals", description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", default=",".join(MODELS), help=f"comma-separated, of {', '.join(MODELS)}")
     parser.add_argument("--images", type=int, default=3, help="MNIST-FC images (default 3)")
+    parser.add_argument("--start", type=int, default=0, help="the first image's index, MNIST-FC and digits (default 0)")
     parser.add_argument("--radius", type=float, default=0.05, help="MNIST-FC ball radius (default 0.05)")
     parser.add_argument("--digits-images", type=int, default=3, help="digits test images per model (default 3)")
     parser.add_argument("--digits-radius", type=float, default=0.1, help="digits ball radius (default 0.1)")
