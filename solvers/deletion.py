@@ -30,7 +30,9 @@ one question asks whether every feature of the block can leave at once (AXp: F �
 S \\ block free); yes → they all leave; no → the block's two halves are judged in turn (a single
 feature that cannot leave stays). Since the properties are closed upwards, a block leaves only
 when each of its features would have left one by one, so the answer is the sensitivity
-traversal's, in fewer questions where most features leave. A question asked again (a block's
+traversal's, in fewer questions where most features leave; where most stay, each block that cannot
+leave costs a question of its own, up to about twice one per feature, so sensitivity stays the
+default (bench/results/traversals.md compares them). A question asked again (a block's
 second half, once its first half left, has its parent's free set; the AXp's last feature one by
 one, once every other one left, the first question's) takes the earlier answer. The AXp's first
 question is quickxplain's first block: the sequential traversals record it as a block of the
