@@ -5,8 +5,10 @@
 (below), and asks exact set questions, "is there a y in the box, equal to x off the free
 features F, with p(y) ≠ p(x)?" (`solvers.oracle`), one per step:
 
-* **AXp.** S starts as every feature (F = ∅: y = x, nothing to ask). Step i frees i: no y flips
-  with F ∪ {i} free → i leaves S (F grows); some y flips → i stays in S.
+* **AXp.** S starts as every feature (F = ∅: y = x, nothing to ask). The first question frees
+  every feature at once: no y flips → the AXp is ∅ (p is constant on the box), the answer in one
+  question; some y flips, or no engine decides (a limit), → the traversal. Step i frees i: no y
+  flips with F ∪ {i} free → i leaves S (F grows); some y flips → i stays in S.
 * **CXp.** S starts as every feature, if freeing them all flips (one question: no flip means no
   CXp exists). Step i fixes i back to x_i: some y flips with S \\ {i} free → i leaves S (and that
   y becomes the witness); none flips → i stays in S. The witness of the answer is the flipping
@@ -17,6 +19,10 @@ answer is **subset-minimal**: each i it keeps was needed when judged, and a prop
 answer without i lies inside the set judged then. It is *not* cardinality-minimal in general:
 certify and crosscheck compare it with the exact minimum.
 
+The cheap question comes first in both kinds: the one question "can every feature be freed?"
+(AXp: is ∅ an AXp; CXp: does any CXp exist) settles a robust prediction (no flip in the box: AXp
+∅, no CXp) before any traversal, where feature by feature would ask n questions.
+
 **Traversals** (`TRAVERSALS`): "index" judges the features one by one in index order;
 "sensitivity" (the default, as VeriX) one by one in the sensitivity order below; "quickxplain"
 (VeriX+'s binary search) judges blocks of the sensitivity order, starting from the whole order:
@@ -24,8 +30,13 @@ one question asks whether every feature of the block can leave at once (AXp: F �
 S \\ block free); yes → they all leave; no → the block's two halves are judged in turn (a single
 feature that cannot leave stays). Since the properties are closed upwards, a block leaves only
 when each of its features would have left one by one, so the answer is the sensitivity
-traversal's, in fewer questions where most features leave. A question asked again (a block's
-second half, once its first half left, has its parent's free set) takes the earlier answer.
+traversal's, in fewer questions where most features leave; where most stay, each block that cannot
+leave costs a question of its own, up to about twice one per feature, so sensitivity stays the
+default (bench/results/traversals.md compares them). A question asked again (a block's
+second half, once its first half left, has its parent's free set; the AXp's last feature one by
+one, once every other one left, the first question's) takes the earlier answer. The AXp's first
+question is quickxplain's first block: the sequential traversals record it as a block of the
+whole order ("removed": the answer ∅; "split": some y flips, the features come one by one next).
 
 **Order** (deterministic, exact): feature i's sensitivity is the smallest margin of p(x) over the
 two points x with x_i set to l_i and to u_i (the box's ends), computed exactly (`cardinal.exact`;
@@ -74,7 +85,9 @@ class Step:
     set), "kept", or "undecided" — and the
     `engine` that decided it (shortcut, enumerate, exact-milp, z3, definition) or why none did.
     `block` [k]: the features judged together (quickxplain: "removed" removes them all, "split"
-    — the block's question flipped — judges its halves next); (feature,) for a single one."""
+    — the block's question flipped — judges its halves next; index and sensitivity: the AXp's
+    first question, the whole order, "split" or "undecided" judges the features one by one next);
+    (feature,) for a single one."""
 
     feature: int | None
     verdict: str
@@ -178,6 +191,8 @@ class _Run:
                 return self._result(order, NONE_EXISTS)
             self.chosen, self.witness = everything, first.witness
         blocks = [order] if self.traversal == "quickxplain" else [(i,) for i in order]
+        if self.abductive and self.traversal != "quickxplain" and len(order) > 1:
+            blocks = self._everything_free(order)
         try:
             while blocks:
                 blocks[:0] = self._judge(blocks.pop(0))
@@ -205,6 +220,18 @@ class _Run:
         verdict = "removed" if leaves else "kept" if len(block) == 1 else "split"
         self.steps.append(Step(block[0] if len(block) == 1 else None, verdict, flip.note, block))
         return [] if leaves or len(block) == 1 else [block[: len(block) // 2], block[len(block) // 2 :]]
+
+    def _everything_free(self, order: tuple[int, ...]) -> list[tuple[int, ...]]:
+        """The AXp's first question in a sequential traversal: can every feature be freed at once?
+        Returns the blocks still to judge: none (no y flips: every feature left, the AXp is ∅), else
+        each feature of `order` alone — after a flip, or where no engine decided (a limit: the
+        traversal goes on as if it had not been asked; its step stays "undecided")."""
+        try:
+            if not self._judge(order):
+                return []
+        except _Undecided:
+            pass
+        return [(i,) for i in order]
 
     def _ask(self, feature: int | None, free: frozenset[int]) -> Flip:
         """The CXp's first question: does some y, equal to x off `free` (every feature), flip?"""

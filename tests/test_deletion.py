@@ -173,9 +173,11 @@ def test_the_order_is_least_sensitive_first_ties_by_index(oracle) -> None:
     problem = Problem.make(net, np.full(4, 0.5), "abductive", Domain.unit(4), 0.0)
     answer = deletion(problem, oracle, 30.0)
     assert answer.order == (1, 3, 2, 0)
-    assert [step.feature for step in answer.steps] == [1, 3, 2, 0]
+    # first every feature free at once (f reaches −3.5: "split"), then one by one
+    assert [step.feature for step in answer.steps] == [None, 1, 3, 2, 0]
+    assert answer.steps[0].block == (1, 3, 2, 0)
     # f(x) = 1.5; free 1 and 3: f ≥ 0.5 > 0, removed; with 2 too f reaches −0.5, with 0 −1: kept
-    assert [step.verdict for step in answer.steps] == ["removed", "removed", "kept", "kept"]
+    assert [step.verdict for step in answer.steps] == ["split", "removed", "removed", "kept", "kept"]
     assert answer.features == (0, 2)
 
 
@@ -201,7 +203,99 @@ def test_quickxplain_gives_the_sequential_answer_of_its_order(classes: int, kind
                 assert check_witness(problem, frozenset(blocks.features), blocks.witness)[0] is True
             by_index = deletion(problem, oracle, 30.0, "index")
             assert by_index.order == tuple(range(n))
-            assert [step.feature for step in by_index.steps if step.block] == list(range(n))
+            singles = [step.feature for step in by_index.steps if len(step.block) == 1]
+            assert singles == list(range(n))  # an AXp's first question, every feature, before them
+
+
+def _sequential_reference(problem: Problem, order: tuple[int, ...]) -> tuple[int, ...] | None:
+    """Deletion one feature at a time in `order` as it was before the first question asked every
+    feature at once, each step decided by brute force over the cube's vertices (no code shared
+    with `solvers.deletion`); None where no CXp exists."""
+    n = problem.n
+    if problem.kind == "contrastive" and not vertex_valid(problem, tuple(range(n))):
+        return None
+    kept = set(range(n))
+    for i in order:
+        if vertex_valid(problem, tuple(sorted(kept - {i}))):
+            kept.remove(i)
+    return tuple(sorted(kept))
+
+
+@pytest.mark.parametrize(("classes", "monotone"), CASES)
+@pytest.mark.parametrize("kind", ["contrastive", "abductive"])
+def test_the_cheap_question_first_changes_no_answer(classes: int, monotone: bool, kind: str, oracle) -> None:
+    """Every traversal's answer is the one-by-one deletion of its order decided by brute force
+    (the answers before the first question "can every feature be freed?"); where that settles it
+    (AXp ∅: p constant on the cube; no CXp) the answer comes in one question, the AXp ∅ with every
+    feature removed and no witness, as the traversals gave it. Each network also comes with p
+    made constant on the cube (float64 over its vertices, with a margin of 1): K = 1, the threshold
+    below f's least value; K = 3, class 0's bias raised above every other class."""
+    n, settled, traversed = 6, 0, 0
+    domain = Domain.boolean(n)
+    vertices = np.array(list(itertools.product([0.0, 1.0], repeat=n)))
+    for seed in range(3):
+        net = _network(30 + seed, n, classes, monotone)
+        outputs = net.forward(vertices).numpy().reshape(len(vertices), -1)
+        if classes == 1:
+            variants = [(net, _threshold(net)), (net, math.floor(float(outputs.min())) - 1.0)]
+        else:
+            *hidden, last = net.layers
+            bias = last.bias.copy()
+            bias[0] += math.ceil(float((outputs[:, 1:].max(axis=1) - outputs[:, 0]).max())) + 1.0
+            variants = [(net, None), (Network([*hidden, Layer(last.weight, bias, last.activation)]), None)]
+        for net, threshold in variants:
+            for x in _inputs(net, True, seed, far=True):
+                problem = Problem.make(net, x, kind, domain, threshold)
+                answers = {traversal: deletion(problem, oracle, 30.0, traversal) for traversal in TRAVERSALS}
+                assert answers["index"].order == tuple(range(n))
+                assert answers["quickxplain"].order == answers["sensitivity"].order
+                for traversal, answer in answers.items():
+                    reference = _sequential_reference(problem, answer.order)
+                    assert answer.traversal == traversal
+                    if reference is None:
+                        assert (answer.status, answer.features, answer.witness) == (NONE_EXISTS, None, None)
+                    else:
+                        assert answer.status == SUBSET_MINIMAL, answer.note
+                        assert answer.features == reference, traversal
+                    assert answer.queries == len([s for s in answer.steps if s.engine not in ("definition", ASKED_BEFORE)])
+                    if reference is None or (reference == () and kind == "abductive"):
+                        assert answer.queries == 1 and len(answer.steps) == 1, traversal
+                        settled += 1
+                    else:
+                        assert traversal == "quickxplain" or answer.queries <= n + 1
+                        traversed += 1
+                    if reference == () and kind == "abductive":
+                        assert answer.witness is None and answer.removed == frozenset(range(n))
+                        assert answer.steps[0].verdict == "removed" and answer.steps[0].block == answer.order
+    assert settled > 0 and traversed > 0, (settled, traversed)
+
+
+class _UndecidedFirst(SetOracle):
+    """An oracle that leaves the question with every feature free undecided, as at a time limit."""
+
+    def flip(self, problem: Problem, free: frozenset[int], time_limit: float) -> Flip:
+        if len(free) == problem.n:
+            return Flip(None, None, "exact-milp: timeout")
+        return super().flip(problem, free, time_limit)
+
+
+@pytest.mark.parametrize("traversal", ["index", "sensitivity"])
+def test_an_undecided_first_question_leaves_the_axp_traversal_to_answer(traversal: str, oracle) -> None:
+    """The AXp's first question (every feature free) undecided: the sequential traversal goes on
+    and gives the answer it gives when that question is decided, in one more question at most
+    (the last feature's question, which a decided first question answers, is asked)."""
+    n = 6
+    for seed in range(2):
+        net = _network(seed, n, 3, False)
+        for x in _inputs(net, True, seed):
+            problem = _problem(net, x, "abductive", Domain.boolean(n))
+            decided = deletion(problem, oracle, 30.0, traversal)
+            with _UndecidedFirst() as undecided:
+                answer = deletion(problem, undecided, 30.0, traversal)
+            assert answer.status == SUBSET_MINIMAL and answer.features == decided.features
+            assert answer.features == _sequential_reference(problem, answer.order)
+            assert answer.steps[0].verdict == "undecided" and answer.steps[0].block == answer.order
+            assert decided.queries <= answer.queries <= decided.queries + 1
 
 
 def test_an_unknown_traversal_is_refused(oracle) -> None:
@@ -293,7 +387,10 @@ def test_folding_the_pinned_features_keeps_the_first_layer_exactly() -> None:
         y = rng.random(7)
         (weight, bias), *_ = linear_bound._pinned_folded(weights, Dyadic.from_floats(y[~free]), free)
         folded = (weight @ Dyadic.from_floats(y[free]) + bias).fractions()
-        whole = [sum(Fraction(w) * Fraction(v) for w, v in zip(row, y, strict=True)) + Fraction(b) for row, b in zip(layer.weight, layer.bias, strict=True)]
+        whole = [
+            sum(Fraction(w) * Fraction(v) for w, v in zip(row, y, strict=True)) + Fraction(b)
+            for row, b in zip(layer.weight, layer.bias, strict=True)
+        ]
         assert list(folded) == whole
 
 
@@ -335,7 +432,9 @@ def test_an_undecided_step_gives_no_answer(kind: str, after: int) -> None:
         answer = deletion(problem, undecided, 30.0)
     assert answer.status == UNKNOWN
     assert answer.features is None and answer.witness is None
-    assert answer.steps[-1].verdict == "undecided" and len(answer.steps) == after + 1
+    # an AXp's first question (every feature free) undecided: the traversal goes on to the next
+    first_goes_on = kind == "abductive" and after == 0
+    assert answer.steps[-1].verdict == "undecided" and len(answer.steps) == after + 1 + first_goes_on
     assert "undecided (z3: timeout)" in answer.note
 
 
