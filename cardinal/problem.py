@@ -158,6 +158,10 @@ class Proved:
         return None if self.lower is None or self.lower < 1 else self.lower - 1
 
 
+def _larger(bound: int, other: int | None) -> int:
+    return bound if other is None else max(bound, other)
+
+
 class MissingSolutionError(CardinalError, LookupError):
     """Asked for the explanation of an outcome that has none."""
 
@@ -173,7 +177,11 @@ class Outcome:
     MILP. `replayed`: the returned set (or the none-exists claim) was confirmed in exact
     arithmetic. A REFUTED or UNCONFIRMED outcome keeps the status it claimed in `claimed` (and
     the set it claimed in `solution`: the record of a claim, not an answer), the reason in
-    `message`.
+    `message`. `lower`: an exact lower bound on the minimum explanation's size — no explanation of
+    this kind has fewer features — that an exact backend proved during this call, whatever its
+    status (a call stopped at its limit included); None where none was proved. A float backend's
+    outcome never carries one (`solvers.base.BaseSolver.outcome`), and `proves` reads it only from
+    an exact, unrefuted outcome. Where the message states "exact lower bound N", `lower` is N.
     """
 
     status: Status
@@ -186,6 +194,7 @@ class Outcome:
     replayed: bool = False
     message: str = ""
     claimed: Status | None = None
+    lower: int | None = None  # an exact lower bound proved during the call (class docstring)
     # the points behind an implicit hitting-set loop's contrastive sets (where it proved a minimum AXp
     # or none within k): each the (feature, value) pairs where a point of the box that flips p(x)
     # differs from x — a certificate's lemmas (`solvers.proof_hitting`); not in `to_json`
@@ -222,26 +231,29 @@ class Outcome:
         with the bound `at_most` (None: the minimum): NONE_EXISTS from an exact backend or
         replayed exactly → none exists; an exact backend's NONE_WITHIN → nothing below
         `at_most` + 1 (n + 1 without a bound); its OPTIMAL with the set replayed → nothing below
-        the set's size. Nothing else — a float solver's claim, a limit, a refuted claim — proves
-        anything. The one place that says what a status proves: `proved`, certify's `judge`,
-        `solvers.base.exact_claim` and `verify.proofs.claim_of` read it."""
+        the set's size; besides, an exact backend's `lower` (any status but REFUTED: a call
+        stopped at its limit, FEASIBLE, OPTIMAL without the replay, ...) → nothing below it, the
+        larger of the two bounds where both hold. Nothing else — a float solver's claim, a limit
+        without `lower`, a refuted claim — proves anything. The one place that says what a status
+        proves: `proved`, certify's `judge`, `solvers.base.exact_claim` and
+        `verify.proofs.claim_of` read it."""
         if self.status == Status.NONE_EXISTS and (self.exact or self.replayed):
             return Proved(none_exists=True)
-        if not self.exact:
+        if not self.exact or self.status == Status.REFUTED:
             return Proved()
         if self.status == Status.NONE_WITHIN:
-            return Proved(lower=(n if at_most is None else at_most) + 1)
+            return Proved(lower=_larger((n if at_most is None else at_most) + 1, self.lower))
         if self.status == Status.OPTIMAL and self.replayed and self.solution is not None:
-            return Proved(lower=len(self.solution))
-        return Proved()
+            return Proved(lower=_larger(len(self.solution), self.lower))
+        return Proved(lower=self.lower)
 
     @property
     def proved(self) -> bool:
         """Whether this outcome is an exact proof of what it claims (`proves` decides something,
         from an exact backend): an exact backend's none_within or none_exists, or its optimal
-        with the set replayed in exact arithmetic. A float MILP's claim never is, whatever it
-        says."""
-        return self.exact and self.proves(0, None).decided  # whether it decides, not the bound
+        with the set replayed in exact arithmetic (not a bound in `lower` alone: a call stopped
+        at its limit claims nothing). A float MILP's claim never is, whatever it says."""
+        return self.exact and replace(self, lower=None).proves(0, None).decided  # whether it decides, not the bound
 
     @property
     def evidence(self) -> Evidence:
@@ -282,6 +294,8 @@ class Outcome:
             document["raw_status"] = self.raw_status
         if self.message:
             document["message"] = self.message
+        if self.lower is not None:
+            document["lower"] = self.lower
         return document
 
 

@@ -68,7 +68,10 @@ class BaseSolver:
         self.close()
 
     def outcome(self, status: Status, started: float, **fields: Any) -> Outcome:
-        """An Outcome stamped with this backend's name, exactness and the seconds since `started`."""
+        """An Outcome stamped with this backend's name, exactness and the seconds since `started`.
+        A `lower` bound is kept only from an exact backend (`Outcome.lower`)."""
+        if not self.exact:
+            fields.pop("lower", None)
         return Outcome(status, self.name, time.perf_counter() - started, exact=self.exact, **fields)
 
     def unmoved(self, problem: Problem, started: float) -> Outcome | None:

@@ -79,11 +79,12 @@ def minimum_by_covering(
         return HittingResult(Status.ERROR, None, cover.calls, str(error))
     except OracleTimeout:
         status, kept = stopped(tuple(i for i in range(problem.n) if i not in cover.free), at_most)
-        return HittingResult(status, kept, cover.calls, cover.summary())
+        lower = cover.disjoint()
+        return HittingResult(status, kept, cover.calls, f"{cover.summary()}; exact lower bound {lower}", lower=lower)
     axp = tuple(i for i in range(problem.n) if i not in free)
     if at_most is not None and len(axp) > at_most:
-        return HittingResult(Status.NONE_WITHIN, None, cover.calls, cover.summary())
-    return HittingResult(Status.OPTIMAL, axp, cover.calls, cover.summary())
+        return HittingResult(Status.NONE_WITHIN, None, cover.calls, cover.summary(), lower=len(axp))
+    return HittingResult(Status.OPTIMAL, axp, cover.calls, cover.summary(), lower=len(axp))
 
 
 class _PutOff(OutOfTime):
@@ -113,6 +114,15 @@ class _Covering:
         if self.level:
             left = f"; level {self.level}: {self.sets.count(self.level)} of {math.comb(self.problem.n, self.level)} subsets left"
         return f"{len(self.found)} contrastive sets, {self.batches} batches{left}"
+
+    def disjoint(self) -> int:
+        """A lower bound on every AXp's size: D's picked greedily, smallest first, that share no
+        feature (every AXp hits every D)."""
+        used = count = 0
+        for mask in sorted(self.found, key=int.bit_count):
+            if not mask & used:
+                used, count = used | mask, count + 1
+        return count
 
     def flip(self, free: frozenset[int], patient: bool = False) -> np.ndarray | None:
         """The exact oracle (a point [n] that flips, or None). Unless `patient`, a question gets

@@ -54,7 +54,8 @@ class Cvc5Solver(BaseSolver):
         if problem.kind == "abductive" and not problem.monotone:
             query = _Query(replace(problem, kind="contrastive"))  # the free box, asked with assumptions
             result = hitting.minimum_abductive(problem, query.find_flip, at_most, deadline, self.supply)
-            fields = {"solution": result.solution, "raw_status": query.raw, "message": result.message, "lemmas": result.lemmas}
+            fields = {"solution": result.solution, "raw_status": query.raw, "message": result.message, "lemmas": result.lemmas,
+                      "lower": result.lower}
             return self.outcome(result.status, started, **fields)
         return self.outcome(**_descend(_Query(problem), at_most, deadline), started=started)
 

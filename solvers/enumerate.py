@@ -166,7 +166,7 @@ class _Search:
                 try:
                     found, undecided = self._scan(base, target, level)
                 except _OutOfTime:
-                    return {"status": Status.TIMEOUT}
+                    return {"status": Status.TIMEOUT, **_proved_below(level if upwards and clear_below else 1)}
                 if found is not None and (level == 1 or (upwards and clear_below)):
                     return self._fields(Status.OPTIMAL, found, base, target)
                 if found is not None:
@@ -190,7 +190,7 @@ class _Search:
                 found, undecided = self._scan(base, target, level)
             except _OutOfTime:
                 status, kept = stopped(best, None)
-                return self._fields(status, kept, base, target)
+                return self._fields(status, kept, base, target, **_proved_below(low))
             if found is not None and level == low:
                 return self._fields(Status.OPTIMAL, found, base, target)
             if found is not None:
@@ -199,7 +199,7 @@ class _Search:
                 message = f"undecided rows of size {level} (smooth margin)"
                 if best is None:
                     return {"status": Status.ERROR, "message": message}
-                return self._fields(Status.FEASIBLE, best, base, target, message=message)
+                return self._fields(Status.FEASIBLE, best, base, target, message=message, **_proved_below(low))
             elif level == low:
                 low += 1
             else:
@@ -214,7 +214,7 @@ class _Search:
             try:
                 found, undecided = self._scan(x, toggled, k)
             except _OutOfTime:
-                return {"status": Status.TIMEOUT}
+                return {"status": Status.TIMEOUT, **_proved_below(k)}
             if found is not None:
                 return self._fields(Status.OPTIMAL, found, x, toggled)
             if undecided:
@@ -247,8 +247,16 @@ class _Search:
         if upper == lower:
             return {"status": Status.OPTIMAL, "solution": solution}
         if upper <= limit and at_most is not None:
-            return {"status": Status.FEASIBLE, "solution": solution, "message": "undecided rows (smooth margin)"}
-        return {"status": Status.ERROR, "message": f"minimum between {lower} and {upper}: undecided rows (smooth margin)"}
+            message = "undecided rows (smooth margin)"
+            return {"status": Status.FEASIBLE, "solution": solution, "message": message, **_proved_below(lower)}
+        message = f"minimum between {lower} and {upper}: undecided rows (smooth margin)"
+        return {"status": Status.ERROR, "message": message, **_proved_below(lower)}
+
+
+def _proved_below(low: int) -> dict:
+    """The outcome field `lower` where the levels below `low` hold no explanation (at least level 1
+    proved), else none."""
+    return {"lower": low} if low > 1 else {}
 
 
 def _subset_or(values: torch.Tensor, n: int) -> torch.Tensor:

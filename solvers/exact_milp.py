@@ -100,7 +100,7 @@ from .attack import flipping_point
 from .base import BaseSolver
 from .covering import minimum_by_covering
 from .encode import MilpModel, encode, refusing_unencodable
-from .guard import report_incumbent
+from .guard import report_incumbent, report_lower
 from .highs import highs_lp, new_highs
 from .highs import optimize as highs_optimize
 from .hitting import OracleTimeout, Screened, shrink_witness
@@ -382,6 +382,11 @@ class _Minimum(_Search):
         self.floor = 0  # proved: no explanation of `floor` features or fewer (the empty set is none)
         self.best: tuple[int, ...] | None = None
         self.witness: tuple[float, ...] | None = None
+
+    @property
+    def proved_lower(self) -> int | None:
+        """The exact lower bound the levels proved (`Outcome.lower`): `floor` + 1; None where none was proved."""
+        return self.floor + 1 if self.floor else None
 
     def limit(self, lower: np.ndarray, upper: np.ndarray) -> float:
         if self.monotone:
@@ -740,7 +745,8 @@ class ExactMilpSolver(BaseSolver):
                 return self.outcome(Status.ERROR, started, message=str(error))
             except OracleTimeout:
                 status, kept = stopped(search.best, at_most)
-                return self.outcome(status, started, solution=kept, witness=search.witness if kept else None)
+                fields = {"solution": kept, "witness": search.witness if kept else None, "lower": search.proved_lower}
+                return self.outcome(status, started, **fields)
             try:
                 finished = by_sets or _by_class(search)
             except Unproved as error:  # a level's point, asked after a new incumbent, failed the exact check
@@ -753,7 +759,8 @@ class ExactMilpSolver(BaseSolver):
         best, witness = search.best, search.witness
         if not finished:
             status, kept = stopped(best, at_most)
-            return self.outcome(status, started, solution=kept, witness=witness if kept else None, message=message)
+            fields = {"solution": kept, "witness": witness if kept else None, "message": message, "lower": search.proved_lower}
+            return self.outcome(status, started, **fields)
         if search.open:
             return self._decide_open(problem, search, at_most, started, deadline)
         if best is not None:
@@ -795,7 +802,7 @@ class ExactMilpSolver(BaseSolver):
         message += ": no proof" + ("" if decided is None else f" (z3: {decided.status.value})")
         if best is None:
             return self.outcome(Status.ERROR, started, message=message)
-        return self.outcome(Status.FEASIBLE, started, solution=best, witness=witness, message=message)
+        return self.outcome(Status.FEASIBLE, started, solution=best, witness=witness, message=message, lower=search.proved_lower)
 
     def _hitting_sets(self, problem: Problem, at_most: int | None, started: float, deadline: float) -> Outcome:
         """Minimum AXp of a non-monotone network by covering (`solvers.covering`; past its features,
@@ -806,7 +813,8 @@ class ExactMilpSolver(BaseSolver):
         except OpenLeaves as error:
             return self.outcome(Status.ERROR, started, message=f"flip search: {error}")
         message = f"{result.oracle_calls} oracle calls ({oracle.summary()})" + (f"; {result.message}" if result.message else "")
-        return self.outcome(result.status, started, solution=result.solution, message=message, lemmas=result.lemmas)
+        fields = {"solution": result.solution, "message": message, "lemmas": result.lemmas, "lower": result.lower}
+        return self.outcome(result.status, started, **fields)
 
 
 def flip_point(problem: Problem, free: frozenset[int], deadline: float, split: bool = True) -> np.ndarray | None:
@@ -914,7 +922,9 @@ def _by_levels(problem: Problem, search: _Minimum, deadline: float, early: bool 
         levels = by_levels(problem, ask, below, deadline, search.floor)
     except OpenLeaves:
         return False
-    search.floor = max(search.floor, levels.proved)
+    if levels.proved > search.floor:
+        search.floor = levels.proved
+        report_lower(search.floor + 1)  # a guarded call stopped from outside keeps it (`_Minimum.proved_lower`)
     if levels.point is not None:
         search.examine_point(levels.point)
     return levels.point is not None or levels.proved >= search.cutoff

@@ -99,6 +99,7 @@ zygote_main(control, serving)
 
 Incumbent = tuple[tuple[int, ...], tuple[float, ...] | None]  # (features, witness point [n] or None)
 _incumbent_hook: Callable[[Incumbent], None] | None = None  # set in a child: sends to the caller
+_lower_hook: Callable[[int], None] | None = None  # set in a child: sends to the caller
 
 
 def report_incumbent(features: Iterable[int], witness: Iterable[float] | None = None) -> None:
@@ -107,6 +108,14 @@ def report_incumbent(features: Iterable[int], witness: Iterable[float] | None = 
     elsewhere this does nothing."""
     if _incumbent_hook is not None:
         _incumbent_hook((tuple(int(i) for i in features), None if witness is None else tuple(float(v) for v in witness)))
+
+
+def report_lower(lower: int) -> None:
+    """For exact backends: an exact lower bound on the minimum explanation's size proved so far
+    (`Outcome.lower`). A guarded call stopped at its limit answers with the largest one reported
+    (kept only from an exact backend); elsewhere this does nothing."""
+    if _lower_hook is not None:
+        _lower_hook(int(lower))
 
 
 STARTUP_WAIT = 60.0  # seconds a caller may wait, before its first call, for a solver process to start
@@ -193,6 +202,8 @@ class GuardedSolver:
         self.close()
 
     def outcome(self, status: Status, started: float, **fields: Any) -> Outcome:
+        if not self.exact:  # as `solvers.base.BaseSolver.outcome`: a bound only from an exact backend
+            fields.pop("lower", None)
         return Outcome(status, self.name, time.perf_counter() - started, exact=self.exact, **fields)
 
     def solve(self, problem: Problem, at_most: int | None, time_limit: float) -> Outcome:
@@ -205,6 +216,7 @@ class GuardedSolver:
         if child is None:
             return self._stopped(started, time_limit, at_most, None, starting=True)
         incumbent: Incumbent | None = None
+        lower: int | None = None  # the largest exact lower bound reported (`report_lower`)
         try:
             network = None if child.network is not None and child.network() is problem.net else problem.net
             fields = (problem.x, problem.kind, problem.domain, problem.threshold, problem.epsilon, problem.prediction)
@@ -213,8 +225,11 @@ class GuardedSolver:
             while True:
                 if not _wait(child.connection, deadline):
                     self._replace()
-                    return self._stopped(started, time_limit, at_most, incumbent)
+                    return self._stopped(started, time_limit, at_most, incumbent, lower=lower)
                 kind, payload = child.connection.recv()
+                if kind == "lower":
+                    lower = payload if lower is None else max(lower, payload)
+                    continue
                 if kind != "incumbent":
                     break
                 incumbent = payload
@@ -234,24 +249,34 @@ class GuardedSolver:
         return self._ready(until) is not None
 
     def _stopped(
-        self, started: float, time_limit: float, at_most: int | None, incumbent: Incumbent | None, starting: bool = False
+        self,
+        started: float,
+        time_limit: float,
+        at_most: int | None,
+        incumbent: Incumbent | None,
+        starting: bool = False,
+        lower: int | None = None,
     ) -> Outcome:
         """The outcome of a call stopped at its limit, as `cardinal.problem.stopped` says for every
         backend: FEASIBLE with the last explanation reported when it lies within `at_most` (any
-        reported one without a bound), else TIMEOUT with no set. `starting`: its solver process
-        was not up yet."""
+        reported one without a bound), else TIMEOUT with no set; with `lower`, the largest exact
+        lower bound reported (`report_lower`; an exact backend's only). `starting`: its solver
+        process was not up yet."""
         message = f"stopped from outside at the time limit ({time_limit:g} s)"
         if starting:
             message += ": the solver process was still starting"
             return self.outcome(Status.TIMEOUT, started, raw_status="not started", message=message)
+        if lower is not None and self.exact:
+            message += f"; exact lower bound {lower}"
         if incumbent is None:
-            return self.outcome(Status.TIMEOUT, started, raw_status="killed", message=message)
+            return self.outcome(Status.TIMEOUT, started, raw_status="killed", message=message, lower=lower)
         status, features = stopped(incumbent[0], at_most)  # as a backend that stops itself answers
         if features is None:
             message += f"; the best set found before has {len(incumbent[0])} features, more than {at_most}"
-            return self.outcome(status, started, raw_status="killed", message=message)
+            return self.outcome(status, started, raw_status="killed", message=message, lower=lower)
         message += "; the best set found before"
-        return self.outcome(status, started, solution=features, witness=incumbent[1], raw_status="killed", message=message)
+        fields = {"solution": features, "witness": incumbent[1], "raw_status": "killed", "message": message, "lower": lower}
+        return self.outcome(status, started, **fields)
 
     def _ready(self, deadline: float) -> _Child | None:
         """The live child, once started: None if it is not by `deadline` (a perf_counter value).
@@ -632,13 +657,16 @@ def _read(control: socket.socket, size: int) -> bytes | None:
 def _serve(connection: Connection, factory: type, options: dict[str, Any]) -> None:
     """A child: answer (network or None: the last one, the problem's other fields, at_most, time
     limit, start) requests until the connection closes."""
-    global _incumbent_hook
+    global _incumbent_hook, _lower_hook
     backend = factory(**options)
 
     def send(incumbent: Incumbent) -> None:
         connection.send(("incumbent", incumbent))
 
-    _incumbent_hook = send
+    def send_lower(lower: int) -> None:
+        connection.send(("lower", lower))
+
+    _incumbent_hook, _lower_hook = send, send_lower
     net: Network | None = None
     while True:
         try:

@@ -52,7 +52,7 @@ from cardinal.problem import Problem, Status, stopped
 from . import linear_bound, relaxed_axp, reset_bound
 from .attack import first_order_moves, flipping_points, scores
 from .deletion import SUBSET_MINIMAL, UNKNOWN, deletion
-from .guard import report_incumbent
+from .guard import report_incumbent, report_lower
 from .oracle import Flip, check_witness
 
 SEED_AFTER = 5.0  # seconds of the loop before it asks about `_seed`'s set (most small problems end sooner)
@@ -85,7 +85,10 @@ class HittingResult:
     oracle_calls: int
     message: str = ""
     witness: tuple[float, ...] | None = None  # `minimum_contrastive`: the point that flips [n]
-    lower: int = 0  # `minimum_abductive`: exact, no AXp has fewer features (its size where OPTIMAL)
+    # `minimum_abductive`, `solvers.covering`: no AXp has fewer features, from exact evidence alone
+    # (contrastive sets replayed exactly; its size where OPTIMAL); None: no bound. A backend's
+    # outcome carries it as `Outcome.lower` (kept from exact backends only)
+    lower: int | None = None
     lemmas: Lemmas = ()  # `minimum_abductive`, OPTIMAL or NONE_WITHIN: the points behind its sets (`HittingSets`)
 
 
@@ -141,7 +144,9 @@ def _abductive_loop(
             if timed_out:
                 return stop()
             floor, best, proved = _by_reset(problem, find_flip, best, supply, deadline)
-            lower = max(lower, floor + 1)
+            if floor + 1 > lower:
+                lower = floor + 1
+                report_lower(lower)  # a guarded call stopped from outside keeps it
             lemmas = tuple(contrastive_sets.lemmas)
             if best is not None and (proved or len(best) <= lower):
                 return HittingResult(Status.OPTIMAL, tuple(sorted(best)), calls, lower=len(best), lemmas=lemmas)
@@ -160,7 +165,10 @@ def _abductive_loop(
                 if best is None:
                     return HittingResult(Status.NONE_WITHIN, None, calls, lower=(limit or 0) + 1, lemmas=lemmas)
                 return HittingResult(Status.OPTIMAL, tuple(sorted(best)), calls, lower=len(best), lemmas=lemmas)
-            lower, exact = max(lower, len(candidate)), True
+            if len(candidate) > lower:
+                lower = len(candidate)
+                report_lower(lower)
+            exact = True
         if candidate == features:  # nothing free: y = x, which cannot flip (no float oracle asked)
             y = None
         elif found := supply.sets(features - candidate, deadline):  # small sets by the gradient search: no oracle asked

@@ -174,7 +174,7 @@ class Z3Solver(BaseSolver):
                 return _descend(encoding.check, problem.n, at_most, None, deadline)
             result = hitting.minimum_abductive(problem, encoding.find_flip, at_most, deadline, self.supply)
             return {"status": result.status, "solution": result.solution, "raw_status": encoding.raw, "message": result.message,
-                    "lemmas": result.lemmas}
+                    "lemmas": result.lemmas, "lower": result.lower}
         flips = problem.flips(problem.counterpoint)
         if problem.kind == "contrastive" and flips is None:
             return {"status": Status.ERROR, "message": "p(x') is undecided (smooth margin): whether any CXp exists is unknown"}
