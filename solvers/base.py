@@ -366,7 +366,7 @@ def _with_certificate(problem: Problem, outcome: Outcome, at_most: int | None, p
     k = exact_claim(problem, outcome, at_most)
     if k is None:
         return outcome.noted("no certificate: no exact 'nothing smaller' claim")
-    found = search(problem, k, time.perf_counter() + time_limit, hints=outcome.lemmas)
+    found = search(problem, k, time.perf_counter() + time_limit, hints=outcome.lemmas, trees=outcome.subset_trees)
     if found.certificate is None:
         return outcome.noted(f"no certificate: {found.reason}")
     text = json.dumps(found.certificate, separators=(",", ":")) + "\n"
