@@ -100,8 +100,9 @@ def _level(
                     raise Unproved(f"a flip oracle's point {reason}")
                 return shrink_points(problem, y[None, :])[0]
         if trees is not None:
+            recorded += [None] * (len(chunk) - len(recorded))  # a splitter that records nothing: no trees
             for free, answer, found in zip(chunk, answers, recorded, strict=True):
                 moved = np.isin(np.arange(problem.n), sorted(free))
                 lo, hi = np.where(moved, problem.domain.lower, problem.x), np.where(moved, problem.domain.upper, problem.x)
-                trees.append((tuple(sorted(free)), None if answer is not None else tree(found, lo, hi)))
+                trees.append((tuple(sorted(free)), None if answer is not None or found is None else tree(found, lo, hi)))
     return None  # every subset answered (the splitting and the oracle raise `OracleTimeout` at the deadline)
