@@ -199,6 +199,11 @@ class Outcome:
     # or none within k): each the (feature, value) pairs where a point of the box that flips p(x)
     # differs from x — a certificate's lemmas (`solvers.proof_hitting`); not in `to_json`
     lemmas: tuple[tuple[tuple[int, float], ...], ...] = field(default=(), repr=False)
+    # the proof an engine found of "no CXp of at most j features", per level j: each j-subset
+    # (increasing features) and the tree of method subset-split that proved it (None where another
+    # argument did) — written into a certificate without a search (`solvers.proof.from_outcome`);
+    # the exact MILP's levels by splitting (`solvers.levels`); not in `to_json`
+    subset_trees: dict[int, list[tuple[tuple[int, ...], Any]]] = field(default_factory=dict, repr=False)
 
     @property
     def has_solution(self) -> bool:

@@ -380,6 +380,7 @@ class _Minimum(_Search):
         self.attacked: set[frozenset[int]] = set()
         self.cutoff = min(cutoff, n)
         self.floor = 0  # proved: no explanation of `floor` features or fewer (the empty set is none)
+        self.trees: dict[int, list] = {}  # the levels' proofs (`levels.Levels.trees`, `Outcome.subset_trees`)
         self.best: tuple[int, ...] | None = None
         self.witness: tuple[float, ...] | None = None
 
@@ -763,11 +764,12 @@ class ExactMilpSolver(BaseSolver):
             return self.outcome(status, started, **fields)
         if search.open:
             return self._decide_open(problem, search, at_most, started, deadline)
+        trees = search.trees
         if best is not None:
-            return self.outcome(Status.OPTIMAL, started, solution=best, witness=witness, message=message)
+            return self.outcome(Status.OPTIMAL, started, solution=best, witness=witness, message=message, subset_trees=trees)
         if at_most is None:
             return self.outcome(Status.NONE_EXISTS, started, message=message)
-        return self.outcome(Status.NONE_WITHIN, started, message=message)
+        return self.outcome(Status.NONE_WITHIN, started, message=message, subset_trees=trees)
 
     def _smallest_flip(self, problem: Problem, flipping: np.ndarray, at_most: int | None, started: float) -> Outcome:
         """The minimum CXp from every flipping vertex [m, n] of a binary box (all decided exactly)."""
@@ -925,6 +927,7 @@ def _by_levels(problem: Problem, search: _Minimum, deadline: float, early: bool 
     if levels.proved > search.floor:
         search.floor = levels.proved
         report_lower(search.floor + 1)  # a guarded call stopped from outside keeps it (`_Minimum.proved_lower`)
+    search.trees.update(levels.trees)
     if levels.point is not None:
         search.examine_point(levels.point)
     return levels.point is not None or levels.proved >= search.cutoff

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -27,7 +28,7 @@ from cardinal.problem import Problem
 
 from .hitting import FlipOracle, shrink_points
 from .oracle import check_witness
-from .split import BoxSplitter, OutOfNodes
+from .split import BoxSplitter, OutOfNodes, tree
 
 LEVEL_MOST = 3  # the largest level asked (a 4-feature level took 34 s at 28 features, and minutes at 16)
 LEVEL_SETS = 4_000  # the most j-subsets a level may have (C(28, 3) = 3,276)
@@ -46,6 +47,9 @@ class Levels:
 
     proved: int
     point: np.ndarray | None
+    # per level proved here: each j-subset (increasing features) and the splitting search's tree
+    # that proved it (method subset-split's SNODE, `split.tree`), None where the oracle decided it
+    trees: dict[int, list[tuple[tuple[int, ...], dict[str, Any] | None]]] = field(default_factory=dict)
 
 
 def fits(n: int, below: int) -> bool:
@@ -62,23 +66,30 @@ def by_levels(problem: Problem, find_flip: FlipOracle, below: int, deadline: flo
     for the subsets the splitting search leaves; raises `OracleTimeout` at the deadline and
     `Unproved` when the oracle's point fails."""
     splitter = BoxSplitter(problem)
+    trees: dict[int, list[tuple[tuple[int, ...], dict[str, Any] | None]]] = {}
     for j in range(proved + 1, below):
         if not fits(problem.n, j + 1):
             break
-        point = _level(problem, j, splitter, find_flip, deadline)
+        trees[j] = []
+        point = _level(problem, j, splitter, find_flip, deadline, trees[j])
         if point is not None:
-            return Levels(proved, point)
+            del trees[j]
+            return Levels(proved, point, trees)
         proved = j
-    return Levels(proved, None)
+    return Levels(proved, None, trees)
 
 
-def _level(problem: Problem, j: int, splitter: BoxSplitter, find_flip: FlipOracle, deadline: float) -> np.ndarray | None:
+def _level(
+    problem: Problem, j: int, splitter: BoxSplitter, find_flip: FlipOracle, deadline: float, trees: list | None = None
+) -> np.ndarray | None:
     """A point that flips with at most j features moved (shrunk), or None: no j-subset flips. The
-    splitting's points are judged exactly there; the oracle's are checked here (`check_witness`)."""
+    splitting's points are judged exactly there; the oracle's are checked here (`check_witness`).
+    `trees` gets each subset's proof (`Levels.trees`) when none flips."""
     subsets = [frozenset(chosen) for chosen in itertools.combinations(range(problem.n), j)]
     for start in range(0, len(subsets), CHUNK):
         chunk = subsets[start : start + CHUNK]
-        answers = splitter.flips(chunk, deadline, nodes=SPLIT_NODES, first=True)
+        recorded: list = []
+        answers = splitter.flips(chunk, deadline, nodes=SPLIT_NODES, first=True, record=recorded)
         for y in answers:
             if isinstance(y, np.ndarray):
                 return shrink_points(problem, y[None, :])[0]
@@ -88,4 +99,10 @@ def _level(problem: Problem, j: int, splitter: BoxSplitter, find_flip: FlipOracl
                 if not valid:
                     raise Unproved(f"a flip oracle's point {reason}")
                 return shrink_points(problem, y[None, :])[0]
+        if trees is not None:
+            recorded += [None] * (len(chunk) - len(recorded))  # a splitter that records nothing: no trees
+            for free, answer, found in zip(chunk, answers, recorded, strict=True):
+                moved = np.isin(np.arange(problem.n), sorted(free))
+                lo, hi = np.where(moved, problem.domain.lower, problem.x), np.where(moved, problem.domain.upper, problem.x)
+                trees.append((tuple(sorted(free)), None if answer is not None or found is None else tree(found, lo, hi)))
     return None  # every subset answered (the splitting and the oracle raise `OracleTimeout` at the deadline)

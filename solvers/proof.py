@@ -41,7 +41,7 @@ import os
 import re
 import stat
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -101,10 +101,45 @@ def prove(problem: Problem, k: int, deadline: float = math.inf) -> dict[str, Any
     return search(problem, k, deadline).certificate
 
 
+def from_record(problem: Problem, k: int, trees: Mapping[int, Sequence[tuple[tuple[int, ...], Any]]]) -> Proof | None:
+    """The "subset-split" certificate of "no CXp within k" written from the proof an engine found
+    (`Outcome.subset_trees`: per level j, each j-subset and its tree), without a search; None
+    where the record does not prove the claim by that method alone: not a CXp, level k not
+    recorded or not every k-subset listed, or a subset proved by another argument (None)."""
+    started = time.perf_counter()
+    layers = problem.net.layers
+    if problem.kind != Kind.CONTRASTIVE or layers[-1].activation.name != "identity":
+        return None
+    if any(layer.activation.name != "relu" for layer in layers[:-1]):
+        return None
+    if k == 0:  # the one empty subset: its box is x alone, whose keep scores the checker evaluates
+        subsets = [{"free": [], "root": {"leaf": "interval"}}]
+    else:
+        level = trees.get(k)
+        if level is None or len(level) != math.comb(problem.n, k) or any(root is None for _, root in level):
+            return None
+        subsets = [{"free": list(free), "root": root} for free, root in level]
+    document = _document(problem, k, {"method": "subset-split", "subsets": subsets})
+    nodes = sum(_size(entry["root"]) for entry in subsets)
+    return Proof(document, "written from the engine's proof", nodes, time.perf_counter() - started)
+
+
+def _size(node: dict[str, Any]) -> int:
+    """The nodes of a subset-split tree."""
+    return 1 if "leaf" in node else 1 + _size(node["below"]) + _size(node["above"])
+
+
 def search(
-    problem: Problem, k: int, deadline: float = math.inf, oracle: SetOracle | None = None, hints: Lemmas = ()
+    problem: Problem,
+    k: int,
+    deadline: float = math.inf,
+    oracle: SetOracle | None = None,
+    hints: Lemmas = (),
+    trees: Mapping[int, Sequence[tuple[tuple[int, ...], Any]]] | None = None,
 ) -> Proof:
-    """`prove`, with the reason when there is no certificate. With the monotone shortcut:
+    """`prove`, with the reason when there is no certificate. First, where `trees` (the solver
+    run's `Outcome.subset_trees`) hold the engine's own proof of the claim, the certificate
+    written from it (`from_record`), no search. With the monotone shortcut:
     `shortcut_tree` for `FIRST_BUDGET` seconds, `shortcut_lp` where it applies for `LP_BUDGET`,
     then `shortcut_tree` until the deadline; the reason names each one's.
     Without the monotone shortcut an AXp claim is proved by witness lemmas
@@ -116,6 +151,8 @@ def search(
     started = time.perf_counter()
     if not 0 <= k <= problem.n:
         raise ValueError(f"k must lie in 0..{problem.n}, got {k}")
+    if trees is not None and (written := from_record(problem, k, trees)) is not None:
+        return written
     if not problem.monotone:
         if problem.kind == Kind.ABDUCTIVE:
             found = search_abductive(problem, k, deadline, oracle, hints)
@@ -429,14 +466,17 @@ def make(
 ) -> Written:
     """Prove "no explanation within k" (generation limited to `time_limit` s), check the
     certificate with `cardinal.checker`, and return its entry and text (`Written`). `outcomes`:
-    the solvers' outcomes for the claim, whose lemmas (`Outcome.lemmas`) the search starts from.
-    The entry's file name is `certificate_name(key, sha256)`: the record's key and the
-    certificate's own SHA-256, so that two different certificates never get one name."""
+    the solvers' outcomes for the claim, whose lemmas (`Outcome.lemmas`) the search starts from and
+    whose recorded subset trees (`Outcome.subset_trees`) it writes the certificate from where they
+    cover the claim (`from_record`), searching again only where they do not. The entry's file
+    name is `certificate_name(key, sha256)`: the record's key and the certificate's own SHA-256,
+    so that two different certificates never get one name."""
     if k is None:
         return Written({"file": None, "reason": reason})
     started = time.perf_counter()
     hints = tuple(lemma for outcome in (outcomes or {}).values() for lemma in outcome.lemmas)
-    found = search(problem, k, started + time_limit, hints=hints)
+    trees = {level: tree for outcome in (outcomes or {}).values() for level, tree in outcome.subset_trees.items()}
+    found = search(problem, k, started + time_limit, hints=hints, trees=trees)
     if found.certificate is None:
         return Written({"file": None, "reason": f"no certificate: {found.reason} after {found.nodes} node(s)"})
     network = problem.net.to_json()

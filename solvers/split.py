@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -98,13 +99,25 @@ class BoxSplitter:
         return answer
 
     def flips(
-        self, sets: Sequence[frozenset[int]], deadline: float, nodes: int | None = None, first: bool = False
+        self,
+        sets: Sequence[frozenset[int]],
+        deadline: float,
+        nodes: int | None = None,
+        first: bool = False,
+        record: list[dict[bytes, tuple]] | None = None,
     ) -> list[np.ndarray | OutOfNodes | None]:
         """`flip` for many free sets in one search (their boxes bounded in common batches), each
         with its own budget of `nodes` boxes: per set a flipping point [n], None (none flips) or
         `OutOfNodes` (undecided). `first`: stop at the first flip (the sets not decided by then
-        are `OutOfNodes` too). Raises `OracleTimeout` at the deadline."""
+        are `OutOfNodes` too). Raises `OracleTimeout` at the deadline.
+
+        `record`: a list that gets, per set, the search's tree as {box key: ("cut", feature, at)
+        or ("leaf", "interval" / "affine")}, the key `box_key(lo, hi)` (`tree` writes a set's
+        tree from it): where a set's answer is None, its tree's every leaf is closed."""
         problem = self.problem
+        trees: list[dict[bytes, tuple]] = [{} for _ in sets]
+        if record is not None:
+            record.extend(trees)
         answers: list[np.ndarray | OutOfNodes | None] = [None] * len(sets)
         pending = np.ones(len(sets), dtype=bool)
         used = np.zeros(len(sets), dtype=np.int64)
@@ -126,7 +139,10 @@ class BoxSplitter:
                 continue
             self.nodes += len(owner)
             np.add.at(used, owner, 1)
-            points, flipped, open_rows = self._step(lo, hi)
+            points, flipped, open_rows, how = self._step(lo, hi)
+            if record is not None:
+                for row in np.flatnonzero(how > 0).tolist():
+                    trees[owner[row]][box_key(lo[row], hi[row])] = ("leaf", _CLOSED_BY[how[row]])
             for row in np.flatnonzero(flipped).tolist():
                 if pending[owner[row]]:
                     answers[owner[row]], pending[owner[row]] = points[row], False
@@ -144,30 +160,36 @@ class BoxSplitter:
                     continue
                 lows.extend(halves[0])
                 highs.extend(halves[1])
+                if record is not None:
+                    feature = int(np.flatnonzero(halves[0][0] != lo[row])[0])
+                    trees[who][box_key(lo[row], hi[row])] = ("cut", feature, float(halves[0][0][feature]))
                 owners.extend((who, who))
         return answers
 
-    def _step(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _step(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Bound boxes [B, n] → (points [B, n], flipped [B]: the row's point flips in exact
-        arithmetic, open [B]: neither closed nor flipped)."""
+        arithmetic, open [B]: neither closed nor flipped, how each row closed [B]: 0 not,
+        1 by the interval pass, 2 as an affine box)."""
         with np.errstate(all="ignore"):
             stable, actives, s_hi = self._interval(lo, hi)
         keeps = np.where(self.strict, s_hi < 0, s_hi <= 0).all(axis=1)  # NaN keeps nothing
         open_rows = ~keeps
         points = lo.copy()
         flipped = np.zeros(len(lo), dtype=bool)
+        how = np.where(keeps, 1, 0)
         affine = np.flatnonzero(open_rows & stable)
         if len(affine):
             vertices, hits, closed = self._affine(lo[affine], hi[affine], [a[affine] for a in actives])
             points[affine[hits]], flipped[affine[hits]] = vertices[hits], True
             open_rows[affine[closed | hits]] = False
+            how[affine[closed]] = 2
         rows = np.flatnonzero(open_rows)
         if len(rows):  # the centres of the boxes left open, judged exactly: a flip found early
             centres = np.clip(lo[rows] + (hi[rows] - lo[rows]) / 2, lo[rows], hi[rows])
             predicted = self.problem.predictions(centres)
             at = (predicted >= 0) & (predicted != self.problem.prediction)
             points[rows[at]], flipped[rows[at]], open_rows[rows[at]] = centres[at], True, False
-        return points, flipped, open_rows
+        return points, flipped, open_rows, how
 
     def _interval(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
         """The interval pass over boxes [B, n]: whether every hidden unit is stable [B], each hidden
@@ -243,6 +265,29 @@ class BoxSplitter:
         upper_half_lo[feature] = middle
         lower_half_hi[feature] = middle
         return [upper_half_lo, lo], [hi, lower_half_hi]
+
+
+_CLOSED_BY = {1: "interval", 2: "affine"}  # `_step`'s how → the leaf of method subset-split
+
+
+def box_key(lo: np.ndarray, hi: np.ndarray) -> bytes:
+    """A box's key in a recorded tree (`BoxSplitter.flips`)."""
+    return np.concatenate([lo, hi]).astype(np.float64).tobytes()
+
+
+def tree(recorded: dict[bytes, tuple], lo: np.ndarray, hi: np.ndarray) -> dict[str, Any] | None:
+    """The subset-split tree (docs/proofs.md) of one set's recorded search from its box [n] (lo,
+    hi), or None where a box of it was never closed."""
+    entry = recorded.get(box_key(lo, hi))
+    if entry is None:
+        return None
+    if entry[0] == "leaf":
+        return {"leaf": entry[1]}
+    _, feature, at = entry
+    below_hi, above_lo = hi.copy(), lo.copy()
+    below_hi[feature], above_lo[feature] = at, at
+    below, above = tree(recorded, lo, below_hi), tree(recorded, above_lo, hi)
+    return None if below is None or above is None else {"cut": feature, "at": at, "below": below, "above": above}
 
 
 def _keep_scores(problem: Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -197,7 +197,7 @@ def test_a_level_answered_in_full_is_proved_even_when_the_clock_has_passed(monke
         def __init__(self, problem: Problem) -> None:
             pass
 
-        def flips(self, sets, deadline, nodes=None, first=False):
+        def flips(self, sets, deadline, nodes=None, first=False, record=None):
             return [None] * len(sets)
 
     monkeypatch.setattr(levels, "BoxSplitter", Answered)

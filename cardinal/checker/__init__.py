@@ -12,12 +12,13 @@ change the prediction and a hitting-set tree; "reset-bound" (AXps of networks of
 leaf's activations), one such point and a budgeted linear bound over its resets; "lp-tree" (CXps of relu, leaky_relu and hardtanh
 networks, K ≥ 1), its own LP relaxation (`LpRelaxation`, the reference encoding) and weak duality, in
 rationals; "box-tree" (CXps of any network, K ≥ 1), interval evaluation over boxes of the input
-(`BoxTree`).
+(`BoxTree`); "subset-split" (CXps of ReLU networks, K ≥ 1), every k-subset's box cut into boxes
+closed by interval bounds of the keep scores or by the worst vertex of an affine piece (`SubsetSplit`).
 
 Files: `exact` (the network, its exact evaluation and enclosures, the prediction rule — every
 method rests on it), then one file per method family: `shortcut` (shortcut-tree, shortcut-lp; with `linear`, the tree's
 leaf "linear"), `hitting` (witness-hitting and the hitting tree), `reset` (reset-bound, with
-`linear`), `lp` (lp-tree), `box` (box-tree). To audit one
+`linear`), `lp` (lp-tree), `box` (box-tree), `split` (subset-split). To audit one
 certificate, read this file, `exact` and its method's file. `record` (`check_record`) checks a
 record of certify, crosscheck or `to_dict()` whole against the certificate it names
 (`proof check --records`): no certificate's acceptance rests on it.
@@ -51,8 +52,9 @@ from .linear import LAYERS as LINEAR_LAYERS
 from .lp import LpRelaxation
 from .reset import Resets, _reset
 from .shortcut import MAX_ALL_SETS, Shortcut, check_shortcut
+from .split import SubsetSplit
 
-METHODS = ("shortcut-tree", "shortcut-lp", "witness-hitting", "reset-bound", "lp-tree", "box-tree")
+METHODS = ("shortcut-tree", "shortcut-lp", "witness-hitting", "reset-bound", "lp-tree", "box-tree", "subset-split")
 
 __all__ = [
     "FORMAT",
@@ -66,6 +68,7 @@ __all__ = [
     "Report",
     "Resets",
     "Shortcut",
+    "SubsetSplit",
     "check",
     "network_sha256",
 ]
@@ -108,7 +111,7 @@ def check(certificate: Any, network: Any | None = None) -> Report:
     method = proof.get("method")
     if not isinstance(method, str) or method not in METHODS:
         raise CertificateError(f"unknown proof method {method!r}" if isinstance(method, str) and len(method) < 40 else
-                               "proof.method must be one of the six method names")  # fmt: skip
+                               "proof.method must be one of the seven method names")  # fmt: skip
     said = f"no {kind} explanation of at most {k} feature(s)"
     if claim == {"none_exists": True}:
         said = "no contrastive explanation at all"
@@ -177,4 +180,8 @@ def _check(
             raise _Rejected("interval boxes prove claims about contrastive explanations only")
         leaves = BoxTree(net, x, box, threshold, prediction, k).walk(proof.get("root"))
         return leaves, leaves
+    if proof["method"] == "subset-split":
+        if kind != "contrastive":
+            raise _Rejected("subset boxes prove claims about contrastive explanations only")
+        return SubsetSplit(net, x, box, threshold, prediction, k).walk(proof)
     return check_shortcut(proof["method"], net, x, box, threshold, prediction, kind, k, proof)
