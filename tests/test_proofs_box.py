@@ -175,13 +175,14 @@ def test_smooth_certificates_on_a_real_box_are_accepted_and_every_tampering_is_r
 
 
 def _certify_cube(cube: Problem, tmp_path: Path, folder: Path, capsys: pytest.CaptureFixture) -> dict:
-    """`cardinal certify --binary --kind contrastive --proof FOLDER` on the cube problem's network
-    and its one input; the result line (the command must exit 0)."""
+    """`cardinal certify --binary --kind contrastive --method greedy --proof FOLDER` on the cube
+    problem's network and its one input (greedy: on a network without the shortcut no explainer
+    runs, the solvers alone answer); the result line (the command must exit 0)."""
     network, inputs, out = tmp_path / "net.json", tmp_path / "x.csv", tmp_path / "out.jsonl"
     network.write_text(json.dumps(cube.net.to_json()))
     inputs.write_text(",".join(map(str, cube.x)) + "\n")
     code = main(["certify", str(network), "--inputs", str(inputs), "--binary", "--kind", "contrastive",
-                 "--proof", str(folder), "--out", str(out)])  # fmt: skip
+                 "--method", "greedy", "--proof", str(folder), "--out", str(out)])  # fmt: skip
     assert code == 0, capsys.readouterr().err
     (line,) = [json.loads(text) for text in out.read_text().splitlines()]
     return line
