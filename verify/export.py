@@ -342,7 +342,7 @@ def export_suite(
     a symbolic link (`io.write_atomic`): a planted link is refused with one line and nothing is
     written; the export's files are all made in memory and checked before the first is written
     (`write_files`)."""
-    from .campaign import default_solvers, run_campaign
+    from .campaign import CampaignSettings, default_solvers, run_campaign
     from .record import read_records
     from .suites import SUITES
 
@@ -361,17 +361,8 @@ def export_suite(
             output_file(out / wheres[instance.id] / name, "--out", root=out)
     output_file(out / INDEX, "--out", root=out)
     log = folder / "records.jsonl"
-    result = run_campaign(
-        suite,
-        folder,
-        solvers or default_solvers(),
-        time_limit,
-        workers,
-        resume=log.exists(),
-        progress=progress,
-        instances=instances,
-        root=root,
-    )
+    settings = CampaignSettings(solvers or default_solvers(), time_limit, workers)
+    result = run_campaign(suite, folder, settings, resume=log.exists(), progress=progress, instances=instances, root=root)
     if result.interrupted:  # the finished records stay: the next export resumes
         raise KeyboardInterrupt
     records = {record.key: record for record in read_records(log)}
