@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cardinal.solvers.base import available_solvers
-from cardinal.verify.campaign import run_campaign
+from cardinal.verify.campaign import CampaignSettings, run_campaign
 from cardinal.verify.executors import execute, import_ray, start_local_ray, stop_local_ray
 from cardinal.verify.record import without_timings
 from cardinal.verify.suites import quick
@@ -69,9 +69,8 @@ def certify(executor: str, workers: int, instances: list, solvers: tuple[str, ..
         marks["end"] = time.perf_counter()
 
     out = scratch / f"{executor}-{workers}"
-    result = run_campaign(
-        "quick", out, solvers, time_limit, workers, instances=instances, announce=announce, progress=progress, executor=executor
-    )
+    settings = CampaignSettings(solvers, time_limit, workers, executor)
+    result = run_campaign("quick", out, settings, instances=instances, announce=announce, progress=progress)
     records = JsonLines(out / "records.jsonl").read()
     if result.failed or result.lost or result.interrupted:
         raise SystemExit(

@@ -21,7 +21,7 @@ from fractions import Fraction
 import numpy as np
 from cardinal.solvers.base import available_solvers, solve_minimum
 from cardinal.verify.check import Claim, Judgement, check_explanations
-from cardinal.verify.pipeline import Plan, certify
+from cardinal.verify.pipeline import Plan, certify, given
 
 from cardinal.activations import Activation
 from cardinal.domain import Domain
@@ -415,9 +415,8 @@ class Probe:
         if kind == "contrastive":
             claims.append(Claim(0, kind, None))
         for require in self.requires:
-            judgements = check_explanations(
-                case.net, case.x[None, :], claims, case.domain, case.threshold, require, self.backends, self.time_limit
-            )
+            settings, plan = given(case.net, case.domain, case.threshold), Plan(time_limit=self.time_limit)
+            judgements = check_explanations(case.net, case.x[None, :], claims, settings, require, self.backends, plan)
             for judgement in judgements:
                 self._judgement(case, oracle, kind, require, judgement, table, maybe, sure)
 

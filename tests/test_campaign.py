@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch  # noqa: F401 (the [all] extras promise it: missing fails, not skips)
 from cardinal.solvers import registry
-from cardinal.verify.campaign import CampaignResult, certify_unit, run_campaign
+from cardinal.verify.campaign import CampaignResult, CampaignSettings, certify_unit, run_campaign
 from cardinal.verify.cases import Case, replay
 from cardinal.verify.cli import main
 from cardinal.verify.generate import (
@@ -57,7 +57,7 @@ def whole(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, CampaignResul
     module's tests as the reference of their interrupted, killed and two-worker runs: its folder
     (read-only) and its result."""
     folder = tmp_path_factory.mktemp("whole")
-    return folder, run_campaign("tiny", folder, ("enumerate",), 30.0, instances=tiny_instances())
+    return folder, run_campaign("tiny", folder, CampaignSettings(("enumerate",), 30.0), instances=tiny_instances())
 
 
 def test_end_to_end_campaign(whole: tuple[Path, CampaignResult]) -> None:
@@ -101,11 +101,11 @@ def test_interrupted_then_resumed_equals_uninterrupted(tmp_path: Path, whole: tu
             raise KeyboardInterrupt
 
     parts = tmp_path / "parts"
-    first = run_campaign("tiny", parts, ("enumerate",), 30.0, instances=tiny_instances(), progress=stop_after_five)
+    first = run_campaign("tiny", parts, CampaignSettings(("enumerate",), 30.0), instances=tiny_instances(), progress=stop_after_five)
     assert first.interrupted and first.records == 5
     with pytest.raises(ValueError, match="pass --resume"):
-        run_campaign("tiny", parts, ("enumerate",), 30.0, instances=tiny_instances())
-    second = run_campaign("tiny", parts, ("enumerate",), 30.0, resume=True, instances=tiny_instances())
+        run_campaign("tiny", parts, CampaignSettings(("enumerate",), 30.0), instances=tiny_instances())
+    second = run_campaign("tiny", parts, CampaignSettings(("enumerate",), 30.0), resume=True, instances=tiny_instances())
     assert second.new == second.records - 5
     assert without_timings(JsonLines(parts / "records.jsonl").read()) == without_timings(JsonLines(reference / "records.jsonl").read())
 
@@ -115,12 +115,12 @@ import sys, time
 sys.path.insert(0, {root!r})
 from pathlib import Path
 from tests.test_campaign import tiny_instances
-from cardinal.verify.campaign import run_campaign
+from cardinal.verify.campaign import CampaignSettings, run_campaign
 
 def slow(done, total, key):
     time.sleep(0.3)  # leave time for the kill to land mid-run
 
-run_campaign("tiny", Path({out!r}), ("enumerate",), 30.0, resume=True, instances=tiny_instances(), progress=slow)
+run_campaign("tiny", Path({out!r}), CampaignSettings(("enumerate",), 30.0), resume=True, instances=tiny_instances(), progress=slow)
 """
 
 
@@ -137,7 +137,7 @@ def test_killed_run_loses_no_finished_record(tmp_path: Path, whole: tuple[Path, 
     process.wait()
     finished = JsonLines(log).read()
     assert 3 <= len(finished) < 14  # every line whole, and the run really was cut short
-    run_campaign("tiny", out, ("enumerate",), 30.0, resume=True, instances=tiny_instances())
+    run_campaign("tiny", out, CampaignSettings(("enumerate",), 30.0), resume=True, instances=tiny_instances())
     reference = whole[0]
     assert without_timings(JsonLines(log).read()) == without_timings(JsonLines(reference / "records.jsonl").read())
     assert sorted(p.name for p in (out / "cases").glob("*.json")) == sorted(p.name for p in (reference / "cases").glob("*.json"))
@@ -155,14 +155,14 @@ def test_torn_last_line_is_dropped_and_cut_before_the_next_append(tmp_path: Path
 
 
 def test_two_workers_equal_one(tmp_path: Path, whole: tuple[Path, CampaignResult]) -> None:
-    run_campaign("tiny", tmp_path / "two", ("enumerate",), 30.0, workers=2, instances=tiny_instances())
+    run_campaign("tiny", tmp_path / "two", CampaignSettings(("enumerate",), 30.0, workers=2), instances=tiny_instances())
     one = without_timings(JsonLines(whole[0] / "records.jsonl").read())
     two = without_timings(JsonLines(tmp_path / "two" / "records.jsonl").read())
     assert one == two and len(one) == 14
 
 
 def test_replay_accepts_a_case_and_rejects_tampering(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    run_campaign("tiny", tmp_path, ("enumerate",), 30.0, instances=tiny_instances()[2:])
+    run_campaign("tiny", tmp_path, CampaignSettings(("enumerate",), 30.0), instances=tiny_instances()[2:])
     [path] = (tmp_path / "cases").glob("*.json")
     assert main(["replay", str(path)]) == 0
     assert "the case holds" in capsys.readouterr().out
@@ -230,8 +230,8 @@ def test_a_suite_slice_run_twice_gives_the_same_records(tmp_path: Path, hidden: 
         return list(_random(2026, ("relu", "step"), (4, 8), hidden, rows=3))
 
     solvers = default_solvers()
-    run_campaign("slice", tmp_path / "a", solvers, 30.0, instances=instances())
-    run_campaign("slice", tmp_path / "b", solvers, 30.0, instances=instances()[::-1])
+    run_campaign("slice", tmp_path / "a", CampaignSettings(solvers, 30.0), instances=instances())
+    run_campaign("slice", tmp_path / "b", CampaignSettings(solvers, 30.0), instances=instances()[::-1])
     first = without_timings(JsonLines(tmp_path / "a" / "records.jsonl").read())
     second = without_timings(JsonLines(tmp_path / "b" / "records.jsonl").read())
     assert len(first) == records and first == second
@@ -293,7 +293,7 @@ def test_a_dead_pool_worker_loses_its_units_and_resume_redoes_them(
     assert f"{2 - len(finished)} unit(s) lost" in lost and "BrokenProcessPool" in lost and "--resume" in lost
     assert main([*arguments, "--resume"]) == 0, capsys.readouterr().err
     monkeypatch.undo()
-    run_campaign("design", tmp_path / "whole", ("enumerate",), 30.0, instances=tiny_instances()[2:])
+    run_campaign("design", tmp_path / "whole", CampaignSettings(("enumerate",), 30.0), instances=tiny_instances()[2:])
     resumed = sorted(without_timings(JsonLines(out / "records.jsonl").read()), key=lambda r: r["key"])
     whole = sorted(without_timings(JsonLines(tmp_path / "whole" / "records.jsonl").read()), key=lambda r: r["key"])
     assert resumed == whole and whole[1]["verdict"] == "greedy_suboptimal"

@@ -9,7 +9,7 @@ import argparse
 from pathlib import Path
 
 import pytest
-from cardinal.verify.campaign import CampaignResult, run_campaign
+from cardinal.verify.campaign import CampaignResult, CampaignSettings, run_campaign
 from cardinal.verify.certify import GreedyAnswer, certify_answers, judge
 from cardinal.verify.commands.crosscheck import method_list
 from cardinal.verify.instance import Instance
@@ -46,7 +46,7 @@ def both(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, CampaignResult
     """One uninterrupted campaign of `_instances()` with both explainers, shared by the module's
     tests (read-only): its folder and its result."""
     folder = tmp_path_factory.mktemp("both")
-    return folder, run_campaign("tiny", folder, ("enumerate",), 30.0, instances=_instances(), methods=BOTH)
+    return folder, run_campaign("tiny", folder, CampaignSettings(("enumerate",), 30.0, methods=BOTH), instances=_instances())
 
 
 def test_both_explainers_one_record_each_on_shared_calls(both: tuple[Path, CampaignResult]) -> None:
@@ -101,10 +101,10 @@ def test_resume_with_both_explainers_does_not_duplicate(tmp_path: Path, both: tu
             raise KeyboardInterrupt
 
     parts = tmp_path / "parts"
-    first = run_campaign("tiny", parts, ("enumerate",), 30.0, instances=_instances(), methods=BOTH, progress=stop_after_three)
+    first = run_campaign("tiny", parts, CampaignSettings(("enumerate",), 30.0, methods=BOTH), instances=_instances(), progress=stop_after_three)
     assert first.interrupted and first.records == 3
-    second = run_campaign("tiny", parts, ("enumerate",), 30.0, resume=True, instances=_instances(), methods=BOTH)
-    third = run_campaign("tiny", parts, ("enumerate",), 30.0, resume=True, instances=_instances(), methods=BOTH)
+    second = run_campaign("tiny", parts, CampaignSettings(("enumerate",), 30.0, methods=BOTH), resume=True, instances=_instances())
+    third = run_campaign("tiny", parts, CampaignSettings(("enumerate",), 30.0, methods=BOTH), resume=True, instances=_instances())
     assert second.new == second.records - 3 and third.new == 0
     resumed, uninterrupted = read_records(parts / "records.jsonl"), read_records(whole / "records.jsonl")
     assert len(resumed) == len({r.key for r in resumed}) == len(uninterrupted)
@@ -119,13 +119,13 @@ def test_the_default_is_greedy_alone_except_for_the_classifiers_suite(tmp_path: 
     """`crosscheck --suite quick` (no --method): greedy's records as before — no deletion record,
     the old keys, no explainer section; the classifiers suite runs both explainers."""
     instances = _instances()
-    run_campaign("quick", tmp_path / "quick", ("enumerate",), 30.0, instances=instances)
+    run_campaign("quick", tmp_path / "quick", CampaignSettings(("enumerate",), 30.0), instances=instances)
     quick = read_records(tmp_path / "quick" / "records.jsonl")
     assert {(r.instance, r.method) for r in quick} == {("monotone", "greedy"), ("classes", None)}
     assert all(r.key == f"{r.instance}:{r.row}:{r.kind.value}" and r.solvers_from is None for r in quick)
     assert "Explainers against the exact minimum" not in (tmp_path / "quick" / "summary.md").read_text()
     assert not (tmp_path / "quick" / "figures" / "explainer_gap.png").exists()
-    run_campaign("classifiers", tmp_path / "classifiers", ("enumerate",), 30.0, instances=instances)
+    run_campaign("classifiers", tmp_path / "classifiers", CampaignSettings(("enumerate",), 30.0), instances=instances)
     both = read_records(tmp_path / "classifiers" / "records.jsonl")
     assert {(r.instance, r.method) for r in both} == {("monotone", "greedy"), ("monotone", "deletion"), ("classes", "deletion")}
 
@@ -175,7 +175,7 @@ def test_two_records_with_one_claim_share_one_certificate(tmp_path: Path) -> Non
     the same certificate entry, made once, written once and accepted by the checker."""
     monotone = _instances()[0]
     proofs = tmp_path / "proofs"
-    result = run_campaign("tiny", tmp_path / "run", ("enumerate",), 30.0, instances=[monotone], methods=BOTH, proof=proofs)
+    result = run_campaign("tiny", tmp_path / "run", CampaignSettings(("enumerate",), 30.0, methods=BOTH, proof=proofs), instances=[monotone])
     assert result.rejected_proofs == 0
     records = read_records(tmp_path / "run" / "records.jsonl")
     deletion = [r for r in records if r.method == "deletion"]

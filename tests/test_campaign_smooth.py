@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import z3  # noqa: F401 (the [all] extras promise it: missing fails, not skips)
 from bruteforce import random_network as any_network
-from cardinal.verify.campaign import run_campaign, solvers_for
+from cardinal.verify.campaign import CampaignSettings, run_campaign, solvers_for
 from cardinal.verify.generate import median_threshold, random_network
 from cardinal.verify.suites import Instance
 
@@ -36,7 +36,7 @@ def test_smooth_networks_beyond_enumeration_are_certified_by_z3(tmp_path: Path) 
         net = random_network(rng, n, (8,), activation)
         X = rng.random((2, n))
         instances.append(Instance(f"wide-{activation}", "random", net, X, median_threshold(net, X), Domain.unit(n)))
-    run_campaign("wide", tmp_path, ("z3", "enumerate"), 30.0, instances=instances)
+    run_campaign("wide", tmp_path, CampaignSettings(("z3", "enumerate"), 30.0), instances=instances)
     records = JsonLines(tmp_path / "records.jsonl").read()
     assert len(records) == 8
     for record in records:
@@ -52,7 +52,7 @@ def test_wide_relu_networks_are_certified_by_z3(tmp_path: Path) -> None:
     net = random_network(rng, n, (16, 16), "relu")
     X = rng.random((3, n))
     instance = Instance("wide-relu", "random", net, X, median_threshold(net, X), Domain.unit(n))
-    run_campaign("wide", tmp_path, ("z3", "enumerate"), 30.0, instances=[instance])
+    run_campaign("wide", tmp_path, CampaignSettings(("z3", "enumerate"), 30.0), instances=[instance])
     records = JsonLines(tmp_path / "records.jsonl").read()
     assert len(records) == 6
     for record in records:

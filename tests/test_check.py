@@ -13,6 +13,7 @@ import pytest
 from cardinal.verify.check import Claim, check_explanations
 from cardinal.verify.cli import main
 from cardinal.verify.generate import random_network
+from cardinal.verify.pipeline import given
 
 from cardinal.activations import Activation
 from cardinal.domain import Domain
@@ -142,7 +143,7 @@ def test_verdicts_equal_brute_force_on_random_monotone_networks() -> None:
                 subsets = list(valid)
                 smallest = next((s for s in subsets if valid[s]), None)  # subsets come in order of size; None: no CXp
                 claims = [Claim(row, kind, subsets[i]) for i in rng.permutation(len(subsets))[:6]] + [Claim(row, kind, smallest)]
-                for judgement in check_explanations(net, X, claims, domain, threshold, "minimum", ("enumerate",)):
+                for judgement in check_explanations(net, X, claims, given(net, domain, threshold), "minimum", ("enumerate",)):
                     subset = judgement.claim.features
                     if subset is None:
                         assert judgement.verdict == "none_exists" and not sizes, (trial, row, kind)
@@ -190,7 +191,7 @@ def test_non_monotone_validity_by_exact_search(binary: bool, solver: str) -> Non
     claims = [
         Claim(0, kind, s) for kind in ("contrastive", "abductive") for n in range(4) for s in itertools.combinations(range(3), n)
     ]
-    judgements = check_explanations(net, X, claims, domain, 0.0, "subset", (solver,))
+    judgements = check_explanations(net, X, claims, given(net, domain, 0.0), "subset", (solver,))
     for judgement in judgements:
         claim = judgement.claim
         assert judgement.valid == truth(claim.kind, claim.features), claim

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cardinal.verify.campaign import run_campaign
+from cardinal.verify.campaign import CampaignSettings, run_campaign
 from cardinal.verify.classifiers import CREDIT_FEATURES, SIGNS, classifier_instances
 from cardinal.verify.record import without_timings
 
@@ -57,7 +57,7 @@ def test_a_classifiers_slice_built_twice_gives_the_same_records(built: Path, tmp
 
     def run(models: Path, out: Path) -> list[dict]:
         instances = classifier_instances(models, rows=1, radii=(0.05,), names=names)
-        run_campaign("classifiers", out, ("highs", "enumerate"), 30.0, instances=instances)
+        run_campaign("classifiers", out, CampaignSettings(("highs", "enumerate"), 30.0), instances=instances)
         return without_timings(JsonLines(out / "records.jsonl").read())
 
     first, second = run(built, tmp_path / "a"), run(tmp_path / "b", tmp_path / "b")

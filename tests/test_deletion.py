@@ -595,7 +595,7 @@ def test_a_deletion_campaign_names_its_method(tmp_path: Path) -> None:
     """crosscheck --method deletion: every record names the method and judges deletion's answer
     (its own verdicts), on a monotone and a K = 3 network alike, the same with 1 worker or 2;
     the records read back; the greedy campaign's records say "method": "greedy"."""
-    from cardinal.verify.campaign import run_campaign
+    from cardinal.verify.campaign import CampaignSettings, run_campaign
     from cardinal.verify.instance import Instance
     from cardinal.verify.record import read_records, without_timings
 
@@ -607,8 +607,8 @@ def test_a_deletion_campaign_names_its_method(tmp_path: Path) -> None:
         Instance("classes", "random", classifier, _inputs(classifier, True, 7, count=2), None, Domain.boolean(4)),
     ]
     one, two = tmp_path / "one", tmp_path / "two"
-    run_campaign("tiny", one, ("enumerate",), 30.0, instances=instances, methods=("deletion",))
-    run_campaign("tiny", two, ("enumerate",), 30.0, workers=2, instances=instances, methods=("deletion",))
+    run_campaign("tiny", one, CampaignSettings(("enumerate",), 30.0, methods=("deletion",)), instances=instances)
+    run_campaign("tiny", two, CampaignSettings(("enumerate",), 30.0, workers=2, methods=("deletion",)), instances=instances)
     records = read_records(one / "records.jsonl")
     assert len(records) == 8 and {r.method for r in records} == {"deletion"}
     deletion_verdicts = {Verdict.DELETION_MINIMAL, Verdict.DELETION_SUBOPTIMAL, Verdict.NONE_EXISTS}
@@ -616,7 +616,7 @@ def test_a_deletion_campaign_names_its_method(tmp_path: Path) -> None:
     documents = JsonLines(one / "records.jsonl").read()
     assert {document["method"] for document in documents} == {"deletion"}
     assert without_timings(documents) == without_timings(JsonLines(two / "records.jsonl").read())
-    run_campaign("tiny", tmp_path / "greedy", ("enumerate",), 30.0, instances=instances)
+    run_campaign("tiny", tmp_path / "greedy", CampaignSettings(("enumerate",), 30.0), instances=instances)
     greedy = JsonLines(tmp_path / "greedy" / "records.jsonl").read()
     assert {(d["instance"], d["method"]) for d in greedy} == {("monotone", "greedy"), ("classes", None)}
 

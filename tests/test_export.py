@@ -20,8 +20,9 @@ from bruteforce import monotone_minimum, random_network, vertex_minimum
 from cardinal.solvers import registry
 from cardinal.solvers.smtlib import number
 from cardinal.verify.cli import main
-from cardinal.verify.export import export_inputs, export_suite, refusal
+from cardinal.verify.export import ExportSettings, export_inputs, export_suite, refusal
 from cardinal.verify.generate import median_threshold
+from cardinal.verify.pipeline import given
 
 from cardinal.activations import Activation
 from cardinal.domain import Domain
@@ -72,16 +73,14 @@ def test_highs_reads_the_milp_files_and_finds_the_minimum(tmp_path: Path, fmt: s
         domain = Domain.unit(net.n_inputs)
         for kind in ("contrastive", "abductive"):
             out = tmp_path / f"{index}-{kind}"
-            entries = export_inputs(net, X, [kind], domain, threshold, fmt, out)
+            entries = export_inputs(net, X, [kind], given(net, domain, threshold), out, ExportSettings(fmt))
             for entry in entries:
                 minimum = monotone_minimum(Problem.make(net, X[entry.row], kind, domain, threshold))
                 value = highs_answer(out / entry.file)
                 assert (value is None) if minimum is None else value == pytest.approx(minimum), (entry, value, minimum)
                 if minimum:
                     for bound, feasible in ((minimum - 1, False), (minimum, True)):
-                        asked = export_inputs(
-                            net, X[entry.row : entry.row + 1], [kind], domain, threshold, fmt, out / str(bound), bound
-                        )
+                        asked = export_inputs(net, X[entry.row : entry.row + 1], [kind], given(net, domain, threshold), out / str(bound), ExportSettings(fmt, at_most=bound))
                         assert (highs_answer(out / str(bound) / asked[0].file) is not None) == feasible
                     checked += 1
     assert checked >= 10
@@ -91,7 +90,7 @@ def test_highs_reads_a_non_monotone_cxp_on_the_cube(tmp_path: Path) -> None:
     checked = 0
     for index, (net, X, threshold) in enumerate(_networks(monotone=False)):
         domain = Domain.boolean(net.n_inputs)
-        for entry in export_inputs(net, X, ["contrastive"], domain, threshold, "mps", tmp_path / str(index)):
+        for entry in export_inputs(net, X, ["contrastive"], given(net, domain, threshold), tmp_path / str(index), ExportSettings("mps")):
             minimum = vertex_minimum(Problem.make(net, X[entry.row], "contrastive", domain, threshold))
             value = highs_answer(tmp_path / str(index) / entry.file)
             assert (value is None) if minimum is None else value == pytest.approx(minimum)
@@ -135,14 +134,14 @@ def test_k_class_and_ball_questions_in_mps_lp_and_smtlib_answer_as_cardinal(tmp_
         minimum = None if exact.status == Status.NONE_EXISTS else len(exact.solution)
         for fmt in ("mps", "lp"):
             out = tmp_path / f"{row}-{fmt}"
-            entry = export_inputs(net, x[None, :], [kind], domain, threshold, fmt, out, radius=radius)[0]
+            entry = export_inputs(net, x[None, :], [kind], given(net, domain, threshold, radius), out, ExportSettings(fmt))[0]
             text = (out / entry.file).read_text()
             assert ("ties to the lowest index" in text) == (net is three)
             value = highs_answer(out / entry.file)
             assert (value is None) if minimum is None else value == pytest.approx(minimum), (row, fmt, value, minimum)
         for bound, answer in ((minimum - 1, "unsat"), (minimum, "sat")) if minimum else ():
             out = tmp_path / f"{row}-smt2-{bound}"
-            entry = export_inputs(net, x[None, :], [kind], domain, threshold, "smt2", out, bound, radius=radius)[0]
+            entry = export_inputs(net, x[None, :], [kind], given(net, domain, threshold, radius), out, ExportSettings("smt2", at_most=bound))[0]
             assert ("ties to the lowest index" in (out / entry.file).read_text()) == (net is three)
             assert z3_answer(out / entry.file) == answer, (row, bound)
             asked += 1
@@ -163,7 +162,7 @@ def test_z3_reads_the_smtlib_files_and_answers_as_brute_force(tmp_path: Path, mo
                     continue
                 for bound, answer in ((minimum - 1, "unsat"), (minimum, "sat")):
                     out = tmp_path / f"{index}-{kind}-{row}-{bound}"
-                    entry = export_inputs(net, x[None, :], [kind], domain, threshold, "smt2", out, bound)[0]
+                    entry = export_inputs(net, x[None, :], [kind], given(net, domain, threshold), out, ExportSettings("smt2", at_most=bound))[0]
                     assert z3_answer(out / entry.file) == answer, (monotone, kind, row, bound)
                 checked += 1
     assert checked >= 8
@@ -174,7 +173,7 @@ def test_smtlib_constants_are_exact_and_the_class_one_side_strict(tmp_path: Path
     no point has f > t, so no CXp exists — unsat even with every feature allowed. A file that read
     the doubles as decimals or wrote f ≥ t would say sat."""
     assert float(design_network.forward(np.ones(3))) == 1.6
-    entry = export_inputs(design_network, np.zeros((1, 3)), ["contrastive"], Domain.unit(3), 1.6, "smt2", tmp_path, 3)[0]
+    entry = export_inputs(design_network, np.zeros((1, 3)), ["contrastive"], given(design_network, Domain.unit(3), 1.6), tmp_path, ExportSettings("smt2", at_most=3))[0]
     text = (tmp_path / entry.file).read_text()
     assert "(/ 5404319552844595 9007199254740992)" in text  # 0.6 exactly
     assert f"(assert (> f {number(1.6)}))" in text
@@ -184,7 +183,7 @@ def test_smtlib_constants_are_exact_and_the_class_one_side_strict(tmp_path: Path
 
 def test_cvc5_reads_the_smtlib_file_too(tmp_path: Path, design_network: Network) -> None:
     cvc5 = importlib.import_module("cvc5")
-    entry = export_inputs(design_network, np.ones((1, 3)), ["contrastive"], Domain.unit(3), 0.5, "smt2", tmp_path, 1)[0]
+    entry = export_inputs(design_network, np.ones((1, 3)), ["contrastive"], given(design_network, Domain.unit(3), 0.5), tmp_path, ExportSettings("smt2", at_most=1))[0]
     solver = cvc5.Solver(cvc5.TermManager())
     solver.setOption("incremental", "true")
     parser = cvc5.InputParser(solver)
@@ -226,7 +225,7 @@ def test_onnx_and_vnnlib_ask_whether_the_set_is_an_explanation(tmp_path: Path) -
         domain = Domain.unit(n)
         for features in ((0,), (0, n - 1), tuple(range(1, n))):
             out = tmp_path / f"{index}-{len(features)}"
-            entries = export_inputs(net, X, ["contrastive", "abductive"], domain, threshold, "vnnlib", out, features=features)
+            entries = export_inputs(net, X, ["contrastive", "abductive"], given(net, domain, threshold), out, ExportSettings("vnnlib", features=features))
             session = ort.InferenceSession(str(out / "network.onnx"))
 
             def run(y: np.ndarray, session=session) -> float:
@@ -376,9 +375,7 @@ def test_export_rows_names_files_and_index_rows_by_their_row_in_the_file(tmp_pat
     assert [(row["file"], row["row"]) for row in index] == [("row2-contrastive.smt2", "2"), ("row5-contrastive.smt2", "5")]
     assert sorted(path.name for path in out.iterdir()) == ["index.csv", "row2-contrastive.smt2", "row5-contrastive.smt2"]
     for row in (2, 5):
-        alone = export_inputs(
-            design_network, X[row : row + 1], ["contrastive"], Domain.unit(3), 0.5, "smt2", tmp_path / str(row), 1, source="net.json"
-        )
+        alone = export_inputs(design_network, X[row : row + 1], ["contrastive"], given(design_network, Domain.unit(3), 0.5), tmp_path / str(row), ExportSettings("smt2", at_most=1), source="net.json")
         expected = (tmp_path / str(row) / alone[0].file).read_text().replace("row 0,", f"row {row},")
         assert (out / f"row{row}-contrastive.smt2").read_text() == expected
 
@@ -476,7 +473,7 @@ def test_default_tolerances_of_highs_and_scip_decide_every_milp_file_as_certifie
             questions += [(minimum - 1, None), (minimum, float(minimum))]
         for at_most, expected in questions:
             out = tmp_path / f"{index}-{at_most}"
-            entry = export_inputs(net, x[None, :], [kind], domain, threshold, fmt, out, at_most)[0]
+            entry = export_inputs(net, x[None, :], [kind], given(net, domain, threshold), out, ExportSettings(fmt, at_most=at_most))[0]
             for solver, answer in (("highs", default_highs), ("scip", default_scip)):
                 value = answer(out / entry.file)
                 where = f"{name}, {kind}, at most {at_most}: {solver} {value}, certified {expected}"

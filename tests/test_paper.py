@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cardinal.verify.campaign import run_campaign
+from cardinal.verify.campaign import CampaignSettings, run_campaign
 from cardinal.verify.datasets import data_directory
 from cardinal.verify.paper import (
     REGRESSION_THRESHOLDS,
@@ -73,7 +73,7 @@ def test_statistics_certification_and_report(workdir: Path, tmp_path: Path, hear
         assert row["positive"] == int(result.predictions.sum())
     out = tmp_path / "campaign"
     instances = [*paper_instances(workdir, ("heart",), sample=heart), *paper_instances(workdir, ("auto-mpg",), sample=9)]
-    run_campaign("paper", out, ("enumerate",), 30.0, instances=instances)
+    run_campaign("paper", out, CampaignSettings(("enumerate",), 30.0), instances=instances)
     records = read_records(out / "records.jsonl")
     assert len(records) == 2 * (heart + 9)
     assert all(r.certified and r.verdict != Verdict.SOLVER_DISAGREEMENT for r in records)

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from cardinal.solvers.base import BaseSolver, available_solvers, solve_problem
 from cardinal.solvers.guard import report_incumbent
-from cardinal.verify.campaign import run_campaign
+from cardinal.verify.campaign import CampaignSettings, run_campaign
 from cardinal.verify.cli import main
 
 from cardinal.errors import BackendUnavailable
@@ -39,11 +39,11 @@ import cardinal.verify.campaign as campaign
 
 suites.SUITES["quick"] = lambda out: tiny_instances()
 original = campaign._run
-def slow(suite, out, log, done, solvers, limit, workers, progress, *rest):
+def slow(*arguments, progress, **hooks):
     def report(*state):
         time.sleep(0.3)
         progress(*state)
-    return original(suite, out, log, done, solvers, limit, workers, report, *rest)
+    return original(*arguments, progress=report, **hooks)
 campaign._run = slow
 sys.exit(cli.main(["crosscheck", "--out", {out!r}, "--solvers", "enumerate", "--workers", "{workers}"]))
 """
@@ -132,7 +132,7 @@ def test_killed_campaign_leaves_no_process_and_no_lock(tmp_path: Path, capsys: p
     process.wait()
     _assert_gone(below, within=30.0)
     finished = len(JsonLines(out / "records.jsonl").read())
-    result = run_campaign("tiny", out, ("enumerate",), 30.0, resume=True, instances=tiny_instances())
+    result = run_campaign("tiny", out, CampaignSettings(("enumerate",), 30.0), resume=True, instances=tiny_instances())
     assert result.records == 14 and result.new == 14 - finished
 
 
@@ -157,9 +157,9 @@ def test_a_second_resume_waits_for_no_one_after_the_first_ends(tmp_path: Path) -
     in a folder work, and a finished campaign leaves no campaign.lock behind."""
     out = tmp_path / "campaign"
     instances = tiny_instances()[2:]
-    run_campaign("tiny", out, ("enumerate",), 30.0, instances=instances)
+    run_campaign("tiny", out, CampaignSettings(("enumerate",), 30.0), instances=instances)
     assert not (out / "campaign.lock").exists()
-    again = run_campaign("tiny", out, ("enumerate",), 30.0, resume=True, instances=instances)
+    again = run_campaign("tiny", out, CampaignSettings(("enumerate",), 30.0), resume=True, instances=instances)
     assert again.new == 0 and not (out / "campaign.lock").exists()
 
 

@@ -384,12 +384,12 @@ def test_check_require_minimum_writes_certificates(tmp_path: Path, capsys: pytes
 
 
 def test_crosscheck_records_carry_their_certificates(tmp_path: Path) -> None:
-    from cardinal.verify.campaign import run_campaign
+    from cardinal.verify.campaign import CampaignSettings, run_campaign
 
     from tests.test_campaign import tiny_instances
 
     folder = tmp_path / "proofs"
-    result = run_campaign("tiny", tmp_path / "run", ("enumerate",), 30.0, instances=tiny_instances(), proof=folder)
+    result = run_campaign("tiny", tmp_path / "run", CampaignSettings(("enumerate",), 30.0, proof=folder), instances=tiny_instances())
     assert result.rejected_proofs == 0
     records = read_records(tmp_path / "run" / "records.jsonl")
     claims = [r for r in records if r.verdict == "none_exists" or (r.minimum_proved and r.minimum)]

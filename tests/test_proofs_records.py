@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cardinal.verify.campaign import run_campaign
+from cardinal.verify.campaign import CampaignSettings, run_campaign
 from cardinal.verify.cli import main
 from fraction_oracle import Oracle
 
@@ -103,7 +103,7 @@ def test_a_record_that_names_a_smaller_abductive_set_is_refuted_by_the_replay() 
 def test_crosscheck_records_with_both_explainers_are_accepted(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     """crosscheck's records of one input with the same claim share one certificate: each is checked."""
     proofs = tmp_path / "proofs"
-    result = run_campaign("tiny", tmp_path / "run", ("enumerate",), 30.0, instances=[_instances()[0]], methods=BOTH, proof=proofs)
+    result = run_campaign("tiny", tmp_path / "run", CampaignSettings(("enumerate",), 30.0, methods=BOTH, proof=proofs), instances=[_instances()[0]])
     assert result.rejected_proofs == 0
     files = sorted(proofs.glob("*.proof.json"))
     assert files

@@ -163,9 +163,9 @@ def test_bad_radius_flags_exit_2_with_one_line(tmp_path: Path, capsys: pytest.Ca
 
 
 def test_crosscheck_radius_gives_every_row_its_ball(tmp_path: Path) -> None:
-    """run_campaign(radius=...): instances renamed ID@rR, records carry the radius, and the minimum
+    """run_campaign with `CampaignSettings(radius=...)`: instances renamed ID@rR, records carry the radius, and the minimum
     each record certifies is the brute-force minimum over its row's ball."""
-    from cardinal.verify.campaign import run_campaign
+    from cardinal.verify.campaign import CampaignSettings, run_campaign
     from cardinal.verify.instance import Instance
     from cardinal.verify.record import read_records
 
@@ -174,7 +174,7 @@ def test_crosscheck_radius_gives_every_row_its_ball(tmp_path: Path) -> None:
     X = rng.random((3, 5))
     threshold = float(np.median(net.forward(X).numpy()))
     instance = Instance("tiny", "test", net, X, threshold, Domain.unit(5))
-    run_campaign("quick", tmp_path / "c", ("enumerate",), 10.0, instances=[instance], radius=0.2)
+    run_campaign("quick", tmp_path / "c", CampaignSettings(("enumerate",), 10.0, radius=0.2), instances=[instance])
     records = read_records(tmp_path / "c" / "records.jsonl")
     assert len(records) == 6
     for record in records:

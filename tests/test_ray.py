@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from cardinal.solvers import registry
 from cardinal.verify import campaign
-from cardinal.verify.campaign import certify_unit, run_campaign
+from cardinal.verify.campaign import CampaignSettings, certify_unit, run_campaign
 from cardinal.verify.cli import main
 from cardinal.verify.executors import RETRIES, start_local_ray, stop_local_ray
 from cardinal.verify.record import without_timings
@@ -83,8 +83,8 @@ def test_ray_gives_the_records_of_one_local_worker(tmp_path: Path, ray_instance:
         return list(_random(2026, ("relu", "step"), (4, 8), ((8,),), rows=2))
 
     solvers = default_solvers()
-    run_campaign("slice", tmp_path / "local", solvers, 30.0, workers=1, instances=instances())
-    result = run_campaign("slice", tmp_path / "ray", solvers, 30.0, workers=2, instances=instances(), executor="ray")
+    run_campaign("slice", tmp_path / "local", CampaignSettings(solvers, 30.0, workers=1), instances=instances())
+    result = run_campaign("slice", tmp_path / "ray", CampaignSettings(solvers, 30.0, workers=2, executor="ray"), instances=instances())
     local = without_timings(JsonLines(tmp_path / "local" / "records.jsonl").read())
     on_ray = without_timings(JsonLines(tmp_path / "ray" / "records.jsonl").read())
     assert len(local) == 16 and on_ray == local and result.failed == 0
@@ -102,12 +102,11 @@ import cardinal.verify.campaign as campaign
 
 suites.SUITES["quick"] = lambda out: tiny_instances()
 original = campaign._run
-def slow(*arguments):
-    progress = arguments[7]
+def slow(*arguments, progress, **hooks):
     def report(*state):
         time.sleep(0.3)  # leave time for the kill to land mid-run
         progress(*state)
-    return original(*arguments[:7], report, *arguments[8:])
+    return original(*arguments, progress=report, **hooks)
 campaign._run = slow
 sys.exit(cli.main(["crosscheck", "--out", {out!r}, "--solvers", "enumerate", "--executor", "ray", "--workers", "2", "--no-proof"]))
 """
@@ -203,9 +202,9 @@ def _assert_gone(below: set[int], seconds: float = 30) -> None:
 def _resume_and_compare(tmp_path: Path, out: Path, finished: int) -> None:
     """--resume (on the module's instance) ends with the records of an uninterrupted local run,
     none lost or duplicated."""
-    result = run_campaign("tiny", out, ("enumerate",), 30.0, workers=2, resume=True, instances=tiny_instances(), executor="ray")
+    result = run_campaign("tiny", out, CampaignSettings(("enumerate",), 30.0, workers=2, executor="ray"), resume=True, instances=tiny_instances())
     assert result.records == 14 and result.new == 14 - finished and result.lost == 0
-    run_campaign("tiny", tmp_path / "whole", ("enumerate",), 30.0, instances=tiny_instances())
+    run_campaign("tiny", tmp_path / "whole", CampaignSettings(("enumerate",), 30.0), instances=tiny_instances())
     records = JsonLines(out / "records.jsonl").read()
     assert len({r["key"] for r in records}) == 14
     assert without_timings(records) == without_timings(JsonLines(tmp_path / "whole" / "records.jsonl").read())
@@ -280,7 +279,7 @@ def test_a_dead_raylet_loses_every_unfinished_unit(
     assert len(records) == 3 and all(call["status"] != "error" for r in records for call in r["solvers"].values())
     monkeypatch.setattr(ray, "get", get)
     assert main([*arguments, "--resume"]) == 0
-    run_campaign("tiny", tmp_path / "whole", ("enumerate",), 30.0, instances=tiny_instances())
+    run_campaign("tiny", tmp_path / "whole", CampaignSettings(("enumerate",), 30.0), instances=tiny_instances())
     resumed = without_timings(JsonLines(out / "records.jsonl").read())
     assert resumed == without_timings(JsonLines(tmp_path / "whole" / "records.jsonl").read())
 
@@ -315,7 +314,7 @@ def test_a_unit_whose_worker_keeps_dying_is_lost_then_resumed(
     assert main([*arguments, "--resume"]) == 0
     assert len(list(attempts.glob("contrastive.*"))) == 2 + RETRIES
     monkeypatch.undo()
-    run_campaign("design", tmp_path / "local", ("enumerate",), 30.0, instances=tiny_instances()[2:])
+    run_campaign("design", tmp_path / "local", CampaignSettings(("enumerate",), 30.0), instances=tiny_instances()[2:])
     resumed = sorted(without_timings(JsonLines(out / "records.jsonl").read()), key=lambda r: r["key"])
     local = sorted(without_timings(JsonLines(tmp_path / "local" / "records.jsonl").read()), key=lambda r: r["key"])
     assert resumed == local and local[1]["verdict"] == "greedy_suboptimal"  # design:0:contrastive
@@ -327,9 +326,7 @@ def test_a_solver_missing_on_a_worker_loses_the_units(tmp_path: Path, ray_instan
     and the campaign ends saying why."""
 
     monkeypatch.setitem(registry.BACKENDS, "exact_liar", registry.Backend("exact_liar", "tests.test_cli_certify", "ExactLiarSolver", exact=True))
-    result = run_campaign(
-        "design", tmp_path, ("enumerate", "exact_liar"), 30.0, workers=2, instances=tiny_instances()[2:], executor="ray"
-    )
+    result = run_campaign("design", tmp_path, CampaignSettings(("enumerate", "exact_liar"), 30.0, workers=2, executor="ray"), instances=tiny_instances()[2:])
     assert result.records == 0 and result.lost == 2
     assert "unknown solver 'exact_liar'" in result.lost_reason
     assert JsonLines(tmp_path / "records.jsonl").read() == []

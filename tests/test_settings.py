@@ -180,12 +180,12 @@ def test_rows_choose_part_of_the_file_and_keep_its_numbers(files, tmp_path: Path
 
 
 def test_a_campaign_records_and_summarises_a_constant_prediction(tmp_path: Path) -> None:
-    from cardinal.verify.campaign import run_campaign
+    from cardinal.verify.campaign import CampaignSettings, run_campaign
     from cardinal.verify.instance import Instance
     from cardinal.verify.record import read_records
 
     instance = Instance("sigmoid-at-0", "hand-built", design("sigmoid"), np.array([[1.0, 1.0, 1.0]]), 0.0, Domain.unit(3))
-    run_campaign("constant", tmp_path, ("enumerate",), 30.0, instances=[instance])
+    run_campaign("constant", tmp_path, CampaignSettings(("enumerate",), 30.0), instances=[instance])
     records = read_records(tmp_path / "records.jsonl")
     assert len(records) == 2 and all(record.notes[0].startswith("constant prediction") for record in records)
     assert "2 records come from 1 instance(s) whose prediction is the same on the whole box" in (tmp_path / "summary.md").read_text()

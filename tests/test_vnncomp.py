@@ -22,6 +22,7 @@ import pytest
 from cardinal.solvers.base import get_solver, solve_minimum
 from cardinal.verify.cli import main
 from cardinal.verify.generate import random_network
+from cardinal.verify.pipeline import given
 from cardinal.verify.vnncomp import export_layout
 
 from cardinal.domain import Domain
@@ -156,7 +157,7 @@ def test_marabou_as_a_vnncomp_tool_agrees_with_the_certified_answers(tmp_path: P
     name = _tool(tmp_path / "marabou", f'"{sys.executable}" "{tmp_path / "marabou.py"}" "$3" "$4" "$5" "$6"')
     folder = Path(name.removeprefix("vnncomp:"))
     bench = tmp_path / "bench"
-    export_layout(net, x[None, :], ("contrastive", "abductive"), domain, None, bench, 30)
+    export_layout(net, x[None, :], ("contrastive", "abductive"), given(net, domain, None), bench, 30)
     decided = set()
     for number, line in enumerate((bench / "instances.csv").read_text().splitlines()):
         onnx, prop, timeout = line.split(",")
@@ -210,7 +211,7 @@ def test_the_xbench_runner_answers_as_certified_and_lists_a_wrong_answer(tmp_pat
 
     net, x, domain = _case()
     bench = tmp_path / "bench"
-    export_layout(net, x[None, :], ("contrastive", "abductive"), domain, None, bench, 30, radius=0.3)
+    export_layout(net, x[None, :], ("contrastive", "abductive"), given(net, domain, None, 0.3), bench, 30)
     records = run(bench, ["cardinal"], 30, None, lambda line: None)
     assert records and all(r["cardinal"][0] == r["answer"] for r in records)
     lie = {"unsat": "sat", "sat": "unsat"}[records[0]["answer"]]

@@ -19,8 +19,9 @@ from cardinal.solvers import vnnlib
 from cardinal.solvers.base import solve_minimum
 from cardinal.solvers.oracle import SetOracle
 from cardinal.verify.cli import main
-from cardinal.verify.export import export_inputs, region
+from cardinal.verify.export import ExportSettings, export_inputs, region
 from cardinal.verify.generate import random_network
+from cardinal.verify.pipeline import given
 
 from cardinal.domain import Domain
 from cardinal.network import Network
@@ -77,9 +78,7 @@ def test_k_class_and_ball_properties_answer_as_certified(tmp_path: Path) -> None
                     problem = Problem.make(net, x, kind, box, None)
                     for number, (chosen, expected) in enumerate(_questions(problem, outcome.solution)):
                         out = tmp_path / f"{index}-{row}-{kind}-{number}"
-                        [entry] = export_inputs(
-                            net, x[None, :], [kind], domain, None, "vnnlib", out, features=chosen, radius=radius
-                        )
+                        [entry] = export_inputs(net, x[None, :], [kind], given(net, domain, None, radius), out, ExportSettings("vnnlib", features=chosen))
                         text = (out / entry.file).read_text()
                         assert "ties to the lowest index" in text
                         lower, upper, compared = parse(text)
@@ -112,7 +111,7 @@ def test_marabou_reads_the_files_and_agrees(tmp_path: Path) -> None:
     with SetOracle() as oracle:
         for features in ((0,), (0, 1), (1, 2)):
             out = tmp_path / "-".join(map(str, features))
-            entries = export_inputs(net, X, ["contrastive", "abductive"], domain, None, "vnnlib", out, features=features)
+            entries = export_inputs(net, X, ["contrastive", "abductive"], given(net, domain, None), out, ExportSettings("vnnlib", features=features))
             for entry in entries:
                 problem = Problem.make(net, X[entry.row], entry.kind, domain, None)
                 answer = vnnlib.decide(problem, region(problem, features), oracle, 30)
@@ -275,11 +274,11 @@ def test_every_unsat_instance_has_a_certificate_the_checker_accepts_and_a_tamper
         rng = np.random.default_rng(3)
         single = random_network(rng, 4, (5,), "relu", monotone=False)
         X1 = rng.random((2, 4))
-        questions = export_layout(single, X1, ("abductive",), Domain.unit(4), median_threshold(single, X1), tmp_path / case, 30)
+        questions = export_layout(single, X1, ("abductive",), given(single, Domain.unit(4), median_threshold(single, X1)), tmp_path / case, 30)
     else:
         net, X, _ = list(_cases())[1]
         kinds = ("contrastive", "abductive")
-        questions = export_layout(net, X[:1], kinds, Domain.unit(net.n_inputs), None, tmp_path / case, 30, radius=0.3)
+        questions = export_layout(net, X[:1], kinds, given(net, Domain.unit(net.n_inputs), None, 0.3), tmp_path / case, 30)
     folder = tmp_path / case / "vnnlib"
     unsat = {q.stem for q in questions if q.answer == "unsat"}
     assert unsat and {p.name.removesuffix(".proof.json") for p in folder.glob("*.proof.json")} == unsat

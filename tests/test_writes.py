@@ -20,7 +20,7 @@ from types import SimpleNamespace
 import pytest
 import torch  # noqa: F401 (the [all] extras promise it: missing fails, not skips)
 from cardinal.verify import campaign
-from cardinal.verify.campaign import LOCK_FILE, run_campaign
+from cardinal.verify.campaign import LOCK_FILE, CampaignSettings, run_campaign
 from cardinal.verify.cases import Case
 from cardinal.verify.cli import main
 from cardinal.verify.paper import write_paper_report
@@ -123,7 +123,7 @@ def test_a_link_planted_after_the_checks_is_not_written_through(
 
     monkeypatch.setattr(campaign, "_refuse_if_in_use", check_then_plant)
     with pytest.raises(InputError, match=message):
-        run_campaign("tiny", out, ("enumerate",), 30.0, instances=tiny_instances()[2:])
+        run_campaign("tiny", out, CampaignSettings(("enumerate",), 30.0), instances=tiny_instances()[2:])
     assert _snapshot(elsewhere) == planted[0]  # nothing written there
     if name != LOCK_FILE:
         assert not os.path.lexists(out / LOCK_FILE)
@@ -138,13 +138,13 @@ def test_the_lock_is_held_while_a_campaign_runs_and_removed_when_it_is_interrupt
     def stop_after_one(done: int, total: int, key: str) -> None:
         during.append((out / LOCK_FILE).read_text())
         with pytest.raises(InputError, match=r"is in use by another campaign \(pid \d+\)"):
-            run_campaign("tiny", out, ("enumerate",), 30.0, resume=True, instances=instances)
+            run_campaign("tiny", out, CampaignSettings(("enumerate",), 30.0), resume=True, instances=instances)
         raise KeyboardInterrupt  # Ctrl-C (SIGTERM is turned into the same)
 
-    result = run_campaign("tiny", out, ("enumerate",), 30.0, instances=instances, progress=stop_after_one)
+    result = run_campaign("tiny", out, CampaignSettings(("enumerate",), 30.0), instances=instances, progress=stop_after_one)
     assert result.interrupted and during == [f"{os.getpid()}\n"]
     assert not os.path.lexists(out / LOCK_FILE)
-    again = run_campaign("tiny", out, ("enumerate",), 30.0, resume=True, instances=instances)
+    again = run_campaign("tiny", out, CampaignSettings(("enumerate",), 30.0), resume=True, instances=instances)
     assert again.records == 2 and again.new == 1 and not os.path.lexists(out / LOCK_FILE)
 
 
@@ -153,10 +153,9 @@ import os, signal, sys
 from pathlib import Path
 sys.path.insert(0, {root!r})
 from tests.test_campaign import tiny_instances
-from cardinal.verify.campaign import run_campaign
+from cardinal.verify.campaign import CampaignSettings, run_campaign
 try:
-    run_campaign("tiny", Path({out!r}), ("enumerate",), 30.0, instances=tiny_instances()[2:],
-                 announce=lambda count: os.kill(os.getpid(), signal.SIGTERM))
+    run_campaign("tiny", Path({out!r}), CampaignSettings(("enumerate",), 30.0), instances=tiny_instances()[2:], announce=lambda count: os.kill(os.getpid(), signal.SIGTERM))
 except KeyboardInterrupt:
     sys.exit(130)
 """
@@ -256,7 +255,7 @@ def test_a_link_the_user_names_is_followed(tmp_path: Path, capsys: pytest.Captur
     assert link.is_symlink() and len((tmp_path / "real" / "out.jsonl").read_text().splitlines()) == 2
     folder = tmp_path / "campaign"
     folder.symlink_to(tmp_path / "real", target_is_directory=True)
-    result = run_campaign("tiny", folder, ("enumerate",), 30.0, instances=tiny_instances()[2:])
+    result = run_campaign("tiny", folder, CampaignSettings(("enumerate",), 30.0), instances=tiny_instances()[2:])
     assert result.records == 2 and (tmp_path / "real" / "records.jsonl").is_file() and folder.is_symlink()
 
 
@@ -489,7 +488,7 @@ def test_a_campaign_made_inside_a_folder_refuses_a_link_planted_after_the_checks
 
     monkeypatch.setattr(campaign, "_refuse_if_in_use", check_then_plant)
     with pytest.raises(InputError, match=r"K/campaign is a symbolic link"):
-        run_campaign("tiny", out / "campaign", ("enumerate",), 30.0, instances=tiny_instances()[2:], root=out)
+        run_campaign("tiny", out / "campaign", CampaignSettings(("enumerate",), 30.0), instances=tiny_instances()[2:], root=out)
     assert _snapshot(outside) == {}
 
 

@@ -150,6 +150,42 @@ class Certificates:
     time_limit: float = DEFAULT_TIME_LIMIT
 
 
+@dataclass(frozen=True)
+class CampaignSettings:
+    """How a campaign runs (`run_campaign`; `cardinal crosscheck` builds it from its flags).
+
+    `solvers`: the exact backends that certify each answer (each within `solvers_for`'s caps),
+    every call limited to `time_limit` seconds. `workers`, `executor` ("local" or "ray"),
+    `address` (a Ray cluster): where the solver calls run (`executors.execute`). `methods`: the
+    explainers whose answers are certified (auto, greedy, deletion, or several: one record each
+    where it applies; `units_of`, `pipeline.explainer_of`); None: the suite's own
+    (`suites.SUITE_METHODS`, greedy unless named there). `traversal`: deletion's order.
+    `radius`: every row of every instance over its own ball of this radius (`Instance.box`), the
+    instances renamed `ID@rRADIUS` (None: the instances' boxes).
+
+    `proof`: a folder for the certificates of the records' exact "nothing smaller" claims
+    (`verify.proofs`; with `proof_embed` each holds its network, else `networks/SHA256.json`
+    does, once per network), written before their records; each certificate's search stops after
+    `proof_time_limit` seconds (then `"file": null` with the reason). None: no certificates."""
+
+    solvers: tuple[str, ...]
+    time_limit: float = DEFAULT_TIME_LIMIT
+    workers: int = 1
+    executor: str = "local"
+    address: str | None = None
+    methods: tuple[str, ...] | None = None
+    traversal: str = DEFAULT_TRAVERSAL
+    radius: float | None = None
+    proof: Path | None = None
+    proof_embed: bool = False
+    proof_time_limit: float = DEFAULT_TIME_LIMIT
+
+    @property
+    def certificates(self) -> Certificates | None:
+        """The certificates to make of each record (`units_of`), None without `proof`."""
+        return None if self.proof is None else Certificates(self.proof_embed, self.proof_time_limit)
+
+
 def units_of(
     instance: Instance,
     solvers: tuple[str, ...],
@@ -335,50 +371,33 @@ class CampaignResult:
 def run_campaign(
     suite: str,
     out: Path,
-    solvers: tuple[str, ...],
-    time_limit: float,
-    workers: int = 1,
+    settings: CampaignSettings,
     resume: bool = False,
     progress: Callable[[int, int, str], None] | None = None,
     instances: Iterable[Instance] | None = None,
     announce: Callable[[int], None] | None = None,
-    executor: str = "local",
-    address: str | None = None,
-    proof: Path | None = None,
-    proof_embed: bool = False,
-    methods: tuple[str, ...] | None = None,
-    radius: float | None = None,
-    proof_time_limit: float = DEFAULT_TIME_LIMIT,
     root: Path | None = None,
-    traversal: str = DEFAULT_TRAVERSAL,
 ) -> CampaignResult:
-    """Run a suite (or the given instances) into `out`; see the module docstring. `methods`: the
-    explainers whose answers are certified (auto, greedy, deletion, or several: one record each
-    where it applies, judged on the same solver calls; `units_of`, `pipeline.explainer_of`); None:
-    the suite's own (`suites.SUITE_METHODS`, greedy unless named there). `traversal`: deletion's order.
-
-    `proof`: a folder for the certificates of the records' exact "nothing smaller" claims
-    (`verify.proofs`; with `proof_embed` each holds its network, else `networks/SHA256.json`
-    does, once per network), written before their records; each certificate's search stops after
-    `proof_time_limit` seconds (then `"file": null` with the reason).
-
-    `radius`: every row of every instance over its own ball of this radius (`Instance.box`), the
-    instances renamed `ID@rRADIUS`.
+    """Run a suite (or the given instances) into `out` under `settings` (`CampaignSettings`: the
+    solvers, their time limit, where they run, the explainers, the radius, the certificates); see
+    the module docstring. `resume`: skip the records already in `out` (else a folder holding
+    records is refused).
 
     `root`: the folder the user named when `out` is a folder cardinal makes inside it (as
     `export --suite` makes `OUT/campaign`): then `out` itself, like everything in it, is never
     reached through a symbolic link below `root`. None: the user named `out`, and a link there
     is followed.
 
-    `announce(count)` is called with the number of explanations to certify once greedy has run,
-    before any solver. `executor`, `address`: where the solver calls run (`executors.execute`).
+    `progress(done, total, key)` is called after each record is written; `announce(count)` with
+    the number of explanations to certify once greedy has run, before any solver.
     Bad input (the folder, its records, the suite's data) raises InputError before any record is
     written, and a folder made by this run is then removed again. A write that fails later (a full
     disk, a link planted meanwhile) raises InputError too, and the records finished so far stay.
     """
     if suite not in SUITES and instances is None:
         raise InputError(f"unknown suite {suite!r} (use {', '.join(SUITES)})")
-    methods = SUITE_METHODS.get(suite, (Method.GREEDY.value,)) if methods is None else methods
+    if settings.methods is None:
+        settings = replace(settings, methods=SUITE_METHODS.get(suite, (Method.GREEDY.value,)))
     root = out if root is None else root
     _check_folder(out, root)
     _refuse_if_in_use(out)
@@ -390,12 +409,10 @@ def run_campaign(
             done = _finished(log, resume)
             try:
                 chosen = instances if instances is not None else SUITES[suite](out)
+                radius = settings.radius
                 if radius is not None:
                     chosen = (replace(i, id=f"{i.id}@r{radius:g}", radius=radius) for i in chosen)
-                return _run(
-                    suite, out, log, done, solvers, time_limit, workers, progress, chosen, announce, executor, address,
-                    proof, proof_embed, methods, proof_time_limit, root, traversal,
-                )  # fmt: skip
+                return _run(suite, out, log, done, settings, chosen, progress=progress, announce=announce)
             finally:
                 _close_pool()
     except (InputError, BackendUnavailable):
@@ -410,29 +427,25 @@ def _run(
     out: Path,
     log: JsonLines,
     done: set[str],
-    solvers: tuple[str, ...],
-    time_limit: float,
-    workers: int,
-    progress: Callable[[int, int, str], None] | None,
+    settings: CampaignSettings,
     instances: Iterable[Instance],
+    *,
+    progress: Callable[[int, int, str], None] | None = None,
     announce: Callable[[int], None] | None = None,
-    executor: str = "local",
-    address: str | None = None,
-    proof: Path | None = None,
-    proof_embed: bool = False,
-    methods: tuple[str, ...] = ("greedy",),
-    proof_time_limit: float = DEFAULT_TIME_LIMIT,
-    root: Path | None = None,
-    traversal: str = DEFAULT_TRAVERSAL,
 ) -> CampaignResult:
+    """`run_campaign`'s work once the folder is locked: the units of `instances` whose records
+    are not in `done`, certified and logged into `log` (its `root`: the folder the user named),
+    then the summary. `settings.methods` is resolved (not None)."""
     started = time.perf_counter()
-    certificates = None if proof is None else Certificates(proof_embed, proof_time_limit)
-    if workers <= 1 and executor == "local":
+    root = log.root
+    proof, certificates = settings.proof, settings.certificates
+    methods = settings.methods or ()
+    if settings.workers <= 1 and settings.executor == "local":
         start_zygote()  # the solver processes start while greedy runs
     units = [
         unit
         for instance in instances
-        for unit in units_of(instance, solvers, time_limit, done, certificates, methods, traversal)
+        for unit in units_of(instance, settings.solvers, settings.time_limit, done, certificates, methods, settings.traversal)
     ]
     networks: dict[str, Network] = {}
     total = sum(len(unit.keys) for unit in units)
@@ -443,7 +456,7 @@ def _run(
     interrupted = False
     code = interrupted_code()
     try:
-        with contextlib.closing(execute(certify_unit, units, workers, executor, address)) as finished:
+        with contextlib.closing(execute(certify_unit, units, settings.workers, settings.executor, settings.address)) as finished:
             for unit, results in finished:
                 if isinstance(results, Failed):  # no result: no record (module docstring)
                     lost += 1
@@ -455,7 +468,7 @@ def _run(
                         from .proofs import Written, save
 
                         network = networks.setdefault(unit.instance, Network.from_json(unit.network))
-                        save(proof, Written(record.proof, certificate), network, proof_embed)
+                        save(proof, Written(record.proof, certificate), network, settings.proof_embed)
                     if case is not None:
                         from .cases import Case
 
@@ -471,7 +484,9 @@ def _run(
 
     records = read_records(log.path)
     elapsed = time.perf_counter() - started
-    write_report(out, records, suite=suite, solvers=solvers, time_limit=time_limit, seconds=elapsed, root=root)
+    write_report(
+        out, records, suite=suite, solvers=settings.solvers, time_limit=settings.time_limit, seconds=elapsed, root=root
+    )
     disagreements = sum(record.verdict == Verdict.SOLVER_DISAGREEMENT for record in records)
     failed = sum(bool(r.solvers) and all(o.status == Status.ERROR for o in r.solvers.values()) for r in records)
     rejected = sum(r.proof is not None and r.proof["file"] is not None and not r.proof["accepted"] for r in records)

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from cardinal.domain import Domain, Radius
+from cardinal.domain import Domain
 from cardinal.errors import InputError
 from cardinal.exact import ExactNetwork, modified_inputs
 from cardinal.io import MAX_DATA_BYTES, json_lines, parse_json, read_input
@@ -49,7 +49,8 @@ from cardinal.problem import Outcome, Problem, Status
 from cardinal.validate import describe, json_feature_set, json_number, json_vector
 
 from .certify import GreedyAnswer, SolverPool, certify_row, proving_solvers
-from .proofs import ProofFolder
+from .pipeline import Plan, given
+from .settings import Settings
 
 KINDS = ("contrastive", "abductive")
 REQUIREMENTS = ("valid", "subset", "minimum")
@@ -185,26 +186,27 @@ def check_explanations(
     net: Network,
     X: np.ndarray,
     claims: Sequence[Claim],
-    domain: Domain | None = None,
-    threshold: float | None = None,
+    settings: Settings | None = None,
     require: str = "valid",
     solvers: Iterable[str] | None = None,
-    time_limit: float = 60.0,
-    epsilon: float = 1e-6,
+    plan: Plan | None = None,
     progress: Callable[[], None] | None = None,
-    proofs: ProofFolder | None = None,
-    radius: Radius | None = None,
 ) -> list[Judgement]:
     """Judge every claim about inputs X [B, n] (rows as in `Claim.row`) with `solvers` where
-    needed (None: `certify.proving_solvers`); `progress()` after each. With `radius`, each row
-    ranges over its own ball `domain.ball(x, radius)`. With `proofs` and `require` minimum, each
-    minimum and none-exists verdict gets a certificate there (`verify.proofs`): "no explanation of
-    fewer features", "no contrastive explanation"."""
+    needed (None: `certify.proving_solvers`); `progress()` after each. `settings`: the threshold
+    and box (`pipeline.given(net, domain, threshold, radius)` for a Python caller's; None: the
+    defaults, [0, 1]^n); with its `radius`, each row ranges over its own ball `domain.ball(x,
+    radius)`. `plan` (None: `Plan()`): its `time_limit` per solver call, its `epsilon`, and with
+    its `proofs` and `require` minimum, each minimum and none-exists verdict gets a certificate
+    there (`verify.proofs`): "no explanation of fewer features", "no contrastive explanation"
+    (its `method` and `traversal` play no part: the claims are given)."""
     if require not in REQUIREMENTS:
         raise InputError(f"unknown requirement {require!r} (use {', '.join(REQUIREMENTS)})")
-    domain = domain if domain is not None else Domain.unit(net.n_inputs)
+    settings = given(net, None, None) if settings is None else settings
+    plan = Plan() if plan is None else plan
+    domain, radius, proofs = settings.domain, settings.radius, plan.proofs
     X = domain.check(X)
-    threshold = threshold_for(net.n_outputs, threshold)
+    threshold = threshold_for(net.n_outputs, settings.threshold)
     rows = sorted({claim.row for claim in claims})  # only the rows asked about are evaluated
     predictions = dict(zip(rows, ExactNetwork(net).predictions(X[rows], threshold).tolist(), strict=True)) if rows else {}
     needs_solvers = require == "minimum" or not net.has_monotone_shortcut
@@ -218,8 +220,8 @@ def check_explanations(
                 judgements.append(Judgement(claim, -1, "undecided", notes=(note,), classes=net.n_outputs))
             else:
                 box = domain if radius is None else domain.ball(X[claim.row], radius)
-                problem = Problem.make(net, X[claim.row], claim.kind, box, threshold, epsilon)
-                judgement = _Judge(problem, pool, time_limit).judge(claim, require)
+                problem = Problem.make(net, X[claim.row], claim.kind, box, threshold, plan.epsilon)
+                judgement = _Judge(problem, pool, plan.time_limit).judge(claim, require)
                 if proofs is not None and require == "minimum" and judgement.verdict in ("minimum", "none_exists"):
                     features = claim.features
                     k = problem.n if features is None else len(features) - 1

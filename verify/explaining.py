@@ -11,11 +11,13 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from cardinal import signs
+from cardinal.defaults import DEFAULT_TIME_LIMIT, DEFAULT_TRAVERSAL
 from cardinal.network import Network
 
 from .record import annotated
@@ -30,27 +32,41 @@ if TYPE_CHECKING:
 EXACT_WORK = 100_000
 
 
+@dataclass(frozen=True)
+class ExplainOptions:
+    """How `explain_lines` answers (`cardinal explain`'s `--method`, `--traversal`,
+    `--time-limit`, `--device`, `--no-verify`): `method` "deletion" or "greedy" (None: greedy on a
+    sign-monotone network, deletion on any other); deletion's order `traversal`
+    (`solvers.deletion.TRAVERSALS`) and its seconds per exact question `time_limit`; greedy's
+    `device` (auto, cpu or cuda) and `verify` (the exact re-check of each answer). Not
+    `pipeline.Plan`: that module loads torch, which a small explain answers without."""
+
+    method: str | None = None
+    traversal: str = DEFAULT_TRAVERSAL
+    time_limit: float = DEFAULT_TIME_LIMIT
+    device: str = "auto"
+    verify: bool = True
+
+
 def explain_lines(
     net: Network,
     settings: Settings,
     X: np.ndarray,
     rows: Sequence[int],
     kinds: Sequence[str],
-    method: str | None,
-    time_limit: float,
-    device: str = "auto",
-    verify: bool = True,
+    options: ExplainOptions,
     oracle: SetOracle | None = None,
-    traversal: str = "sensitivity",
 ) -> list[dict[str, Any]]:
     """explain's output lines for X [B, n] (its row numbers `rows` [B]) and each of `kinds`:
-    deletion (in `traversal`, `solvers.deletion.TRAVERSALS`) where `method` says so or (None) the
-    network is not sign-monotone, else greedy; annotated with the settings and names (`record.annotated`).
+    deletion (in `options.traversal`) where `options.method` says so or (None) the network is not
+    sign-monotone, else greedy; annotated with the settings and names (`record.annotated`).
     Deletion asks its questions of `oracle`, left open (None: an oracle of its own, closed before returning)."""
+    method = options.method
     if method == "deletion" or (method is None and not net.is_sign_monotone):
-        return annotated(_deletion_lines(net, settings, X, rows, kinds, time_limit, oracle, traversal), net, settings)
+        lines = _deletion_lines(net, settings, X, rows, kinds, options.time_limit, oracle, options.traversal)
+        return annotated(lines, net, settings)
     directions = signs.to_json(net.directions, net.output_directions)
-    answers = _greedy_answers(net, settings, X, kinds, device, verify)
+    answers = _greedy_answers(net, settings, X, kinds, options.device, options.verify)
     lines = []
     for (index, position), (prediction, output, features, check, witness) in sorted(answers.items()):
         line = {

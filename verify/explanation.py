@@ -35,7 +35,7 @@ from cardinal.problem import DEFAULT_TIME_LIMIT, DEFAULT_TRAVERSAL, KINDS
 from cardinal.validate import describe
 
 from .certify import SolverPool, proving_solvers
-from .explaining import explain_lines
+from .explaining import ExplainOptions, explain_lines
 from .pipeline import METHODS, Answered, Plan, answered, record_of
 from .proofs import ProofFolder, Written, check_file
 from .record import proves_none
@@ -343,7 +343,7 @@ def _unproved(net: Network, settings: Any, X: np.ndarray, kind: str, explainer: 
     import time
 
     started = time.perf_counter()
-    lines = explain_lines(net, settings, X, range(len(X)), (kind,), explainer, limit, oracle=oracle, traversal=traversal)
+    lines = explain_lines(net, settings, X, range(len(X)), (kind,), ExplainOptions(explainer, traversal, limit), oracle)
     seconds = (time.perf_counter() - started) / max(1, len(X))
     out = []
     for line in lines:

@@ -58,6 +58,8 @@ from cardinal.network import Network
 from cardinal.problem import DEFAULT_EPSILON, Problem, Verdict
 from cardinal.validate import output_directory, output_file
 
+from .settings import Settings
+
 FORMATS = ("mps", "lp", "smt2", "vnnlib")
 SUITE_FORMATS = ("mps", "smt2", "vnnlib")
 NETWORK_FILE = "network.onnx"
@@ -225,28 +227,40 @@ def _files(
     return f"{stem}.{fmt}", milp_text(problem, at_most, fmt, comments), question
 
 
+@dataclass(frozen=True)
+class ExportSettings:
+    """What each file of `export_inputs` asks (`cardinal export`'s `--format`, `--at-most`,
+    `--set`, `--epsilon`): `fmt` one of `FORMATS`; `at_most` k: "is there an explanation of
+    size ≤ k?" (smt2 without it: greedy's size − 1; mps and lp without it: the minimum);
+    `features`: the set a VNN-LIB file asks about (vnnlib only, and required there); `epsilon`:
+    the problem's margin (`Problem.make`)."""
+
+    fmt: str
+    at_most: int | None = None
+    features: Sequence[int] | None = None
+    epsilon: float = DEFAULT_EPSILON
+
+
 def export_inputs(
     net: Network,
     X: np.ndarray,
     kinds: Sequence[str],
-    domain: Domain,
-    threshold: float | None,
-    fmt: str,
+    settings: Settings,
     out: Path,
-    at_most: int | None = None,
-    features: Sequence[int] | None = None,
-    epsilon: float = DEFAULT_EPSILON,
+    asked: ExportSettings,
     source: str = "network",
     rows: Sequence[int] | None = None,
-    radius: float | Sequence[float] | None = None,
 ) -> list[Entry]:
     """One file per input X [B, n] and kind into `out` (module docstring), `network.onnx` beside
-    the VNN-LIB files, and `index.csv` listing them (no answers). `rows` [B]: the inputs' row
-    numbers in their file (`--rows`), which name the files and the index rows (default 0..B−1).
-    `radius`: each row's question is asked over its ball `domain.ball(x, radius)` (the box its
-    file states), in every format.
-    smt2 without `at_most` asks greedy's size − 1 (monotone networks). Every question and every
-    file name is checked before a file is written (`write_files`)."""
+    the VNN-LIB files, and `index.csv` listing them (no answers), each asking `asked`'s question.
+    `settings`: the threshold and box (`pipeline.given(net, domain, threshold, radius)` for a
+    Python caller's); with its `radius`, each row's question is asked over its ball
+    `domain.ball(x, radius)` (the box its file states), in every format. `source`: the network's
+    name in the files and the index. `rows` [B]: the inputs' row numbers in their file
+    (`--rows`), which name the files and the index rows (default 0..B−1).
+    Every question and every file name is checked before a file is written (`write_files`)."""
+    fmt, at_most, features, epsilon = asked.fmt, asked.at_most, asked.features, asked.epsilon
+    domain, threshold, radius = settings.domain, settings.threshold, settings.radius
     rows = range(len(X)) if rows is None else rows
     if len(rows) != len(X):
         raise ValueError(f"{len(rows)} row numbers for {len(X)} inputs")
@@ -342,7 +356,7 @@ def export_suite(
     a symbolic link (`io.write_atomic`): a planted link is refused with one line and nothing is
     written; the export's files are all made in memory and checked before the first is written
     (`write_files`)."""
-    from .campaign import default_solvers, run_campaign
+    from .campaign import CampaignSettings, default_solvers, run_campaign
     from .record import read_records
     from .suites import SUITES
 
@@ -361,17 +375,8 @@ def export_suite(
             output_file(out / wheres[instance.id] / name, "--out", root=out)
     output_file(out / INDEX, "--out", root=out)
     log = folder / "records.jsonl"
-    result = run_campaign(
-        suite,
-        folder,
-        solvers or default_solvers(),
-        time_limit,
-        workers,
-        resume=log.exists(),
-        progress=progress,
-        instances=instances,
-        root=root,
-    )
+    settings = CampaignSettings(solvers or default_solvers(), time_limit, workers)
+    result = run_campaign(suite, folder, settings, resume=log.exists(), progress=progress, instances=instances, root=root)
     if result.interrupted:  # the finished records stay: the next export resumes
         raise KeyboardInterrupt
     records = {record.key: record for record in read_records(log)}

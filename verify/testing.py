@@ -32,10 +32,12 @@ from cardinal.activations import Activation
 from cardinal.domain import Domain
 from cardinal.io import read_inputs, write_atomic
 from cardinal.network import Network
+from cardinal.problem import DEFAULT_TIME_LIMIT
 
 from .baseline import change_table, compare, entry_of, failures, parse_fail_on, read_baseline
 from .certify import greedy_answers
 from .check import KINDS, Claim, Judgement, check_explanations, parse_claim, read_claims
+from .pipeline import Plan
 from .settings import Flags, resolve
 
 __all__ = ["assert_explanations"]
@@ -53,7 +55,7 @@ def assert_explanations(
     baseline: str | Path | None = None,
     fail_on: Iterable[str] | None = None,
     solvers: Sequence[str] = ("enumerate",),
-    time_limit: float = 60.0,
+    time_limit: float = DEFAULT_TIME_LIMIT,
     activations: Sequence[str | Activation] | str | None = None,
     update: bool | None = None,
 ) -> list[Judgement]:
@@ -79,7 +81,7 @@ def assert_explanations(
     kinds = KINDS if kind == "both" else (kind,)
     claims, known = _claims(net, inputs, explanations, kinds, domain, threshold)
     conditions = parse_fail_on(("changed",) if fail_on is None and baseline is not None else fail_on, baseline is not None)
-    judgements = check_explanations(net, inputs, claims, domain, threshold, require, solvers, time_limit)
+    judgements = check_explanations(net, inputs, claims, settings, require, solvers, Plan(time_limit=time_limit))
     if known:  # cardinal's own answers: back in (row, kind) order
         judgements = sorted([*judgements, *known], key=lambda judgement: (judgement.claim.row, KINDS.index(judgement.claim.kind)))
     problems = [judgement.describe() for judgement in judgements if not judgement.passed]

@@ -55,6 +55,7 @@ from cardinal.validate import output_directory
 from .export import region, write_files
 from .instance import Instance as SuiteInstance
 from .proofs import make
+from .settings import Settings
 
 CATEGORY = "cardinal-xbench"
 
@@ -121,20 +122,22 @@ def export_layout(
     net: Network,
     X: np.ndarray,
     kinds: Sequence[str],
-    domain: Domain,
-    threshold: float | None,
+    settings: Settings,
     out: Path,
     timeout: float,
-    radius: float | Sequence[float] | None = None,
     source: str = "network",
     rows: Sequence[int] | None = None,
 ) -> list[Question]:
     """The benchmark folder of one network's inputs X [B, n] (module docstring) into `out`, a new
-    or empty folder; `timeout`: seconds per instance in instances.csv, and each exact call's limit
-    here. Everything is made in memory and every path checked before the first file is written."""
+    or empty folder; `settings`: the threshold and box (`pipeline.given(net, domain, threshold,
+    radius)` for a Python caller's; with its `radius`, each row's ball); `timeout`: seconds per
+    instance in instances.csv, and each exact call's limit here; `source`: the network's name;
+    `rows` [B]: the inputs' row numbers (default 0..B−1). Everything is made in memory and every
+    path checked before the first file is written."""
     name = "".join(c if c.isalnum() or c in "._-" else "_" for c in Path(source).stem) or "network"
     rows = tuple(range(len(X))) if rows is None else tuple(rows)
-    part = Source(name, source, "network", net, X, rows, tuple(kinds), domain, threshold, radius)
+    box, threshold, radius = settings.domain, settings.threshold, settings.radius
+    part = Source(name, source, "network", net, X, rows, tuple(kinds), box, threshold, radius)
     return write_folder([part], out, timeout, f"explanation questions of {source}")
 
 

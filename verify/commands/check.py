@@ -61,6 +61,7 @@ def _add_check(commands: argparse._SubParsersAction, problem: argparse.ArgumentP
 def _check(args: argparse.Namespace) -> int:
     from cardinal.solvers.base import SOLVER_NAMES
     from cardinal.verify.check import check_explanations, read_claims
+    from cardinal.verify.pipeline import Plan
     from cardinal.verify.record import annotated
     from tabulate import tabulate
 
@@ -81,10 +82,9 @@ def _check(args: argparse.Namespace) -> int:
         raise InputError("--proof needs --require minimum (a certificate proves that nothing smaller exists)")
     proofs = _proof_folder(args, net) if args.require == "minimum" else None
     with _Progress(len(claims), "check", "judged") as progress:
-        judgements = check_explanations(
-            net, X, claims, settings.domain, settings.threshold, args.require, None if args.solvers is None else names,
-            args.time_limit, args.epsilon, progress.update, proofs, settings.radius,
-        )
+        plan = Plan(time_limit=args.time_limit, epsilon=args.epsilon, proofs=proofs)
+        solvers = None if args.solvers is None else names
+        judgements = check_explanations(net, X, claims, settings, args.require, solvers, plan, progress.update)
     lines = [judgement.to_json() for judgement in judgements]
     failed = [f"{judgement.describe()}" for judgement in judgements if not judgement.passed]
     failed += _ci_report(lines, "check", _kinds(args), fail_on, baseline, args.diff_out)

@@ -81,7 +81,7 @@ def _add_crosscheck(commands: argparse._SubParsersAction, problem: argparse.Argu
 
 
 def _crosscheck(args: argparse.Namespace) -> int:
-    from cardinal.verify.campaign import default_solvers, run_campaign
+    from cardinal.verify.campaign import CampaignSettings, default_solvers, run_campaign
 
     solvers = default_solvers() if args.solvers is None else tuple(n.strip() for n in args.solvers.split(",") if n.strip())
     if args.solvers is not None and not solvers:
@@ -126,26 +126,22 @@ def _crosscheck(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
 
+    settings = CampaignSettings(
+        solvers,
+        args.time_limit,
+        args.workers,
+        args.executor,
+        args.address,
+        methods=args.method,
+        traversal=args.traversal,
+        radius=args.radius,
+        proof=proof,
+        proof_embed=args.proof_embed,
+        proof_time_limit=args.proof_time_limit,
+    )
     bar, report = _progress(args.suite)
     try:
-        result = run_campaign(
-            args.suite,
-            out,
-            solvers,
-            args.time_limit,
-            args.workers,
-            args.resume,
-            progress=report,
-            announce=announce,
-            executor=args.executor,
-            address=args.address,
-            proof=proof,
-            proof_embed=args.proof_embed,
-            methods=args.method,
-            radius=args.radius,
-            proof_time_limit=args.proof_time_limit,
-            traversal=args.traversal,
-        )
+        result = run_campaign(args.suite, out, settings, args.resume, progress=report, announce=announce)
     finally:
         if bar is not None:
             bar.close()

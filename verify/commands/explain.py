@@ -59,22 +59,12 @@ def _add_explain(commands: argparse._SubParsersAction, problem: argparse.Argumen
 
 
 def _explain(args: argparse.Namespace) -> int:
-    from cardinal.verify.explaining import explain_lines
+    from cardinal.verify.explaining import ExplainOptions, explain_lines
 
     if args.out is not None:
         output_file(args.out, "--out")
     net, settings, X, rows = _load_problem(args)
-    lines = explain_lines(
-        net,
-        settings,
-        X,
-        rows,
-        _kinds(args),
-        args.method,
-        args.time_limit,
-        device=args.device,
-        verify=not args.no_verify,
-        traversal=args.traversal,
-    )
+    options = ExplainOptions(args.method, args.traversal, args.time_limit, args.device, not args.no_verify)
+    lines = explain_lines(net, settings, X, rows, _kinds(args), options)
     _emit(lines, args.out)
     return 0

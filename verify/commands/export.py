@@ -65,7 +65,7 @@ def _add_export(commands: argparse._SubParsersAction, problem: argparse.Argument
 
 def _export(args: argparse.Namespace) -> int:
 
-    from cardinal.verify.export import FORMATS, SUITE_FORMATS, export_inputs, export_suite
+    from cardinal.verify.export import FORMATS, SUITE_FORMATS, ExportSettings, export_inputs, export_suite
 
     if args.out is None:
         raise InputError("--out names the folder to write into")
@@ -104,10 +104,8 @@ def _export(args: argparse.Namespace) -> int:
             raise InputError("--campaign and --solvers are for --suite")
         features = None if args.set is None else _feature_set(args.set)
         net, settings, X, rows = _load_problem(args)
-        entries = export_inputs(
-            net, X, _kinds(args), settings.domain, settings.threshold, args.format, Path(args.out), args.at_most, features,
-            args.epsilon, source=Path(args.network).name, rows=rows, radius=settings.radius,
-        )  # fmt: skip
+        asked = ExportSettings(args.format, args.at_most, features, args.epsilon)
+        entries = export_inputs(net, X, _kinds(args), settings, Path(args.out), asked, Path(args.network).name, rows)
     counts = Counter(entry.format for entry in entries)
     listed = ", ".join(f"{count} {fmt}" for fmt, count in sorted(counts.items())) or "no file"
     print(f"cardinal export: {listed} in {args.out}/ (index: {args.out}/index.csv)", file=sys.stderr)
@@ -128,10 +126,7 @@ def _export_layout(args: argparse.Namespace) -> int:
             raise InputError(f"{flag} is not for --layout vnncomp (which writes VNN-LIB and asks its own questions)")
     refuse_nonempty(Path(args.out))
     net, settings, X, rows = _load_problem(args)
-    instances = export_layout(
-        net, X, _kinds(args), settings.domain, settings.threshold, Path(args.out), args.time_limit, settings.radius,
-        Path(args.network).name, rows,
-    )  # fmt: skip
+    instances = export_layout(net, X, _kinds(args), settings, Path(args.out), args.time_limit, Path(args.network).name, rows)
     sat = sum(instance.answer == "sat" for instance in instances)
     print(f"cardinal export: {len(instances)} instances ({sat} sat) in {args.out}/ (see {args.out}/README.md)", file=sys.stderr)
     return 0
