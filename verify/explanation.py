@@ -154,10 +154,10 @@ def explain(
     `time_limit`: the call's budget in seconds, per input (default 60): with `prove`, every stage
     (the explainer's exact questions, the solvers — their processes' start included —, the
     certificate) shares it, each getting what the earlier ones left, and the answer comes within
-    `time_limit` plus max(2 s, 10%), with the best exactly valid set and exact bounds held then
-    (`proved` False where the minimum was not proved in time; `certificate_reason` "no
-    certificate: the call's time limit" where no time was left for it); a timeout never proves
-    "nothing smaller". Without `prove`, each of deletion's exact questions gets `time_limit`.
+    `time_limit` plus max(2, time_limit / 10) seconds, with the best exactly valid set and exact
+    bounds held then (`proved` False where the minimum was not proved in time;
+    `certificate_reason` "no certificate: the call's time limit" where no time was left for it);
+    a timeout never proves "nothing smaller". Without `prove`, each of deletion's exact questions gets `time_limit`.
 
     A small network is answered in this process (enumerate, up to 16 features: no solver process
     starts); otherwise the exact solvers' processes start, in the background while the explainer
