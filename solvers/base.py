@@ -123,9 +123,11 @@ def check_name(name: str) -> Backend:
 
 def available_solvers(exact: bool | None = None) -> tuple[str, ...]:
     """Names of the backends whose libraries import here (`exact`: only those whose "nothing
-    smaller" is a proof, or only the others)."""
+    smaller" is a proof, or only the others, as the registry declares: the others are not imported)."""
     found = []
-    for name in BACKENDS:
+    for name, entry in BACKENDS.items():
+        if exact is not None and entry.exact != exact:
+            continue
         try:
             backend = get_solver(name)
         except BackendUnavailable:

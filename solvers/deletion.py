@@ -64,6 +64,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from cardinal.deadline import SPENT, Deadline
 from cardinal.errors import InputError, Unproved
 from cardinal.exact import Enclosure, modified_inputs
 from cardinal.problem import Kind, Problem
@@ -76,6 +77,7 @@ SENSITIVITY_CHUNK = 1 << 22  # input values (rows × n) of the order's points ev
 MAX_SENSITIVITY_WORK = 1 << 36  # multiply-adds of the order's 2n evaluations (2n × parameters) allowed
 ASKED_BEFORE = "asked before"  # a step's engine where an earlier question with the same free set answered it
 SUBSET_MINIMAL, NONE_EXISTS, UNKNOWN = "subset_minimal", "none_exists", "unknown"
+STOPPED = "stopped"  # the call's time limit passed: the best exactly valid set known, not shown subset-minimal
 
 
 @dataclass(frozen=True)
@@ -98,10 +100,13 @@ class Step:
 @dataclass(frozen=True)
 class Deletion:
     """The answer of `deletion`. `status`: subset_minimal (`features` is a subset-minimal
-    explanation of `kind`), none_exists (no CXp at all) or unknown (a step was undecided: no
-    set). `prediction`: p(x). `witness` [n]: for a CXp, a point of the box equal to x off `features` whose prediction
-    differs from p(x), replayed exactly. `order` [n]: the sensitivity order; `steps`: every
-    question in the order asked; `queries`: how many went to the oracle or the shortcut."""
+    explanation of `kind`), none_exists (no CXp at all), stopped (the call's deadline passed:
+    `features` is the best exactly valid explanation known then — for an AXp the features not
+    removed, for a CXp the set still chosen with its witness — not shown subset-minimal) or
+    unknown (a step was undecided: no set). `prediction`: p(x). `witness` [n]: for a CXp, a
+    point of the box equal to x off `features` whose prediction differs from p(x), replayed exactly.
+    `order` [n]: the sensitivity order; `steps`: every question in the order asked;
+    `queries`: how many went to the oracle or the shortcut."""
 
     kind: str
     prediction: int
@@ -124,13 +129,19 @@ class Deletion:
         return frozenset(j for step in self.steps if step.verdict == "removed" for j in step.block)
 
 
-def deletion(problem: Problem, oracle: SetOracle, time_limit: float, traversal: str = "sensitivity") -> Deletion:
+def deletion(
+    problem: Problem, oracle: SetOracle, time_limit: float, traversal: str = "sensitivity", deadline: Deadline | None = None
+) -> Deletion:
     """The subset-minimal explanation of `problem` (module docstring); each oracle question gets
-    `time_limit` seconds (> 0). `traversal`: one of `TRAVERSALS` (module docstring)."""
+    `time_limit` seconds (> 0), or the time left before `deadline` (the call's budget,
+    `cardinal.deadline`) when that is less. Once the deadline has passed no question is asked:
+    the run ends `stopped` with the best exactly valid set known (`Deletion`), or `unknown` where
+    it holds none (a CXp whose first question was not answered). `traversal`: one of
+    `TRAVERSALS` (module docstring)."""
     if traversal not in TRAVERSALS:
         raise ValueError(f"unknown traversal {traversal!r} (use {', '.join(TRAVERSALS)})")
     order = tuple(range(problem.n)) if traversal == "index" else _sensitivity_order(problem)
-    return _Run(problem, oracle, time_limit, traversal).explain(order)
+    return _Run(problem, oracle, time_limit, traversal, deadline or Deadline.never()).explain(order)
 
 
 def sensitivity_work(problem: Problem) -> int:
@@ -172,8 +183,9 @@ def _margin(outputs: tuple[Enclosure, ...], problem: Problem) -> Fraction:
 class _Run:
     """One run of the algorithm: the questions, counted and recorded."""
 
-    def __init__(self, problem: Problem, oracle: SetOracle, time_limit: float, traversal: str) -> None:
+    def __init__(self, problem: Problem, oracle: SetOracle, time_limit: float, traversal: str, deadline: Deadline) -> None:
         self.problem, self.oracle, self.time_limit, self.traversal = problem, oracle, time_limit, traversal
+        self.deadline = deadline
         self.steps: list[Step] = []
         self.queries = 0
         self.answered: dict[frozenset[int], Flip] = {}  # each decided question's answer, by its free set
@@ -185,7 +197,7 @@ class _Run:
             self.free: frozenset[int] = frozenset()
         else:
             first = self._ask(None, everything)
-            if first.answer is None:
+            if first.answer is None:  # no set held yet: unknown, also at the deadline
                 return self._unknown(order, None, first)
             if not first.answer:
                 return self._result(order, NONE_EXISTS)
@@ -197,6 +209,8 @@ class _Run:
             while blocks:
                 blocks[:0] = self._judge(blocks.pop(0))
         except _Undecided as undecided:
+            if self.deadline.passed():
+                return self._stopped(order)
             return self._unknown(order, undecided.feature, undecided.flip)
         if self.abductive:
             return self._done(order, tuple(sorted(everything - self.free)), None)
@@ -249,9 +263,11 @@ class _Run:
             return Flip(False, None, "definition")  # y = x
         if free in self.answered:
             return Flip(self.answered[free].answer, self.answered[free].witness, ASKED_BEFORE)
+        if not problem.monotone and (limit := self.deadline.limit(self.time_limit)) <= 0:
+            return Flip(None, None, f"not asked: {SPENT}")
         self.queries += 1
         if not problem.monotone:
-            flip = self.oracle.flip(problem, free, self.time_limit)
+            flip = self.oracle.flip(problem, free, limit)
         else:
             y = modified_inputs(problem.x, sorted(free), problem.counterpoint)
             flips = problem.flips(y)
@@ -268,6 +284,17 @@ class _Run:
             judged = f"a block of {len(self.steps[-1].block)} features"
         note = f"deletion stopped at {judged}: undecided ({flip.note})"
         return self._result(order, UNKNOWN, note=note)
+
+    def _stopped(self, order: tuple[int, ...]) -> Deletion:
+        """The run at the call's deadline: the best exactly valid set known (`Deletion`, stopped)."""
+        everything = frozenset(range(self.problem.n))
+        features = sorted(everything - self.free) if self.abductive else sorted(self.chosen)
+        held = "the features not removed (an AXp" if self.abductive else "the set still chosen (a CXp, its witness replayed"
+        note = f"deletion stopped at {SPENT}: {held}, exactly valid, not shown subset-minimal)"
+        done = self._done(order, tuple(features), None if self.abductive else self.witness)
+        if done.status != SUBSET_MINIMAL:
+            return done
+        return self._result(order, STOPPED, done.features, done.witness, note)
 
     def _done(self, order: tuple[int, ...], features: tuple[int, ...], witness: tuple[float, ...] | None) -> Deletion:
         if self.problem.kind == Kind.CONTRASTIVE:

@@ -45,19 +45,21 @@ from __future__ import annotations
 import contextlib
 import importlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Any
 
 import numpy as np
 
+from cardinal.deadline import SPENT, Deadline
 from cardinal.domain import Domain
 from cardinal.errors import InputError, interrupted_import
 from cardinal.problem import Problem, Status
 
 from . import linear_bound
 from .guard import STARTUP_WAIT, GuardedSolver
-from .registry import BACKENDS, Backend
+from .registry import BACKENDS, Backend, in_process
 
 
 @dataclass(frozen=True)
@@ -159,10 +161,21 @@ class SetOracle:
         self.engines, self.intervals = engines, intervals
         self.screens = intervals and bool(engines) if screens is None else screens
         self._started: dict[str, GuardedSolver | str] = {}  # name → its guarded engine, or why it is missing
+        self._local: dict[str, Any] = {}  # name → its engine in this process (`registry.IN_PROCESS_FEATURES`)
+        self.deadline = Deadline.never()  # the call's budget (`within`)
+
+    @contextlib.contextmanager
+    def within(self, deadline: Deadline | None) -> Iterator[SetOracle]:
+        """Questions asked inside it end by `deadline` (None: no budget), the earlier one restored after."""
+        earlier, self.deadline = self.deadline, deadline or Deadline.never()
+        try:
+            yield self
+        finally:
+            self.deadline = earlier
 
     def flip(self, problem: Problem, free: frozenset[int], time_limit: float) -> Flip:
         """Is there a y in the box, equal to x off `free`, with p(y) ≠ p(x)? Each engine gets
-        `time_limit` seconds (> 0)."""
+        `time_limit` seconds (> 0), or the time left before `deadline` when that is less."""
         question = pinned(problem, free)
         box = question.domain
         if self.intervals and problem.exact.box_keeps(box.lower, box.upper, problem.prediction, problem.threshold):
@@ -170,11 +183,16 @@ class SetOracle:
         if self.screens and (screened := _screened(problem, free, box)) is not None:
             return screened
         notes = []
-        for name, engine in ((e.name, self._engine(e)) for e in self.engines if e.applies(problem)):
+        for entry in (e for e in self.engines if e.applies(problem)):
+            name, limit = entry.name, self.deadline.limit(time_limit)
+            if limit <= 0:
+                notes.append(f"{name}: not asked, {SPENT}")
+                continue
+            engine = self._in_process(entry) if in_process(name, problem.n) else self._engine(entry)
             if isinstance(engine, str):
                 notes.append(engine)
                 continue
-            outcome = engine.solve(question, None, time_limit)
+            outcome = engine.solve(question, None, self.deadline.limit(time_limit))
             if outcome.solution is not None and outcome.status in (Status.OPTIMAL, Status.FEASIBLE):
                 valid, reason = check_witness(problem, free, outcome.witness)
                 if valid:
@@ -196,14 +214,29 @@ class SetOracle:
                 self._started[engine.name] = f"{engine.name} is not installed ({error.name} missing)"
             else:
                 guarded = GuardedSolver(engine.name, factory, {})
-                # its first question must not count the process's start (seconds, importing torch)
+                # its first question must not count the process's start (seconds, importing torch),
+                # unless the call's budget is what is left
+                until = min(time.perf_counter() + STARTUP_WAIT, self.deadline.perf_counter())
                 with contextlib.suppress(ChildProcessError):  # the questions answer `error` with the reason
-                    guarded.wait_started(time.perf_counter() + STARTUP_WAIT)
+                    guarded.wait_started(until)
                 self._started[engine.name] = guarded
         return self._started[engine.name]
 
+    def _in_process(self, engine: Engine) -> Any:
+        """The engine's backend in this process, made on first use, or why there is none."""
+        if engine.name not in self._local:
+            try:
+                self._local[engine.name] = getattr(importlib.import_module(engine.module), engine.factory)()
+            except ImportError as error:
+                interrupted_import(error)
+                return f"{engine.name} is not installed ({error.name} missing)"
+        return self._local[engine.name]
+
     def close(self) -> None:
         """End every engine's process; a later question starts them again."""
+        for local in self._local.values():
+            local.close()
+        self._local.clear()
         for engine in self._started.values():
             if isinstance(engine, GuardedSolver):
                 engine.close()

@@ -89,6 +89,17 @@ class Backend:
         return self.handles(net, domain) and (self.max_features is None or net.n_inputs <= self.max_features)
 
 
+# Backends answered in the caller's process, no solver process started, up to this many features:
+# those whose own time limit holds there (enumerate checks its deadline between batches, each a
+# bounded exact batch), where a process's start would cost more than the question (issue 51).
+IN_PROCESS_FEATURES: dict[str, int] = {"enumerate": 16}
+
+
+def in_process(name: str, n: int) -> bool:
+    """Whether backend `name` answers a problem of n features in the caller's process (`IN_PROCESS_FEATURES`)."""
+    return n <= IN_PROCESS_FEATURES.get(name, -1)
+
+
 # In this order `available_solvers` lists them (and certify's pool runs them).
 BACKENDS: dict[str, Backend] = {
     backend.name: backend

@@ -40,11 +40,12 @@ from typing import Any, cast
 
 import numpy as np
 from cardinal.solvers.base import Solver, auto_solver, available_solvers, get_solver, solve_problem
-from cardinal.solvers.deletion import UNKNOWN, Deletion, deletion
+from cardinal.solvers.deletion import STOPPED, UNKNOWN, Deletion, deletion
 from cardinal.solvers.guard import STARTUP_WAIT, GuardedSolver
 from cardinal.solvers.oracle import SetOracle
-from cardinal.solvers.registry import BACKENDS, BENCHMARK_ONLY
+from cardinal.solvers.registry import BACKENDS, BENCHMARK_ONLY, in_process
 
+from cardinal.deadline import SPENT, Deadline
 from cardinal.domain import Domain, Radius
 from cardinal.errors import UndecidedPrediction
 from cardinal.exact import exact_blocks, modified_inputs
@@ -156,10 +157,15 @@ def proving_solvers(net: Network, domain: Domain) -> tuple[str, ...]:
 class SolverPool:
     """Open backends by name, reused across calls and closed together; runs HiGHS in place of
     Gurobi when Gurobi's licence is too small for a model (`fallback=True`). Each backend runs
-    guarded (`solvers.guard`): its time limit holds even where the backend ignores it. Their
-    solver processes start when the pool is made; its first call waits for them (up to
-    `STARTUP_WAIT` s), so that no verdict depends on how long they took to start. One exact set
-    oracle (`solvers.oracle`) serves the replay of every answer.
+    guarded (`solvers.guard`): its time limit holds even where the backend ignores it; a backend
+    whose own limit is reliable answers small problems in this process instead
+    (`solvers.registry.IN_PROCESS_FEATURES`: enumerate up to 16 features), no process started.
+    Making the pool starts nothing (an unknown or missing backend fails here all the same): a
+    backend's solver process starts when `start` says a question may need it (in the
+    background, while the explainer runs) or at its first call, which waits for it (up to
+    `STARTUP_WAIT` s, or until the call's deadline), so that without a budget no verdict depends
+    on how long it took to start. One exact set oracle (`solvers.oracle`) serves the replay of
+    every answer.
 
     `first_proof` (`certify`'s default set, `proving_solvers`): the backends take turns, the one
     that `solvers.base.auto_solver` picks for the problem first, until one gives an exact proof
@@ -168,39 +174,82 @@ class SolverPool:
     def __init__(self, names: Iterable[str], fallback: bool = True, first_proof: bool = False) -> None:
         self.names = tuple(dict.fromkeys(names))
         self.first_proof = first_proof
-        self.backends = {name: cast(GuardedSolver, get_solver(name, guarded=True)) for name in self.names}
-        self.fallback = fallback and "gurobi" in self.backends and "highs" not in self.backends
+        for name in self.names:
+            get_solver(name).close()  # an unknown or missing backend fails here, no process started
+        self.backends: dict[str, GuardedSolver] = {}  # the guarded backends started so far, by name
+        self._local: dict[str, Solver] = {}  # those answered in this process (`in_process`)
+        self._waited: set[str] = set()
+        self.fallback = fallback and "gurobi" in self.names and "highs" not in self.names
         self._highs: Solver | None = None
         self.oracle = SetOracle()
-        self._started = False
 
-    def solve(self, problem: Problem, at_most: int | None, time_limit: float) -> tuple[dict[str, Outcome], list[str]]:
-        if not self._started:
-            self._started = True
-            until = time.perf_counter() + STARTUP_WAIT
-            for backend in self.backends.values():
-                with contextlib.suppress(ChildProcessError):  # the calls answer `error` with the reason
-                    backend.wait_started(until)
+    def start(self, net: Network, domain: Domain) -> None:
+        """Start, in the background, the solver processes that questions on `net` over `domain`
+        may need: none where the first backend asked (`first_proof`: enumerate, on a problem it
+        suits) answers in this process and proves; else each backend not answered in this process."""
+        n, tiny = net.n_inputs, BACKENDS["enumerate"]
+        first_here = "enumerate" in self.names and n <= tiny.auto_features and tiny.handles(net, domain)
+        if self.first_proof and first_here and in_process("enumerate", n):
+            return
+        for name in self.names:
+            if not in_process(name, n):
+                self._guarded(name)
+
+    def _guarded(self, name: str) -> GuardedSolver:
+        """The backend's guarded solver, its process asked for on first use (it starts in the background)."""
+        if name not in self.backends:
+            self.backends[name] = cast(GuardedSolver, get_solver(name, guarded=True))
+        return self.backends[name]
+
+    def _backend(self, name: str, n: int, deadline: Deadline) -> Solver:
+        """The backend that answers a problem of n features: in this process (`in_process`), or
+        guarded, its first call waiting for its process to start (up to `STARTUP_WAIT` s, or the deadline)."""
+        if in_process(name, n):
+            if name not in self._local:
+                self._local[name] = get_solver(name)
+            return self._local[name]
+        backend = self._guarded(name)
+        if name not in self._waited:
+            self._waited.add(name)
+            with contextlib.suppress(ChildProcessError):  # the calls answer `error` with the reason
+                backend.wait_started(min(time.perf_counter() + STARTUP_WAIT, deadline.perf_counter()))
+        return backend
+
+    def solve(
+        self, problem: Problem, at_most: int | None, time_limit: float, deadline: Deadline | None = None
+    ) -> tuple[dict[str, Outcome], list[str]]:
+        """Each backend's outcome on the problem (`first_proof`: until one proves), each call
+        limited to `time_limit` s or the time left before `deadline` (the call's budget) when that
+        is less; a backend left no time is not asked (TIMEOUT, raw status "not asked")."""
+        deadline = deadline or Deadline.never()
         outcomes: dict[str, Outcome] = {}
         notes: list[str] = []
-        order = list(self.backends)
+        order = list(self.names)
         if self.first_proof:  # the explainer's answer has at_most + 1 features: greedy does not run again to choose
             first = auto_solver(problem, problem.n if at_most is None else at_most + 1)
             order.sort(key=lambda name: name != first)
         for name in order:
-            backend = self.backends[name]
             if self.first_proof and any(outcome.proved for outcome in outcomes.values()):
                 break
-            outcomes[name] = solve_problem(backend, problem, at_most, time_limit, self.oracle)
+            outcomes[name] = self._call(name, problem, at_most, time_limit, deadline)
             if name == "gurobi" and outcomes[name].status == Status.SIZE_LIMIT and self.fallback:
-                self._highs = self._highs or get_solver("highs", guarded=True)
-                outcomes["highs"] = solve_problem(self._highs, problem, at_most, time_limit, self.oracle)
+                outcomes["highs"] = self._call("highs", problem, at_most, time_limit, deadline)
                 notes.append("gurobi hit its licence size limit; highs ran in its place")
         return outcomes, notes
 
+    def _call(self, name: str, problem: Problem, at_most: int | None, time_limit: float, deadline: Deadline) -> Outcome:
+        """One backend's call, replayed, within the deadline (none left: not asked)."""
+        if deadline.limit(time_limit) <= 0:
+            exact = BACKENDS[name].exact if name in BACKENDS else False
+            return Outcome(Status.TIMEOUT, name, 0.0, raw_status="not asked", exact=exact, message=f"not asked: {SPENT}")
+        backend = self._backend(name, problem.n, deadline)
+        with self.oracle.within(deadline):
+            return solve_problem(backend, problem, at_most, deadline.limit(time_limit), self.oracle)
+
     def close(self) -> None:
-        for backend in [*self.backends.values(), *([self._highs] if self._highs else [])]:
+        for backend in [*self.backends.values(), *self._local.values()]:
             backend.close()
+        self.backends, self._local = {}, {}
         self.oracle.close()
 
     def __enter__(self) -> SolverPool:
@@ -239,16 +288,19 @@ def deletion_answer(
     traversal: str = "sensitivity",
 ) -> tuple[Deletion | None, GreedyAnswer]:
     """The deletion explainer (`solvers.deletion`, in `traversal`) on the input x [n] over `box`;
-    every oracle question gets `time_limit` s. Returns the run (None where exact arithmetic cannot
-    decide p(x)) and the answer as certify judges it (check "undecided" where a step was
-    undecided: no set, no evidence)."""
+    every oracle question gets `time_limit` s, or the time left before the oracle's deadline (the
+    call's budget, `SetOracle.within`) when that is less, and the run stops at it. Returns the
+    run (None where exact arithmetic cannot decide p(x)) and the answer as certify judges it
+    (check "undecided" where a step was undecided: no set, no evidence; "stopped" where the
+    deadline stopped the run: its best exactly valid set, not shown subset-minimal)."""
     started = time.perf_counter()
     try:
-        run: Deletion | None = deletion(Problem.make(net, x, kind, box, threshold), oracle, time_limit, traversal)
+        problem = Problem.make(net, x, kind, box, threshold)
+        run: Deletion | None = deletion(problem, oracle, time_limit, traversal, oracle.deadline)
     except UndecidedPrediction:
         run = None
     seconds = time.perf_counter() - started
-    check = "undecided" if run is None or run.status == UNKNOWN else "exact"
+    check = "undecided" if run is None or run.status == UNKNOWN else "stopped" if run.status == STOPPED else "exact"
     features, witness = (None, None) if run is None else (run.features, run.witness)
     return run, GreedyAnswer(features, seconds, check, witness, Method.DELETION.value, traversal)
 
@@ -271,9 +323,12 @@ def certify_answers(
     answers: Sequence[GreedyAnswer | None],
     time_limit: float,
     row: int = 0,
+    deadline: Deadline | None = None,
 ) -> list[RowVerdict]:
     """Run every solver on one problem once and judge each of `answers` (one per explainer; None:
-    no explainer ran) against the same evidence: one certificate per answer, in order. The
+    no explainer ran) against the same evidence: one certificate per answer, in order. Each
+    solver call gets `time_limit` s, or the time left before `deadline` (the call's budget) when
+    that is less. The
     solvers are asked for a set smaller than the smallest answer decided in exact arithmetic, or
     for the minimum when there is none; each answer is judged with the other answers' exactly
     checked sets as evidence too (`judge`'s `others`), since the minimum does not depend on the
@@ -283,7 +338,8 @@ def certify_answers(
     if at_most == -1:  # an empty AXp: nothing can be smaller
         outcomes, shared = {}, ["empty abductive explanation: minimal by definition"]
     else:
-        outcomes, shared = pool.solve(problem, at_most, time_limit)
+        budget = () if deadline is None else (deadline,)  # stand-in pools (tests) take no deadline
+        outcomes, shared = pool.solve(problem, at_most, time_limit, *budget)
     certificates = []
     for index, greedy in enumerate(answers):
         others = [a for j, a in enumerate(answers) if j != index and a is not None]
@@ -318,7 +374,9 @@ def left_open(kind: str, at_most: int | None, outcomes: dict[str, Outcome], time
     ended = []
     for name, outcome in outcomes.items():
         status = outcome.status
-        if status == Status.TIMEOUT:
+        if status == Status.TIMEOUT and outcome.raw_status == "not asked":
+            ended.append(f"{name} not asked: {SPENT}")
+        elif status == Status.TIMEOUT:
             ended.append(f"{name} stopped at its time limit of {time_limit:g} s")
         elif status in (Status.NONE_WITHIN, Status.NONE_EXISTS, Status.OPTIMAL) and not outcome.exact:
             ended.append(f"{name} says {status.value}, a float MILP's claim, no exact proof")
@@ -352,7 +410,7 @@ def judge(
     # Exact lower bounds: "no explanation has fewer than L features", by source.
     lower: dict[str, int] = {"definition": 1 if problem.kind == "contrastive" else 0}
     for answer in evidence:
-        if answer.features:
+        if answer.features and answer.check != "stopped":  # a stopped deletion's set is valid, not subset-minimal
             lower[answer.method] = 1  # exact: the empty set is no explanation (greedy: p(x') ≠ p(x); deletion: subset-minimal)
     impossible = [a.method for a in evidence if a.features is None]  # exact: no explanation exists
     # an exact backend's claim that failed the exact check is a bug, not a float error

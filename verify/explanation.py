@@ -151,10 +151,18 @@ def explain(
     deletion ran. `radius`: explain inside the ball of x (docs/semantics.md);
     `threshold`, `domain`: as the CLI's flags (default: the model's metadata, else 0 and [0, 1]^n).
     `proof_dir`: write certificates (and the network once) there; None keeps them in memory.
-    `time_limit`: seconds per solver call and per certificate search (default 60).
+    `time_limit`: the call's budget in seconds, per input (default 60): with `prove`, every stage
+    (the explainer's exact questions, the solvers — their processes' start included —, the
+    certificate) shares it, each getting what the earlier ones left, and the answer comes within
+    `time_limit` plus max(2, time_limit / 10) seconds, with the best exactly valid set and exact
+    bounds held then (`proved` False where the minimum was not proved in time;
+    `certificate_reason` "no certificate: the call's time limit" where no time was left for it);
+    a timeout never proves "nothing smaller". Without `prove`, each of deletion's exact questions gets `time_limit`.
 
-    Each call starts the exact solvers' processes and ends them before it returns; to explain
-    input after input, an `Explainer` keeps them between calls.
+    A small network is answered in this process (enumerate, up to 16 features: no solver process
+    starts); otherwise the exact solvers' processes start, in the background while the explainer
+    runs, only when a question needs them, and end before the call returns; to explain input after
+    input, an `Explainer` keeps them between calls.
     """
     _check_arguments(kind, method, prove, traversal)
     with Explainer(model, radius=radius, threshold=threshold, domain=domain, proof_dir=proof_dir, time_limit=time_limit,
@@ -173,7 +181,9 @@ class Explainer:
     The arguments are `explain`'s, split as they are fixed: the model and its settings here (read
     and resolved once), the input, kind, method, traversal and `prove` per call. Each answer is the one
     `explain` gives for the same arguments; only the solver processes' start-up is saved, paid on
-    the first call that needs them (the explainer's exact questions, or the proof with `prove`).
+    the first call that needs them (the explainer's exact questions, or the proof with `prove`),
+    within that call's budget. `time_limit` is each input's budget (`explain`), for a batch too:
+    every row gets its own.
     """
 
     def __init__(

@@ -14,7 +14,17 @@ A question's settings are a `Plan`, defined once:
   "minimum" (no explainer: the solvers alone);
 * `traversal`: the order of deletion's questions (`solvers.deletion.TRAVERSALS`), named in the
   record (`traversal`) wherever deletion ran;
-* `time_limit`: seconds per exact solver call and per deletion question (`DEFAULT_TIME_LIMIT`);
+* `time_limit`: the call's budget, per input (`DEFAULT_TIME_LIMIT`): a `cardinal.deadline.Deadline`
+  is computed once when an input's work starts (greedy's batch: that row's share counted) and
+  passed down; each stage gets its own cap or the time left, whichever is less — deletion's
+  questions, each solver call (its solver process's start included), then the certificate search
+  (none left: "no certificate: the call's time limit"). Deletion stops at the deadline with its
+  best exactly valid set (`solvers.deletion`, stopped), a solver left no time is not asked, and
+  the record holds the best answer and exact bounds known at that moment, with a note; nothing
+  is ever concluded from a timeout. The input's work ends within the budget plus one stage's
+  overrun (half of `solvers.guard.allowed_overrun` of the time left, where a guarded call ends). A
+  campaign's units (`certify_input` without a deadline) keep the per-call meaning: each solver
+  call and deletion question gets `time_limit` s;
 * `epsilon`: the MILP margin (`DEFAULT_EPSILON`);
 * `proofs`: where certificates go (`proofs.ProofFolder`: a folder, or held in memory), None: no
   certificates. With `proofs`, every record carries a `proof` entry (`{"file": null, "reason"}`
@@ -30,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from cardinal.deadline import SPENT, Deadline
 from cardinal.domain import Domain, Radius
 from cardinal.errors import UndecidedPrediction
 from cardinal.network import Network
@@ -52,6 +63,7 @@ class Plan:
     time_limit: float = DEFAULT_TIME_LIMIT
     epsilon: float = DEFAULT_EPSILON
     proofs: ProofFolder | None = None
+    deadline: Deadline | None = None  # the input's budget, set per input by `answered` (None: each call its `time_limit`)
 
     def explainer(self, net: Network) -> str | None:
         """The explainer `method` runs on `net` (`explainer_of`)."""
@@ -88,19 +100,28 @@ class Answered:
 
 def explainer_answers(
     pool: SolverPool, net: Network, settings: Settings, X: np.ndarray, kind: str, plan: Plan
-) -> Iterator[GreedyAnswer | None]:
-    """The explainer's answer for each row of X [B, n]: greedy's batched (re-checked exactly),
-    deletion's one row at a time as they are asked for (its questions to the pool's oracle),
-    None per row where no explainer runs."""
+) -> Iterator[tuple[GreedyAnswer | None, Deadline]]:
+    """The explainer's answer for each row of X [B, n], with that input's deadline (`Plan.time_limit`
+    from when its work started): greedy's batched (re-checked exactly; the row's share of the
+    batch counted in its budget), deletion's one row at a time as they are asked for (its
+    questions to the pool's oracle, within the deadline), None per row where no explainer runs.
+    The pool's solver processes that the questions may need start first, in the background
+    (`SolverPool.start`)."""
+    pool.start(net, settings.domain)
     explainer = plan.explainer(net)
     if explainer == Method.GREEDY:
-        yield from greedy_answers(net, X, kind, settings.domain, settings.threshold, settings.radius)[1]
+        for answer in greedy_answers(net, X, kind, settings.domain, settings.threshold, settings.radius)[1]:
+            yield answer, Deadline.after(plan.time_limit - answer.seconds)
     elif explainer == Method.DELETION:
         for x in X:
+            deadline = Deadline.after(plan.time_limit)
             box = settings.box(x)
-            yield deletion_answer(net, x, kind, box, settings.threshold, pool.oracle, plan.time_limit, plan.traversal)[1]
+            with pool.oracle.within(deadline):
+                answer = deletion_answer(net, x, kind, box, settings.threshold, pool.oracle, plan.time_limit, plan.traversal)
+            yield answer[1], deadline
     else:
-        yield from [None] * len(X)
+        for _ in X:
+            yield None, Deadline.after(plan.time_limit)
 
 
 def answered(
@@ -108,22 +129,29 @@ def answered(
 ) -> Iterator[Answered]:
     """The pipeline on X [B, n] (its row numbers `rows` [B]) for one kind: one `Answered` per row,
     yielded as soon as that row is decided."""
-    for row, x, answer in zip(rows, X, explainer_answers(pool, net, settings, X, kind, plan), strict=True):
-        yield decide(pool, net, settings, x, kind, answer, plan, row)
+    for row, x, (answer, deadline) in zip(rows, X, explainer_answers(pool, net, settings, X, kind, plan), strict=True):
+        yield decide(pool, net, settings, x, kind, answer, replace(plan, deadline=deadline), row)
 
 
 def decide(
     pool: SolverPool, net: Network, settings: Settings, x: np.ndarray, kind: str, answer: GreedyAnswer | None,
     plan: Plan, row: int = 0,
 ) -> Answered:
-    """One row x [n] with the explainer's answer: the solvers, the verdict, the certificate."""
+    """One row x [n] with the explainer's answer: the solvers, the verdict, the certificate, each
+    within the input's deadline (`plan.deadline`; None: `plan.time_limit` from now). Where the
+    budget ran out before every stage finished, the verdict says so in a note."""
+    deadline = plan.deadline or Deadline.after(plan.time_limit)
+    plan = replace(plan, deadline=deadline)
     started = time.perf_counter()
     problem, (verdict,) = certify_input(pool, net, settings, x, kind, (answer,), plan, row)
     solved = time.perf_counter() - started
     written = None
     if plan.proofs is not None:
-        written = plan.proofs.certify(problem, verdict, f"row{row}-{kind}")
+        written = plan.proofs.certify(problem, verdict, f"row{row}-{kind}", deadline)
         verdict = replace(verdict, proof=written.entry)
+    if deadline.passed() or (answer is not None and answer.check == "stopped"):
+        note = f"{SPENT} ({plan.time_limit:g} s) ended the work: the best answer and exact bounds known then"
+        verdict = replace(verdict, notes=(*verdict.notes, note))
     timings = {"explain": 0.0 if answer is None else answer.seconds, "solve": solved,
                "certificate": time.perf_counter() - started - solved}
     return Answered(row, kind, answer, problem, verdict, written, timings)
@@ -134,7 +162,8 @@ def certify_input(
     answers: Sequence[GreedyAnswer | None], plan: Plan, row: int = 0,
 ) -> tuple[Problem | None, list[RowVerdict]]:
     """`certify.certify_answers` for the input x [n] over its box (`settings.box`): its problem and
-    one verdict per answer, all judged on one run of the pool's solvers. An input whose prediction
+    one verdict per answer, all judged on one run of the pool's solvers, within `plan.deadline`
+    (None: each solver call gets `plan.time_limit`, a campaign's per-call meaning). An input whose prediction
     exact arithmetic cannot decide is valid input, not an error: each answer gets the verdict
     `undecided` (prediction −1, no solver run) and the problem is None."""
     try:
@@ -144,7 +173,7 @@ def certify_input(
             RowVerdict(row, kind, -1, answer, {}, Verdict.UNDECIDED, False, notes=(str(reason),), classes=net.n_outputs)
             for answer in answers
         ]
-    return problem, certify_answers(pool, problem, answers, plan.time_limit, row)
+    return problem, certify_answers(pool, problem, answers, plan.time_limit, row, plan.deadline)
 
 
 def record_of(answered: Answered, net: Network, settings: Settings) -> dict[str, Any]:
@@ -179,5 +208,5 @@ def certify(
     X = settings.domain.check(X)
     default = solvers is None
     names = proving_solvers(net, settings.domain) if solvers is None else solvers
-    with SolverPool(names, first_proof=default) as pool:  # made first: its solver processes start while greedy runs
+    with SolverPool(names, first_proof=default) as pool:  # `answered` starts what its questions may need, before the explainer
         return [done.verdict for done in answered(pool, net, settings, X, range(len(X)), kind, plan)]

@@ -36,6 +36,7 @@ from cardinal.solvers.proof import network_beside, write_certificate
 
 from cardinal import checker
 from cardinal.checker.record import check_record
+from cardinal.deadline import SPENT, Deadline
 from cardinal.errors import InputError
 from cardinal.io import MAX_DATA_BYTES, decode_text, json_lines, parse_json, read_input, read_json
 from cardinal.network import Network
@@ -97,14 +98,20 @@ class ProofFolder:
         self.network, self.time_limit = network, time_limit
         self.embed = embed or folder is None
 
-    def certify(self, problem: Problem | None, judged: RowVerdict, key: str) -> Written:
+    def certify(self, problem: Problem | None, judged: RowVerdict, key: str, deadline: Deadline | None = None) -> Written:
         """The certificate of one result's exact "nothing smaller" (`judged`: its `RowVerdict`;
         `claim_of`), its search started from the solvers' outcomes, written into the folder when
-        there is one. `problem` None (p(x) undecided): no certificate, the reason in the entry."""
+        there is one. `problem` None (p(x) undecided): no certificate, the reason in the entry.
+        `deadline` (the call's budget, `cardinal.deadline`): the search gets `time_limit` s or the
+        time left when that is less; with none left, no certificate, the reason "no certificate:
+        the call's time limit" (the verdict is the solvers', unchanged)."""
         if problem is None:
             return Written({"file": None, "reason": UNDECIDED})
         claim = claim_of(problem, judged.verdict, judged.minimum, judged.minimum_proved, judged.certified)
-        written = make(problem, *claim, key, self.time_limit, self.embed, judged.solvers)
+        limit = self.time_limit if deadline is None else deadline.limit(self.time_limit)
+        if claim[0] is not None and limit <= 0:
+            return Written({"file": None, "reason": f"no certificate: {SPENT}"})
+        written = make(problem, *claim, key, limit, self.embed, judged.solvers)
         if self.folder is not None:
             save(self.folder, written, self.network, self.embed)
         elif written.text is not None:

@@ -61,6 +61,7 @@ def _add_certify(commands: argparse._SubParsersAction, problem: argparse.Argumen
         certify,
         "comma-separated: exact-milp,z3,enumerate,gurobi,highs, or all (every installed one); default: every installed "
         "exact backend that applies to the network (docs/statuses.md)",
+        budget=True,
     )
     certify.add_argument("--cases", help="directory for case files (default: OUT.cases/ or ./cardinal-cases/)")
     _proof_flag_arguments(certify, "each exact 'nothing smaller' (a minimum proved, no CXp at all)")

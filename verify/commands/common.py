@@ -312,8 +312,8 @@ def _proof_flag_arguments(parser: argparse.ArgumentParser, what: str, default: s
         type=seconds,
         default=DEFAULT_TIME_LIMIT,
         metavar="S",
-        help=f"seconds to search for each certificate, apart from --time-limit (default {DEFAULT_TIME_LIMIT:g}); one not found "
-        "in time is recorded with \"file\": null and the reason",
+        help=f"seconds at most to search for each certificate (default {DEFAULT_TIME_LIMIT:g}; certify: within the "
+        "row's --time-limit, what is left of it); one not found in time is recorded with \"file\": null and the reason",
     )
 
 
@@ -333,12 +333,20 @@ def _proof_path(args: argparse.Namespace, default: Path) -> Path | None:
     return Path(args.proof) if args.proof is not None else default
 
 
-def _exact_flag_arguments(parser: argparse.ArgumentParser, solvers: str) -> None:
-    """--solvers (`solvers`: its help), --time-limit and --epsilon: the exact solvers' flags of certify and check."""
+def _exact_flag_arguments(parser: argparse.ArgumentParser, solvers: str, budget: bool = False) -> None:
+    """--solvers (`solvers`: its help), --time-limit and --epsilon: the exact solvers' flags of
+    certify and check. `budget`: --time-limit is each input's budget (certify, `verify.pipeline`),
+    else seconds per solver call (check)."""
     parser.add_argument("--solvers", help=solvers)
-    parser.add_argument(
-        "--time-limit", type=seconds, default=DEFAULT_TIME_LIMIT, help=f"seconds per solver call (default {DEFAULT_TIME_LIMIT:g})"
+    meaning = (
+        "seconds per input and kind, every stage included (the explainer's exact questions, the solvers, the "
+        "certificate): the row ends by then, plus at most max(2 s, 10%%), with the best answer and exact bounds held "
+        "then, never a verdict from a timeout"
+        if budget
+        else "seconds per solver call"
     )
+    help_text = f"{meaning} (default {DEFAULT_TIME_LIMIT:g})"
+    parser.add_argument("--time-limit", type=seconds, default=DEFAULT_TIME_LIMIT, help=help_text)
     parser.add_argument(
         "--epsilon",
         type=positive_number,

@@ -52,7 +52,8 @@ def _add_explain(commands: argparse._SubParsersAction, problem: argparse.Argumen
         "--time-limit",
         type=seconds,
         default=DEFAULT_TIME_LIMIT,
-        help=f"deletion: seconds per exact question (default {DEFAULT_TIME_LIMIT:g})",
+        help=f"deletion: seconds per exact question (default {DEFAULT_TIME_LIMIT:g}); certify and cardinal.explain "
+        "with prove take it as each input's budget",
     )
     _traversal_argument(explain)
     explain.set_defaults(handler=_explain)
