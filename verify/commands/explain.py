@@ -9,7 +9,16 @@ import argparse
 from cardinal.defaults import DEFAULT_TIME_LIMIT
 from cardinal.validate import output_file, seconds
 
-from .common import METHOD_CHOICES, _emit, _kinds, _load_problem, _traversal_argument
+from .common import (
+    METHOD_CHOICES,
+    _emit,
+    _kinds,
+    _load_problem,
+    _picture_argument,
+    _picture_folder,
+    _traversal_argument,
+    _write_picture,
+)
 
 
 def _add_explain(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
@@ -55,6 +64,7 @@ def _add_explain(commands: argparse._SubParsersAction, problem: argparse.Argumen
         help=f"deletion: seconds per exact question (default {DEFAULT_TIME_LIMIT:g})",
     )
     _traversal_argument(explain)
+    _picture_argument(explain)
     explain.set_defaults(handler=_explain)
 
 
@@ -64,6 +74,7 @@ def _explain(args: argparse.Namespace) -> int:
     if args.out is not None:
         output_file(args.out, "--out")
     net, settings, X, rows = _load_problem(args)
+    pictures = _picture_folder(args, net)
     lines = explain_lines(
         net,
         settings,
@@ -76,5 +87,14 @@ def _explain(args: argparse.Namespace) -> int:
         verify=not args.no_verify,
         traversal=args.traversal,
     )
+    if pictures is not None:
+        from cardinal.verify.picture import title_of
+
+        where = {row: i for i, row in enumerate(rows)}
+        for line in lines:
+            title = title_of(line["kind"], line["prediction"], line["features"], line["exists"] is False,
+                             method=line["method"], class_names=net.metadata.class_names)
+            _write_picture(pictures, net, line["row"], line["kind"], X[where[line["row"]]], line["features"],
+                           line.get("witness"), title)
     _emit(lines, args.out)
     return 0
