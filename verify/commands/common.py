@@ -66,7 +66,7 @@ def _picture_argument(parser: argparse.ArgumentParser) -> None:
 def _picture_folder(args: argparse.Namespace, net: Network) -> Path | None:
     """The --picture folder, checked before any work: the model has an image shape and the folder
     takes files (one-line `InputError` naming why not); None without --picture."""
-    if args.picture is None:
+    if getattr(args, "picture", None) is None:
         return None
     from cardinal.verify.picture import image_layout
 
@@ -211,6 +211,7 @@ def _load_problem(args: argparse.Namespace):
     """Network, settings (threshold, domain), the chosen inputs [B, n] checked against the domain,
     and their row numbers in the file [B] (`--rows`), from the shared flags."""
     net = _network(args)
+    _picture_folder(args, net)  # --picture refused before anything else is read or said
     inputs = _inputs(args, net)
     settings = _settings(args, net)
     rows = _rows(args, len(inputs))
