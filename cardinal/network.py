@@ -444,21 +444,23 @@ class Network:
         """Read a network file: cardinal's JSON, ONNX, or a torch file (a whole `torch.nn.Sequential`,
         or a state_dict, which needs `activations`: one per Linear layer, as `Activation`s or
         specs like `relu` and `leaky_relu:0.1`, or one comma-separated string); see
-        `cardinal.formats.loaders`. `input_shape` (batch axis aside) only for a whole torch
-        module with `Conv2d` layers (ONNX files declare it). Never runs pickled code."""
+        `cardinal.formats.loaders`. `input_shape` (batch axis aside): needed by a whole torch
+        module with `Conv2d` layers; for a file that records no shape of two or more axes it is
+        recorded in `metadata.input_shape` (pictures of explanations use it); one that differs
+        from the shape the file declares is refused. Never runs pickled code."""
         from .formats.loaders import read_model
 
         document, chain, metadata = read_model(path, activations, input_shape)
         if document is not None:
-            return cls.from_json(document, source=str(path))
+            return _given_shape(cls.from_json(document, source=str(path)), input_shape, path)
         try:
             net = cls.from_chain(chain)
         except InputError as error:
             message = str(error)
             raise InputError(message if message.startswith(str(path)) else f"{path}: {message}") from None
-        if metadata is None:
-            return net
-        return Network(net.layers, Metadata.from_json(metadata, net.n_inputs, str(path), net.n_outputs))
+        if metadata is not None:
+            net = Network(net.layers, Metadata.from_json(metadata, net.n_inputs, str(path), net.n_outputs))
+        return _given_shape(net, input_shape, path)
 
     def save(self, path: str | Path, float32: bool = False, state_dict: bool = False, *, root: str | Path | None = None) -> None:
         """Write the network, whole or not at all, in the format of the extension: `.onnx`, a
@@ -524,3 +526,20 @@ def _vector(value: Any, where: str) -> np.ndarray:
     if array.ndim != 1:
         raise InputError(f"{where} must be a 1-D array, got shape {list(array.shape)}")
     return _checked(array, where)
+
+
+def _given_shape(net: Network, shape: Sequence[int] | None, path: str | Path) -> Network:
+    """`net` with the input shape the caller gave (`Network.load`'s `input_shape`) recorded where the
+    file records none; a shape of one axis records nothing; one that differs from the file's is refused."""
+    if shape is None or len(shape) < 2:
+        return net
+    shape = tuple(int(size) for size in shape)
+    declared = net.metadata.input_shape
+    if declared is None:
+        if math.prod(shape) != net.n_inputs:
+            size = math.prod(shape)
+            raise InputError(f"{path}: input_shape {list(shape)} has {size} elements, the network {net.n_inputs} inputs")
+        return Network(net.layers, replace(net.metadata, input_shape=shape))
+    if declared != shape:
+        raise InputError(f"{path} declares its own input shape {list(declared)}: drop input_shape {list(shape)}")
+    return net

@@ -130,7 +130,7 @@ def test_a_failing_command_line_fails_the_page(tmp_path: Path) -> None:
 def test_the_tutorial_has_command_lines() -> None:
     """The tutorial's command-line section is run, not only shown: its block is a `bash` one."""
     commands = _commands((ROOT / "docs" / "tutorial.md").read_text())
-    assert [line.split()[1] for line in commands] == ["certify", "proof", "certify", "proof"]
+    assert [line.split()[1] for line in commands] == ["certify", "proof", "certify", "proof", "explain"]
 
 
 def test_python_blocks_are_found_as_the_site_renders_them() -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -92,7 +92,9 @@ class Explanation:
     minimum explanation (None where unknown or none exists). `none_exists`: exact evidence shows
     that no contrastive explanation exists. `verdict`: the explainer's verdict
     (`cardinal.Verdict`; None without `prove`). `certificate`: the `Proof` of "nothing smaller",
-    None with `certificate_reason`. `timings`: seconds per stage.
+    None with `certificate_reason`. `timings`: seconds per stage. `x`: the input explained;
+    `input_shape`: the model's input shape (the network's record, else the caller's
+    `input_shape=`; None: neither), which `figure()` draws the input as an image by.
     """
 
     kind: str
@@ -109,6 +111,8 @@ class Explanation:
     certificate_reason: str = ""
     timings: dict[str, float] = field(default_factory=dict)
     record: dict[str, Any] = field(default_factory=dict, repr=False)
+    x: tuple[float, ...] | None = field(default=None, repr=False)
+    input_shape: tuple[int, ...] | None = None
 
     @property
     def exists(self) -> bool | None:
@@ -120,6 +124,22 @@ class Explanation:
     def to_dict(self) -> dict[str, Any]:
         """The record the CLI writes for the same question (`certify`, or `explain` without `prove`)."""
         return dict(self.record)
+
+    def figure(self) -> Any:
+        """The matplotlib `Figure` of this explanation drawn on its input as an image
+        (`verify.picture.figure`: the input, the explanation's pixels marked, and for a contrastive
+        one its witness and witness − x; the title states kind, prediction, |features| and what is
+        proved). `InputError` saying why where it cannot be drawn: no input shape (the model records
+        none and no `input_shape=` was given) or one that is not an image's."""
+        from .picture import figure, title_of
+
+        if self.input_shape is None:
+            raise InputError("no picture: the model records no input shape and none was given (input_shape=, e.g. (1, 28, 28))")
+        if self.x is None:
+            raise InputError("no picture: this explanation does not hold its input x")
+        title = title_of(self.kind, self.prediction, self.features, self.proved, self.lower, self.upper, self.method)
+        witness = self.witness if self.kind == "contrastive" else None
+        return figure(self.x, self.input_shape, self.kind, self.features, witness, title)
 
 
 def explain(
@@ -201,6 +221,7 @@ class Explainer:
                                 time_limit=time_limit, input_shape=input_shape, default_time_limit=DEFAULT_TIME_LIMIT)
         self.limit = checked.time_limit
         self.net, name = _network(model, checked.input_shape)
+        self.shape = self.net.metadata.input_shape or checked.input_shape  # what `Explanation.figure` draws by
         self.settings = resolve(self.net, name, Flags(checked.threshold, checked.domain, False, checked.radius))
         self.proofs = ProofFolder(checked.proof_dir, self.net, self.limit)  # proof_dir None: held in memory
         self._pool: SolverPool | None = None  # the exact solvers of `prove`, started on first use
@@ -234,6 +255,7 @@ class Explainer:
             if self._oracle is None and explainer == "deletion":
                 self._oracle = SetOracle()
             explanations = _unproved(self.net, self.settings, X, kind, explainer, traversal, self.limit, self._oracle)
+        explanations = [replace(e, x=tuple(map(float, x)), input_shape=self.shape) for e, x in zip(explanations, X, strict=True)]
         return explanations[0] if single else explanations
 
     def close(self) -> None:

@@ -59,7 +59,8 @@ def read_model(
     """(the parsed JSON document of a cardinal network file, or None; the chain of an ONNX or
     torch model, or []; the metadata document of an ONNX or torch model — its cardinal metadata
     and what the model itself says, `Chain.metadata()` — or None); `activations` only for a
-    torch state_dict, `input_shape` only for a whole torch module."""
+    torch state_dict; `input_shape` is applied here only to a whole torch module (`Network.load`
+    records it for a JSON or ONNX file that declares none)."""
     path = Path(path)
     data = read_input(path, "network file", MAX_NETWORK_BYTES)
     if not data or data.isspace():
@@ -68,8 +69,6 @@ def read_model(
     parsed = parse_activations(activations)
     if parsed and kind != "torch":
         raise InputError(f"{path} is a {kind.upper()} network, which names its own activations: drop --activations")
-    if input_shape is not None and kind != "torch":
-        raise InputError(f"{path} is a {kind.upper()} network, which declares its own input shape: drop input_shape")
     if kind == "json":
         return parse_json(decode_text(data, path, "network file"), str(path)), [], None
     if kind == "onnx":

@@ -28,12 +28,15 @@ from .common import (
     _exact_flag_arguments,
     _kinds,
     _load_problem,
+    _picture_argument,
+    _picture_folder,
     _Progress,
     _proof_flag_arguments,
     _proof_folder,
     _proof_report,
     _solver_names,
     _traversal_argument,
+    _write_picture,
 )
 
 SAME_RUN = "--resume continues the same run (the same inputs and flags)"
@@ -74,6 +77,7 @@ def _add_certify(commands: argparse._SubParsersAction, problem: argparse.Argumen
         "deletion (subset-minimal, any network; each of its exact questions gets --time-limit)",
     )
     _traversal_argument(certify)
+    _picture_argument(certify)
     _ci_flag_arguments(certify)
     certify.add_argument(
         "--resume",
@@ -100,6 +104,7 @@ def _certify(args: argparse.Namespace) -> int:
     cases_dir = Path(args.cases) if args.cases else _beside(args.out, ".cases", "cardinal-cases")
     output_directory(cases_dir, "--cases" if args.cases else "case folder")
     net, settings, X, rows = _load_problem(args)
+    pictures = _picture_folder(args, net)
     names = _solver_names(args.solvers, net, settings.domain)
     fail_on, baseline = _ci_flags(args, "certify")
     proofs = _proof_folder(args, net)
@@ -129,6 +134,8 @@ def _certify(args: argparse.Namespace) -> int:
                         line["baseline"] = _baseline_field(line, baseline)
                     write(line)
                     lines.append(line)
+                    if pictures is not None:
+                        _picture(pictures, net, certificate, kind, X[rows.index(result.row)], result.row)
                     if certificate.verdict == Verdict.SOLVER_DISAGREEMENT:
                         where = f"row {result.row} ({kind}): {_statuses(certificate)}"
                         progress.write(f"!!! SOLVER DISAGREEMENT on {where} — case saved to {saved[-1]}")
@@ -163,6 +170,20 @@ def _certify(args: argparse.Namespace) -> int:
     for line in failed:
         print(f"FAIL {line}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _picture(folder: Path, net, certificate, kind: str, x, row: int) -> None:
+    """The --picture of one verdict: its minimum (the smallest exactly valid set known) and witness,
+    titled with what is proved of its size (as `Explanation` reads the verdict)."""
+    from cardinal.verify.picture import title_of
+    from cardinal.verify.record import proves_none
+
+    features = certificate.minimum
+    proved = certificate.minimum_proved or proves_none(certificate.verdict, certificate.certified, features)
+    upper = None if features is None else len(features)
+    title = title_of(kind, certificate.prediction, features, proved, certificate.minimum_lower, upper,
+                     class_names=net.metadata.class_names)
+    _write_picture(folder, net, row, kind, x, features, certificate.minimum_witness, title)
 
 
 def _statuses(certificate) -> str:

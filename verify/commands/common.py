@@ -50,6 +50,50 @@ def _traversal_argument(parser: argparse.ArgumentParser) -> None:
         "(VeriX+'s binary search: a whole block of features in one question, split only when it fails; the same answer "
         f"as sensitivity, in fewer questions where most features leave); default {DEFAULT_TRAVERSAL}",
     )
+
+
+def _picture_argument(parser: argparse.ArgumentParser) -> None:
+    """--picture DIR: one PNG per input and kind (explain, certify)."""
+    parser.add_argument(
+        "--picture",
+        metavar="DIR",
+        help="draw each explanation into DIR/row{R}-{kind}.png: the input, the explanation's pixels marked, and for a "
+        "contrastive one its witness and witness − x; needs an image shape, the model's or --input-shape's ((H, W), "
+        "(C, H, W) or (H, W, C), C = 1 or 3)",
+    )
+
+
+def _picture_folder(args: argparse.Namespace, net: Network) -> Path | None:
+    """The --picture folder, checked before any work: the model has an image shape and the folder
+    takes files (one-line `InputError` naming why not); None without --picture."""
+    if getattr(args, "picture", None) is None:
+        return None
+    from cardinal.verify.picture import image_layout
+
+    from cardinal.validate import output_directory
+
+    try:
+        image_layout(net.metadata.input_shape)
+    except InputError as error:
+        raise InputError(f"--picture: {args.network}: {error}") from None
+    return output_directory(args.picture, "--picture")
+
+
+def _write_picture(folder: Path, net: Network, row: int, kind: str, x, features, witness, title: str) -> None:
+    """DIR/row{row}-{kind}.png of one explanation (`verify.picture.figure`), written whole, never
+    through a link inside DIR (`io.write_figure`)."""
+    import matplotlib.pyplot as plt
+    from cardinal.verify.picture import figure
+
+    from cardinal.io import write_figure
+
+    drawn = figure(x, net.metadata.input_shape, kind, features, witness if kind == "contrastive" else None, title)
+    try:
+        write_figure(folder / f"row{row}-{kind}.png", drawn, 100, root=folder)
+    finally:
+        plt.close(drawn)
+
+
 MAX_WORKERS = 4 * (os.cpu_count() or 1)
 
 
@@ -79,8 +123,8 @@ def _input_shape_argument(parser: argparse.ArgumentParser) -> None:
         "--input-shape",
         type=input_shape,
         metavar="DIMS",
-        help="for a whole torch module with Conv2d layers: the input's dims without the batch axis, e.g. 1,28,28 "
-        "(ONNX and JSON files declare their own)",
+        help="the input's dims without the batch axis, e.g. 1,28,28: needed for a whole torch module with Conv2d layers; "
+        "for a file that declares none, recorded for --picture (one that differs from the file's is refused)",
     )
 
 
@@ -167,6 +211,7 @@ def _load_problem(args: argparse.Namespace):
     """Network, settings (threshold, domain), the chosen inputs [B, n] checked against the domain,
     and their row numbers in the file [B] (`--rows`), from the shared flags."""
     net = _network(args)
+    _picture_folder(args, net)  # --picture refused before anything else is read or said
     inputs = _inputs(args, net)
     settings = _settings(args, net)
     rows = _rows(args, len(inputs))

@@ -9,7 +9,16 @@ import argparse
 from cardinal.defaults import DEFAULT_TIME_LIMIT
 from cardinal.validate import output_file, seconds
 
-from .common import METHOD_CHOICES, _emit, _kinds, _load_problem, _traversal_argument
+from .common import (
+    METHOD_CHOICES,
+    _emit,
+    _kinds,
+    _load_problem,
+    _picture_argument,
+    _picture_folder,
+    _traversal_argument,
+    _write_picture,
+)
 
 
 def _add_explain(commands: argparse._SubParsersAction, problem: argparse.ArgumentParser) -> None:
@@ -56,6 +65,7 @@ def _add_explain(commands: argparse._SubParsersAction, problem: argparse.Argumen
         "with prove take it as each input's budget",
     )
     _traversal_argument(explain)
+    _picture_argument(explain)
     explain.set_defaults(handler=_explain)
 
 
@@ -65,7 +75,17 @@ def _explain(args: argparse.Namespace) -> int:
     if args.out is not None:
         output_file(args.out, "--out")
     net, settings, X, rows = _load_problem(args)
+    pictures = _picture_folder(args, net)
     options = ExplainOptions(args.method, args.traversal, args.time_limit, args.device, not args.no_verify)
     lines = explain_lines(net, settings, X, rows, _kinds(args), options)
+    if pictures is not None:
+        from cardinal.verify.picture import title_of
+
+        where = {row: i for i, row in enumerate(rows)}
+        for line in lines:
+            title = title_of(line["kind"], line["prediction"], line["features"], line["exists"] is False,
+                             method=line["method"], class_names=net.metadata.class_names)
+            _write_picture(pictures, net, line["row"], line["kind"], X[where[line["row"]]], line["features"],
+                           line.get("witness"), title)
     _emit(lines, args.out)
     return 0
