@@ -29,9 +29,9 @@ from cardinal.verify.suites import SUITES
 from cardinal.errors import InputError
 from cardinal.io import JsonLines, write_atomic
 from cardinal.network import Network
-from tests.conftest import DESIGN_NETWORK
 from tests.application.test_bad_input import CASE, read_only_folder
 from tests.application.test_campaign import tiny_instances
+from tests.conftest import DESIGN_NETWORK
 
 
 # ---------------------------------------------------------------------------- helpers
