@@ -114,7 +114,7 @@ KILL_SCRIPT = """
 import sys, time
 sys.path.insert(0, {root!r})
 from pathlib import Path
-from tests.test_campaign import tiny_instances
+from tests.application.test_campaign import tiny_instances
 from cardinal.verify.campaign import CampaignSettings, run_campaign
 
 def slow(done, total, key):
@@ -126,7 +126,7 @@ run_campaign("tiny", Path({out!r}), CampaignSettings(("enumerate",), 30.0), resu
 
 def test_killed_run_loses_no_finished_record(tmp_path: Path, whole: tuple[Path, CampaignResult]) -> None:
     out = tmp_path / "killed"
-    root = str(Path(__file__).resolve().parents[1])
+    root = str(Path(__file__).resolve().parents[2])
     script = KILL_SCRIPT.format(root=root, out=str(out))
     process = subprocess.Popen([sys.executable, "-c", script], cwd=root)
     log = out / "records.jsonl"
@@ -248,7 +248,7 @@ def test_crosscheck_exits_1_on_conflicting_exact_evidence(
     set: a solver_disagreement, saved as a case, listed in the summary, and exit status 1."""
     from cardinal.verify import suites
 
-    monkeypatch.setitem(registry.BACKENDS, "exact_liar", registry.Backend("exact_liar", "tests.test_cli_certify", "ExactLiarSolver", exact=True))
+    monkeypatch.setitem(registry.BACKENDS, "exact_liar", registry.Backend("exact_liar", "tests.application.test_cli_certify", "ExactLiarSolver", exact=True))
     monkeypatch.setitem(suites.SUITES, "quick", lambda out: tiny_instances()[2:])  # the DESIGN network
     out = tmp_path / "run"
     assert main(["crosscheck", "--out", str(out), "--solvers", "enumerate,exact_liar"]) == 1

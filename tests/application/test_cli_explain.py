@@ -117,7 +117,7 @@ def test_missing_inputs_file(design_network_file: Path, tmp_path: Path, capsys: 
 
 def test_examples_folder_holds_the_design_network(capsys: pytest.CaptureFixture) -> None:
     """The README's first command: examples/design.json at x = (1, 1, 1), t = 0.5."""
-    examples = Path(__file__).resolve().parents[1] / "examples"
+    examples = Path(__file__).resolve().parents[2] / "examples"
     assert (
         main(["explain", str(examples / "design.json"), "--inputs", str(examples / "design_inputs.csv"), "--threshold", "0.5"])
         == 0

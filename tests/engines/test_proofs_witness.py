@@ -34,7 +34,7 @@ from tests.bruteforce import vertex_minimum, vertex_valid
 @pytest.fixture(autouse=True)
 def _witness_hitting_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     """This file tests method "witness-hitting": the reset bound, which `proof.search` and the
-    hitting-set loop try first where it applies, is off (tests/test_proofs_reset.py has it)."""
+    hitting-set loop try first where it applies, is off (tests/engines/test_proofs_reset.py has it)."""
     monkeypatch.setattr(reset_bound, "applies", lambda problem: False)
 
 

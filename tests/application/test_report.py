@@ -34,7 +34,7 @@ from matplotlib.colors import to_hex
 from cardinal.errors import InputError
 from cardinal.problem import Kind, Status, Verdict
 
-OLD = Path(__file__).parent / "data" / "records_old.jsonl"
+OLD = Path(__file__).parents[1] / "data" / "records_old.jsonl"
 
 
 @pytest.fixture(scope="module")

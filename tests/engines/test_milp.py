@@ -131,7 +131,7 @@ def test_trained_compas_abductive_certification(backend: MilpSolver) -> None:
     "size ≤ 12" infeasible although the set {0, 4, 5, 12} is an AXp (margin 0.011)."""
     from cardinal.verify.cases import Case
 
-    case = Case.load(Path(__file__).parent / "data" / "highs_tight_tolerance_case.json")
+    case = Case.load(Path(__file__).parents[1] / "data" / "highs_tight_tolerance_case.json")
     problem = Problem.make(case.network, case.x, case.kind, case.domain, case.threshold)
     certified = solve_problem(backend, problem, len(case.greedy) - 1, UNBOUNDED)
     assert certified.status == Status.OPTIMAL and certified.replayed and certified.size == 4
@@ -210,7 +210,7 @@ def test_non_monotone_box_brackets_vertices(backend: MilpSolver) -> None:
     replays exactly: class 0 is f ≤ t in the models, and a witness on that boundary that does
     not flip exactly is asked for again with margins. The exact set oracle has no engine here, so
     no failed witness is rescued (it would be UNCONFIRMED) and the AXp sets stay unreplayed: z3's
-    exact check takes 10–30 s for one of them on these networks (tests/test_replay.py replays
+    exact check takes 10–30 s for one of them on these networks (tests/application/test_replay.py replays
     such claims on smaller ones)."""
     n = 7
     with SetOracle(engines=(), intervals=False) as oracle:
@@ -462,7 +462,7 @@ def test_highs_prints_nothing() -> None:
         "out = solve_minimum(net, np.ones(3), threshold=0.5, solver='highs', time_limit=3600.0)\n"
         "assert out.size == 2, out\n"
     )
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     command = [sys.executable, "-c", script, json.dumps(DESIGN_NETWORK)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=1800, cwd=root)
     assert result.returncode == 0, result.stderr

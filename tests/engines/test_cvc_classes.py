@@ -10,7 +10,7 @@ from cardinal.solvers.base import get_solver, solve_problem
 from cardinal.solvers.oracle import check_witness
 
 from cardinal.problem import Problem, Status
-from tests.test_classes import _classifier, _varied_input
+from tests.engines.test_classes import _classifier, _varied_input
 
 pytest.importorskip("cvc5")
 pytest.importorskip("z3")

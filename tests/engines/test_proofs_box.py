@@ -21,7 +21,7 @@ from cardinal import checker
 from cardinal.domain import Domain
 from cardinal.problem import Problem
 from tests.bruteforce import vertex_minimum, vertex_valid
-from tests.test_proofs_lp import _check, _cube, _network
+from tests.engines.test_proofs_lp import _check, _cube, _network
 
 # The limit of a call whose answer a test asserts: none that a run here comes near, so that no
 # answer depends on the machine's speed (a limit of seconds ended calls undecided on a loaded machine).

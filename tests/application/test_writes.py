@@ -29,9 +29,9 @@ from cardinal.verify.suites import SUITES
 from cardinal.errors import InputError
 from cardinal.io import JsonLines, write_atomic
 from cardinal.network import Network
+from tests.application.test_bad_input import CASE, read_only_folder
+from tests.application.test_campaign import tiny_instances
 from tests.conftest import DESIGN_NETWORK
-from tests.test_bad_input import CASE, read_only_folder
-from tests.test_campaign import tiny_instances
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -152,7 +152,7 @@ SIGTERM_BEFORE_THE_SOLVERS = """
 import os, signal, sys
 from pathlib import Path
 sys.path.insert(0, {root!r})
-from tests.test_campaign import tiny_instances
+from tests.application.test_campaign import tiny_instances
 from cardinal.verify.campaign import CampaignSettings, run_campaign
 try:
     run_campaign("tiny", Path({out!r}), CampaignSettings(("enumerate",), 30.0), instances=tiny_instances()[2:], announce=lambda count: os.kill(os.getpid(), signal.SIGTERM))
@@ -165,7 +165,7 @@ def test_sigterm_before_the_solvers_start_ends_the_run_in_order_and_removes_the_
     """SIGTERM once greedy has run (the lock held, no solver started yet) is an interruption, as
     Ctrl-C is, not the default death: the lock file goes with the run."""
     out = tmp_path / "campaign"
-    script = SIGTERM_BEFORE_THE_SOLVERS.format(root=str(Path(__file__).resolve().parents[1]), out=str(out))
+    script = SIGTERM_BEFORE_THE_SOLVERS.format(root=str(Path(__file__).resolve().parents[2]), out=str(out))
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 130, done.stderr
     assert out.is_dir() and not os.path.lexists(out / LOCK_FILE)

@@ -23,7 +23,7 @@ from cardinal.errors import InputError
 from cardinal.network import Layer, Network
 from cardinal.problem import Problem, Status
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 INSTALLED = available_solvers()
 
 

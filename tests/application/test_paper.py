@@ -112,7 +112,7 @@ def test_crosscheck_paper_writes_its_report_under_out_only(
     from cardinal.verify import paper, suites
     from cardinal.verify.cli import main
 
-    tracked = Path(__file__).resolve().parents[1] / "bench" / "results"
+    tracked = Path(__file__).resolve().parents[2] / "bench" / "results"
     before = {path: path.stat().st_mtime_ns for path in tracked.glob("paper*")}
     heart_only = paper.paper_models
     monkeypatch.setattr(paper, "paper_models", lambda out, datasets=None: heart_only(out, ("heart",)))

@@ -148,7 +148,7 @@ def test_loop_minimum_and_lower_bounds_equal_brute_force(outputs: int, supply: b
 
 def test_supply_off_is_refused_for_a_guarded_call() -> None:
     """`solve_minimum(..., supply=False)` sets the option on the backend in this process
-    (`tests/test_replay.py` shows its effect); a guarded call, whose backend runs in a child
+    (`tests/application/test_replay.py` shows its effect); a guarded call, whose backend runs in a child
     process, refuses it with a one-line InputError."""
     problem = _cube(0, 6, 1)
     with pytest.raises(InputError, match="supply=False needs guarded=False"):

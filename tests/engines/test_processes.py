@@ -23,9 +23,9 @@ from cardinal.verify.cli import main
 from cardinal.errors import BackendUnavailable
 from cardinal.io import JsonLines
 from cardinal.problem import Outcome, Problem, Status, stopped
-from tests.test_campaign import tiny_instances
+from tests.application.test_campaign import tiny_instances
 
-ROOT = str(Path(__file__).resolve().parents[1])
+ROOT = str(Path(__file__).resolve().parents[2])
 HANG_GUARD = 120.0  # seconds a test waits for what must happen (a process seen, a zombie reaped) before it calls it a hang: not a speed claim
 
 # A campaign of the tiny instances through `cardinal crosscheck`, slowed down (0.3 s per record)
@@ -33,7 +33,7 @@ HANG_GUARD = 120.0  # seconds a test waits for what must happen (a process seen,
 SLOW_CROSSCHECK = """
 import sys, time
 sys.path.insert(0, {root!r})
-from tests.test_campaign import tiny_instances
+from tests.application.test_campaign import tiny_instances
 from cardinal.verify import cli, suites
 import cardinal.verify.campaign as campaign
 
@@ -169,7 +169,7 @@ import signal, sys, time
 signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C as in a terminal, whatever this process inherited
 sys.path.insert(0, {root!r})
 from pathlib import Path
-from tests.test_campaign import tiny_instances
+from tests.application.test_campaign import tiny_instances
 from cardinal.verify import cli, suites
 import cardinal.verify.campaign as campaign
 
@@ -342,7 +342,7 @@ from cardinal.solvers.guard import GuardedSolver
 from cardinal.network import Network
 from cardinal.problem import Problem
 from tests.conftest import DESIGN_NETWORK
-from tests.test_processes import IgnoresItsLimit
+from tests.engines.test_processes import IgnoresItsLimit
 
 problem = Problem.make(Network.from_json(DESIGN_NETWORK), np.ones(3), "contrastive", threshold=0.5)
 os.environ["CARDINAL_TEST_SLOW_TORCH"] = "{seconds}"
@@ -471,7 +471,7 @@ from cardinal.solvers.guard import GuardedSolver
 from cardinal.network import Network
 from cardinal.problem import Problem
 from tests.conftest import DESIGN_NETWORK
-from tests.test_processes import Noisy
+from tests.engines.test_processes import Noisy
 
 problem = Problem.make(Network.from_json(DESIGN_NETWORK), np.ones(3), "contrastive", threshold=0.5)
 with GuardedSolver("noisy", Noisy, {{}}) as backend:
@@ -607,7 +607,7 @@ from cardinal.solvers.guard import GuardedSolver
 from cardinal.network import Network
 from cardinal.problem import Problem
 from tests.conftest import DESIGN_NETWORK
-from tests.test_processes import ReportsItsThreads
+from tests.engines.test_processes import ReportsItsThreads
 
 problem = Problem.make(Network.from_json(DESIGN_NETWORK), np.ones(3), "contrastive", threshold=0.5)
 with GuardedSolver("reports-its-threads", ReportsItsThreads, {{}}) as backend:

@@ -14,7 +14,7 @@ import pytest
 
 import cardinal
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 HEAVY = ("torch", "numpy", "scipy", "pandas", "matplotlib", "sklearn", "mpmath", "gurobipy", "highspy", "z3", "onnx", "ray")
 
 

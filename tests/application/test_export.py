@@ -295,7 +295,7 @@ def test_a_suite_export_indexes_answers_the_tools_confirm(tmp_path: Path, monkey
     from cardinal.verify import suites
     from cardinal.verify.instance import Instance
 
-    from tests.test_campaign import tiny_instances
+    from tests.application.test_campaign import tiny_instances
 
     rng = np.random.default_rng(5)
     smooth = random_network(rng, 4, (3,), Activation.make("sigmoid"))
@@ -336,9 +336,9 @@ def test_a_suite_export_on_conflicting_exact_evidence_answers_nothing_and_exits_
     set (the DESIGN network): its record's smt2 and mps instances carry no answer, and exit 1."""
     from cardinal.verify import suites
 
-    from tests.test_campaign import tiny_instances
+    from tests.application.test_campaign import tiny_instances
 
-    monkeypatch.setitem(registry.BACKENDS, "exact_liar", registry.Backend("exact_liar", "tests.test_cli_certify", "ExactLiarSolver", exact=True))
+    monkeypatch.setitem(registry.BACKENDS, "exact_liar", registry.Backend("exact_liar", "tests.application.test_cli_certify", "ExactLiarSolver", exact=True))
     monkeypatch.setitem(suites.SUITES, "quick", lambda folder: iter(tiny_instances()[2:]))
     out = tmp_path / "bench"
     assert main(["export", "--suite", "quick", "--out", str(out), "--solvers", "enumerate,exact_liar"]) == 1

@@ -17,8 +17,8 @@ from fraction_oracle import Oracle
 
 from cardinal.checker.record import check_record
 from cardinal.network import Network
+from tests.application.test_campaign_methods import BOTH, _instances
 from tests.conftest import DESIGN_NETWORK
-from tests.test_campaign_methods import BOTH, _instances
 
 
 def _certify(tmp_path: Path, threshold: str, rows: str = "1,1,1\n0.2,0.9,0.4\n1,0,1\n") -> tuple[Path, list[dict[str, Any]]]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FOLDERS = ("cardinal", "solvers", "verify")  # the package's three folders (pyproject's package-dir)
 
 # A number with a unit of time or a ratio ("0.65 s", "10–30 ms", "12 %", "20×", "3 times fewer";

@@ -24,7 +24,7 @@ from cardinal.domain import Domain
 from cardinal.network import Layer, Network
 from cardinal.problem import Outcome, Problem, Status
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 STAGE = 0.3  # seconds a fake earlier stage sleeps
 
 

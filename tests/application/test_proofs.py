@@ -386,7 +386,7 @@ def test_check_require_minimum_writes_certificates(tmp_path: Path, capsys: pytes
 def test_crosscheck_records_carry_their_certificates(tmp_path: Path) -> None:
     from cardinal.verify.campaign import CampaignSettings, run_campaign
 
-    from tests.test_campaign import tiny_instances
+    from tests.application.test_campaign import tiny_instances
 
     folder = tmp_path / "proofs"
     result = run_campaign("tiny", tmp_path / "run", CampaignSettings(("enumerate",), 30.0, proof=folder), instances=tiny_instances())

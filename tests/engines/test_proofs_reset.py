@@ -16,7 +16,7 @@ from cardinal.solvers.proof_stop import document
 from cardinal import checker
 from cardinal.problem import Problem, Status
 from tests.bruteforce import vertex_minimum
-from tests.test_hitting import _cube, _flipping_supports, _vertex_oracle
+from tests.engines.test_hitting import _cube, _flipping_supports, _vertex_oracle
 
 
 def _problem(seed: int, outputs: int) -> Problem:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 RUN = [ROOT / "README.md", ROOT / "docs" / "quickstart.md", ROOT / "docs" / "tutorial.md"]  # pages whose every Python block the tests run
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")

@@ -19,7 +19,7 @@ from cardinal.verify.report import agreement_table, explainer_table
 from cardinal.domain import Domain
 from cardinal.problem import Outcome, Problem, Status, Verdict
 from tests.bruteforce import vertex_minimum
-from tests.test_deletion import _inputs, _network, _threshold
+from tests.engines.test_deletion import _inputs, _network, _threshold
 
 BOTH = ("greedy", "deletion")
 

@@ -4,7 +4,7 @@ imports that only look down.
 core         cardinal/ (cardinal.*: errors, io, validate, activations, network, domain, exact,
              rounding, bounds, prediction, problem, the greedy explainer), cardinal/formats/ (the model-file
              readers: loaders, onnx_io, torch_io, chain) and cardinal/checker/ (the certificate checker,
-             which imports nothing of cardinal but its own files: tests/test_checker.py)
+             which imports nothing of cardinal but its own files: tests/checker/test_checker.py)
 engines      solvers/ (cardinal.solvers.*: the exact backends behind one front)
 application  verify/ (cardinal.verify.*: certify, check, campaigns, reports, the command, and the pytest
              helper `cardinal.verify.testing`) with verify/commands/ (cardinal.verify.commands.*: one module
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FOLDERS = {
     "cardinal": ROOT / "cardinal",
     "cardinal.checker": ROOT / "cardinal" / "checker",

@@ -23,10 +23,10 @@ from cardinal.verify.executors import RETRIES, start_local_ray, stop_local_ray
 from cardinal.verify.record import without_timings
 
 from cardinal.io import JsonLines
-from tests.test_campaign import tiny_instances
-from tests.test_processes import _descendants, _identity, _running
+from tests.application.test_campaign import tiny_instances
+from tests.engines.test_processes import _descendants, _identity, _running
 
-ROOT = str(Path(__file__).resolve().parents[1])
+ROOT = str(Path(__file__).resolve().parents[2])
 ATTEMPTS = "CARDINAL_TEST_ATTEMPTS"  # folder where `dying_certify` counts its tries (set before Ray starts)
 
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # Ray on 127.0.0.1 only (see verify/executors.py)
@@ -39,7 +39,7 @@ def ray_instance(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     os.environ[ATTEMPTS] = str(tmp_path_factory.mktemp("attempts"))
     saved = os.environ.get("PYTHONPATH")
     # workers import `dying_certify` from this module, under the name pytest gave it
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, str(Path(__file__).parent), saved]))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, str(Path(__file__).parents[1]), saved]))
     before = _descendants(os.getpid())  # e.g. the solver helper process of earlier tests in this process
     context = start_local_ray(2)
     roots = {pid for pid in _descendants(os.getpid()) - before if "ray" in _command(pid)}  # GCS, raylet, ...
@@ -96,7 +96,7 @@ def test_ray_gives_the_records_of_one_local_worker(tmp_path: Path, ray_instance:
 KILLED_DRIVER = """
 import sys, time
 sys.path.insert(0, {root!r})
-from tests.test_campaign import tiny_instances
+from tests.application.test_campaign import tiny_instances
 from cardinal.verify import cli, suites
 import cardinal.verify.campaign as campaign
 
@@ -325,7 +325,7 @@ def test_a_solver_missing_on_a_worker_loses_the_units(tmp_path: Path, ray_instan
     """The driver knows a backend that the workers do not: no unit gives a result, none is recorded,
     and the campaign ends saying why."""
 
-    monkeypatch.setitem(registry.BACKENDS, "exact_liar", registry.Backend("exact_liar", "tests.test_cli_certify", "ExactLiarSolver", exact=True))
+    monkeypatch.setitem(registry.BACKENDS, "exact_liar", registry.Backend("exact_liar", "tests.application.test_cli_certify", "ExactLiarSolver", exact=True))
     result = run_campaign("design", tmp_path, CampaignSettings(("enumerate", "exact_liar"), 30.0, workers=2, executor="ray"), instances=tiny_instances()[2:])
     assert result.records == 0 and result.lost == 2
     assert "unknown solver 'exact_liar'" in result.lost_reason

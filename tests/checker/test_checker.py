@@ -27,7 +27,7 @@ from cardinal.domain import Domain
 from cardinal.network import Layer, Network
 from cardinal.problem import Problem
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _net(weights: list[list[list[float]]], biases: list[list[float]], activation: str | dict = "relu") -> Network:

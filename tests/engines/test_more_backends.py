@@ -2,7 +2,7 @@
 from scratch and certify's question "≤ k?" on both sides of the minimum, on monotone ReLU
 networks (the monotone shortcut over all subsets) and non-monotone ones on the Boolean cube
 (every vertex), each answer through `solve_problem`, so replayed exactly. A missing library fails
-(the [all] extras promise each). (`tests/test_solvers_agree.py` runs every
+(the [all] extras promise each). (`tests/engines/test_solvers_agree.py` runs every
 installed backend on its shared set too.)"""
 
 from __future__ import annotations
