@@ -18,10 +18,21 @@ kept means f_c > f_r for r < c, f_c ≥ f_r for r > c (ties to the lowest index)
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any
+from typing import Any, NamedTuple
 
 from .exact import CertificateError, _index, _Layer, _Net, _point, _predict, _Rejected, _scaled, network_sha256
 from .linear import LinearBound
+
+
+class _Claim(NamedTuple):
+    """The claim "no AXp within k" of one problem: its layers, x, box, threshold, p(x) and k."""
+
+    layers: list[_Layer]
+    x: list[Fraction]
+    box: tuple
+    threshold: Fraction | None
+    prediction: int
+    k: int
 
 
 def _reset(
@@ -29,6 +40,7 @@ def _reset(
 ) -> tuple[int, int]:
     """Check method "reset-bound" (module docstring); returns (leaves, exact evaluations)."""
     counts = [0, 0]
+    claim = _Claim(layers, x, box, threshold, prediction, k)
 
     def walk(node: Any, chosen: frozenset[int], out: frozenset[int], where: str) -> None:
         if not isinstance(node, dict):
@@ -39,7 +51,7 @@ def _reset(
             counts[0] += 1
             return
         if set(node) == {"point", "rival"}:
-            _leaf(layers, x, box, threshold, prediction, k, node, chosen, out, where)
+            _leaf(claim, node, chosen, out, where)
             counts[0] += 1
             counts[1] += 1
             return
@@ -57,11 +69,9 @@ def _reset(
     return counts[0], counts[1]
 
 
-def _leaf(
-    layers: list[_Layer], x: list[Fraction], box: tuple, threshold: Fraction | None, prediction: int, k: int, node: dict,
-    chosen: frozenset[int], out: frozenset[int], where: str,
-) -> None:  # fmt: skip
-    """Check one leaf "point" of the node (chosen, out), or `_Rejected`."""
+def _leaf(claim: _Claim, node: dict, chosen: frozenset[int], out: frozenset[int], where: str) -> None:
+    """Check one leaf "point" of the node (chosen, out) of `claim`, or `_Rejected`."""
+    layers, x, box, threshold, prediction, k = claim
     n, classes = len(x), len(layers[-1].weight)
     y = _point(node["point"], x, box, f"{where}: point")
     rival = node["rival"]
@@ -110,7 +120,7 @@ class Resets:
         """Whether the leaf closes the node (chosen, out) of the claim "no AXp within k" (default: the one given)."""
         k = self.k if k is None else k
         try:
-            _leaf(self.layers, self.x, self.box, self.threshold, self.prediction, k, leaf, chosen, out, "leaf")
+            _leaf(_Claim(self.layers, self.x, self.box, self.threshold, self.prediction, k), leaf, chosen, out, "leaf")
         except _Rejected:
             return False
         return True
