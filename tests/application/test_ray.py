@@ -38,8 +38,8 @@ def ray_instance(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A local Ray instance of 2 CPUs for the module (its workers see `ATTEMPTS`): its address."""
     os.environ[ATTEMPTS] = str(tmp_path_factory.mktemp("attempts"))
     saved = os.environ.get("PYTHONPATH")
-    # workers import `dying_certify` from this module, under the name pytest gave it
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, str(Path(__file__).parents[1]), saved]))
+    # workers import `dying_certify` from this module, under the name pytest gave it (its folder), and the shared helpers (tests/)
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, str(Path(__file__).parent), str(Path(__file__).parents[1]), saved]))
     before = _descendants(os.getpid())  # e.g. the solver helper process of earlier tests in this process
     context = start_local_ray(2)
     roots = {pid for pid in _descendants(os.getpid()) - before if "ray" in _command(pid)}  # GCS, raylet, ...
