@@ -285,9 +285,9 @@ def certify_answers(
     no explainer ran) against the same evidence: one certificate per answer, in order. The
     solvers are asked for a set smaller than the smallest answer decided in exact arithmetic, or
     for the minimum when there is none (a set a run showed before it stopped undecided is no
-    answer: `judge` takes it as a bound on the minimum); each answer is judged with the other answers' exactly
-    checked sets as evidence too (`judge`'s `others`), since the minimum does not depend on the
-    explainer."""
+    answer: `judge` takes it as a bound on the minimum); each answer is judged with the other
+    answers' exactly checked sets as evidence too (`judge`'s `others`), since the minimum does not
+    depend on the explainer."""
     sizes = [len(a.features) for a in answers if a is not None and a.check != "undecided" and a.features is not None]
     at_most = min(sizes) - 1 if sizes else None  # a run stopped undecided: the minimum is asked (its set bounds it)
     if at_most == -1:  # an empty AXp: nothing can be smaller
@@ -423,7 +423,7 @@ def judge(
                 "leave a score order or a prediction open; the solvers give the minimum alone"
                 if greedy.method == Method.GREEDY
                 else "the deletion explainer gave no answer: a step was undecided (a limit, or a network its exact "
-                "engines cannot decide); the solvers give the minimum alone"
+                "engines cannot decide); the minimum known comes from the solvers and the set its run had shown"
             )
             return Decision(Verdict.UNDECIDED, False, smallest, proved, outcomes, tuple(notes), bound)
         certified = proved or (smallest is None and bool(impossible))
