@@ -54,12 +54,16 @@ boxes, the exact MILP's flip search and z3 on piecewise-linear networks, K ≥ 2
 each engine in a guarded child process), or, on a monotone network, by the monotone shortcut
 (one exact evaluation of x with F set to the counterpoint x': it flips iff some y does). A step
 that neither decides (a limit, a smooth network the oracle cannot encode, an undecided
-enclosure) ends the run with status `unknown` and no set: nothing is guessed.
+enclosure) ends the run with status `unknown` and no answer: nothing is guessed. What the run had
+shown by then stays as `found`, an exactly valid set that is not shown subset-minimal: for an AXp
+the features not removed (every feature where none was: all n always form an AXp), for a CXp the
+set still free at the last flip, with that flip's witness replayed exactly (`found_witness`; none
+where the first question was undecided). Certify takes it as an upper bound on the minimum.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 import numpy as np
@@ -106,7 +110,9 @@ class Deletion:
     unknown (a step was undecided: no set). `prediction`: p(x). `witness` [n]: for a CXp, a
     point of the box equal to x off `features` whose prediction differs from p(x), replayed exactly.
     `order` [n]: the sensitivity order; `steps`: every question in the order asked;
-    `queries`: how many went to the oracle or the shortcut."""
+    `queries`: how many went to the oracle or the shortcut. `found`: where the run stopped
+    unknown, the exactly valid set it had shown (module docstring; None where it had shown none),
+    with `found_witness` [n] for a CXp."""
 
     kind: str
     prediction: int
@@ -119,6 +125,8 @@ class Deletion:
     note: str = ""
     method: str = METHOD
     traversal: str = "sensitivity"
+    found: tuple[int, ...] | None = None
+    found_witness: tuple[float, ...] | None = None
 
     @property
     def removed(self) -> frozenset[int]:
@@ -189,6 +197,7 @@ class _Run:
         self.steps: list[Step] = []
         self.queries = 0
         self.answered: dict[frozenset[int], Flip] = {}  # each decided question's answer, by its free set
+        self.witness: tuple[float, ...] | None = None  # a CXp's: the last flip's point (its set: `chosen`)
 
     def explain(self, order: tuple[int, ...]) -> Deletion:
         everything = frozenset(range(self.problem.n))
@@ -283,7 +292,16 @@ class _Run:
         if feature is None and self.steps and len(self.steps[-1].block) > 1:
             judged = f"a block of {len(self.steps[-1].block)} features"
         note = f"deletion stopped at {judged}: undecided ({flip.note})"
-        return self._result(order, UNKNOWN, note=note)
+        return replace(self._result(order, UNKNOWN, note=note), **self._found())
+
+    def _found(self) -> dict[str, tuple[int, ...] | tuple[float, ...] | None]:
+        """The exactly valid set shown so far, for a run that stops unknown (`Deletion.found`)."""
+        everything = frozenset(range(self.problem.n))
+        if self.abductive:
+            return {"found": tuple(sorted(everything - self.free))}
+        if self.witness is None or check_witness(self.problem, frozenset(self.chosen), self.witness)[0] is not True:
+            return {}
+        return {"found": tuple(sorted(self.chosen)), "found_witness": self.witness}
 
     def _stopped(self, order: tuple[int, ...]) -> Deletion:
         """The run at the call's deadline: the best exactly valid set known (`Deletion`, stopped)."""

@@ -24,8 +24,10 @@ then answers two separate questions (the verdicts below are greedy's; a deletion
   exact backend is a conflict.
 
 `minimum` is the canonical smallest exactly valid set known (fewest features, then the
-lexicographically smallest sorted tuple, so runs that find the same sets agree); `minimum_proved`
-says an exact proof that nothing smaller exists backs it.
+lexicographically smallest sorted tuple, so runs that find the same sets agree), whatever the
+verdict — an `unknown` row's is the explainer's answer (or another set of its size), and an AXp
+row always has one (all n features at worst); `minimum_proved` says an exact proof that nothing
+smaller exists backs it, and `minimum_lower` is the best exact lower bound any engine proved.
 """
 
 from __future__ import annotations
@@ -95,23 +97,29 @@ class RowVerdict(Judged):
     @property
     def gap(self) -> int | None:
         """Greedy size − minimum size (a lower bound on the true gap unless `minimum_proved`);
-        None without a greedy answer decided in exact arithmetic."""
-        if self.greedy is None or self.greedy.size is None or self.minimum is None or self.verdict == Verdict.UNDECIDED:
+        None without a greedy answer decided in exact arithmetic, or where the verdict left it
+        open (`unknown`: the minimum known is the answer's size, nothing decided)."""
+        if self.greedy is None or self.greedy.size is None or self.minimum is None:
+            return None
+        if self.verdict in (Verdict.UNDECIDED, Verdict.UNKNOWN):
             return None
         return self.greedy.size - len(self.minimum)
 
     @property
     def minimum_witness(self) -> tuple[float, ...] | None:
         """For a contrastive minimum, the point y [n] that shows it: the replayed witness of a
-        solver's answer with that set, else greedy's (`GreedyAnswer.witness`); None for an AXp."""
+        solver's answer with that set, else the explainer's (`GreedyAnswer.witness`, or
+        `found_witness` for the set its run showed before it stopped); None for an AXp."""
         if self.kind != "contrastive" or self.minimum is None:
             return None
         for outcome in self.solvers.values():
             answered = outcome.status in (Status.OPTIMAL, Status.FEASIBLE) and outcome.replayed
             if answered and outcome.solution == self.minimum and outcome.witness is not None:
                 return outcome.witness
-        if self.greedy is not None and self.greedy.features == self.minimum:
+        if self.greedy is not None and self.greedy.check != "undecided" and self.greedy.features == self.minimum:
             return self.greedy.witness
+        if self.greedy is not None and self.greedy.found == self.minimum:
+            return self.greedy.found_witness
         return None
 
     def to_json(self) -> dict[str, Any]:
@@ -292,7 +300,8 @@ def deletion_answer(
     call's budget, `SetOracle.within`) when that is less, and the run stops at it. Returns the
     run (None where exact arithmetic cannot decide p(x)) and the answer as certify judges it
     (check "undecided" where a step was undecided: no set, no evidence; "stopped" where the
-    deadline stopped the run: its best exactly valid set, not shown subset-minimal)."""
+    deadline stopped the run: its best exactly valid set, not shown subset-minimal; where a step
+    was undecided, the set the run showed by then in `found`)."""
     started = time.perf_counter()
     try:
         problem = Problem.make(net, x, kind, box, threshold)
@@ -302,7 +311,8 @@ def deletion_answer(
     seconds = time.perf_counter() - started
     check = "undecided" if run is None or run.status == UNKNOWN else "stopped" if run.status == STOPPED else "exact"
     features, witness = (None, None) if run is None else (run.features, run.witness)
-    return run, GreedyAnswer(features, seconds, check, witness, Method.DELETION.value, traversal)
+    found, found_witness = (None, None) if run is None else (run.found, run.found_witness)
+    return run, GreedyAnswer(features, seconds, check, witness, Method.DELETION.value, traversal, found, found_witness)
 
 
 def certify_row(
@@ -330,11 +340,12 @@ def certify_answers(
     solver call gets `time_limit` s, or the time left before `deadline` (the call's budget) when
     that is less. The
     solvers are asked for a set smaller than the smallest answer decided in exact arithmetic, or
-    for the minimum when there is none; each answer is judged with the other answers' exactly
-    checked sets as evidence too (`judge`'s `others`), since the minimum does not depend on the
-    explainer."""
+    for the minimum when there is none (a set a run showed before it stopped undecided is no
+    answer: `judge` takes it as a bound on the minimum); each answer is judged with the other
+    answers' exactly checked sets as evidence too (`judge`'s `others`), since the minimum does not
+    depend on the explainer."""
     sizes = [len(a.features) for a in answers if a is not None and a.check != "undecided" and a.features is not None]
-    at_most = min(sizes) - 1 if sizes else None
+    at_most = min(sizes) - 1 if sizes else None  # a run stopped undecided: the minimum is asked (its set bounds it)
     if at_most == -1:  # an empty AXp: nothing can be smaller
         outcomes, shared = {}, ["empty abductive explanation: minimal by definition"]
     else:
@@ -347,7 +358,7 @@ def certify_answers(
         notes = [*shared, *(f"{name}: {o.message}" for name, o in judgement.outcomes.items() if o.message)]
         undecided = judgement.verdict in (Verdict.UNKNOWN, Verdict.UNDECIDED, Verdict.EXACT_ONLY)
         if undecided and not judgement.certified and not judgement.minimum_proved:
-            notes.append(left_open(problem.kind, at_most, judgement.outcomes, time_limit))
+            notes.append(left_open(problem.kind, judgement.minimum, judgement.lower, judgement.outcomes, time_limit))
         certificates.append(
             RowVerdict(
                 row,
@@ -367,10 +378,24 @@ def certify_answers(
     return certificates
 
 
-def left_open(kind: str, at_most: int | None, outcomes: dict[str, Outcome], time_limit: float) -> str:
-    """Why a row stays undecided: the question the solvers were asked and how each call ended
-    (no measured time, so that two runs give the same note)."""
-    asked = f"is there a {kind} explanation of size ≤ {at_most}" if at_most is not None else f"the minimum {kind} explanation"
+def shown_sets(answers: Iterable[GreedyAnswer | None]) -> list[tuple[int, ...]]:
+    """The exactly valid sets the explainers' answers show: each answer decided in exact
+    arithmetic, and each set a run showed before it stopped undecided (`GreedyAnswer.found`)."""
+    shown = [a.features for a in answers if a is not None and a.check != "undecided" and a.features is not None]
+    return shown + [a.found for a in answers if a is not None and a.found is not None]
+
+
+def left_open(
+    kind: str, smallest: tuple[int, ...] | None, lower: int | None, outcomes: dict[str, Outcome], time_limit: float
+) -> str:
+    """Why a row stays undecided: the question left open — a set smaller than `smallest`, the
+    smallest exactly valid set known (the record's `minimum`), or the minimum where none is
+    known — the exact lower bound `lower` (the record's `minimum_lower`; not said where None),
+    and how each call ended (no measured time, so that two runs give the same note)."""
+    if smallest is not None:
+        asked = f"is there a {kind} explanation of size ≤ {len(smallest) - 1}"
+    else:
+        asked = f"the minimum {kind} explanation"
     ended = []
     for name, outcome in outcomes.items():
         status = outcome.status
@@ -384,7 +409,8 @@ def left_open(kind: str, at_most: int | None, outcomes: dict[str, Outcome], time
             ended.append(f"{name} claimed {(outcome.claimed or status).value}, {status.value} by the exact replay")
         else:
             ended.append(f"{name} {status.value}")
-    return f"left open: {asked}? ({'; '.join(ended) or 'no solver ran'})"
+    bound = [] if lower is None else [f"exact lower bound {lower}"]
+    return f"left open: {asked}? ({'; '.join([*bound, *ended]) or 'no solver ran'})"
 
 
 def judge(
@@ -399,14 +425,20 @@ def judge(
     the solvers were asked (None: the minimum); `others`: the answers of the other explainers
     judged on the same calls (`certify_answers`), whose exactly checked sets and "no CXp" are
     evidence as the solvers' are. A greedy answer that exact arithmetic left
-    undecided (`check` undecided) is no evidence: the verdict is `undecided`, never certified,
-    and `minimum` comes from the solvers alone."""
+    undecided (`check` undecided) is no evidence about itself: the verdict is `undecided`, never
+    certified. `minimum` is the canonical smallest (`canonical`) of every exactly valid set known,
+    whatever the verdict: the solvers' replayed sets, the explainers' decided answers, the sets
+    their runs showed before they stopped (`shown_sets`), and for an AXp all n features (p(x) is
+    decided) — so an AXp row always has one; `minimum_proved` where the exact lower bound
+    (`Decision.lower`, from `Outcome.proves` of each outcome) reaches its size."""
     notes: list[str] = []
     trusted = greedy is not None and greedy.check != "undecided"
     evidence = [a for a in (greedy, *others) if a is not None and a.check != "undecided"]
     valid = {name: o.solution for name, o in outcomes.items() if o.status in (Status.OPTIMAL, Status.FEASIBLE) and o.replayed}
-    sets = [s for s in valid.values() if s is not None] + [a.features for a in evidence if a.features is not None]
-    smallest = min(sets, key=lambda s: (len(s), s)) if sets else None
+    sets = [s for s in valid.values() if s is not None] + shown_sets((greedy, *others))
+    if problem.kind == "abductive":  # p(x) is decided: fixing every feature keeps it
+        sets.append(tuple(range(problem.n)))
+    smallest = canonical(sets)
     # Exact lower bounds: "no explanation has fewer than L features", by source.
     lower: dict[str, int] = {"definition": 1 if problem.kind == "contrastive" else 0}
     for answer in evidence:
@@ -450,7 +482,7 @@ def judge(
                 "leave a score order or a prediction open; the solvers give the minimum alone"
                 if greedy.method == Method.GREEDY
                 else "the deletion explainer gave no answer: a step was undecided (a limit, or a network its exact "
-                "engines cannot decide); the solvers give the minimum alone"
+                "engines cannot decide); the minimum known comes from the solvers and the set its run had shown"
             )
             return Decision(Verdict.UNDECIDED, False, smallest, proved, outcomes, tuple(notes), bound)
         certified = proved or (smallest is None and bool(impossible))
@@ -469,8 +501,15 @@ def judge(
         claimed = [name for name, o in outcomes.items() if o.status == Status.NONE_WITHIN]
         if claimed:
             notes.append(f"only a float MILP ({', '.join(claimed)}) says nothing smaller exists: a claim, not proved")
-        return Decision(Verdict.UNKNOWN, False, None, False, outcomes, tuple(notes), bound)
+        return Decision(Verdict.UNKNOWN, False, smallest, False, outcomes, tuple(notes), bound)
     return Decision(verdict, certified, smallest, proved, outcomes, tuple(notes), bound)
+
+
+def canonical(sets: Iterable[tuple[int, ...]]) -> tuple[int, ...] | None:
+    """The canonical smallest of `sets` (sorted feature tuples): fewest features, then the
+    lexicographically smallest — so that runs that find the same sets, in any order, agree.
+    None where there is none."""
+    return min(sets, key=lambda s: (len(s), s), default=None)
 
 
 _VERDICTS = {  # method → its (minimal, suboptimal) verdicts

@@ -84,13 +84,17 @@ def _bound(checked: Any, sha256: str, problem: dict[str, Any]) -> bool:
 class Explanation:
     """One explanation of one input.
 
-    `features`: the explanation (sorted feature indices) — the smallest exactly valid set known
-    (the minimum where `proved`); None where no contrastive explanation exists or nothing was
-    decided (`verdict` says which). `method`: what found it (greedy, deletion, or minimum: the
-    exact solvers). `witness` [n]: for a contrastive set, a point of the box that differs from x
-    only on `features` and flips the prediction. `lower`, `upper`: exact bounds on the size of a
-    minimum explanation (None where unknown or none exists). `none_exists`: exact evidence shows
-    that no contrastive explanation exists. `verdict`: the explainer's verdict
+    `features`: the explanation (sorted feature indices) — the canonical smallest exactly valid
+    set any stage found (the explainer's answer, a set its run showed before it stopped, a
+    solver's, for an AXp all n features at worst; fewest features, then lexicographically
+    smallest), the minimum where `proved`. Never None for an AXp where p(x) is decided; for a CXp
+    None where exact evidence shows that none exists or no valid set was found (`verdict` says
+    which). `method`: what found it (greedy, deletion, or minimum: the exact solvers, or for an
+    AXp the full set). `witness` [n]: for a contrastive set, a point of the box that differs
+    from x only on `features` and flips the prediction. `lower`, `upper`: exact bounds on the
+    size of a minimum explanation — `upper` is len(`features`), `lower` the best exact lower
+    bound any engine proved (the record's `minimum_lower`) — None where unknown or none exists.
+    `none_exists`: exact evidence shows that no contrastive explanation exists. `verdict`: the explainer's verdict
     (`cardinal.Verdict`; None without `prove`). `certificate`: the `Proof` of "nothing smaller",
     None with `certificate_reason`. `timings`: seconds per stage. `x`: the input explained;
     `input_shape`: the model's input shape (the network's record, else the caller's
@@ -344,7 +348,7 @@ def _explanation(done: Answered, record: dict[str, Any], folder: ProofFolder | N
     judged, answer = done.verdict, done.answer
     features = judged.minimum
     found_by = "minimum"
-    if answer is not None and answer.features is not None and answer.features == features:
+    if answer is not None and features is not None and features in (answer.features, answer.found):
         found_by = answer.method
     none = proves_none(judged.verdict, judged.certified, judged.minimum)
     upper = None if features is None else len(features)

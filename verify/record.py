@@ -32,7 +32,10 @@ class GreedyAnswer:
     point that shows it (`ExplainResult.witness`, `Deletion.witness`). The records keep it in
     the fields `greedy`, `greedy_exists` and `greedy_check` whatever the method, and name the
     method in `method`; `traversal`: deletion's order (`solvers.deletion.TRAVERSALS`), which the
-    records name in `traversal` (None for greedy)."""
+    records name in `traversal` (None for greedy). `found`: an exactly valid set the run showed
+    before it stopped undecided (`solvers.deletion.Deletion.found`; None otherwise), with
+    `found_witness` [n] for a CXp — no answer and not in the records' `greedy`, but certify takes
+    it as evidence of an upper bound (`certify.judge`)."""
 
     features: tuple[int, ...] | None
     seconds: float
@@ -40,6 +43,8 @@ class GreedyAnswer:
     witness: tuple[float, ...] | None = None
     method: str = "greedy"
     traversal: str | None = None
+    found: tuple[int, ...] | None = None
+    found_witness: tuple[float, ...] | None = None
 
     @property
     def size(self) -> int | None:

@@ -105,8 +105,8 @@ def test_cube_axp_in_certify_output(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 
 def test_exact_backend_axp_is_replayed_and_undecided_stays_out_of_minimum() -> None:
-    """z3's own AXp is replayed by the oracle; with no engine to ask, it stays unreplayed and the
-    certificate has no minimum."""
+    """z3's own AXp is replayed by the oracle; with no engine to ask, it stays unreplayed and out of
+    the certificate's minimum (all features, the AXp known without it)."""
     net, domain = difference_network(), Domain.boolean(2)
     problem = Problem.make(net, np.array([0.0, 1.0]), "abductive", domain, CUBE_THRESHOLD)
     claim = Outcome(Status.OPTIMAL, "z3", 0.0, solution=(1,), exact=True)
@@ -115,7 +115,7 @@ def test_exact_backend_axp_is_replayed_and_undecided_stays_out_of_minimum() -> N
         open_claim = replay(problem, claim, oracle=oracle)
     assert open_claim.status == Status.OPTIMAL and not open_claim.replayed and "undecided" in open_claim.message
     judgement = judge(problem, None, {"z3": open_claim}, None)
-    assert judgement.minimum is None and not judgement.certified and not judgement.minimum_proved
+    assert judgement.minimum == (0, 1) and not judgement.certified and not judgement.minimum_proved  # every feature, not (1,)
     wrong = Outcome(Status.OPTIMAL, "z3", 0.0, solution=(), exact=True)  # a wrong "empty AXp" from an exact backend
     refuted = replay(problem, wrong)
     assert refuted.status == Status.REFUTED and refuted.witness == (1.0, 0.0)

@@ -104,7 +104,8 @@ def test_refuted_milp_set_on_a_step_breakpoint() -> None:
         assert outcome.status == Status.REFUTED and outcome.claimed == Status.OPTIMAL and outcome.solution == (0,)
     # the MILPs alone: their only claims are refuted, so nothing is decided
     (alone,) = certify(net, np.zeros(2), "contrastive", domain, 0.5, solvers=MILPS)
-    assert alone.verdict == Verdict.UNKNOWN and not alone.certified and alone.minimum is None
+    assert alone.verdict == Verdict.UNKNOWN and not alone.certified and not alone.minimum_proved
+    assert alone.minimum == (0, 1) and alone.gap is None  # the best set known (greedy's), not proved minimum
 
 
 @pytest.mark.skipif(not MILPS or not EXACT, reason="needs a float MILP and an exact backend")
@@ -122,7 +123,7 @@ def test_milp_none_within_contradicted_by_a_replayed_set() -> None:
     (alone,) = certify(net, np.zeros(3), "contrastive", domain, 1.0, solvers=MILPS)
     # the MILPs' "nothing smaller" alone is no evidence: unknown, never greedy_minimal, the claim kept in its outcome
     assert alone.verdict == Verdict.UNKNOWN and not alone.certified and not alone.minimum_proved
-    assert alone.minimum is None and not alone.refuted
+    assert alone.minimum == (0, 1, 2) and alone.gap is None and not alone.refuted  # greedy's: the best set known
     assert all(alone.solvers[name].status == Status.NONE_WITHIN for name in MILPS)
     assert any("only a float MILP" in note and "not proved" in note for note in alone.notes)
 

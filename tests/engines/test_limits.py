@@ -138,7 +138,8 @@ def test_a_limit_without_an_incumbent_is_timeout_with_no_set(name: str, monkeypa
     outcome = _stopped_with(name, monkeypatch, False, problem, at_most=4)
     assert outcome.status == Status.TIMEOUT and not outcome.has_solution, outcome
     judgement = judge(problem, GreedyAnswer((0, 1, 2, 3, 4), 0.0), {name: outcome}, at_most=4)
-    assert judgement.verdict == Verdict.UNKNOWN and not judgement.certified and judgement.minimum is None
+    assert judgement.verdict == Verdict.UNKNOWN and not judgement.certified and not judgement.minimum_proved
+    assert judgement.minimum == (0, 1, 2, 3, 4)  # the best set known: the explainer's, never a timeout's "nothing smaller"
 
 
 def test_z3_lazy_strategy_keeps_its_first_set_at_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
