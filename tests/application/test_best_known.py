@@ -65,8 +65,8 @@ class _Budget:
 
 
 def _budgeted_deletion(monkeypatch: pytest.MonkeyPatch, questions: int) -> None:
-    def deletion(problem: Problem, oracle: SetOracle, time_limit: float, traversal: str = "sensitivity") -> Any:
-        return real_deletion(problem, _Budget(oracle, questions), time_limit, traversal)  # type: ignore[arg-type]
+    def deletion(problem: Problem, oracle: SetOracle, time_limit: float, traversal: str = "sensitivity", deadline: Any = None) -> Any:
+        return real_deletion(problem, _Budget(oracle, questions), time_limit, traversal, deadline)  # type: ignore[arg-type]
 
     monkeypatch.setattr(certify_module, "deletion", deletion)
 
@@ -76,7 +76,7 @@ def _stopped_pool(monkeypatch: pytest.MonkeyPatch, bound: dict[str, int]) -> lis
     (as the exact MILP's levels say it); returns the bounds each call was asked (`at_most`)."""
     asked: list[int | None] = []
 
-    def solve(self: SolverPool, problem: Problem, at_most: int | None, time_limit: float) -> Any:
+    def solve(self: SolverPool, problem: Problem, at_most: int | None, time_limit: float, deadline: Any = None) -> Any:
         asked.append(at_most)
         lower = bound["lower"]
         message = f"stopped at the time limit; exact lower bound {lower}"
