@@ -47,10 +47,10 @@ from collections.abc import Iterator
 import numpy as np
 
 from cardinal.errors import OutOfTime, Unproved
-from cardinal.problem import Problem, Status, stopped
+from cardinal.problem import Outcome, Problem, Status, stopped
 
 from .attack import flipping_points
-from .hitting import FlipOracle, HittingResult, OracleTimeout, minimum_abductive, shrink_points
+from .hitting import FlipOracle, OracleCalls, OracleTimeout, loop_outcome, minimum_abductive, shrink_points
 from .oracle import check_witness
 
 COVER_FEATURES = 30  # a bit for each of the 2^n free sets: 128 MB at 30 features (a closure 1.35 s)
@@ -64,27 +64,38 @@ QUESTION_SECONDS = 1.0  # and at least this
 
 
 def minimum_by_covering(
-    problem: Problem, find_flip: FlipOracle, at_most: int | None, deadline: float, supply: bool = True
-) -> HittingResult:
+    problem: Problem,
+    find_flip: FlipOracle,
+    at_most: int | None,
+    deadline: float,
+    supply: bool = True,
+    calls: OracleCalls | None = None,
+) -> Outcome:
     """The minimum AXp by covering (module docstring), `find_flip` the exact flip oracle; past
-    `COVER_FEATURES` features, the implicit hitting-set loop (`supply` as there)."""
+    `COVER_FEATURES` features, the implicit hitting-set loop (`supply` as there). Its answer is an
+    `Outcome` as the loop's (`hitting.loop_outcome`: status, set, message, `lower`), the oracle
+    calls it made added to `calls`."""
     if problem.n > COVER_FEATURES:
-        return minimum_abductive(problem, find_flip, at_most, deadline, supply)
+        return minimum_abductive(problem, find_flip, at_most, deadline, supply, calls=calls)
+    started = time.perf_counter()
     cover = _Covering(problem, find_flip, deadline)
     try:
         free = cover.grow(frozenset())
         while (larger := cover.cover_level(len(free) + 1)) is not None:
             free = cover.grow(larger)
     except _Unproved as error:
-        return HittingResult(Status.ERROR, None, cover.calls, str(error))
+        return loop_outcome(Status.ERROR, started, message=str(error))
     except OracleTimeout:
         status, kept = stopped(tuple(i for i in range(problem.n) if i not in cover.free), at_most)
         lower = cover.disjoint()
-        return HittingResult(status, kept, cover.calls, f"{cover.summary()}; exact lower bound {lower}", lower=lower)
+        return loop_outcome(status, started, kept, message=f"{cover.summary()}; exact lower bound {lower}", lower=lower)
+    finally:
+        if calls is not None:
+            calls.count += cover.calls
     axp = tuple(i for i in range(problem.n) if i not in free)
     if at_most is not None and len(axp) > at_most:
-        return HittingResult(Status.NONE_WITHIN, None, cover.calls, cover.summary(), lower=len(axp))
-    return HittingResult(Status.OPTIMAL, axp, cover.calls, cover.summary(), lower=len(axp))
+        return loop_outcome(Status.NONE_WITHIN, started, message=cover.summary(), lower=len(axp))
+    return loop_outcome(Status.OPTIMAL, started, axp, message=cover.summary(), lower=len(axp))
 
 
 class _PutOff(OutOfTime):

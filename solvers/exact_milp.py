@@ -103,7 +103,7 @@ from .encode import MilpModel, encode, refusing_unencodable
 from .guard import report_incumbent, report_lower
 from .highs import highs_lp, new_highs
 from .highs import optimize as highs_optimize
-from .hitting import OracleTimeout, Screened, shrink_witness
+from .hitting import OracleCalls, OracleTimeout, Screened, shrink_witness
 from .levels import SPLIT_NODES, Unproved, by_levels
 from .levels import fits as levels_fit
 from .milp import MilpRun, RunState
@@ -810,11 +810,12 @@ class ExactMilpSolver(BaseSolver):
         """Minimum AXp of a non-monotone network by covering (`solvers.covering`; past its features,
         implicit hitting sets), the flip search as the oracle behind the exact screens (`hitting.Screened`)."""
         oracle = Screened(problem, partial(flip_point, problem), self.supply)  # the exact screens before the flip search
+        calls = OracleCalls()
         try:
-            result = minimum_by_covering(problem, oracle, at_most, deadline, self.supply)
+            result = minimum_by_covering(problem, oracle, at_most, deadline, self.supply, calls=calls)
         except OpenLeaves as error:
             return self.outcome(Status.ERROR, started, message=f"flip search: {error}")
-        message = f"{result.oracle_calls} oracle calls ({oracle.summary()})" + (f"; {result.message}" if result.message else "")
+        message = f"{calls.count} oracle calls ({oracle.summary()})" + (f"; {result.message}" if result.message else "")
         fields = {"solution": result.solution, "message": message, "lemmas": result.lemmas, "lower": result.lower}
         return self.outcome(result.status, started, **fields)
 

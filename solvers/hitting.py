@@ -10,7 +10,7 @@ On piecewise-linear networks most candidates are refuted without the oracle: `Su
 small, pairwise disjoint contrastive sets inside the free set by cheap exact point checks and the
 gradient search, and the oracle is asked only when it finds none. There every candidate is a
 minimum hitting set (PySAT's RC2: milliseconds), whose size is an exact lower bound at each
-step; a call stopped at its limit says its bound (`HittingResult.lower`, and "exact lower bound
+step; a call stopped at its limit says its bound (`Outcome.lower`, and "exact lower bound
 L" in the message: the largest minimum hitting set's size, or a packing of disjoint sets found;
 there the supply and minimum candidates raise the bound where the oracle's shrunk witnesses and
 greedy candidates leave it near 1). Elsewhere minimum hitting sets were costly (an
@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from cardinal.errors import OutOfTime
-from cardinal.problem import Problem, Status, stopped
+from cardinal.problem import Outcome, Problem, Status, stopped
 
 from . import linear_bound, relaxed_axp, reset_bound
 from .attack import first_order_moves, flipping_points, scores
@@ -75,21 +75,34 @@ Lemmas = tuple[tuple[tuple[int, float], ...], ...]
 FlipOracle = Callable[[frozenset[int], float], np.ndarray | None]
 
 
-@dataclass(frozen=True)
-class HittingResult:
-    """How the loop ended: OPTIMAL (`solution` a minimum AXp), NONE_WITHIN, FEASIBLE (stopped with
-    an AXp within `at_most`), TIMEOUT or ERROR; with the number of oracle calls."""
+LOOP = "hitting"  # the `Outcome.solver` of the loops' own outcomes; the backend that calls a loop stamps its own
 
-    status: Status
-    solution: tuple[int, ...] | None
-    oracle_calls: int
-    message: str = ""
-    witness: tuple[float, ...] | None = None  # `minimum_contrastive`: the point that flips [n]
-    # `minimum_abductive`, `solvers.covering`: no AXp has fewer features, from exact evidence alone
-    # (contrastive sets replayed exactly; its size where OPTIMAL); None: no bound. A backend's
-    # outcome carries it as `Outcome.lower` (kept from exact backends only)
-    lower: int | None = None
-    lemmas: Lemmas = ()  # `minimum_abductive`, OPTIMAL or NONE_WITHIN: the points behind its sets (`HittingSets`)
+
+@dataclass
+class OracleCalls:
+    """The flip-oracle calls that the loops made (`minimum_abductive`, `minimum_contrastive`,
+    `solvers.covering.minimum_by_covering`): pass one as `calls`, and each call adds the oracle
+    calls it made to `count` (those of its own steps and seeding, not the reset bound's).
+    `Outcome` holds no count: the engines say it in their messages."""
+
+    count: int = 0
+
+
+def loop_outcome(status: Status, started: float, solution: tuple[int, ...] | None = None, **fields: Any) -> Outcome:
+    """How a loop ended, as the one result type: an `Outcome` with `status`, `solution` and
+    `fields` (`message`, `witness`, `lower`, `lemmas`), solver `LOOP`, the seconds since `started`
+    (a `time.perf_counter()` value) and `exact` False: the backend that called the loop reads
+    these fields into its own outcome (`solvers.base.BaseSolver.outcome`: its name, time,
+    exactness).
+
+    The loops' outcomes: OPTIMAL (`solution` a minimum AXp, or for `minimum_contrastive` a minimum
+    CXp with its flipping point [n] in `witness`), NONE_WITHIN, NONE_EXISTS (`minimum_contrastive`),
+    FEASIBLE (stopped with a set within `at_most`), TIMEOUT or ERROR (the reason in `message`).
+    `lower` (`minimum_abductive`, `solvers.covering`): no AXp has fewer features, from exact
+    evidence alone (contrastive sets replayed exactly; the set's size where OPTIMAL); None: no
+    bound. `lemmas` (`minimum_abductive`, OPTIMAL or NONE_WITHIN): the points behind its sets
+    (`HittingSets`)."""
+    return Outcome(status, LOOP, time.perf_counter() - started, solution, **fields)
 
 
 def minimum_abductive(
@@ -99,15 +112,19 @@ def minimum_abductive(
     deadline: float,
     supply: bool = True,
     seed_after: float = SEED_AFTER,
-) -> HittingResult:
-    """Run the implicit-hitting-set loop until a minimum AXp, a bound, or the deadline. `supply`:
+    calls: OracleCalls | None = None,
+) -> Outcome:
+    """Run the implicit-hitting-set loop until a minimum AXp, a bound, or the deadline; its answer
+    is an `Outcome` (`loop_outcome`), the oracle calls it made added to `calls`. `supply`:
     False turns `Supply` off, so that every contrastive set comes from `find_flip` (what an
     oracle's answers alone give: its tests). `seed_after`: the loop's seconds before it seeds
     itself (deletion, else the set a relaxation certifies: `_deletion_seed`, `_seed`), once; a
     call of T < 4 · `seed_after` seconds seeds itself after T / 4, leaving deletion half of the
     rest; infinite: never."""
+    tally = OracleCalls() if calls is None else calls
     with HittingSets(problem.n) as contrastive_sets:
-        return _abductive_loop(problem, find_flip, at_most, deadline, contrastive_sets, Supply(problem, supply), seed_after)
+        supplier = Supply(problem, supply)
+        return _abductive_loop(problem, find_flip, at_most, deadline, contrastive_sets, supplier, seed_after, tally)
 
 
 def _abductive_loop(
@@ -118,17 +135,18 @@ def _abductive_loop(
     contrastive_sets: HittingSets,
     supply: Supply,
     seed_after: float,
-) -> HittingResult:
+    calls: OracleCalls,
+) -> Outcome:
     features = frozenset(range(problem.n))
     best: frozenset[int] | None = None  # the smallest AXp found
     exact = False  # whether the next candidate must be a minimum hitting set
-    calls = 0
     lower = 0  # the largest minimum hitting set's size so far: no AXp is smaller
-    now = time.perf_counter()  # when the loop, not done yet, seeds itself: after `seed_after` s, or a quarter of its time
+    started = time.perf_counter()
+    now = started  # when the loop, not done yet, seeds itself: after `seed_after` s, or a quarter of its time
     seed_at = now + (seed_after if math.isinf(seed_after) else min(seed_after, SEED_QUARTER * (deadline - now)))
 
-    def stop() -> HittingResult:  # at the deadline: the best AXp and the exact lower bound so far
-        return _stopped(best, at_most, calls, max(lower, contrastive_sets.disjoint()))
+    def stop() -> Outcome:  # at the deadline: the best AXp and the exact lower bound so far
+        return _stopped(best, at_most, started, max(lower, contrastive_sets.disjoint()))
 
     while True:
         if time.perf_counter() > deadline:
@@ -137,7 +155,7 @@ def _abductive_loop(
             seed_at = math.inf
             limit = at_most if best is None else len(best) - 1
             found, seed_calls, timed_out = _seeded(problem, find_flip, contrastive_sets, supply, limit, deadline)
-            calls += seed_calls
+            calls.count += seed_calls
             if found is not None:
                 best, exact = found, True
                 report_incumbent(sorted(best))
@@ -149,9 +167,9 @@ def _abductive_loop(
                 report_lower(lower)  # a guarded call stopped from outside keeps it
             lemmas = tuple(contrastive_sets.lemmas)
             if best is not None and (proved or len(best) <= lower):
-                return HittingResult(Status.OPTIMAL, tuple(sorted(best)), calls, lower=len(best), lemmas=lemmas)
+                return loop_outcome(Status.OPTIMAL, started, tuple(sorted(best)), lower=len(best), lemmas=lemmas)
             if best is None and at_most is not None and floor >= at_most:
-                return HittingResult(Status.NONE_WITHIN, None, calls, lower=floor + 1, lemmas=lemmas)
+                return loop_outcome(Status.NONE_WITHIN, started, lower=floor + 1, lemmas=lemmas)
             continue
         candidate = contrastive_sets.greedy()
         limit = at_most if best is None else len(best) - 1  # a candidate must beat these
@@ -163,8 +181,8 @@ def _abductive_loop(
             if candidate is None:  # every AXp has more than `limit` features
                 lemmas = tuple(contrastive_sets.lemmas)
                 if best is None:
-                    return HittingResult(Status.NONE_WITHIN, None, calls, lower=(limit or 0) + 1, lemmas=lemmas)
-                return HittingResult(Status.OPTIMAL, tuple(sorted(best)), calls, lower=len(best), lemmas=lemmas)
+                    return loop_outcome(Status.NONE_WITHIN, started, lower=(limit or 0) + 1, lemmas=lemmas)
+                return loop_outcome(Status.OPTIMAL, started, tuple(sorted(best)), lower=len(best), lemmas=lemmas)
             if len(candidate) > lower:
                 lower = len(candidate)
                 report_lower(lower)
@@ -177,7 +195,7 @@ def _abductive_loop(
             exact = False
             continue
         else:
-            calls += 1
+            calls.count += 1
             try:
                 y = find_flip(features - candidate, deadline)
             except OracleTimeout:
@@ -185,14 +203,14 @@ def _abductive_loop(
         if y is None:
             if exact:
                 lemmas = tuple(contrastive_sets.lemmas)
-                return HittingResult(Status.OPTIMAL, tuple(sorted(candidate)), calls, lower=len(candidate), lemmas=lemmas)
+                return loop_outcome(Status.OPTIMAL, started, tuple(sorted(candidate)), lower=len(candidate), lemmas=lemmas)
             best, exact = candidate, True
             report_incumbent(sorted(best))
             continue
         flipped = problem.flips(y)
         if not flipped:  # the oracle says S is no AXp, but its point does not show it: no verdict
             reason = "is undecided (smooth margin)" if flipped is None else "does not flip the prediction"
-            return HittingResult(Status.ERROR, None, calls, f"the flip oracle's point {reason} in exact arithmetic")
+            return loop_outcome(Status.ERROR, started, message=f"the flip oracle's point {reason} in exact arithmetic")
         _add_shrunk(problem, contrastive_sets, y, supply)
         exact = False
 
@@ -552,11 +570,11 @@ def _maxsat(n: int) -> Any:
     return RC2(formula)
 
 
-def _stopped(best: frozenset[int] | None, at_most: int | None, calls: int, lower: int) -> HittingResult:
+def _stopped(best: frozenset[int] | None, at_most: int | None, started: float, lower: int) -> Outcome:
     """At the deadline: the best AXp found, as any backend reports a call stopped by its limit, and
-    the exact lower bound (said in the message too)."""
+    the exact lower bound (said in the message too), the loop having started at `started`."""
     status, kept = stopped(None if best is None else tuple(sorted(best)), at_most)
-    return HittingResult(status, kept, calls, f"exact lower bound {lower}", lower=lower)
+    return loop_outcome(status, started, kept, message=f"exact lower bound {lower}", lower=lower)
 
 
 def support(problem: Problem, y: np.ndarray) -> frozenset[int]:
@@ -633,7 +651,9 @@ def _disjoint_count(sets: list[frozenset[int]]) -> int:
     return count
 
 
-def minimum_contrastive(problem: Problem, find_flip: FlipOracle, at_most: int | None, deadline: float) -> HittingResult:
+def minimum_contrastive(
+    problem: Problem, find_flip: FlipOracle, at_most: int | None, deadline: float, calls: OracleCalls | None = None
+) -> Outcome:
     """Minimum CXp by implicit hitting sets, the dual of `minimum_abductive`: every CXp hits every
     AXp. Take a minimum hitting set S of the abductive sets found so far and ask the oracle for a
     flip with S free: a point → S is a minimum CXp (the point is the result's `witness`; the exact
@@ -643,14 +663,16 @@ def minimum_contrastive(problem: Problem, find_flip: FlipOracle, at_most: int | 
     gives a contrastive set (`shrink_witness`); the smallest is the incumbent: it ends the search
     as soon as no hitting set is smaller, and a search stopped by the deadline answers with it
     (`stopped`). The lower bounds rest on the oracle's "no flip" answers: exact only when the
-    oracle is."""
+    oracle is. Its answer is an `Outcome` (`loop_outcome`), the oracle calls it made added to
+    `calls`."""
+    started = time.perf_counter()
     everything = frozenset(range(problem.n))
     best: tuple[tuple[int, ...], np.ndarray] | None = None
-    calls = 0
+    tally = OracleCalls() if calls is None else calls
 
     def flip(free: frozenset[int]) -> np.ndarray | None:
-        nonlocal best, calls
-        calls += 1
+        nonlocal best
+        tally.count += 1
         y = find_flip(free, deadline)
         if y is not None and problem.flips(y):
             found = tuple(sorted(shrink_witness(problem, y)))
@@ -659,8 +681,8 @@ def minimum_contrastive(problem: Problem, find_flip: FlipOracle, at_most: int | 
                 report_incumbent(*best)
         return y
 
-    def answer(status: Status, chosen: tuple[int, ...] | None = None, y: np.ndarray | None = None) -> HittingResult:
-        return HittingResult(status, chosen, calls, witness=None if y is None else tuple(map(float, y)))
+    def answer(status: Status, chosen: tuple[int, ...] | None = None, y: np.ndarray | None = None) -> Outcome:
+        return loop_outcome(status, started, chosen, witness=None if y is None else tuple(map(float, y)))
 
     try:
         if flip(everything) is None:

@@ -29,7 +29,7 @@ from cardinal.problem import Outcome, Problem, Status, stopped
 
 from .base import BaseSolver
 from .encode import MilpModel, encode, refusing_unencodable
-from .hitting import OracleTimeout, Screened, minimum_abductive
+from .hitting import OracleCalls, OracleTimeout, Screened, minimum_abductive
 
 
 class RunState(StrEnum):
@@ -154,12 +154,13 @@ class MilpSolver(BaseSolver):
             raise _Stopped(run)
 
         oracle = Screened(problem, find_flip, self.supply)  # the exact screens before the MILP
+        calls = OracleCalls()
         try:
-            result = minimum_abductive(problem, oracle, at_most, deadline, self.supply)
+            result = minimum_abductive(problem, oracle, at_most, deadline, self.supply, calls=calls)
         except _Stopped as stop:
             status = Status.SIZE_LIMIT if stop.run.state is RunState.SIZE_LIMIT else Status.ERROR
             return self.outcome(status, started, raw_status=stop.run.raw_status, message="flip oracle stopped")
-        message = f"{result.oracle_calls} oracle calls ({oracle.summary()})" + (f"; {result.message}" if result.message else "")
+        message = f"{calls.count} oracle calls ({oracle.summary()})" + (f"; {result.message}" if result.message else "")
         fields = {"solution": result.solution, "raw_status": last[0], "message": message, "lemmas": result.lemmas}
         return self.outcome(result.status, started, **fields)
 

@@ -7,7 +7,7 @@ from x meet every AXp. So "no set of at most k features meets every D" proves th
 checker, given the points, evaluates each once and replays a small branch tree over the sets.
 
 **Where the lemmas come from.** First from the solver run that proved the claim: the points
-behind its contrastive sets (`hitting.HittingResult.lemmas`, carried by its `Outcome`), each judged
+behind its contrastive sets (`Outcome.lemmas`, from the loop's `Outcome` to the backend's), each judged
 again here (in the box, flips exactly; one that fails is dropped: they are hints, and the checker
 judges every lemma anyway). Where they do not settle the claim, `search_hitting` goes on with the
 implicit hitting-set loop of `solvers.hitting`, cut at k — a minimum hitting set of the

@@ -16,11 +16,11 @@ import pytest
 from cardinal.solvers import covering
 from cardinal.solvers.attack import flipping_point, flipping_points
 from cardinal.solvers.covering import _Supersets, minimum_by_covering
-from cardinal.solvers.hitting import OracleTimeout, shrink_points, shrink_witness
+from cardinal.solvers.hitting import OracleCalls, OracleTimeout, shrink_points, shrink_witness
 from cardinal.verify.generate import median_threshold, random_network
 
 from cardinal.domain import Domain
-from cardinal.problem import Problem, Status
+from cardinal.problem import Outcome, Problem, Status
 
 
 @pytest.mark.parametrize("fold", [1, 1024], ids=["each-folded", "kept-aside"])
@@ -110,7 +110,8 @@ def test_minimum_by_covering_equals_brute_force_on_cubes(cover: bool, monkeypatc
     for seed in range(12):
         problem = _cube(seed, 6 + seed % 4)
         result = minimum_by_covering(problem, _vertex_oracle(problem), None, math.inf)
-        assert result.status == Status.OPTIMAL, result
+        assert isinstance(result, Outcome) and result.status == Status.OPTIMAL, result  # the one result type
+        assert result.lower == len(result.solution) and not result.exact, result  # the backend stamps exactness
         minimum = _brute_minimum(problem)
         assert result.solution is not None and len(result.solution) == minimum, (seed, result)
         assert _vertex_oracle(problem)(frozenset(range(problem.n)) - set(result.solution), math.inf) is None  # an AXp
@@ -138,9 +139,11 @@ def test_questions_put_off_are_asked_again_and_the_minimum_holds() -> None:
     for seed in range(6):
         problem, asked = _cube(seed, 7), []
         deadline = time.perf_counter() + 3600.0
-        result = minimum_by_covering(problem, _slow_on_0(problem, deadline, asked), None, deadline)
+        calls = OracleCalls()
+        result = minimum_by_covering(problem, _slow_on_0(problem, deadline, asked), None, deadline, calls=calls)
         assert result.status == Status.OPTIMAL and len(result.solution) == _brute_minimum(problem), (seed, result)
         assert (True, True) in asked  # some question was put off
+        assert calls.count == len(asked)  # every question counted, those put off too
 
 
 def test_an_oracle_point_that_does_not_flip_gives_no_verdict() -> None:

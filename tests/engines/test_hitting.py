@@ -19,7 +19,7 @@ from cardinal.verify.generate import median_threshold, random_network
 
 from cardinal.domain import Domain
 from cardinal.errors import InputError
-from cardinal.problem import Problem, Status
+from cardinal.problem import Outcome, Problem, Status
 
 
 def _smallest(sets: list[frozenset[int]], universe: int) -> int:
@@ -127,18 +127,21 @@ def test_loop_minimum_and_lower_bounds_equal_brute_force(outputs: int, supply: b
         supports = _flipping_supports(problem)
         minimum = _minimum_hitting(problem.n, supports)
         asked: list[frozenset[int]] = []
-        result = hitting.minimum_abductive(problem, _vertex_oracle(problem, supports, asked), None, math.inf, supply=supply)
+        calls = hitting.OracleCalls()
+        result = hitting.minimum_abductive(problem, _vertex_oracle(problem, supports, asked), None, math.inf, supply=supply, calls=calls)
+        assert isinstance(result, Outcome) and result.solver == hitting.LOOP  # the one result type
         assert result.status == Status.OPTIMAL and result.solution is not None, (seed, result)
         assert len(result.solution) == minimum == result.lower, (seed, result)
         assert not any(s.isdisjoint(result.solution) for s in supports)  # an AXp: no flip with the rest free
-        assert result.oracle_calls == len(asked) and (supply or len(asked) > minimum)  # off: every set from the oracle
+        assert calls.count == len(asked) and (supply or len(asked) > minimum)  # off: every set from the oracle
 
         def timing_out(free: frozenset[int], deadline: float) -> np.ndarray | None:
             raise hitting.OracleTimeout
 
-        stopped = hitting.minimum_abductive(problem, timing_out, None, math.inf, supply=supply)
+        stopped_calls = hitting.OracleCalls()
+        stopped = hitting.minimum_abductive(problem, timing_out, None, math.inf, supply=supply, calls=stopped_calls)
         if not supply:
-            assert stopped.status == Status.TIMEOUT and stopped.lower == 0 and stopped.oracle_calls == 1, (seed, stopped)
+            assert stopped.status == Status.TIMEOUT and stopped.lower == 0 and stopped_calls.count == 1, (seed, stopped)
         elif stopped.status == Status.OPTIMAL:  # the supply alone refuted every smaller candidate, and x stays put with all fixed
             assert stopped.solution is not None and len(stopped.solution) == minimum == problem.n
         else:

@@ -14,11 +14,11 @@ import pyscipopt  # noqa: F401
 import pytest
 from bruteforce import monotone_minimum, random_network, vertex_minimum
 from cardinal.solvers.base import get_solver, solve_minimum, solve_problem
-from cardinal.solvers.hitting import minimum_contrastive
+from cardinal.solvers.hitting import OracleCalls, minimum_contrastive
 
 from cardinal.activations import Activation
 from cardinal.domain import Domain
-from cardinal.problem import Problem, Status
+from cardinal.problem import Outcome, Problem, Status
 
 # The limit of a call whose answer a test asserts: none that a run here comes near, so that no
 # answer depends on the machine's speed (a limit of seconds ended calls undecided on a loaded machine).
@@ -123,16 +123,23 @@ def test_smooth_units_are_unsupported(name: str) -> None:
 
 def test_the_dual_hitting_set_loop_finds_the_minimum_cxp_with_an_exact_oracle() -> None:
     """`hitting.minimum_contrastive` with the monotone shortcut as its flip oracle (exact): the
-    brute-force minimum CXp, a witness that flips, and NONE_WITHIN below it."""
+    brute-force minimum CXp, a witness that flips, and NONE_WITHIN below it; an `Outcome`, its
+    oracle calls counted on the `OracleCalls` passed in."""
     checked = 0
     for problem in _monotone_problems("contrastive"):
+        asked: list[frozenset[int]] = []
 
-        def oracle(free: frozenset[int], deadline: float, problem: Problem = problem) -> np.ndarray | None:
+        def oracle(
+            free: frozenset[int], deadline: float, problem: Problem = problem, asked: list[frozenset[int]] = asked
+        ) -> np.ndarray | None:
+            asked.append(free)
             y = np.where(np.isin(np.arange(problem.n), sorted(free)), problem.counterpoint, problem.x)
             return y if problem.flips(y) else None
 
         minimum = monotone_minimum(problem)
-        result = minimum_contrastive(problem, oracle, None, float("inf"))
+        calls = OracleCalls()
+        result = minimum_contrastive(problem, oracle, None, float("inf"), calls=calls)
+        assert isinstance(result, Outcome) and calls.count == len(asked) >= 1, result
         if minimum is None:
             assert result.status == Status.NONE_EXISTS
             continue
