@@ -134,8 +134,10 @@ def _deletion_lines(
 ) -> list[dict[str, Any]]:
     """explain's lines from the deletion explainer (`solvers.deletion`), one row at a time, each
     question to `oracle` (None: one of its own) limited to `time_limit`: "check" exact (a
-    subset-minimal answer, or none exists) or undecided (a step no engine decided: no set,
-    "exists" null, the reason in notes)."""
+    subset-minimal answer, or none exists) or undecided (a step no engine decided; the reason in
+    notes): the set the run had shown by then where it had one (`Deletion.found`: for an AXp the
+    features not removed, for a CXp the set with its replayed witness; exactly valid, not shown
+    subset-minimal), else no set and "exists" null."""
     from cardinal.solvers.oracle import SetOracle
 
     from .certify import deletion_answer
@@ -154,25 +156,34 @@ def _deletion_lines(
         for kind in kinds:
             run = runs[kind][index]
             decided = run is not None and run.status != "unknown"
+            features, witness = (None, None) if run is None else (run.features, run.witness)
+            shown = not decided and run is not None and run.found is not None  # the set a stopped run had shown
+            if shown:
+                features, witness = run.found, run.found_witness
             line = {
                 "row": row,
                 "kind": kind,
                 "prediction": -1 if run is None else run.prediction,
                 "output": finite(outputs[index][0]) if net.n_outputs == 1 else [finite(v) for v in outputs[index]],
-                "exists": (run.features is not None) if decided else None,
-                "features": None if run is None or run.features is None else list(run.features),
-                "size": None if run is None or run.features is None else len(run.features),
+                "exists": (features is not None) if decided or shown else None,
+                "features": None if features is None else list(features),
+                "size": None if features is None else len(features),
                 "method": "deletion",
                 "check": "exact" if decided else "undecided",
                 "queries": 0 if run is None else run.queries,
                 "traversal": traversal,
             }
-            if run is not None and run.witness is not None:
-                line["witness"] = list(run.witness)
+            if witness is not None:
+                line["witness"] = list(witness)
             if run is None:
                 line["notes"] = ["the prediction of x is undecided in exact arithmetic (smooth network)"]
-            elif run.note:
-                line["notes"] = [run.note]
+            else:
+                line["notes"] = [run.note] if run.note else []
+                if shown:
+                    line["notes"].append("features: the set the run had shown before the undecided step — an exactly valid "
+                                         "explanation, not shown subset-minimal")
+                if not line["notes"]:
+                    del line["notes"]
             lines.append(line)
     return lines
 

@@ -242,3 +242,21 @@ def test_a_batch_a_loop_and_an_explainer_give_the_same_answers(outputs: int, mon
             assert e.proved, e.to_dict()["notes"]  # unbounded: every answer is decided
             assert (e.features is None) == (minimum is None) and e.upper == minimum
             assert e.features is None or vertex_valid(_problem(net, x, kind, threshold), e.features)
+
+
+@pytest.mark.parametrize("questions", [0, 2])
+def test_without_prove_a_stopped_deletion_run_still_answers_its_set(monkeypatch: pytest.MonkeyPatch, questions: int) -> None:
+    """`prove=False` (the explainer alone, as `cardinal explain`): a deletion run cut off after
+    `questions` answers the set it had shown — an AXp never None, valid by brute force — with the
+    line's check `undecided` and a note saying the set is not shown subset-minimal."""
+    net, X, threshold = _case(22, 1, False)
+    _budgeted_deletion(monkeypatch, questions)
+    for x in X:
+        problem = _problem(net, x, "abductive", threshold)
+        e = cardinal.explain(net, x, "abductive", threshold=threshold, domain=Domain.boolean(N), prove=False,
+                             method="deletion", time_limit=UNBOUNDED)
+        assert isinstance(e, cardinal.Explanation) and e.features is not None and vertex_valid(problem, e.features)
+        assert questions > 0 or e.features == tuple(range(N))
+        record = e.to_dict()
+        if record["check"] == "undecided":
+            assert record["exists"] is True and any("not shown subset-minimal" in note for note in record["notes"])
