@@ -32,6 +32,7 @@ other, `shortcut_lp`, is the lp-tree of `solvers.proof_lp` for the shortcut as a
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import itertools
@@ -39,9 +40,11 @@ import json
 import math
 import os
 import re
+import signal
 import stat
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,6 +53,7 @@ import numpy as np
 import torch
 
 from cardinal import checker
+from cardinal.deadline import SPENT, Deadline
 from cardinal.domain import Domain
 from cardinal.io import write_atomic
 from cardinal.network import Network
@@ -462,7 +466,7 @@ class Written:
 
 def make(
     problem: Problem, k: int | None, reason: str, key: str, time_limit: float, embed: bool = False,
-    outcomes: Mapping[str, Outcome] | None = None,
+    outcomes: Mapping[str, Outcome] | None = None, deadline: Deadline | None = None,
 ) -> Written:
     """Prove "no explanation within k" (generation limited to `time_limit` s), check the
     certificate with `cardinal.checker`, and return its entry and text (`Written`). `outcomes`:
@@ -470,7 +474,9 @@ def make(
     whose recorded subset trees (`Outcome.subset_trees`) it writes the certificate from where they
     cover the claim (`from_record`), searching again only where they do not. The entry's file
     name is `certificate_name(key, sha256)`: the record's key and the certificate's own SHA-256,
-    so that two different certificates never get one name."""
+    so that two different certificates never get one name. `deadline` (the call's budget): the
+    check gets the time left (at least `CHECK_FLOOR` s); a certificate whose check does not end
+    by then is dropped — no file, the reason says so — never written unchecked."""
     if k is None:
         return Written({"file": None, "reason": reason})
     started = time.perf_counter()
@@ -484,7 +490,12 @@ def make(
         found.certificate["network"] = network
     text = json.dumps(found.certificate, separators=(",", ":")) + "\n"
     checked = time.perf_counter()
-    report = checker.check(json.loads(text), network)  # what `proof check` reads: the text, the network as `save` writes it
+    within = None if deadline is None or math.isinf(deadline.left()) else max(deadline.left(), CHECK_FLOOR)
+    try:  # what `proof check` reads: the text, the network as `save` writes it
+        with _alarm(within):
+            report = checker.check(json.loads(text), network)
+    except _CheckTime:
+        return Written({"file": None, "reason": f"no certificate: its check did not end within {SPENT}"})
     digest = hashlib.sha256(text.encode()).hexdigest()
     entry: dict[str, Any] = {
         "file": certificate_name(key, digest),
@@ -499,6 +510,37 @@ def make(
     if not report.accepted:
         entry["message"] = report.message
     return Written(entry, text)
+
+
+CHECK_FLOOR = 0.5  # seconds a made certificate's check gets at least, however little of the budget is left
+
+
+class _CheckTime(BaseException):
+    """The call's budget ended a certificate's check (a BaseException: no handler of the checker's
+    can take it for a verdict)."""
+
+
+@contextlib.contextmanager
+def _alarm(seconds: float | None) -> Iterator[None]:
+    """Run the body within `seconds` (SIGALRM's real-time timer, in the main thread of a Unix
+    process; elsewhere, or with None, unbounded), raising `_CheckTime` past it."""
+    if seconds is None or threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+    armed = [True]
+
+    def expire(signum: int, frame: Any) -> None:
+        if armed[0]:
+            raise _CheckTime
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+        yield
+    finally:
+        armed[0] = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def certificate_name(key: str, sha256: str) -> str:

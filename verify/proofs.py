@@ -111,7 +111,7 @@ class ProofFolder:
         limit = self.time_limit if deadline is None else deadline.limit(self.time_limit)
         if claim[0] is not None and limit <= 0:
             return Written({"file": None, "reason": f"no certificate: {SPENT}"})
-        written = make(problem, *claim, key, limit, self.embed, judged.solvers)
+        written = make(problem, *claim, key, limit, self.embed, judged.solvers, deadline)
         if self.folder is not None:
             save(self.folder, written, self.network, self.embed)
         elif written.text is not None:

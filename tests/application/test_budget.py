@@ -133,6 +133,34 @@ def test_a_certificate_left_no_time_says_so() -> None:
     assert written.text is None and written.entry["reason"] == f"no certificate: {SPENT}"
 
 
+def test_a_certificate_whose_check_outlasts_the_budget_is_dropped_not_written_unchecked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The made certificate's check gets what is left of the budget (at least CHECK_FLOOR s): a
+    check that would run past it (the checker slowed here) ends, and the result carries no
+    certificate, the reason naming the call's time limit — never a file nobody checked. Without a
+    budget the same certificate is made and accepted."""
+    from cardinal.solvers import proof as proof_module
+    from cardinal.verify.proofs import ProofFolder
+
+    net = Network.load(ROOT / "examples" / "design.json")
+    with SolverPool(("enumerate",), first_proof=True) as pool:
+        (done,) = answered(pool, net, given(net, None, 0.5), np.array([[1.0, 1.0, 1.0]]), [0], "abductive", Plan())
+    assert done.verdict.minimum_proved
+    unbounded = ProofFolder(None, net, 60.0).certify(done.problem, done.verdict, "row0")
+    assert unbounded.text is not None and unbounded.entry["accepted"]
+    real_check = proof_module.checker.check
+
+    def slow_check(*arguments: Any) -> Any:
+        for _ in range(600):  # 60 s unless the budget ends it
+            time.sleep(0.1)
+        return real_check(*arguments)
+
+    monkeypatch.setattr(proof_module.checker, "check", slow_check)
+    written = ProofFolder(None, net, 60.0).certify(done.problem, done.verdict, "row0", Deadline.after(0.2))
+    assert written.text is None and written.entry == {"file": None, "reason": f"no certificate: its check did not end within {SPENT}"}
+
+
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
 def test_a_three_feature_network_is_answered_without_a_solver_process() -> None:
     """`cardinal.explain` on the README's 3-feature network, both kinds, proved: no solver process

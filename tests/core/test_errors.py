@@ -17,7 +17,12 @@ from cardinal import errors
 # can take a check's time limit for a verdict (see its docstring), and a signal (`Interrupted`,
 # a KeyboardInterrupt) passes every `except Exception` on its way out. The VNN-COMP tool keeper's
 # file runs as a script that imports the standard library alone (`solvers.toolkeeper`).
-_OUTSIDE = {"cardinal.verify.proofs._OutOfTime", "cardinal.errors.Interrupted", "cardinal.solvers.toolkeeper.KeeperError"}
+_OUTSIDE = {
+    "cardinal.verify.proofs._OutOfTime",
+    "cardinal.solvers.proof._CheckTime",  # the call's budget ending a certificate's check, likewise
+    "cardinal.errors.Interrupted",
+    "cardinal.solvers.toolkeeper.KeeperError",
+}
 
 
 def _modules() -> list[str]:
