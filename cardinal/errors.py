@@ -23,7 +23,7 @@ subclass (`solvers.hitting.OracleTimeout`, `solvers.split.OutOfNodes`, `solvers.
 ...) and catches that one, so a handler never takes another engine's stop for its own.
 
 The independent checker (`cardinal.checker`) imports nothing of cardinal and keeps its own
-`CertificateError`. `verify.proofs._OutOfTime` is a BaseException on purpose (no handler of the
+`CertificateError`. `solvers.proof.CheckTime` is a BaseException on purpose (no handler of the
 checker's may take a time limit for a verdict), so it stands outside this hierarchy.
 
 `interrupt` is the command's handler of SIGINT and SIGTERM: it raises `Interrupted`, a

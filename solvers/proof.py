@@ -492,9 +492,9 @@ def make(
     checked = time.perf_counter()
     within = None if deadline is None or math.isinf(deadline.left()) else max(deadline.left(), CHECK_FLOOR)
     try:  # what `proof check` reads: the text, the network as `save` writes it
-        with _alarm(within):
+        with alarm(within):
             report = checker.check(json.loads(text), network)
-    except _CheckTime:
+    except CheckTime:
         return Written({"file": None, "reason": f"no certificate: its check did not end within {SPENT}"})
     digest = hashlib.sha256(text.encode()).hexdigest()
     entry: dict[str, Any] = {
@@ -515,15 +515,15 @@ def make(
 CHECK_FLOOR = 0.5  # seconds a made certificate's check gets at least, however little of the budget is left
 
 
-class _CheckTime(BaseException):
-    """The call's budget ended a certificate's check (a BaseException: no handler of the checker's
-    can take it for a verdict)."""
+class CheckTime(BaseException):
+    """A check's time ran out (`alarm`): a BaseException, so that no handler of the checker's can
+    take it for a verdict."""
 
 
 @contextlib.contextmanager
-def _alarm(seconds: float | None) -> Iterator[None]:
+def alarm(seconds: float | None) -> Iterator[None]:
     """Run the body within `seconds` (SIGALRM's real-time timer, in the main thread of a Unix
-    process; elsewhere, or with None, unbounded), raising `_CheckTime` past it."""
+    process; elsewhere, or with None, unbounded), raising `CheckTime` past it."""
     if seconds is None or threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
         yield
         return
@@ -531,7 +531,7 @@ def _alarm(seconds: float | None) -> Iterator[None]:
 
     def expire(signum: int, frame: Any) -> None:
         if armed[0]:
-            raise _CheckTime
+            raise CheckTime
 
     previous = signal.signal(signal.SIGALRM, expire)
     try:

@@ -21,18 +21,16 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import signal
-import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cardinal.solvers.proof import NAME_DIGITS as NAME_DIGITS
+from cardinal.solvers.proof import CheckTime, alarm, network_beside, write_certificate
 from cardinal.solvers.proof import Written as Written
 from cardinal.solvers.proof import certificate_name as certificate_name
 from cardinal.solvers.proof import make as make
-from cardinal.solvers.proof import network_beside, write_certificate
 
 from cardinal import checker
 from cardinal.checker.record import check_record
@@ -190,34 +188,15 @@ def check_file(
     return Checked(report, hashlib.sha256(data).hexdigest(), certificate, document)
 
 
-class _OutOfTime(BaseException):
-    """The time limit of one check (a BaseException: no handler of the checker's can take it for a verdict)."""
-
-
 @contextlib.contextmanager
 def _limited(seconds: float | None, path: Path) -> Iterator[None]:
-    """Run the body within `seconds` (SIGALRM's real-time timer: the main thread of a Unix process;
+    """Run the body within `seconds` (`solvers.proof.alarm`: the main thread of a Unix process;
     elsewhere the body runs unlimited); InputError "PATH: not checked within N s" past it."""
-    if seconds is None or threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
-        yield
-        return
-
-    armed = [True]
-
-    def expire(signum: int, frame: Any) -> None:
-        if armed[0]:
-            raise _OutOfTime
-
-    previous = signal.signal(signal.SIGALRM, expire)
     try:
-        signal.setitimer(signal.ITIMER_REAL, seconds)
-        yield
-    except _OutOfTime:
+        with alarm(seconds):
+            yield
+    except CheckTime:
         raise InputError(f"{path}: not checked within {seconds:g} s (--time-limit)") from None
-    finally:
-        armed[0] = False
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 Named = tuple[str, dict[str, Any], dict[str, Any]]  # where a record is, the record, its `proof` entry

@@ -18,8 +18,7 @@ from cardinal import errors
 # a KeyboardInterrupt) passes every `except Exception` on its way out. The VNN-COMP tool keeper's
 # file runs as a script that imports the standard library alone (`solvers.toolkeeper`).
 _OUTSIDE = {
-    "cardinal.verify.proofs._OutOfTime",
-    "cardinal.solvers.proof._CheckTime",  # the call's budget ending a certificate's check, likewise
+    "cardinal.solvers.proof.CheckTime",
     "cardinal.errors.Interrupted",
     "cardinal.solvers.toolkeeper.KeeperError",
 }
