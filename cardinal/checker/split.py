@@ -24,6 +24,11 @@ class SubsetSplit:
         if any(layer.name != "relu" for layer in layers[:-1]) or layers[-1].name != "identity":
             raise _Rejected("method subset-split takes relu hidden layers and an identity last layer")
         self.net, self.x, self.lower, self.upper, self.k = net, x, box[0], box[1], k
+        first = layers[0]  # its pre-activations at x, once: a box moves only its subset's features
+        self.columns = [list(column) for column in zip(*first.weight, strict=True)]  # [n][w0]
+        self.at_x = [
+            b + sum(w * v for w, v in zip(row, x, strict=True) if w) for row, b in zip(first.weight, first.bias, strict=True)
+        ]
         weight, bias = layers[-1].weight, layers[-1].bias
         if threshold is not None:  # c = 0 keeps f ≤ t (g = f − t ≤ 0); c = 1 keeps f > t (g = t − f < 0)
             sign = 1 if prediction == 0 else -1
@@ -80,24 +85,41 @@ class SubsetSplit:
                 continue
             leaves += 1
             if node.get("leaf") == "interval":
-                self._interval(where, lo, hi)
+                self._interval(where, free, lo, hi)
             elif node.get("leaf") == "affine":
                 evaluations += self._affine(where, free, lo, hi)
             else:
                 raise CertificateError(f"{where}: a node is a 'cut' or a leaf 'interval' or 'affine'")
         return leaves, evaluations
 
-    def _hidden(self, lo: list[Fraction], hi: list[Fraction]) -> tuple[list[tuple[list, list]], list, list]:
-        """Each hidden layer's pre-activation ranges, and the last hidden layer's outputs' range."""
+    def _hidden(self, free: list[int], lo: list[Fraction], hi: list[Fraction]) -> tuple[list[tuple[list, list]], list, list]:
+        """Each hidden layer's pre-activation ranges, and the last hidden layer's outputs' range,
+        for a box that equals x outside `free`."""
         ranges = []
         for index in range(len(self.net.layers) - 1):
-            lo, hi = self.net.affine(index, lo, hi)
+            lo, hi = self._first(free, lo, hi) if index == 0 else self.net.affine(index, lo, hi)
             ranges.append((lo, hi))
             lo, hi = self.net.activate(index, lo, hi)
         return ranges, lo, hi
 
-    def _interval(self, where: Any, lo: list[Fraction], hi: list[Fraction]) -> None:
-        _, z_lo, z_hi = self._hidden(lo, hi)
+    def _first(self, free: list[int], lo: list[Fraction], hi: list[Fraction]) -> tuple[list[Fraction], list[Fraction]]:
+        """The first layer's pre-activation range over a box equal to x outside `free`: its value
+        at x plus, per free feature i, the range of W[:, i]·(z_i − x_i) — exactly the interval
+        range of W·z + b over the box (the other features' terms are W[:, j]·x_j at both ends)."""
+        if any(lo[j] != v or hi[j] != v for j, v in enumerate(self.x) if j not in free):
+            raise _Rejected("a box of subset-split moves a feature outside its subset")
+        out_lo, out_hi = list(self.at_x), list(self.at_x)
+        for i in free:
+            down, up = lo[i] - self.x[i], hi[i] - self.x[i]
+            for u, w in enumerate(self.columns[i]):
+                if w:
+                    a, b = w * down, w * up
+                    out_lo[u] += min(a, b)
+                    out_hi[u] += max(a, b)
+        return out_lo, out_hi
+
+    def _interval(self, where: Any, free: list[int], lo: list[Fraction], hi: list[Fraction]) -> None:
+        _, z_lo, z_hi = self._hidden(free, lo, hi)
         for r, (row, offset, weak) in enumerate(self.scores):
             top = offset + sum(w * (z_hi[m] if w > 0 else z_lo[m]) for m, w in enumerate(row) if w)
             if not (top <= 0 if weak else top < 0):
@@ -106,7 +128,7 @@ class SubsetSplit:
     def _affine(self, where: Any, free: list[int], lo: list[Fraction], hi: list[Fraction]) -> int:
         """Every hidden unit stable on the box: the scores are affine there; each one's largest
         value lies at the vertex its gradient's signs pick, evaluated exactly."""
-        ranges, _, _ = self._hidden(lo, hi)
+        ranges, _, _ = self._hidden(free, lo, hi)
         if any(a < 0 < b for low, high in ranges for a, b in zip(low, high, strict=True)):
             raise _Rejected(f"{where}: a leaf 'affine' with a hidden unit whose range crosses 0")
         slopes = [[Fraction(0)] * len(free) for _ in self.scores]
@@ -121,7 +143,7 @@ class SubsetSplit:
             y = list(lo)
             for position, i in enumerate(free):
                 y[i] = hi[i] if slopes[r][position] > 0 else lo[i]
-            _, z, _ = self._hidden(y, y)
+            _, z, _ = self._hidden(free, y, y)
             top = offset + sum(w * v for w, v in zip(row, z, strict=True) if w)
             if not (top <= 0 if weak else top < 0):
                 raise _Rejected(f"{where}: keep score {r} is {float(top)!r} at the box's vertex {[float(y[i]) for i in free]}")

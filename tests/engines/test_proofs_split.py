@@ -124,3 +124,32 @@ def test_a_tree_cut_short_or_a_cut_moved_is_rejected(proved: list) -> None:
             else:
                 target["root"] = change
             _rejects(document, case[0])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_checkers_first_layer_at_x_is_its_interval_range_over_the_box(seed: int) -> None:
+    """`SubsetSplit._first` (the first layer's value at x, once, plus each free feature's range)
+    equals the checker's plain interval affine map over the whole box, on random boxes equal to x
+    outside a random subset; a box that moves a feature outside its subset is refused."""
+    from fractions import Fraction
+
+    from cardinal.checker.exact import _Net, network_sha256
+    from cardinal.checker.split import SubsetSplit
+
+    problem = _problem(seed, 3)
+    net = _Net(network_sha256(problem.net.to_json())[1])
+    x = [Fraction(v) for v in problem.x]
+    box = ([Fraction(0)] * 6, [Fraction(1)] * 6)
+    split = SubsetSplit(net, x, box, None, problem.prediction, 2)
+    rng = np.random.default_rng(seed)
+    for _ in range(20):
+        free = sorted(rng.choice(6, size=int(rng.integers(1, 4)), replace=False).tolist())
+        lo, hi = list(x), list(x)
+        for i in free:
+            a, b = sorted(Fraction(int(v), 64) for v in rng.integers(0, 65, size=2))
+            lo[i], hi[i] = a, b
+        assert split._first(free, lo, hi) == net.affine(0, lo, hi)
+    moved = list(x)
+    moved[0] = x[0] + Fraction(1, 128)
+    with pytest.raises(Exception, match="outside its subset"):
+        split._first([1], moved, moved)
