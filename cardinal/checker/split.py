@@ -10,7 +10,7 @@ import math
 from fractions import Fraction
 from typing import Any
 
-from .exact import CertificateError, _index, _Lazy, _Net, _number, _Rejected
+from .exact import CertificateError, _index, _Layer, _Lazy, _Net, _number, _Rejected
 
 MAX_SUBSETS = 1 << 16  # C(n, k) past this: the certificate is refused (it lists every k-subset)
 
@@ -39,6 +39,8 @@ class SubsetSplit:
                 ([a - b for a, b in zip(weight[r], weight[c], strict=True)], bias[r] - bias[c], r > c)
                 for r in range(len(weight)) if r != c
             ]  # fmt: skip
+        # the keep scores as one more affine layer, evaluated in the checker's integer arithmetic
+        self.keep = _Net([_Layer([row for row, _, _ in self.scores], [offset for _, offset, _ in self.scores], "identity", {})])
 
     def walk(self, proof: dict) -> tuple[int, int]:
         """Check `proof["subsets"]`: every k-subset once, each with a tree that closes. Returns
@@ -120,8 +122,8 @@ class SubsetSplit:
 
     def _interval(self, where: Any, free: list[int], lo: list[Fraction], hi: list[Fraction]) -> None:
         _, z_lo, z_hi = self._hidden(free, lo, hi)
-        for r, (row, offset, weak) in enumerate(self.scores):
-            top = offset + sum(w * (z_hi[m] if w > 0 else z_lo[m]) for m, w in enumerate(row) if w)
+        _, tops = self.keep.affine(0, z_lo, z_hi)  # each score's largest value over the box's enclosure
+        for r, ((_, _, weak), top) in enumerate(zip(self.scores, tops, strict=True)):
             if not (top <= 0 if weak else top < 0):
                 raise _Rejected(f"{where}: the interval bound of keep score {r} is {float(top)!r}, not below 0")
 
