@@ -6,8 +6,8 @@ presolve checks no clock and calls no callback, and z3's lazy loop computes an e
 in integer matrix products that no solver timeout reaches; either can run many times past a
 limit on a large network. So each call is bounded from
 outside, and its limit counts from the moment `solve` is called: whatever the call waits for —
-its solver process still starting (a fresh interpreter importing torch and the backend takes
-seconds), the backend, the transfer — ends at the limit plus half the allowed overrun
+its solver process still starting (a fresh interpreter that must first import torch and the
+backend), the backend, the transfer — ends at the limit plus half the allowed overrun
 (`allowed_overrun`: a tenth of the limit, at least a second). There the call answers TIMEOUT: a child at work is killed
 and a fresh one started at once for the next call; a solver process still starting is left to
 start (the message says so), and the next call takes it. The answer of a call that finishes is

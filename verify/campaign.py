@@ -22,7 +22,7 @@ file and the measured seconds differ), unless a call reaches its time limit. A r
 conflicting exact evidence (`solver_disagreement`) is counted in `CampaignResult.disagreements`,
 and `cardinal crosscheck` then exits 1. Workers die with the campaign
 (`solvers.guard.die_with_parent`), and so do the processes its solvers run in. SIGTERM stops a
-run as Ctrl-C does, from its first seconds on (`executors.sigterm_interrupts`).
+run as Ctrl-C does, from its start on (`executors.sigterm_interrupts`).
 
 A folder holds one campaign at a time: a run holds an advisory lock (`flock`) on
 `DIR/campaign.lock` from its checks to its summary, so a second run or `--resume` on the same
