@@ -145,11 +145,13 @@ def decide(
     started = time.perf_counter()
     problem, (verdict,) = certify_input(pool, net, settings, x, kind, (answer,), plan, row)
     solved = time.perf_counter() - started
+    cut = deadline.passed() or (answer is not None and answer.check == "stopped")  # the explainer or the solvers
     written = None
     if plan.proofs is not None:
         written = plan.proofs.certify(problem, verdict, f"row{row}-{kind}", deadline)
         verdict = replace(verdict, proof=written.entry)
-    if deadline.passed() or (answer is not None and answer.check == "stopped"):
+        cut = cut or SPENT in str(written.entry.get("reason", ""))  # the certificate
+    if cut:
         note = f"{SPENT} ({plan.time_limit:g} s) ended the work: the best answer and exact bounds known then"
         verdict = replace(verdict, notes=(*verdict.notes, note))
     timings = {"explain": 0.0 if answer is None else answer.seconds, "solve": solved,

@@ -109,22 +109,23 @@ class ProofFolder:
         limit = self.time_limit if deadline is None else deadline.limit(self.time_limit)
         if claim[0] is not None and limit <= 0:
             return Written({"file": None, "reason": f"no certificate: {SPENT}"})
-        written = make(problem, *claim, key, limit, self.embed, judged.solvers, deadline)
-        if self.folder is not None:
-            save(self.folder, written, self.network, self.embed)
-        elif written.text is not None:
-            written = Written({**written.entry, "file": None}, written.text)  # held in memory: no file names it
-        return written
+        return self._kept(make(problem, *claim, key, limit, self.embed, judged.solvers, deadline))
 
     def write(
         self, problem: Problem, claim: tuple[int | None, str], key: str, outcomes: Mapping[str, Outcome] | None = None
     ) -> dict[str, Any]:
         """The `proof` entry of one result whose claim (k, or None and why: `claim_of`) is given,
         its certificate written when there is one (`make`, with the solvers' `outcomes`)."""
-        written = make(problem, *claim, key, self.time_limit, self.embed, outcomes)
+        return self._kept(make(problem, *claim, key, self.time_limit, self.embed, outcomes)).entry
+
+    def _kept(self, written: Written) -> Written:
+        """A made certificate written into the folder, or held in memory (no folder): then no file
+        names it."""
         if self.folder is not None:
             save(self.folder, written, self.network, self.embed)
-        return written.entry
+        elif written.text is not None:
+            written = Written({**written.entry, "file": None}, written.text)
+        return written
 
 
 UNDECIDED = "p(x) is undecided"  # the reason of a result without a problem (exact arithmetic cannot decide p(x))
