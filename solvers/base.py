@@ -31,7 +31,7 @@ from cardinal.validate import output_directory, output_file
 from .guard import GuardedSolver, lent
 from .oracle import SetOracle, check_witness
 from .proof import make, write_certificate
-from .registry import BACKENDS, Backend
+from .registry import BACKENDS, Backend, enumerate_first
 from .registry import BENCHMARK_ONLY as BENCHMARK_ONLY  # re-exported: callers import it from here
 from .registry import SOLVER_NAMES as SOLVER_NAMES
 
@@ -155,8 +155,7 @@ def auto_solver(problem: Problem, answer_size: int | None = None) -> str:
 
     `answer_size`: the size of an explanation the caller already has (certify: its explainer's
     answer; n where none exists); None: greedy runs here, once, where the choice depends on it."""
-    tiny = BACKENDS["enumerate"]
-    if problem.n <= tiny.auto_features and tiny.handles(problem.net, problem.domain):
+    if enumerate_first(problem.net, problem.domain):
         preferred: tuple[str, ...] = ("enumerate",)
     elif (
         problem.monotone
@@ -171,7 +170,7 @@ def auto_solver(problem: Problem, answer_size: int | None = None) -> str:
         preferred = ("exact-milp", "z3")
     handled = [name for name in preferred if BACKENDS[name].handles(problem.net, problem.domain, problem.kind)]
     if not handled:  # none declares it can (a smooth non-monotone network): enumerate where it can, else z3 says why not
-        handled = ["enumerate"] if tiny.handles(problem.net, problem.domain) else ["z3"]
+        handled = ["enumerate"] if BACKENDS["enumerate"].handles(problem.net, problem.domain) else ["z3"]
     return next((name for name in handled if _installed_exact(name)), "enumerate")
 
 

@@ -33,7 +33,7 @@ Capabilities (docs/architecture.md, "The backend registry"):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from cardinal.domain import Domain
 from cardinal.network import Network
@@ -128,3 +128,11 @@ BENCHMARK_ONLY: tuple[str, ...] = tuple(name for name, backend in BACKENDS.items
 def backend(name: str) -> Backend | None:
     """The registry's entry for `name`, or None (an unknown name, or a VNN-COMP tool)."""
     return BACKENDS.get(name)
+
+
+def enumerate_first(net: Any, domain: Any) -> bool:
+    """Whether `auto` asks enumerate first on `net` over `domain`: a problem of at most its
+    `auto_features` features that it declares it handles (`solvers.base.auto_solver`, and the
+    certify pool deciding which solver processes to start)."""
+    tiny = BACKENDS["enumerate"]
+    return net.n_inputs <= tiny.auto_features and tiny.handles(net, domain)

@@ -45,7 +45,7 @@ from cardinal.solvers.base import Solver, auto_solver, available_solvers, get_so
 from cardinal.solvers.deletion import STOPPED, UNKNOWN, Deletion, deletion
 from cardinal.solvers.guard import STARTUP_WAIT, GuardedSolver
 from cardinal.solvers.oracle import SetOracle
-from cardinal.solvers.registry import BACKENDS, BENCHMARK_ONLY, in_process
+from cardinal.solvers.registry import BACKENDS, BENCHMARK_ONLY, enumerate_first, in_process
 
 from cardinal.deadline import SPENT, Deadline
 from cardinal.domain import Domain, Radius
@@ -195,8 +195,8 @@ class SolverPool:
         """Start, in the background, the solver processes that questions on `net` over `domain`
         may need: none where the first backend asked (`first_proof`: enumerate, on a problem it
         suits) answers in this process and proves; else each backend not answered in this process."""
-        n, tiny = net.n_inputs, BACKENDS["enumerate"]
-        first_here = "enumerate" in self.names and n <= tiny.auto_features and tiny.handles(net, domain)
+        n = net.n_inputs
+        first_here = "enumerate" in self.names and enumerate_first(net, domain)
         if self.first_proof and first_here and in_process("enumerate", n):
             return
         for name in self.names:
